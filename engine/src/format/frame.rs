@@ -1,0 +1,560 @@
+//! The frame: the unit of writing, checking and compression.
+//!
+//! ```text
+//! offset 0   magic         2B   0xCA 0xFE
+//! offset 2   flags         1B   bits 0-2: codec (0=none, 1=zstd); bits 3-7 reserved, 0
+//! offset 3   recordCount   4B   big-endian int32, >= 1
+//! offset 7   baseOffset    8B   big-endian int64 — first record's offset
+//! offset 15  uncompressed  4B   payload size before codec
+//! offset 19  compressed    4B   payload size on disk ("stored")
+//! offset 23  crc32c        4B   Castagnoli over header[2:23] + stored payload
+//! offset 27  payload            [len:4BE][record bytes] × recordCount, codec-encoded
+//! ```
+//!
+//! Invariants kept here:
+//! - a frame is never encoded or decoded above [`FRAME_BYTES_MAX`] (stored or
+//!   uncompressed), and the bound is checked before any allocation;
+//! - the CRC excludes the magic, so a scanner can hunt for `0xCAFE` cheaply;
+//! - a decoded payload holds exactly `recordCount` length-prefixed entries that fill it
+//!   exactly; anything else is a [`FrameError`].
+
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
+
+use std::fmt;
+use std::ops::Range;
+
+/// The two magic bytes every frame starts with.
+pub const MAGIC: [u8; 2] = [0xCA, 0xFE];
+pub const MAGIC_OFFSET: usize = 0;
+pub const FLAGS_OFFSET: usize = MAGIC_OFFSET + 2;
+pub const RECORD_COUNT_OFFSET: usize = FLAGS_OFFSET + 1;
+pub const BASE_OFFSET_OFFSET: usize = RECORD_COUNT_OFFSET + 4;
+pub const UNCOMPRESSED_SIZE_OFFSET: usize = BASE_OFFSET_OFFSET + 8;
+pub const STORED_SIZE_OFFSET: usize = UNCOMPRESSED_SIZE_OFFSET + 4;
+pub const CRC_OFFSET: usize = STORED_SIZE_OFFSET + 4;
+/// Length of the fixed header; the payload starts here.
+pub const FRAME_HEADER_LEN: usize = CRC_OFFSET + 4;
+const _: () = assert!(FRAME_HEADER_LEN == 27);
+
+/// The bound on a frame's stored and uncompressed payload sizes (maxFrameBytes).
+pub const FRAME_BYTES_MAX: u32 = 256 * 1024 * 1024;
+/// Length prefix of each record inside the payload.
+pub const RECORD_LEN_PREFIX: usize = 4;
+const CODEC_MASK: u8 = 0b0000_0111;
+
+/// How a frame's payload is encoded on disk (flags bits 0-2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Codec {
+    None = 0,
+    Zstd = 1,
+}
+
+impl Codec {
+    /// The codec named by flags bits 0-2, if known.
+    pub fn from_bits(bits: u8) -> Option<Codec> {
+        match bits {
+            0 => Some(Codec::None),
+            1 => Some(Codec::Zstd),
+            _ => None,
+        }
+    }
+
+    /// Lower-case name (`none`, `zstd`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::None => "none",
+            Codec::Zstd => "zstd",
+        }
+    }
+}
+
+impl std::str::FromStr for Codec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(Codec::None),
+            "zstd" => Ok(Codec::Zstd),
+            other => Err(format!("unknown codec {other:?} (expected none or zstd)")),
+        }
+    }
+}
+
+/// Why bytes are not a valid frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// Fewer bytes than a header or the declared payload.
+    Truncated { needed: u64, available: u64 },
+    BadMagic { found: [u8; 2] },
+    UnknownCodec { bits: u8 },
+    ReservedFlags { flags: u8 },
+    BadRecordCount { count: u32 },
+    BaseOffsetOutOfRange { base_offset: u64 },
+    TooLarge { size: u32 },
+    /// A `none` frame whose stored and uncompressed sizes differ.
+    SizeMismatch { uncompressed: u32, stored: u32 },
+    ChecksumMismatch { stored: u32, computed: u32 },
+    Decompress { reason: String },
+    /// The decoded payload does not hold exactly `recordCount` entries.
+    PayloadStructure { reason: String },
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::Truncated { needed, available } => {
+                write!(f, "truncated frame: needs {needed} bytes, {available} available")
+            }
+            FrameError::BadMagic { found } => {
+                write!(f, "bad magic {:02x}{:02x} (expected cafe)", found[0], found[1])
+            }
+            FrameError::UnknownCodec { bits } => write!(f, "unknown codec {bits}"),
+            FrameError::ReservedFlags { flags } => {
+                write!(f, "reserved flag bits set in flags {flags:#04x}")
+            }
+            FrameError::BadRecordCount { count } => write!(f, "bad record count {count}"),
+            FrameError::BaseOffsetOutOfRange { base_offset } => {
+                write!(f, "base offset {base_offset} out of range")
+            }
+            FrameError::TooLarge { size } => {
+                write!(f, "frame size {size} exceeds the {FRAME_BYTES_MAX}-byte bound")
+            }
+            FrameError::SizeMismatch {
+                uncompressed,
+                stored,
+            } => write!(
+                f,
+                "uncompressed frame with uncompressed size {uncompressed} != stored size {stored}"
+            ),
+            FrameError::ChecksumMismatch { stored, computed } => write!(
+                f,
+                "checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
+            ),
+            FrameError::Decompress { reason } => write!(f, "payload does not decompress: {reason}"),
+            FrameError::PayloadStructure { reason } => write!(f, "bad payload structure: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// The parsed fixed header of a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameHeader {
+    pub codec: Codec,
+    pub record_count: u32,
+    pub base_offset: u64,
+    pub uncompressed_size: u32,
+    pub stored_size: u32,
+    pub crc: u32,
+}
+
+fn be_u32(bytes: &[u8; FRAME_HEADER_LEN], at: usize) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(bytes.get(at..at + 4).unwrap_or(&[0; 4]));
+    u32::from_be_bytes(word)
+}
+
+fn be_u64(bytes: &[u8; FRAME_HEADER_LEN], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(bytes.get(at..at + 8).unwrap_or(&[0; 8]));
+    u64::from_be_bytes(word)
+}
+
+impl FrameHeader {
+    /// Parses and checks a header: magic, flags, count, offset range and size bounds.
+    /// The CRC is only read here; [`FrameHeader::check_crc`] verifies it.
+    pub fn parse(bytes: &[u8; FRAME_HEADER_LEN]) -> Result<FrameHeader, FrameError> {
+        let magic = [bytes[0], bytes[1]];
+        if magic != MAGIC {
+            return Err(FrameError::BadMagic { found: magic });
+        }
+        let flags = bytes[FLAGS_OFFSET];
+        if flags & !CODEC_MASK != 0 {
+            return Err(FrameError::ReservedFlags { flags });
+        }
+        let codec = Codec::from_bits(flags & CODEC_MASK).ok_or(FrameError::UnknownCodec {
+            bits: flags & CODEC_MASK,
+        })?;
+        let record_count = be_u32(bytes, RECORD_COUNT_OFFSET);
+        if record_count == 0 || record_count > i32::MAX as u32 {
+            return Err(FrameError::BadRecordCount {
+                count: record_count,
+            });
+        }
+        let base_offset = be_u64(bytes, BASE_OFFSET_OFFSET);
+        if base_offset > i64::MAX as u64 || base_offset.checked_add(u64::from(record_count)).is_none_or(|end| end > i64::MAX as u64) {
+            return Err(FrameError::BaseOffsetOutOfRange { base_offset });
+        }
+        let uncompressed_size = be_u32(bytes, UNCOMPRESSED_SIZE_OFFSET);
+        let stored_size = be_u32(bytes, STORED_SIZE_OFFSET);
+        for size in [uncompressed_size, stored_size] {
+            if size > FRAME_BYTES_MAX {
+                return Err(FrameError::TooLarge { size });
+            }
+        }
+        // Every record costs at least its length prefix.
+        if u64::from(uncompressed_size) < u64::from(record_count) * RECORD_LEN_PREFIX as u64 {
+            return Err(FrameError::PayloadStructure {
+                reason: format!(
+                    "{record_count} records cannot fit in {uncompressed_size} uncompressed bytes"
+                ),
+            });
+        }
+        if codec == Codec::None && uncompressed_size != stored_size {
+            return Err(FrameError::SizeMismatch {
+                uncompressed: uncompressed_size,
+                stored: stored_size,
+            });
+        }
+        Ok(FrameHeader {
+            codec,
+            record_count,
+            base_offset,
+            uncompressed_size,
+            stored_size,
+            crc: be_u32(bytes, CRC_OFFSET),
+        })
+    }
+
+    /// The header's bytes, with the CRC field as stored in `self.crc`.
+    pub fn encode(&self) -> [u8; FRAME_HEADER_LEN] {
+        let mut out = [0u8; FRAME_HEADER_LEN];
+        let (magic, rest) = out.split_at_mut(FLAGS_OFFSET);
+        magic.copy_from_slice(&MAGIC);
+        let (flags, rest) = rest.split_at_mut(1);
+        flags.copy_from_slice(&[self.codec as u8]);
+        let (count, rest) = rest.split_at_mut(4);
+        count.copy_from_slice(&self.record_count.to_be_bytes());
+        let (base, rest) = rest.split_at_mut(8);
+        base.copy_from_slice(&self.base_offset.to_be_bytes());
+        let (uncompressed, rest) = rest.split_at_mut(4);
+        uncompressed.copy_from_slice(&self.uncompressed_size.to_be_bytes());
+        let (stored, crc) = rest.split_at_mut(4);
+        stored.copy_from_slice(&self.stored_size.to_be_bytes());
+        crc.copy_from_slice(&self.crc.to_be_bytes());
+        out
+    }
+
+    /// Total bytes of the frame on disk: header plus stored payload.
+    pub fn frame_len(&self) -> u64 {
+        FRAME_HEADER_LEN as u64 + u64::from(self.stored_size)
+    }
+
+    /// One past the last record's offset.
+    pub fn end_offset(&self) -> u64 {
+        self.base_offset + u64::from(self.record_count)
+    }
+
+    /// The CRC32C of header[2:23] followed by `stored`.
+    pub fn compute_crc(header: &[u8; FRAME_HEADER_LEN], stored: &[u8]) -> u32 {
+        let covered = header.get(FLAGS_OFFSET..CRC_OFFSET).unwrap_or_default();
+        crc32c::crc32c_append(crc32c::crc32c(covered), stored)
+    }
+
+    /// Verifies the stored CRC against the header bytes and stored payload.
+    pub fn check_crc(&self, stored: &[u8]) -> Result<(), FrameError> {
+        let computed = Self::compute_crc(&self.encode(), stored);
+        if computed == self.crc {
+            Ok(())
+        } else {
+            Err(FrameError::ChecksumMismatch {
+                stored: self.crc,
+                computed,
+            })
+        }
+    }
+}
+
+/// Reusable compression and decompression state (zstd contexts are costly to create).
+pub struct Codecs {
+    compressor: Option<zstd::bulk::Compressor<'static>>,
+    decompressor: Option<zstd::bulk::Decompressor<'static>>,
+    level: i32,
+}
+
+impl Default for Codecs {
+    fn default() -> Self {
+        Self::new(ZSTD_LEVEL_DEFAULT)
+    }
+}
+
+/// The zstd level used unless configured otherwise.
+pub const ZSTD_LEVEL_DEFAULT: i32 = 3;
+
+impl fmt::Debug for Codecs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Codecs").field("level", &self.level).finish()
+    }
+}
+
+impl Codecs {
+    /// Contexts are created lazily, on first use.
+    pub fn new(level: i32) -> Self {
+        Codecs {
+            compressor: None,
+            decompressor: None,
+            level,
+        }
+    }
+
+    /// Decodes a CRC-checked frame's stored payload into its uncompressed bytes.
+    pub fn decode_payload(
+        &mut self,
+        header: &FrameHeader,
+        stored: &[u8],
+    ) -> Result<Vec<u8>, FrameError> {
+        match header.codec {
+            Codec::None => Ok(stored.to_vec()),
+            Codec::Zstd => {
+                let decompressor = match &mut self.decompressor {
+                    Some(d) => d,
+                    slot => slot.insert(zstd::bulk::Decompressor::new().map_err(|e| {
+                        FrameError::Decompress {
+                            reason: e.to_string(),
+                        }
+                    })?),
+                };
+                // The capacity is the header's uncompressed size, already bounded by
+                // FRAME_BYTES_MAX; zstd never writes past it.
+                let out = decompressor
+                    .decompress(stored, header.uncompressed_size as usize)
+                    .map_err(|e| FrameError::Decompress {
+                        reason: e.to_string(),
+                    })?;
+                if out.len() != header.uncompressed_size as usize {
+                    return Err(FrameError::Decompress {
+                        reason: format!(
+                            "decompressed to {} bytes, header says {}",
+                            out.len(),
+                            header.uncompressed_size
+                        ),
+                    });
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Encodes `records` (already enveloped) as one frame starting at `base_offset`,
+    /// appending the frame's bytes to `out`. With [`Codec::Zstd`], a payload that does
+    /// not shrink is stored with [`Codec::None`]: the codec is per frame, and a lone small
+    /// record grows under zstd.
+    pub fn encode_frame<'r>(
+        &mut self,
+        codec: Codec,
+        base_offset: u64,
+        records: impl ExactSizeIterator<Item = &'r [u8]>,
+        out: &mut Vec<u8>,
+    ) -> Result<FrameHeader, FrameError> {
+        let count = records.len();
+        let record_count = u32::try_from(count)
+            .ok()
+            .filter(|c| *c >= 1 && *c <= i32::MAX as u32)
+            .ok_or(FrameError::BadRecordCount {
+                count: u32::try_from(count).unwrap_or(u32::MAX),
+            })?;
+        let mut payload = Vec::new();
+        for record in records {
+            let len = u32::try_from(record.len()).map_err(|_| FrameError::TooLarge { size: u32::MAX })?;
+            payload.extend_from_slice(&len.to_be_bytes());
+            payload.extend_from_slice(record);
+        }
+        let uncompressed_size = u32::try_from(payload.len())
+            .ok()
+            .filter(|s| *s <= FRAME_BYTES_MAX)
+            .ok_or(FrameError::TooLarge {
+                size: u32::try_from(payload.len()).unwrap_or(u32::MAX),
+            })?;
+        let compressed = match codec {
+            Codec::None => None,
+            Codec::Zstd => {
+                let level = self.level;
+                let compressor = match &mut self.compressor {
+                    Some(c) => c,
+                    slot => slot.insert(zstd::bulk::Compressor::new(level).map_err(|e| {
+                        FrameError::Decompress {
+                            reason: e.to_string(),
+                        }
+                    })?),
+                };
+                let bytes = compressor
+                    .compress(&payload)
+                    .map_err(|e| FrameError::Decompress {
+                        reason: e.to_string(),
+                    })?;
+                (bytes.len() < payload.len()).then_some(bytes)
+            }
+        };
+        let (codec, stored) = match &compressed {
+            Some(bytes) => (Codec::Zstd, bytes.as_slice()),
+            None => (Codec::None, payload.as_slice()),
+        };
+        let stored_size = u32::try_from(stored.len())
+            .ok()
+            .filter(|s| *s <= FRAME_BYTES_MAX)
+            .ok_or(FrameError::TooLarge { size: u32::MAX })?;
+        let mut header = FrameHeader {
+            codec,
+            record_count,
+            base_offset,
+            uncompressed_size,
+            stored_size,
+            crc: 0,
+        };
+        header.crc = FrameHeader::compute_crc(&header.encode(), stored);
+        let start = out.len();
+        out.extend_from_slice(&header.encode());
+        out.extend_from_slice(stored);
+        // Paired check: what we are about to write parses back to the same header.
+        debug_assert_eq!(
+            out.get(start..start + FRAME_HEADER_LEN)
+                .and_then(|h| <&[u8; FRAME_HEADER_LEN]>::try_from(h).ok())
+                .map(FrameHeader::parse),
+            Some(Ok(header))
+        );
+        Ok(header)
+    }
+}
+
+/// Splits a decoded payload into the byte ranges of its `count` records.
+pub fn split_records(payload: &[u8], count: u32) -> Result<Vec<Range<usize>>, FrameError> {
+    let mut ranges = Vec::with_capacity(count.min(1 << 16) as usize);
+    let mut position = 0usize;
+    for index in 0..count {
+        let prefix = payload
+            .get(position..position + RECORD_LEN_PREFIX)
+            .ok_or_else(|| FrameError::PayloadStructure {
+                reason: format!("record {index} length prefix past the payload end"),
+            })?;
+        let mut word = [0u8; 4];
+        word.copy_from_slice(prefix);
+        let len = u32::from_be_bytes(word) as usize;
+        let start = position + RECORD_LEN_PREFIX;
+        let end = start
+            .checked_add(len)
+            .filter(|end| *end <= payload.len())
+            .ok_or_else(|| FrameError::PayloadStructure {
+                reason: format!("record {index} of {len} bytes runs past the payload end"),
+            })?;
+        ranges.push(start..end);
+        position = end;
+    }
+    if position != payload.len() {
+        return Err(FrameError::PayloadStructure {
+            reason: format!(
+                "{} bytes left after {count} records",
+                payload.len() - position
+            ),
+        });
+    }
+    Ok(ranges)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn roundtrip(codec: Codec, base: u64, records: &[Vec<u8>]) {
+        let mut codecs = Codecs::default();
+        let mut out = Vec::new();
+        let header = codecs
+            .encode_frame(codec, base, records.iter().map(Vec::as_slice), &mut out)
+            .expect("encode");
+        assert_eq!(out.len() as u64, header.frame_len());
+        let head: &[u8; FRAME_HEADER_LEN] = out[..FRAME_HEADER_LEN].try_into().expect("header");
+        let parsed = FrameHeader::parse(head).expect("parse");
+        assert_eq!(parsed, header);
+        let stored = &out[FRAME_HEADER_LEN..];
+        parsed.check_crc(stored).expect("crc");
+        let payload = codecs.decode_payload(&parsed, stored).expect("decode");
+        let ranges = split_records(&payload, parsed.record_count).expect("split");
+        let decoded: Vec<Vec<u8>> = ranges.into_iter().map(|r| payload[r].to_vec()).collect();
+        assert_eq!(decoded, records);
+        assert_eq!(parsed.base_offset, base);
+    }
+
+    proptest! {
+        #[test]
+        fn frames_round_trip(
+            zstd in any::<bool>(),
+            base in 0u64..(1 << 40),
+            records in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..600), 1..40),
+        ) {
+            roundtrip(if zstd { Codec::Zstd } else { Codec::None }, base, &records);
+        }
+
+        #[test]
+        fn any_single_bit_flip_is_caught_by_parse_or_crc(
+            records in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..100), 1..5),
+            bit in any::<proptest::sample::Index>(),
+        ) {
+            let mut out = Vec::new();
+            Codecs::default().encode_frame(Codec::Zstd, 7, records.iter().map(Vec::as_slice), &mut out).unwrap();
+            let bit = bit.index(out.len() * 8);
+            out[bit / 8] ^= 1 << (bit % 8);
+            let head: &[u8; FRAME_HEADER_LEN] = out[..FRAME_HEADER_LEN].try_into().unwrap();
+            let caught = match FrameHeader::parse(head) {
+                Err(_) => true,
+                Ok(h) => h.stored_size as usize != out.len() - FRAME_HEADER_LEN
+                    || h.check_crc(&out[FRAME_HEADER_LEN..]).is_err()
+                    || h.base_offset != 7,
+            };
+            prop_assert!(caught, "flip of bit {bit} went unnoticed");
+        }
+    }
+
+    #[test]
+    fn empty_and_long_records_round_trip() {
+        roundtrip(Codec::Zstd, 0, &[Vec::new()]);
+        roundtrip(Codec::None, 0, &[Vec::new(), vec![7; 1 << 20]]);
+        roundtrip(Codec::Zstd, 99, &[vec![b'x'; 1 << 20]]);
+    }
+
+    #[test]
+    fn incompressible_payload_is_stored_raw() {
+        let mut out = Vec::new();
+        let header = Codecs::default()
+            .encode_frame(Codec::Zstd, 0, [&b"tiny"[..]].into_iter(), &mut out)
+            .unwrap();
+        assert_eq!(header.codec, Codec::None);
+        assert_eq!(header.stored_size, header.uncompressed_size);
+    }
+
+    #[test]
+    fn header_bounds_are_checked_before_allocation() {
+        let mut header = FrameHeader {
+            codec: Codec::Zstd,
+            record_count: 1,
+            base_offset: 0,
+            uncompressed_size: FRAME_BYTES_MAX + 1,
+            stored_size: 10,
+            crc: 0,
+        }
+        .encode();
+        assert_eq!(
+            FrameHeader::parse(&header),
+            Err(FrameError::TooLarge {
+                size: FRAME_BYTES_MAX + 1
+            })
+        );
+        header[FLAGS_OFFSET] = 5;
+        assert_eq!(
+            FrameHeader::parse(&header),
+            Err(FrameError::UnknownCodec { bits: 5 })
+        );
+        header[0] = 0;
+        assert_eq!(
+            FrameHeader::parse(&header),
+            Err(FrameError::BadMagic { found: [0, 0xFE] })
+        );
+    }
+
+    #[test]
+    fn split_rejects_trailing_and_short_payloads() {
+        assert!(split_records(&[0, 0, 0, 1, 9, 3], 1).is_err());
+        assert!(split_records(&[0, 0, 0, 5, 9], 1).is_err());
+        assert_eq!(split_records(&[0, 0, 0, 1, 9], 1).unwrap(), vec![4..5]);
+    }
+}

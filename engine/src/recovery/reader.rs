@@ -1,0 +1,108 @@
+//! Bounded-memory reading of a segment file: a window over the file that is refilled in
+//! chunks, never larger than `max(WINDOW_BYTES, one frame)`.
+
+use crate::format::frame::{FRAME_HEADER_LEN, FrameError, FrameHeader, MAGIC};
+use crate::fs::{File, read_exact_at};
+use std::io;
+
+/// Bytes read per refill when frames are small.
+pub const WINDOW_BYTES: usize = 1 << 20;
+
+/// A window over one file.
+pub struct SegmentReader<'f, F: File> {
+    file: &'f F,
+    file_len: u64,
+    window_start: u64,
+    window: Vec<u8>,
+}
+
+/// A frame that passed every check but offset continuity.
+#[derive(Clone, Debug)]
+pub struct ProbedFrame {
+    pub header: FrameHeader,
+    pub stored: Vec<u8>,
+}
+
+impl<'f, F: File> SegmentReader<'f, F> {
+    pub fn new(file: &'f F, file_len: u64) -> Self {
+        SegmentReader {
+            file,
+            file_len,
+            window_start: 0,
+            window: Vec::new(),
+        }
+    }
+
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
+    /// The bytes `[position, position + len)`; the caller has checked they are in the file.
+    async fn bytes(&mut self, position: u64, len: usize) -> io::Result<&[u8]> {
+        let end = position + len as u64;
+        assert!(end <= self.file_len, "read past the scanned file length");
+        let window_end = self.window_start + self.window.len() as u64;
+        if position < self.window_start || end > window_end {
+            let fill = (len.max(WINDOW_BYTES) as u64).min(self.file_len - position) as usize;
+            self.window.clear();
+            self.window.resize(fill, 0);
+            read_exact_at(self.file, &mut self.window, position).await?;
+            self.window_start = position;
+        }
+        let from = (position - self.window_start) as usize;
+        Ok(self.window.get(from..from + len).unwrap_or_default())
+    }
+
+    /// Reads and checks the frame at `position`: header, bounds against the file length
+    /// (before allocating the payload), and CRC.
+    pub async fn probe(&mut self, position: u64) -> io::Result<Result<ProbedFrame, FrameError>> {
+        let available = self.file_len.saturating_sub(position);
+        if available < FRAME_HEADER_LEN as u64 {
+            return Ok(Err(FrameError::Truncated {
+                needed: FRAME_HEADER_LEN as u64,
+                available,
+            }));
+        }
+        let mut head = [0u8; FRAME_HEADER_LEN];
+        head.copy_from_slice(self.bytes(position, FRAME_HEADER_LEN).await?);
+        let header = match FrameHeader::parse(&head) {
+            Ok(h) => h,
+            Err(e) => return Ok(Err(e)),
+        };
+        if header.frame_len() > available {
+            return Ok(Err(FrameError::Truncated {
+                needed: header.frame_len(),
+                available,
+            }));
+        }
+        let stored = self
+            .bytes(position + FRAME_HEADER_LEN as u64, header.stored_size as usize)
+            .await?
+            .to_vec();
+        Ok(header.check_crc(&stored).map(|()| ProbedFrame { header, stored }))
+    }
+
+    /// The position of the first CRC-valid frame starting after `position`, if any.
+    pub async fn hunt(&mut self, position: u64) -> io::Result<Option<u64>> {
+        let mut cursor = position + 1;
+        while cursor + 1 < self.file_len {
+            let chunk_len = ((self.file_len - cursor) as usize).min(WINDOW_BYTES);
+            let found = {
+                let chunk = self.bytes(cursor, chunk_len).await?;
+                chunk.windows(2).position(|w| w == MAGIC)
+            };
+            match found {
+                Some(at) => {
+                    let candidate = cursor + at as u64;
+                    if self.probe(candidate).await?.is_ok() {
+                        return Ok(Some(candidate));
+                    }
+                    cursor = candidate + 1;
+                }
+                // Keep the last byte: the magic may straddle two chunks.
+                None => cursor += (chunk_len as u64).saturating_sub(1).max(1),
+            }
+        }
+        Ok(None)
+    }
+}

@@ -134,8 +134,7 @@ impl Future for TimerSleep {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if Instant::now() >= self.deadline
-            || *self.fired.lock().unwrap_or_else(|e| e.into_inner())
+        if Instant::now() >= self.deadline || *self.fired.lock().unwrap_or_else(|e| e.into_inner())
         {
             return Poll::Ready(());
         }

@@ -14,4 +14,5 @@
 pub mod clock;
 pub mod format;
 pub mod fs;
+pub mod log;
 pub mod recovery;

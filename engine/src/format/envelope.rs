@@ -47,7 +47,10 @@ impl fmt::Display for EnvelopeError {
             }
             EnvelopeError::BadKeyLength => write!(f, "malformed key length varint"),
             EnvelopeError::KeyPastEnd { key_len, available } => {
-                write!(f, "key of {key_len} bytes but only {available} bytes follow")
+                write!(
+                    f,
+                    "key of {key_len} bytes but only {available} bytes follow"
+                )
             }
             EnvelopeError::NoCommitTime => write!(f, "record ends before its commit time"),
         }
@@ -180,7 +183,10 @@ mod tests {
         assert_eq!(decode(&[2, 0x80]), Err(EnvelopeError::BadKeyLength));
         assert_eq!(
             decode(&[2, 5, 1]),
-            Err(EnvelopeError::KeyPastEnd { key_len: 5, available: 1 })
+            Err(EnvelopeError::KeyPastEnd {
+                key_len: 5,
+                available: 1
+            })
         );
         assert_eq!(decode(&[2, 0, 1, 2]), Err(EnvelopeError::NoCommitTime));
         assert_eq!(get_uvarint(&[0x80, 0x00]), None, "non-shortest form");

@@ -84,29 +84,61 @@ impl std::str::FromStr for Codec {
 #[non_exhaustive]
 pub enum FrameError {
     /// Fewer bytes than a header or the declared payload.
-    Truncated { needed: u64, available: u64 },
-    BadMagic { found: [u8; 2] },
-    UnknownCodec { bits: u8 },
-    ReservedFlags { flags: u8 },
-    BadRecordCount { count: u32 },
-    BaseOffsetOutOfRange { base_offset: u64 },
-    TooLarge { size: u32 },
+    Truncated {
+        needed: u64,
+        available: u64,
+    },
+    BadMagic {
+        found: [u8; 2],
+    },
+    UnknownCodec {
+        bits: u8,
+    },
+    ReservedFlags {
+        flags: u8,
+    },
+    BadRecordCount {
+        count: u32,
+    },
+    BaseOffsetOutOfRange {
+        base_offset: u64,
+    },
+    TooLarge {
+        size: u32,
+    },
     /// A `none` frame whose stored and uncompressed sizes differ.
-    SizeMismatch { uncompressed: u32, stored: u32 },
-    ChecksumMismatch { stored: u32, computed: u32 },
-    Decompress { reason: String },
+    SizeMismatch {
+        uncompressed: u32,
+        stored: u32,
+    },
+    ChecksumMismatch {
+        stored: u32,
+        computed: u32,
+    },
+    Decompress {
+        reason: String,
+    },
     /// The decoded payload does not hold exactly `recordCount` entries.
-    PayloadStructure { reason: String },
+    PayloadStructure {
+        reason: String,
+    },
 }
 
 impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FrameError::Truncated { needed, available } => {
-                write!(f, "truncated frame: needs {needed} bytes, {available} available")
+                write!(
+                    f,
+                    "truncated frame: needs {needed} bytes, {available} available"
+                )
             }
             FrameError::BadMagic { found } => {
-                write!(f, "bad magic {:02x}{:02x} (expected cafe)", found[0], found[1])
+                write!(
+                    f,
+                    "bad magic {:02x}{:02x} (expected cafe)",
+                    found[0], found[1]
+                )
             }
             FrameError::UnknownCodec { bits } => write!(f, "unknown codec {bits}"),
             FrameError::ReservedFlags { flags } => {
@@ -117,7 +149,10 @@ impl fmt::Display for FrameError {
                 write!(f, "base offset {base_offset} out of range")
             }
             FrameError::TooLarge { size } => {
-                write!(f, "frame size {size} exceeds the {FRAME_BYTES_MAX}-byte bound")
+                write!(
+                    f,
+                    "frame size {size} exceeds the {FRAME_BYTES_MAX}-byte bound"
+                )
             }
             FrameError::SizeMismatch {
                 uncompressed,
@@ -183,7 +218,11 @@ impl FrameHeader {
             });
         }
         let base_offset = be_u64(bytes, BASE_OFFSET_OFFSET);
-        if base_offset > i64::MAX as u64 || base_offset.checked_add(u64::from(record_count)).is_none_or(|end| end > i64::MAX as u64) {
+        if base_offset > i64::MAX as u64
+            || base_offset
+                .checked_add(u64::from(record_count))
+                .is_none_or(|end| end > i64::MAX as u64)
+        {
             return Err(FrameError::BaseOffsetOutOfRange { base_offset });
         }
         let uncompressed_size = be_u32(bytes, UNCOMPRESSED_SIZE_OFFSET);
@@ -284,7 +323,9 @@ pub const ZSTD_LEVEL_DEFAULT: i32 = 3;
 
 impl fmt::Debug for Codecs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Codecs").field("level", &self.level).finish()
+        f.debug_struct("Codecs")
+            .field("level", &self.level)
+            .finish()
     }
 }
 
@@ -356,7 +397,8 @@ impl Codecs {
             })?;
         let mut payload = Vec::new();
         for record in records {
-            let len = u32::try_from(record.len()).map_err(|_| FrameError::TooLarge { size: u32::MAX })?;
+            let len =
+                u32::try_from(record.len()).map_err(|_| FrameError::TooLarge { size: u32::MAX })?;
             payload.extend_from_slice(&len.to_be_bytes());
             payload.extend_from_slice(record);
         }

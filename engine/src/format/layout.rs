@@ -65,7 +65,10 @@ mod tests {
     #[test]
     fn segment_names_round_trip_and_sort_by_offset() {
         assert_eq!(segment_file_name(450_832), "00000000000000450832.log");
-        assert_eq!(parse_segment_file_name("00000000000000450832.log"), Some(450_832));
+        assert_eq!(
+            parse_segment_file_name("00000000000000450832.log"),
+            Some(450_832)
+        );
         assert_eq!(parse_segment_file_name("450832.log"), None);
         assert_eq!(parse_segment_file_name("0000000000000045083x.log"), None);
         assert_eq!(parse_segment_file_name("00000000000000450832.tmp"), None);

@@ -42,7 +42,10 @@ impl OpenMode {
 }
 
 /// An open file. Positions are absolute byte positions; there is no cursor.
-#[expect(clippy::len_without_is_empty, reason = "a file's length is a query, not a collection size")]
+#[expect(
+    clippy::len_without_is_empty,
+    reason = "a file's length is a query, not a collection size"
+)]
 pub trait File: Send + Sync + 'static {
     /// Reads up to `buf.len()` bytes at `position`; returns how many were read (0 at the end).
     fn read_at(
@@ -71,8 +74,11 @@ pub trait Fs: Clone + Send + Sync + 'static {
     type File: File;
 
     /// Opens `path` in `mode`.
-    fn open(&self, path: &Path, mode: OpenMode)
-    -> impl Future<Output = io::Result<Self::File>> + Send;
+    fn open(
+        &self,
+        path: &Path,
+        mode: OpenMode,
+    ) -> impl Future<Output = io::Result<Self::File>> + Send;
 
     /// Creates `path` and its missing parents. Each directory created is synced into its
     /// parent before this returns.

@@ -18,7 +18,10 @@ use std::path::Path;
 /// fsync) before returning. Refuses (returns the corruption) when the scan says R3.
 pub async fn apply<F: Fs>(fs: &F, dir: &Path, scan: &mut PartitionScan) -> io::Result<()> {
     if let Some(corruption) = &scan.corruption {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, corruption.to_string()));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            corruption.to_string(),
+        ));
     }
     let Some(truncation) = &scan.truncation else {
         return Ok(());

@@ -76,10 +76,15 @@ impl<'f, F: File> SegmentReader<'f, F> {
             }));
         }
         let stored = self
-            .bytes(position + FRAME_HEADER_LEN as u64, header.stored_size as usize)
+            .bytes(
+                position + FRAME_HEADER_LEN as u64,
+                header.stored_size as usize,
+            )
             .await?
             .to_vec();
-        Ok(header.check_crc(&stored).map(|()| ProbedFrame { header, stored }))
+        Ok(header
+            .check_crc(&stored)
+            .map(|()| ProbedFrame { header, stored }))
     }
 
     /// The position of the first CRC-valid frame starting after `position`, if any.

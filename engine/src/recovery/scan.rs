@@ -109,7 +109,11 @@ pub struct Corruption {
 
 impl fmt::Display for Corruption {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at byte {}: {}", self.segment, self.position, self.reason)
+        write!(
+            f,
+            "{} at byte {}: {}",
+            self.segment, self.position, self.reason
+        )
     }
 }
 
@@ -190,10 +194,7 @@ struct BadRegion {
 }
 
 /// Reads the `hwm` file: `None` when absent or empty, an error when malformed.
-pub async fn read_word_file<F: Fs>(
-    fs: &F,
-    path: &Path,
-) -> io::Result<Result<Option<u64>, String>> {
+pub async fn read_word_file<F: Fs>(fs: &F, path: &Path) -> io::Result<Result<Option<u64>, String>> {
     if !fs.exists(path).await? {
         return Ok(Ok(None));
     }
@@ -203,7 +204,10 @@ pub async fn read_word_file<F: Fs>(
         return Ok(Ok(None));
     }
     if len != word::WORD_FILE_LEN as u64 {
-        return Ok(Err(format!("{len} bytes, expected {}", word::WORD_FILE_LEN)));
+        return Ok(Err(format!(
+            "{len} bytes, expected {}",
+            word::WORD_FILE_LEN
+        )));
     }
     let mut bytes = [0u8; word::WORD_FILE_LEN];
     read_exact_at(&file, &mut bytes, 0).await?;
@@ -305,8 +309,9 @@ pub async fn scan_partition<F: Fs>(
             match decoded {
                 Ok(Some(records)) => {
                     scan.unparseable.extend(records.unparseable);
-                    segment.last_committed_at_ms =
-                        records.last_committed_at_ms.or(segment.last_committed_at_ms);
+                    segment.last_committed_at_ms = records
+                        .last_committed_at_ms
+                        .or(segment.last_committed_at_ms);
                 }
                 Ok(None) => {}
                 Err(reason) => {

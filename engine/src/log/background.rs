@@ -1,0 +1,111 @@
+//! Background loops as plain futures: the embedder runs them on any executor, or hands
+//! them to a [`Spawn`]. Each returns when the log is closed or poisoned.
+
+use super::notify::race;
+use super::{FsyncPolicy, Log, LogError};
+use crate::clock::Clock;
+use crate::fs::Fs;
+use std::future::Future;
+use std::pin::Pin;
+
+/// Something that runs a future to completion in the background.
+pub trait Spawn {
+    fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send + 'static>>);
+}
+
+impl<F: Fs, C: Clock> Log<F, C> {
+    fn stopped(&self) -> bool {
+        let st = self.state();
+        st.closed || st.poisoned.is_some()
+    }
+
+    /// One flusher step: drain the buffer when a threshold is reached, then fsync when
+    /// the policy says so (per write, or batched on `sync_interval` / `sync_bytes`).
+    pub async fn flush_tick(&self) -> Result<(), LogError> {
+        let config = &self.inner.config;
+        let now = self.inner.clock.now();
+        let (flush_due, sync_due) = {
+            let st = self.state();
+            let flush_due = !st.buffer.is_empty()
+                && (st.buffer_bytes >= config.flush_bytes
+                    || st.buffer.len() >= config.flush_records
+                    || st
+                        .oldest_buffered_at
+                        .is_some_and(|at| now.saturating_sub(at) >= config.flush_interval));
+            let sync_due = st.written_end > st.durable_end
+                && (st.unsynced_bytes >= config.sync_bytes
+                    || now.saturating_sub(st.last_sync_at) >= config.sync_interval);
+            (flush_due, sync_due)
+        };
+        if !flush_due && !sync_due {
+            return Ok(());
+        }
+        let mut io = self.inner.io.lock().await;
+        if flush_due {
+            while self.write_frame(&mut io, u64::MAX).await? {
+                if config.fsync == FsyncPolicy::PerWrite {
+                    self.sync_locked(&mut io).await?;
+                }
+            }
+        }
+        let sync_due = {
+            let st = self.state();
+            st.written_end > st.durable_end
+                && (st.unsynced_bytes >= config.sync_bytes
+                    || self.inner.clock.now().saturating_sub(st.last_sync_at)
+                        >= config.sync_interval)
+        };
+        if sync_due {
+            self.sync_locked(&mut io).await?;
+        }
+        Ok(())
+    }
+
+    /// The flusher: wakes on a buffer threshold or every `flush_interval`.
+    pub async fn run_flusher(self) {
+        while !self.stopped() {
+            let wanted = self.inner.flush_wanted.listen();
+            race(
+                wanted,
+                self.inner.clock.sleep(self.inner.config.flush_interval),
+            )
+            .await;
+            if self.flush_tick().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The HWM persister: persists the HWM every `hwm_persist_interval` when it moved.
+    pub async fn run_hwm_persister(self) {
+        while !self.stopped() {
+            self.inner
+                .clock
+                .sleep(self.inner.config.hwm_persist_interval)
+                .await;
+            if self.persist_hwm().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The reaper: one retention sweep every `reaper_interval`.
+    pub async fn run_reaper(self) {
+        while !self.stopped() {
+            self.inner
+                .clock
+                .sleep(self.inner.config.reaper_interval)
+                .await;
+            if let Err(e) = self.reap_once().await {
+                tracing::error!(error = %e, "retention sweep failed");
+            }
+        }
+    }
+
+    /// Hands the flusher, HWM persister and reaper to `spawner`.
+    pub fn spawn_background(&self, spawner: &impl Spawn) {
+        spawner.spawn(Box::pin(self.clone().run_flusher()));
+        spawner.spawn(Box::pin(self.clone().run_hwm_persister()));
+        spawner.spawn(Box::pin(self.clone().run_reaper()));
+    }
+}

@@ -1,0 +1,123 @@
+//! The knobs of a partition log, with the spec's defaults.
+
+use crate::format::frame::{Codec, FRAME_BYTES_MAX, ZSTD_LEVEL_DEFAULT};
+use std::time::Duration;
+
+/// When written frames are fsynced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsyncPolicy {
+    /// Every flushed frame is fsynced (and committed) at once.
+    PerWrite,
+    /// Frames are fsynced on `sync_interval`, `sync_bytes`, segment roll, close and
+    /// explicit [`crate::log::Log::sync`].
+    Batched,
+}
+
+impl std::str::FromStr for FsyncPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "per-write" | "per_write" => Ok(FsyncPolicy::PerWrite),
+            "batched" => Ok(FsyncPolicy::Batched),
+            other => Err(format!(
+                "unknown fsync policy {other:?} (expected per-write or batched)"
+            )),
+        }
+    }
+}
+
+/// Configuration of one partition log. `Default` is the spec's values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogConfig {
+    /// Codec for new frames (a frame that would not shrink is stored uncompressed).
+    pub codec: Codec,
+    pub zstd_level: i32,
+    /// Segment cap; an append that would overflow it rolls a new segment (64 MiB).
+    pub segment_bytes: u64,
+    /// The flusher drains the buffer at this many bytes (1 MiB) ...
+    pub flush_bytes: usize,
+    /// ... or this many records (1000) ...
+    pub flush_records: usize,
+    /// ... or when the oldest buffered record is this old (100 ms).
+    pub flush_interval: Duration,
+    pub fsync: FsyncPolicy,
+    /// Batched mode fsyncs written data at least this often (1 s) ...
+    pub sync_interval: Duration,
+    /// ... or once this many bytes are written but unsynced (8 MiB).
+    pub sync_bytes: u64,
+    /// How often the in-memory HWM is persisted when it moved (100 ms). This bounds the
+    /// hidden tail after a crash, and with it the duplicates a crash can cause.
+    pub hwm_persist_interval: Duration,
+    /// Sealed segments whose last record is older than this are deleted; `None` keeps all.
+    pub retention_ms: Option<u64>,
+    /// How often the reaper sweeps (60 s).
+    pub reaper_interval: Duration,
+    /// Bound on the in-memory buffer; appends beyond it fail with `BufferFull` (64 MiB).
+    pub buffer_bytes_max: usize,
+    /// Decoded frames kept in the read cache.
+    pub frame_cache_frames: usize,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            codec: Codec::Zstd,
+            zstd_level: ZSTD_LEVEL_DEFAULT,
+            segment_bytes: 64 * 1024 * 1024,
+            flush_bytes: 1024 * 1024,
+            flush_records: 1000,
+            flush_interval: Duration::from_millis(100),
+            fsync: FsyncPolicy::Batched,
+            sync_interval: Duration::from_secs(1),
+            sync_bytes: 8 * 1024 * 1024,
+            hwm_persist_interval: Duration::from_millis(100),
+            retention_ms: None,
+            reaper_interval: Duration::from_secs(60),
+            buffer_bytes_max: 64 * 1024 * 1024,
+            frame_cache_frames: 64,
+        }
+    }
+}
+
+impl LogConfig {
+    /// Checks every knob's range.
+    pub fn validate(&self) -> Result<(), String> {
+        let nonzero = |name: &str, ok: bool| {
+            if ok {
+                Ok(())
+            } else {
+                Err(format!("{name} must be positive"))
+            }
+        };
+        nonzero("segment_bytes", self.segment_bytes > 0)?;
+        nonzero("flush_bytes", self.flush_bytes > 0)?;
+        nonzero("flush_records", self.flush_records > 0)?;
+        nonzero("flush_interval", !self.flush_interval.is_zero())?;
+        nonzero("sync_interval", !self.sync_interval.is_zero())?;
+        nonzero("sync_bytes", self.sync_bytes > 0)?;
+        nonzero("hwm_persist_interval", !self.hwm_persist_interval.is_zero())?;
+        nonzero("reaper_interval", !self.reaper_interval.is_zero())?;
+        nonzero("frame_cache_frames", self.frame_cache_frames > 0)?;
+        if self.flush_bytes as u64 > u64::from(FRAME_BYTES_MAX) / 2 {
+            return Err(format!(
+                "flush_bytes {} must be at most half the frame bound {FRAME_BYTES_MAX}",
+                self.flush_bytes
+            ));
+        }
+        if self.flush_records > i32::MAX as usize {
+            return Err("flush_records must fit a frame's int32 record count".into());
+        }
+        if self.buffer_bytes_max < self.flush_bytes {
+            return Err("buffer_bytes_max must be at least flush_bytes".into());
+        }
+        if !(1..=22).contains(&self.zstd_level) {
+            return Err(format!("zstd_level {} outside 1..=22", self.zstd_level));
+        }
+        Ok(())
+    }
+
+    /// The largest record (enveloped) an append accepts: one record must fit a frame.
+    pub fn record_bytes_max(&self) -> usize {
+        (FRAME_BYTES_MAX as usize / 2).min(self.buffer_bytes_max)
+    }
+}

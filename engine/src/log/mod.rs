@@ -1,0 +1,622 @@
+//! The partition log: buffer → flush → sync, the high-watermark, recovery on open,
+//! reads, retention and long-poll.
+//!
+//! Invariants (asserted where they change):
+//! - `log_start <= hwm <= durable_end <= written_end <= next_offset`: consumers see only
+//!   records that were fsynced and re-read with a valid CRC;
+//! - `persisted_hwm <= hwm` at the moment it is written, so the `hwm` file never passes
+//!   durable data; it never decreases except by a recovery clamp;
+//! - segment base offsets strictly increase with no gaps: each segment starts where the
+//!   previous one ends, and frames inside a segment are contiguous;
+//! - commit times never decrease along offsets, also across restarts and when the wall
+//!   clock steps backwards (the last recovered commit time is the floor);
+//! - after a write or fsync error the log is poisoned: no later append, flush, sync or
+//!   HWM advance succeeds; reads of committed data keep working.
+//!
+//! Locking: `state` (a std mutex, never held across an await) is the partition lock;
+//! offsets and commit times are assigned under it. `io` (an async mutex) serialises
+//! writes to the active segment, so a frame is written by one task at a time and
+//! concurrent `sync()` callers share one fsync (group commit).
+
+mod background;
+pub mod config;
+pub mod error;
+pub mod metrics;
+pub mod notify;
+mod read;
+mod retention;
+mod write;
+
+pub use background::Spawn;
+pub use config::{FsyncPolicy, LogConfig};
+pub use error::LogError;
+pub use metrics::{LogMetrics, MetricsSnapshot};
+pub use notify::{Listener, Notify};
+pub use read::{ReadBatch, Record};
+pub use retention::ReapReport;
+
+use crate::clock::Clock;
+use crate::format::{envelope, layout, word};
+use crate::fs::{File, Fs, OpenMode};
+use crate::recovery::{self, FrameEntry, ScanDepth, TruncationRule};
+use metrics::add;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// A partition log. Cloning gives another handle to the same log.
+pub struct Log<F: Fs, C: Clock> {
+    inner: Arc<Inner<F, C>>,
+}
+
+impl<F: Fs, C: Clock> Clone for Log<F, C> {
+    fn clone(&self) -> Self {
+        Log {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+struct Inner<F: Fs, C: Clock> {
+    fs: F,
+    clock: C,
+    dir: PathBuf,
+    config: LogConfig,
+    state: Mutex<State<F>>,
+    io: async_lock::Mutex<write::Io<F>>,
+    hwm_file: async_lock::Mutex<F::File>,
+    /// Broadcast on commit (and, through [`Log::notify_all`], on nack and lease expiry).
+    notify: Arc<Notify>,
+    /// Broadcast when the buffer crosses a flush threshold.
+    flush_wanted: Arc<Notify>,
+    metrics: LogMetrics,
+}
+
+/// A buffered record: enveloped bytes and the commit time inside them.
+struct Buffered {
+    committed_at_ms: u64,
+    bytes: Vec<u8>,
+}
+
+/// One segment file.
+struct Segment<F: Fs> {
+    name: String,
+    frames: Vec<FrameEntry>,
+    len: u64,
+    end_offset: u64,
+    last_committed_at_ms: Option<u64>,
+    reader: Option<Arc<F::File>>,
+}
+
+struct State<F: Fs> {
+    buffer: VecDeque<Buffered>,
+    buffer_bytes: usize,
+    oldest_buffered_at: Option<Duration>,
+    next_offset: u64,
+    written_end: u64,
+    durable_end: u64,
+    hwm: u64,
+    persisted_hwm: u64,
+    log_start: u64,
+    last_commit_ms: u64,
+    segments: BTreeMap<u64, Segment<F>>,
+    poisoned: Option<String>,
+    closing: bool,
+    closed: bool,
+    unsynced_bytes: u64,
+    last_sync_at: Duration,
+    cache: read::FrameCache,
+    /// Frames found bad at read time (counted once).
+    bad_frames: BTreeSet<u64>,
+    /// Frames whose unparseable records were already counted.
+    skip_counted: BTreeSet<u64>,
+}
+
+impl<F: Fs> State<F> {
+    fn check_writable(&self) -> Result<(), LogError> {
+        if let Some(reason) = &self.poisoned {
+            return Err(LogError::Poisoned {
+                reason: reason.clone(),
+            });
+        }
+        if self.closing || self.closed {
+            return Err(LogError::Closed);
+        }
+        Ok(())
+    }
+
+    fn check_invariants(&self) {
+        assert!(
+            self.log_start <= self.hwm
+                && self.hwm <= self.durable_end
+                && self.durable_end <= self.written_end
+                && self.written_end <= self.next_offset,
+            "log offsets out of order: start {} hwm {} durable {} written {} next {}",
+            self.log_start,
+            self.hwm,
+            self.durable_end,
+            self.written_end,
+            self.next_offset
+        );
+        assert_eq!(
+            self.written_end + self.buffer.len() as u64,
+            self.next_offset,
+            "buffer does not end at the log end"
+        );
+    }
+}
+
+/// Offsets and state of a log at one moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogStatus {
+    pub log_start: u64,
+    pub hwm: u64,
+    pub persisted_hwm: u64,
+    /// Records fsynced and verified (the hidden tail ends here after recovery).
+    pub durable_end: u64,
+    /// Records written to segment files (maybe unsynced).
+    pub written_end: u64,
+    /// The next offset an append gets.
+    pub next_offset: u64,
+    pub segments: usize,
+    pub last_commit_ms: u64,
+    pub poisoned: Option<String>,
+    pub closed: bool,
+}
+
+/// What recovery did on open.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct OpenReport {
+    pub truncation: Option<(TruncationRule, u64)>,
+    pub recorded_loss_records: u64,
+    pub hidden_records: u64,
+    pub hwm: u64,
+    pub tail_offset: u64,
+}
+
+impl<F: Fs, C: Clock> Log<F, C> {
+    /// Opens (or creates) the partition in `dir`, running recovery (R1-R4): torn tails
+    /// and holes above the persisted HWM are truncated and fsynced, a clamp is recorded
+    /// and persisted, and damaged acknowledged data refuses to open.
+    pub async fn open(
+        fs: F,
+        clock: C,
+        dir: impl Into<PathBuf>,
+        config: LogConfig,
+    ) -> Result<(Self, OpenReport), LogError> {
+        config.validate().map_err(LogError::InvalidConfig)?;
+        let dir = dir.into();
+        fs.create_dir_all(&dir)
+            .await
+            .map_err(LogError::io("create partition directory"))?;
+        let mut scan = recovery::scan_partition(&fs, &dir, ScanDepth::Frames)
+            .await
+            .map_err(LogError::io("scan partition"))?;
+        if let Some(corruption) = scan.corruption.clone() {
+            tracing::error!(dir = %dir.display(), %corruption, "refusing to open partition");
+            return Err(LogError::Corruption(corruption));
+        }
+        let metrics = LogMetrics::default();
+        let mut report = OpenReport::default();
+        if let Some(t) = &scan.truncation {
+            tracing::warn!(dir = %dir.display(), rule = t.rule.name(), segment = %t.segment,
+                position = t.position, bytes = t.bytes, reason = %t.reason, "truncating");
+            match t.rule {
+                TruncationRule::TornTail => add(&metrics.truncations_torn_tail, 1),
+                TruncationRule::HoleAboveHwm => add(&metrics.truncations_hole, 1),
+            }
+            add(&metrics.truncated_bytes, t.bytes);
+            report.truncation = Some((t.rule, t.bytes));
+        }
+        recovery::apply(&fs, &dir, &mut scan)
+            .await
+            .map_err(LogError::io("truncate during recovery"))?;
+        let hwm = scan.hwm();
+        report.hwm = hwm;
+        report.tail_offset = scan.tail_offset;
+        report.recorded_loss_records = scan.recorded_loss_records();
+        report.hidden_records = scan.hidden_records();
+        if report.recorded_loss_records > 0 {
+            tracing::error!(dir = %dir.display(), persisted_hwm = ?scan.persisted_hwm,
+                tail = scan.tail_offset, lost = report.recorded_loss_records,
+                "persisted HWM ahead of the recovered tail: recorded loss (R4 clamp)");
+        }
+        add(&metrics.recorded_loss_records, report.recorded_loss_records);
+        add(&metrics.hidden_records_at_open, report.hidden_records);
+
+        let hwm_file = open_hwm_file(&fs, &dir, hwm, scan.persisted_hwm).await?;
+
+        let mut segments = BTreeMap::new();
+        for s in &scan.segments {
+            segments.insert(
+                s.base_offset,
+                Segment {
+                    name: s.file_name.clone(),
+                    frames: s.frames.clone(),
+                    len: s.valid_len,
+                    end_offset: s.end_offset,
+                    last_committed_at_ms: s.last_committed_at_ms,
+                    reader: None,
+                },
+            );
+        }
+        if segments.is_empty() {
+            let base = scan.tail_offset;
+            create_segment_file(&fs, &dir, base).await?;
+            segments.insert(base, Segment::empty(base));
+        }
+        let (&active_base, active_segment) = segments
+            .last_key_value()
+            .expect("at least one segment exists");
+        let active = Arc::new(
+            fs.open(&dir.join(&active_segment.name), OpenMode::ReadWrite)
+                .await
+                .map_err(LogError::io("open active segment"))?,
+        );
+        // The hidden tail may still be only in the page cache of a crashed process;
+        // make it durable before anything builds on it.
+        active
+            .sync_data()
+            .await
+            .map_err(LogError::io("sync active segment at open"))?;
+
+        let tail = scan.tail_offset;
+        let now = clock.now();
+        let state = State {
+            buffer: VecDeque::new(),
+            buffer_bytes: 0,
+            oldest_buffered_at: None,
+            next_offset: tail,
+            written_end: tail,
+            durable_end: tail,
+            hwm,
+            persisted_hwm: hwm,
+            log_start: scan.log_start,
+            last_commit_ms: scan.last_committed_at_ms.unwrap_or(0),
+            segments,
+            poisoned: None,
+            closing: false,
+            closed: false,
+            unsynced_bytes: 0,
+            last_sync_at: now,
+            cache: read::FrameCache::new(config.frame_cache_frames),
+            bad_frames: BTreeSet::new(),
+            skip_counted: BTreeSet::new(),
+        };
+        state.check_invariants();
+        let io = write::Io::new(active, active_base, config.zstd_level);
+        let log = Log {
+            inner: Arc::new(Inner {
+                fs,
+                clock,
+                dir,
+                config,
+                state: Mutex::new(state),
+                io: async_lock::Mutex::new(io),
+                hwm_file: async_lock::Mutex::new(hwm_file),
+                notify: Arc::new(Notify::default()),
+                flush_wanted: Arc::new(Notify::default()),
+                metrics,
+            }),
+        };
+        Ok((log, report))
+    }
+
+    fn state(&self) -> MutexGuard<'_, State<F>> {
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.inner.config
+    }
+
+    pub fn metrics(&self) -> &LogMetrics {
+        &self.inner.metrics
+    }
+
+    pub fn status(&self) -> LogStatus {
+        let st = self.state();
+        LogStatus {
+            log_start: st.log_start,
+            hwm: st.hwm,
+            persisted_hwm: st.persisted_hwm,
+            durable_end: st.durable_end,
+            written_end: st.written_end,
+            next_offset: st.next_offset,
+            segments: st.segments.len(),
+            last_commit_ms: st.last_commit_ms,
+            poisoned: st.poisoned.clone(),
+            closed: st.closed,
+        }
+    }
+
+    /// The exclusive bound of what consumers may see.
+    pub fn hwm(&self) -> u64 {
+        self.state().hwm
+    }
+
+    /// The HWM last made durable in the `hwm` file.
+    pub fn persisted_hwm(&self) -> u64 {
+        self.state().persisted_hwm
+    }
+
+    pub fn log_start(&self) -> u64 {
+        self.state().log_start
+    }
+
+    /// Appends one record to the buffer; returns its offset. Not durable or visible
+    /// until a commit ([`Log::sync`]).
+    pub fn append(&self, key: &[u8], payload: &[u8]) -> Result<u64, LogError> {
+        self.append_batch([(key, payload)]).map(|r| r.start)
+    }
+
+    /// Appends records to the buffer under the partition lock; returns their offsets.
+    /// Commit times are assigned here: `max(wall clock, last commit time)`, so they
+    /// never decrease along offsets.
+    pub fn append_batch<'a>(
+        &self,
+        records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> Result<Range<u64>, LogError> {
+        let max = self.inner.config.record_bytes_max();
+        let wall_ms = self.inner.clock.wall_ms();
+        let now = self.inner.clock.now();
+        let mut st = self.state();
+        st.check_writable()?;
+        let start = st.next_offset;
+        let committed_at_ms = wall_ms.max(st.last_commit_ms);
+        let mut batch = Vec::new();
+        let mut batch_bytes = 0usize;
+        for (key, payload) in records {
+            let size = envelope::encoded_len(key.len(), payload.len());
+            if size > max {
+                return Err(LogError::RecordTooLarge { size, max });
+            }
+            batch_bytes += size;
+            let mut bytes = Vec::with_capacity(size);
+            envelope::encode(&mut bytes, key, committed_at_ms, payload);
+            batch.push(Buffered {
+                committed_at_ms,
+                bytes,
+            });
+        }
+        if st.buffer_bytes + batch_bytes > self.inner.config.buffer_bytes_max {
+            return Err(LogError::BufferFull {
+                buffered_bytes: st.buffer_bytes,
+                max: self.inner.config.buffer_bytes_max,
+            });
+        }
+        st.last_commit_ms = committed_at_ms;
+        st.next_offset += batch.len() as u64;
+        st.buffer_bytes += batch_bytes;
+        st.buffer.extend(batch);
+        st.oldest_buffered_at.get_or_insert(now);
+        let end = st.next_offset;
+        let wanted = st.buffer_bytes >= self.inner.config.flush_bytes
+            || st.buffer.len() >= self.inner.config.flush_records;
+        drop(st);
+        if wanted {
+            self.inner.flush_wanted.notify_all();
+        }
+        Ok(start..end)
+    }
+
+    /// Appends records and commits them; returns their offsets once they are durable,
+    /// verified and visible.
+    pub async fn commit<'a>(
+        &self,
+        records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> Result<Range<u64>, LogError> {
+        let range = self.append_batch(records)?;
+        self.sync().await?;
+        let hwm = self.hwm();
+        assert!(
+            hwm >= range.end,
+            "sync returned before covering {range:?} (hwm {hwm})"
+        );
+        Ok(range)
+    }
+
+    /// The commit path: drains the buffer synchronously, writes, fsyncs, re-reads and
+    /// CRC-verifies the new frames, then advances the HWM and wakes waiters. Everything
+    /// appended before the call is committed when it returns `Ok`; concurrent callers
+    /// share fsyncs. Returns the range the HWM moved over while this call waited.
+    pub async fn sync(&self) -> Result<Range<u64>, LogError> {
+        let (target, start) = {
+            let st = self.state();
+            if let Some(reason) = &st.poisoned {
+                return Err(LogError::Poisoned {
+                    reason: reason.clone(),
+                });
+            }
+            if st.closed {
+                return Err(LogError::Closed);
+            }
+            (st.next_offset, st.hwm)
+        };
+        let mut io = self.inner.io.lock().await;
+        loop {
+            {
+                let st = self.state();
+                if let Some(reason) = &st.poisoned {
+                    return Err(LogError::Poisoned {
+                        reason: reason.clone(),
+                    });
+                }
+                if st.hwm >= target || st.written_end >= target {
+                    break;
+                }
+            }
+            if !self.write_frame(&mut io, target).await? {
+                break;
+            }
+        }
+        self.sync_locked(&mut io).await?;
+        let st = self.state();
+        Ok(start..st.hwm.max(start))
+    }
+
+    /// Persists the in-memory HWM when it moved: one 8-byte write at position 0 and an
+    /// fsync. Returns the value now durable.
+    pub async fn persist_hwm(&self) -> Result<u64, LogError> {
+        let file = self.inner.hwm_file.lock().await;
+        let hwm = {
+            let st = self.state();
+            if let Some(reason) = &st.poisoned {
+                return Err(LogError::Poisoned {
+                    reason: reason.clone(),
+                });
+            }
+            if st.hwm == st.persisted_hwm {
+                return Ok(st.persisted_hwm);
+            }
+            st.hwm
+        };
+        let result = async {
+            file.write_at(&word::encode(hwm), 0).await?;
+            file.sync_data().await
+        }
+        .await;
+        if let Err(e) = result {
+            return Err(self.poison("persist hwm", e));
+        }
+        add(&self.inner.metrics.hwm_persists, 1);
+        add(&self.inner.metrics.fsyncs, 1);
+        let mut st = self.state();
+        assert!(
+            hwm <= st.durable_end,
+            "persisted HWM {hwm} passes durable data"
+        );
+        st.persisted_hwm = st.persisted_hwm.max(hwm);
+        Ok(st.persisted_hwm)
+    }
+
+    /// Drains, commits and persists the HWM; later appends and syncs fail with `Closed`.
+    pub async fn close(&self) -> Result<(), LogError> {
+        {
+            let mut st = self.state();
+            if st.closed {
+                return Ok(());
+            }
+            st.closing = true;
+        }
+        self.sync().await?;
+        self.persist_hwm().await?;
+        self.state().closed = true;
+        self.inner.notify.notify_all();
+        self.inner.flush_wanted.notify_all();
+        Ok(())
+    }
+
+    /// A listener that completes at the next commit or [`Log::notify_all`]. Take it
+    /// *before* checking for data, then await it: no wake-up can be missed.
+    pub fn listen(&self) -> Listener {
+        self.inner.notify.listen()
+    }
+
+    /// Wakes every parked waiter (commit does this; queues call it on nack and lease
+    /// expiry).
+    pub fn notify_all(&self) {
+        self.inner.notify.notify_all();
+    }
+
+    /// Parks until the HWM passes `offset`, or the log is closed or poisoned.
+    pub async fn wait_beyond(&self, offset: u64) {
+        loop {
+            let listener = self.listen();
+            {
+                let st = self.state();
+                if st.hwm > offset || st.closed || st.poisoned.is_some() {
+                    return;
+                }
+            }
+            listener.await;
+        }
+    }
+
+    /// Marks the log poisoned and returns the error to report.
+    fn poison(&self, op: &'static str, source: std::io::Error) -> LogError {
+        let reason = format!("{op}: {source}");
+        {
+            let mut st = self.state();
+            if st.poisoned.is_none() {
+                tracing::error!(dir = %self.inner.dir.display(), %reason, "partition poisoned");
+                st.poisoned = Some(reason);
+            }
+        }
+        self.inner.metrics.poisoned.store(true, Ordering::Relaxed);
+        self.inner.notify.notify_all();
+        self.inner.flush_wanted.notify_all();
+        LogError::Io { op, source }
+    }
+}
+
+impl<F: Fs> Segment<F> {
+    fn empty(base: u64) -> Self {
+        Segment {
+            name: layout::segment_file_name(base),
+            frames: Vec::new(),
+            len: 0,
+            end_offset: base,
+            last_committed_at_ms: None,
+            reader: None,
+        }
+    }
+}
+
+/// Creates a segment file and makes its directory entry durable.
+async fn create_segment_file<F: Fs>(fs: &F, dir: &Path, base: u64) -> Result<F::File, LogError> {
+    let file = fs
+        .open(
+            &dir.join(layout::segment_file_name(base)),
+            OpenMode::CreateNew,
+        )
+        .await
+        .map_err(LogError::io("create segment"))?;
+    fs.sync_dir(dir)
+        .await
+        .map_err(LogError::io("sync directory after segment create"))?;
+    Ok(file)
+}
+
+/// Opens the `hwm` file (creating it durably when absent) and makes it hold `hwm` when
+/// recovery changed the value (a clamp) or the file is new.
+async fn open_hwm_file<F: Fs>(
+    fs: &F,
+    dir: &Path,
+    hwm: u64,
+    persisted: Option<u64>,
+) -> Result<F::File, LogError> {
+    let path = dir.join(layout::HWM_FILE);
+    let exists = fs.exists(&path).await.map_err(LogError::io("stat hwm"))?;
+    let file = fs
+        .open(
+            &path,
+            if exists {
+                OpenMode::ReadWrite
+            } else {
+                OpenMode::CreateNew
+            },
+        )
+        .await
+        .map_err(LogError::io("open hwm"))?;
+    if persisted != Some(hwm) {
+        file.write_at(&word::encode(hwm), 0)
+            .await
+            .map_err(LogError::io("write hwm"))?;
+        file.sync_data().await.map_err(LogError::io("sync hwm"))?;
+    }
+    if !exists {
+        fs.sync_dir(dir)
+            .await
+            .map_err(LogError::io("sync directory after hwm create"))?;
+    }
+    Ok(file)
+}

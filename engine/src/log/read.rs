@@ -1,0 +1,270 @@
+//! The read side: records below the HWM, each frame re-checked against its CRC, with a
+//! bounded cache of decoded frames. Wrong bytes are never returned: a frame that fails
+//! its CRC after open, or a record whose envelope does not parse, is skipped and
+//! counted.
+
+use super::metrics::add;
+use super::{Log, LogError};
+use crate::clock::Clock;
+use crate::format::envelope;
+use crate::format::frame::{Codecs, FRAME_HEADER_LEN, FrameHeader, split_records};
+use crate::fs::{Fs, OpenMode, read_exact_at};
+use crate::recovery::FrameEntry;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// One record as a consumer sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub offset: u64,
+    pub committed_at_ms: u64,
+    pub key: Vec<u8>,
+    pub payload: Vec<u8>,
+}
+
+/// The result of a read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadBatch {
+    pub records: Vec<Record>,
+    /// Where the next read continues (past skipped records too).
+    pub next_offset: u64,
+    /// Offsets in the range read that were skipped as unreadable.
+    pub skipped: Vec<u64>,
+}
+
+/// A decoded frame: each record, or `None` where its envelope does not parse.
+pub(super) struct DecodedFrame {
+    records: Vec<Option<Record>>,
+}
+
+/// Decoded frames by base offset, bounded; the oldest insertion is evicted first.
+pub(super) struct FrameCache {
+    frames: BTreeMap<u64, (u64, Arc<DecodedFrame>)>,
+    capacity: usize,
+    tick: u64,
+}
+
+impl FrameCache {
+    pub(super) fn new(capacity: usize) -> Self {
+        FrameCache {
+            frames: BTreeMap::new(),
+            capacity,
+            tick: 0,
+        }
+    }
+
+    fn get(&self, base: u64) -> Option<Arc<DecodedFrame>> {
+        self.frames.get(&base).map(|(_, f)| Arc::clone(f))
+    }
+
+    fn insert(&mut self, base: u64, frame: Arc<DecodedFrame>) {
+        self.tick += 1;
+        if self.frames.len() >= self.capacity
+            && let Some(oldest) = self
+                .frames
+                .iter()
+                .min_by_key(|(_, (tick, _))| *tick)
+                .map(|(base, _)| *base)
+        {
+            self.frames.remove(&oldest);
+        }
+        self.frames.insert(base, (self.tick, frame));
+    }
+
+    /// Drops every frame below `offset` (retention moved the log start).
+    pub(super) fn invalidate_below(&mut self, offset: u64) {
+        self.frames = self.frames.split_off(&offset);
+    }
+}
+
+enum Located<Fl> {
+    Cached(Arc<DecodedFrame>, FrameEntry),
+    Read(Arc<Fl>, FrameEntry),
+    Open(String, u64, FrameEntry),
+}
+
+impl<F: Fs, C: Clock> Log<F, C> {
+    /// Up to `max_records` records from `from`, all below the HWM at the time of the call.
+    pub async fn read(&self, from: u64, max_records: usize) -> Result<ReadBatch, LogError> {
+        let mut batch = ReadBatch {
+            records: Vec::new(),
+            next_offset: from,
+            skipped: Vec::new(),
+        };
+        let hwm = {
+            let st = self.state();
+            if from < st.log_start {
+                return Err(LogError::OffsetBeforeLogStart {
+                    requested: from,
+                    log_start: st.log_start,
+                });
+            }
+            st.hwm
+        };
+        let mut codecs = Codecs::default();
+        while batch.records.len() < max_records && batch.next_offset < hwm {
+            let offset = batch.next_offset;
+            let located = {
+                let st = self.state();
+                if offset < st.log_start {
+                    // Retention deleted the segment under us; the caller resumes at the start.
+                    return if batch.records.is_empty() && batch.skipped.is_empty() {
+                        Err(LogError::OffsetBeforeLogStart {
+                            requested: offset,
+                            log_start: st.log_start,
+                        })
+                    } else {
+                        Ok(batch)
+                    };
+                }
+                let (&base, segment) = st
+                    .segments
+                    .range(..=offset)
+                    .next_back()
+                    .expect("offsets above the log start lie in a segment");
+                let index = segment.frames.partition_point(|f| f.end_offset() <= offset);
+                let entry = *segment
+                    .frames
+                    .get(index)
+                    .expect("offsets below the HWM lie in a written frame");
+                if st.bad_frames.contains(&entry.base_offset) {
+                    None
+                } else if let Some(frame) = st.cache.get(entry.base_offset) {
+                    Some(Located::Cached(frame, entry))
+                } else if let Some(reader) = &segment.reader {
+                    Some(Located::Read(Arc::clone(reader), entry))
+                } else {
+                    Some(Located::Open(segment.name.clone(), base, entry))
+                }
+            };
+            let (frame, entry) = match located {
+                None => {
+                    // A frame already found bad: skip it again without recounting.
+                    let entry = self.frame_at(offset);
+                    let end = entry.end_offset().min(hwm);
+                    batch.skipped.extend(offset..end);
+                    batch.next_offset = end;
+                    continue;
+                }
+                Some(Located::Cached(frame, entry)) => (Some(frame), entry),
+                Some(Located::Read(reader, entry)) => {
+                    (self.load_frame(&reader, &entry, &mut codecs).await?, entry)
+                }
+                Some(Located::Open(name, base, entry)) => {
+                    let reader = Arc::new(
+                        self.inner
+                            .fs
+                            .open(&self.inner.dir.join(&name), OpenMode::Read)
+                            .await
+                            .map_err(LogError::io("open segment for reading"))?,
+                    );
+                    if let Some(segment) = self.state().segments.get_mut(&base) {
+                        segment.reader = Some(Arc::clone(&reader));
+                    }
+                    (self.load_frame(&reader, &entry, &mut codecs).await?, entry)
+                }
+            };
+            let end = entry.end_offset().min(hwm);
+            let Some(frame) = frame else {
+                let mut st = self.state();
+                if st.bad_frames.insert(entry.base_offset) {
+                    add(
+                        &self.inner.metrics.records_skipped,
+                        u64::from(entry.record_count),
+                    );
+                    tracing::error!(
+                        base = entry.base_offset,
+                        records = entry.record_count,
+                        "frame unreadable at consume time; records skipped"
+                    );
+                }
+                drop(st);
+                batch.skipped.extend(offset..end);
+                batch.next_offset = end;
+                continue;
+            };
+            let mut at = offset;
+            while at < end && batch.records.len() < max_records {
+                let index = (at - entry.base_offset) as usize;
+                match frame.records.get(index).and_then(Option::as_ref) {
+                    Some(record) => batch.records.push(record.clone()),
+                    None => batch.skipped.push(at),
+                }
+                at += 1;
+            }
+            batch.next_offset = at;
+        }
+        Ok(batch)
+    }
+
+    fn frame_at(&self, offset: u64) -> FrameEntry {
+        let st = self.state();
+        let (_, segment) = st
+            .segments
+            .range(..=offset)
+            .next_back()
+            .expect("offset lies in a segment");
+        let index = segment.frames.partition_point(|f| f.end_offset() <= offset);
+        *segment.frames.get(index).expect("offset lies in a frame")
+    }
+
+    /// Reads, CRC-checks and decodes one frame; `None` when it is unreadable.
+    async fn load_frame(
+        &self,
+        reader: &F::File,
+        entry: &FrameEntry,
+        codecs: &mut Codecs,
+    ) -> Result<Option<Arc<DecodedFrame>>, LogError> {
+        let mut bytes = vec![0u8; entry.frame_len as usize];
+        if let Err(e) = read_exact_at(reader, &mut bytes, entry.position).await {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                return Ok(None);
+            }
+            return Err(LogError::Io {
+                op: "read frame",
+                source: e,
+            });
+        }
+        let Some(decoded) = decode(&bytes, entry, codecs) else {
+            return Ok(None);
+        };
+        let decoded = Arc::new(decoded);
+        let unparseable = decoded.records.iter().filter(|r| r.is_none()).count() as u64;
+        let mut st = self.state();
+        if unparseable > 0 && st.skip_counted.insert(entry.base_offset) {
+            // Count unparseable records once, the first time the frame is decoded.
+            add(&self.inner.metrics.records_skipped, unparseable);
+        }
+        st.cache.insert(entry.base_offset, Arc::clone(&decoded));
+        Ok(Some(decoded))
+    }
+}
+
+/// Decodes a frame's bytes, checking everything the scanner checked.
+fn decode(bytes: &[u8], entry: &FrameEntry, codecs: &mut Codecs) -> Option<DecodedFrame> {
+    let (head, stored) = bytes.split_at_checked(FRAME_HEADER_LEN)?;
+    let header = FrameHeader::parse(head.try_into().ok()?).ok()?;
+    if header.base_offset != entry.base_offset
+        || header.record_count != entry.record_count
+        || header.frame_len() != entry.frame_len
+    {
+        return None;
+    }
+    header.check_crc(stored).ok()?;
+    let payload = codecs.decode_payload(&header, stored).ok()?;
+    let ranges = split_records(&payload, header.record_count).ok()?;
+    let records = ranges
+        .into_iter()
+        .enumerate()
+        .map(|(index, range)| {
+            let env = envelope::decode(payload.get(range)?).ok()?;
+            Some(Record {
+                offset: entry.base_offset + index as u64,
+                committed_at_ms: env.committed_at_ms,
+                key: env.key.to_vec(),
+                payload: env.payload.to_vec(),
+            })
+        })
+        .collect();
+    Some(DecodedFrame { records })
+}

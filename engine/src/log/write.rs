@@ -1,0 +1,227 @@
+//! The write side: one frame per drain, segment roll, fsync and verification.
+
+use super::metrics::add;
+use super::{Log, LogError, Segment, create_segment_file};
+use crate::clock::Clock;
+use crate::format::frame::{Codecs, FRAME_HEADER_LEN, FrameHeader};
+use crate::fs::{File, Fs, read_exact_at};
+use crate::recovery::FrameEntry;
+use std::sync::Arc;
+
+/// State owned by whoever holds the write lock.
+pub(super) struct Io<F: Fs> {
+    active: Arc<F::File>,
+    active_base: u64,
+    codecs: Codecs,
+    /// Frames of the active segment written but not yet fsynced and verified.
+    unverified: Vec<FrameEntry>,
+    frame_buf: Vec<u8>,
+}
+
+impl<F: Fs> Io<F> {
+    pub(super) fn new(active: Arc<F::File>, active_base: u64, zstd_level: i32) -> Self {
+        Io {
+            active,
+            active_base,
+            codecs: Codecs::new(zstd_level),
+            unverified: Vec::new(),
+            frame_buf: Vec::new(),
+        }
+    }
+}
+
+impl<F: Fs, C: Clock> Log<F, C> {
+    /// Drains up to one frame's worth of buffered records below `limit` (at most
+    /// `flush_records` records and about `flush_bytes`), encodes them as one frame and
+    /// writes it to the active segment, rolling first when it would overflow.
+    /// Returns `false` when there was nothing to drain.
+    pub(super) async fn write_frame(&self, io: &mut Io<F>, limit: u64) -> Result<bool, LogError> {
+        let config = &self.inner.config;
+        let (base, records, bytes, last_committed_at_ms) = {
+            let mut st = self.state();
+            if let Some(reason) = &st.poisoned {
+                return Err(LogError::Poisoned {
+                    reason: reason.clone(),
+                });
+            }
+            if st.buffer.is_empty() || st.written_end >= limit {
+                return Ok(false);
+            }
+            let mut take = 0usize;
+            let mut bytes = 0usize;
+            for record in &st.buffer {
+                if take > 0
+                    && (take >= config.flush_records
+                        || bytes + record.bytes.len() > config.flush_bytes)
+                {
+                    break;
+                }
+                take += 1;
+                bytes += record.bytes.len();
+            }
+            let records: Vec<_> = st.buffer.drain(..take).collect();
+            st.buffer_bytes -= bytes;
+            st.oldest_buffered_at = if st.buffer.is_empty() {
+                None
+            } else {
+                Some(self.inner.clock.now())
+            };
+            let last = records.last().map(|r| r.committed_at_ms);
+            // The records leave the buffer here; until the frame is written they are in
+            // flight, and `written_end` still marks where they go.
+            (st.written_end, records, bytes, last)
+        };
+        io.frame_buf.clear();
+        let header = io
+            .codecs
+            .encode_frame(
+                config.codec,
+                base,
+                records.iter().map(|r| r.bytes.as_slice()),
+                &mut io.frame_buf,
+            )
+            .map_err(|e| self.poison("encode frame", std::io::Error::other(e)))?;
+        let frame_len = header.frame_len();
+
+        let active_len = self.segment_len(io.active_base);
+        if active_len > 0 && active_len + frame_len > config.segment_bytes {
+            self.roll(io, base).await?;
+        }
+        let position = self.segment_len(io.active_base);
+        if let Err(e) = io.active.write_at(&io.frame_buf, position).await {
+            return Err(self.poison("write frame", e));
+        }
+        let entry = FrameEntry {
+            position,
+            base_offset: base,
+            record_count: header.record_count,
+            frame_len,
+        };
+        {
+            let mut st = self.state();
+            let segment = st
+                .segments
+                .get_mut(&io.active_base)
+                .expect("the active segment is indexed");
+            assert_eq!(
+                segment.end_offset, base,
+                "frame does not follow its segment"
+            );
+            assert_eq!(
+                segment.len, position,
+                "frame does not follow its segment's bytes"
+            );
+            segment.frames.push(entry);
+            segment.len += frame_len;
+            segment.end_offset = header.end_offset();
+            segment.last_committed_at_ms = last_committed_at_ms.or(segment.last_committed_at_ms);
+            st.written_end = header.end_offset();
+            st.unsynced_bytes += frame_len;
+            st.check_invariants();
+        }
+        io.unverified.push(entry);
+        let m = &self.inner.metrics;
+        add(&m.frames_written, 1);
+        add(&m.records_written, u64::from(header.record_count));
+        add(&m.bytes_stored, frame_len);
+        add(&m.bytes_uncompressed, bytes as u64);
+        tracing::trace!(
+            base,
+            records = header.record_count,
+            frame_len,
+            "frame written"
+        );
+        Ok(true)
+    }
+
+    fn segment_len(&self, base: u64) -> u64 {
+        self.state().segments.get(&base).map_or(0, |s| s.len)
+    }
+
+    /// Seals the active segment (fsync, verify, commit its frames) and starts a new one
+    /// named by its first offset, with its directory entry made durable.
+    async fn roll(&self, io: &mut Io<F>, new_base: u64) -> Result<(), LogError> {
+        self.sync_locked(io).await?;
+        let file = match create_segment_file(&self.inner.fs, &self.inner.dir, new_base).await {
+            Ok(file) => file,
+            Err(LogError::Io { op, source }) => return Err(self.poison(op, source)),
+            Err(other) => return Err(other),
+        };
+        {
+            let mut st = self.state();
+            let previous = st
+                .segments
+                .last_key_value()
+                .map(|(_, s)| s.end_offset)
+                .expect("a segment exists");
+            assert_eq!(
+                previous, new_base,
+                "new segment does not follow the last one"
+            );
+            st.segments.insert(new_base, Segment::empty(new_base));
+        }
+        io.active = Arc::new(file);
+        io.active_base = new_base;
+        add(&self.inner.metrics.segments_rolled, 1);
+        tracing::debug!(new_base, "segment rolled");
+        Ok(())
+    }
+
+    /// Fsyncs the active segment, re-reads and CRC-checks the frames written since the
+    /// last sync, and only then advances the HWM and wakes waiters.
+    pub(super) async fn sync_locked(&self, io: &mut Io<F>) -> Result<(), LogError> {
+        let Some(last) = io.unverified.last().copied() else {
+            return Ok(());
+        };
+        if let Err(e) = io.active.sync_data().await {
+            return Err(self.poison("fsync segment", e));
+        }
+        add(&self.inner.metrics.fsyncs, 1);
+        for entry in std::mem::take(&mut io.unverified) {
+            if let Err(reason) = verify_frame(io.active.as_ref(), &entry).await {
+                return Err(self.poison(
+                    "verify frame after fsync",
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
+                ));
+            }
+        }
+        {
+            let mut st = self.state();
+            if let Some(reason) = &st.poisoned {
+                return Err(LogError::Poisoned {
+                    reason: reason.clone(),
+                });
+            }
+            st.durable_end = st.durable_end.max(last.end_offset());
+            st.hwm = st.durable_end;
+            st.unsynced_bytes = 0;
+            st.last_sync_at = self.inner.clock.now();
+            st.check_invariants();
+        }
+        add(&self.inner.metrics.commits, 1);
+        self.inner.notify.notify_all();
+        Ok(())
+    }
+}
+
+/// Re-reads one frame and checks its header and CRC (the paired check of the write).
+async fn verify_frame<Fl: File>(file: &Fl, entry: &FrameEntry) -> Result<(), String> {
+    let mut bytes = vec![0u8; entry.frame_len as usize];
+    read_exact_at(file, &mut bytes, entry.position)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (head, stored) = bytes.split_at(FRAME_HEADER_LEN);
+    let head: &[u8; FRAME_HEADER_LEN] = head.try_into().map_err(|_| "short header".to_string())?;
+    let header = FrameHeader::parse(head).map_err(|e| e.to_string())?;
+    if header.base_offset != entry.base_offset || header.record_count != entry.record_count {
+        return Err(format!(
+            "frame at {} reads back as offsets {}+{}, wrote {}+{}",
+            entry.position,
+            header.base_offset,
+            header.record_count,
+            entry.base_offset,
+            entry.record_count
+        ));
+    }
+    header.check_crc(stored).map_err(|e| e.to_string())
+}

@@ -1,0 +1,129 @@
+//! Helpers shared by the log tests.
+
+use cafelog_engine::clock::ManualClock;
+use cafelog_engine::fs::StdFs;
+use cafelog_engine::log::{Log, LogConfig, OpenReport};
+use std::path::Path;
+
+pub type TestLog = Log<StdFs, ManualClock>;
+
+pub const WALL_START_MS: u64 = 1_700_000_000_000;
+
+pub fn open(dir: &Path, clock: &ManualClock, config: LogConfig) -> (TestLog, OpenReport) {
+    pollster::block_on(Log::open(StdFs, clock.clone(), dir, config)).expect("open log")
+}
+
+pub fn open_default(dir: &Path) -> (TestLog, ManualClock) {
+    let clock = ManualClock::new(WALL_START_MS);
+    let (log, _) = open(dir, &clock, LogConfig::default());
+    (log, clock)
+}
+
+/// A JSON-like record of about 170 bytes.
+pub fn json_record(i: u64) -> Vec<u8> {
+    format!(
+        r#"{{"order_id":{i},"customer":"c-{}","sku":"SKU-{:05}","qty":{},"price_cents":{},"status":"created","region":"eu-west-1"}}"#,
+        i % 97,
+        i % 1000,
+        i % 7 + 1,
+        1000 + i % 5000
+    )
+    .into_bytes()
+}
+
+/// Every record from `from` below the HWM.
+pub fn read_all(log: &TestLog, from: u64) -> Vec<cafelog_engine::log::Record> {
+    let mut out = Vec::new();
+    let mut next = from;
+    loop {
+        let batch = pollster::block_on(log.read(next, 1000)).expect("read");
+        if batch.next_offset == next {
+            return out;
+        }
+        next = batch.next_offset;
+        out.extend(batch.records);
+    }
+}
+
+pub fn segment_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A filesystem that fails chosen operations on demand, over the real one.
+#[derive(Clone, Default)]
+pub struct FailingFs {
+    pub fail_sync: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub fail_write: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+pub struct FailingFile {
+    inner: <StdFs as cafelog_engine::fs::Fs>::File,
+    fs: FailingFs,
+}
+
+fn injected(flag: &std::sync::atomic::AtomicBool) -> std::io::Result<()> {
+    if flag.load(std::sync::atomic::Ordering::SeqCst) {
+        Err(std::io::Error::other("injected EIO"))
+    } else {
+        Ok(())
+    }
+}
+
+impl cafelog_engine::fs::File for FailingFile {
+    async fn read_at(&self, buf: &mut [u8], position: u64) -> std::io::Result<usize> {
+        self.inner.read_at(buf, position).await
+    }
+    async fn write_at(&self, data: &[u8], position: u64) -> std::io::Result<()> {
+        injected(&self.fs.fail_write)?;
+        self.inner.write_at(data, position).await
+    }
+    async fn len(&self) -> std::io::Result<u64> {
+        self.inner.len().await
+    }
+    async fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.inner.set_len(len).await
+    }
+    async fn sync_data(&self) -> std::io::Result<()> {
+        injected(&self.fs.fail_sync)?;
+        self.inner.sync_data().await
+    }
+}
+
+impl cafelog_engine::fs::Fs for FailingFs {
+    type File = FailingFile;
+    async fn open(
+        &self,
+        path: &Path,
+        mode: cafelog_engine::fs::OpenMode,
+    ) -> std::io::Result<FailingFile> {
+        Ok(FailingFile {
+            inner: StdFs.open(path, mode).await?,
+            fs: self.clone(),
+        })
+    }
+    async fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
+        StdFs.create_dir_all(path).await
+    }
+    async fn list_dir(&self, path: &Path) -> std::io::Result<Vec<String>> {
+        StdFs.list_dir(path).await
+    }
+    async fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        StdFs.rename(from, to).await
+    }
+    async fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        StdFs.remove_file(path).await
+    }
+    async fn sync_dir(&self, path: &Path) -> std::io::Result<()> {
+        injected(&self.fail_sync)?;
+        StdFs.sync_dir(path).await
+    }
+    async fn exists(&self, path: &Path) -> std::io::Result<bool> {
+        StdFs.exists(path).await
+    }
+}

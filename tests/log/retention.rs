@@ -1,0 +1,107 @@
+use crate::common::*;
+use cafelog_engine::clock::ManualClock;
+use cafelog_engine::log::LogConfig;
+use std::time::Duration;
+
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 400,
+        retention_ms: Some(60_000),
+        ..LogConfig::default()
+    }
+}
+
+#[test]
+fn the_reaper_deletes_only_sealed_segments_older_than_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (log, _) = open(dir.path(), &clock, config());
+    for i in 0..10u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
+    }
+    assert!(segment_files(dir.path()).len() >= 3);
+    clock.advance(Duration::from_secs(30));
+    for i in 10..14u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
+    }
+    // Not old enough yet.
+    assert!(
+        pollster::block_on(log.reap_once())
+            .unwrap()
+            .segments
+            .is_empty()
+    );
+    clock.advance(Duration::from_secs(31));
+    let active = segment_files(dir.path()).last().unwrap().clone();
+    let report = pollster::block_on(log.reap_once()).unwrap();
+    assert!(!report.segments.is_empty());
+    let remaining = segment_files(dir.path());
+    for name in &report.segments {
+        assert!(!remaining.contains(name), "{name} still on disk");
+    }
+    // Everything committed after the first 30 s survives, and the active segment stays.
+    assert!(
+        remaining.contains(&active),
+        "the active segment {active} was deleted"
+    );
+    assert!(!report.segments.contains(&active));
+    let records = read_all(&log, report.log_start);
+    assert_eq!(records.last().unwrap().offset, 13);
+    assert!(records.iter().all(|r| r.offset >= report.log_start));
+    let m = log.metrics().snapshot();
+    assert_eq!(m.retention_segments_deleted, report.segments.len() as u64);
+    assert_eq!(m.retention_records_deleted, report.records);
+    assert_eq!(report.records, report.log_start);
+    assert!(
+        log.persisted_hwm() >= report.log_start,
+        "HWM persisted before deleting"
+    );
+    // Never the active segment, even when everything is old.
+    clock.advance(Duration::from_secs(3600));
+    pollster::block_on(log.reap_once()).unwrap();
+    let last = segment_files(dir.path());
+    assert_eq!(last, vec![active.clone()]);
+    assert_eq!(log.log_start(), active[..20].parse::<u64>().unwrap());
+}
+
+#[test]
+fn reaped_partitions_reopen_at_the_new_log_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (log, _) = open(dir.path(), &clock, config());
+    for i in 0..10u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
+    }
+    clock.advance(Duration::from_secs(61));
+    let report = pollster::block_on(log.reap_once()).unwrap();
+    pollster::block_on(log.close()).unwrap();
+    drop(log);
+    let (log, open_report) = open(dir.path(), &clock, config());
+    assert_eq!(log.log_start(), report.log_start);
+    assert_eq!(open_report.hwm, 10);
+    assert_eq!(
+        read_all(&log, report.log_start).len() as u64,
+        10 - report.log_start
+    );
+}
+
+#[test]
+fn without_retention_nothing_is_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let config = LogConfig {
+        retention_ms: None,
+        ..config()
+    };
+    let (log, _) = open(dir.path(), &clock, config);
+    for i in 0..10u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
+    }
+    clock.advance(Duration::from_secs(86_400));
+    assert!(
+        pollster::block_on(log.reap_once())
+            .unwrap()
+            .segments
+            .is_empty()
+    );
+}

@@ -16,3 +16,4 @@ pub mod format;
 pub mod fs;
 pub mod log;
 pub mod recovery;
+pub mod store;

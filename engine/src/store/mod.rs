@@ -1,0 +1,947 @@
+//! The store: topics of partitions under one data root, the ingress WAL and the produce
+//! path, and queue semantics (leases, ack, nack, delay gate, consumer frontier).
+//!
+//! ```text
+//! <root>/topics/<topic>/topic.conf       topic configuration
+//! <root>/topics/<topic>/p%05d/           partition logs (see `log`)
+//! <root>/wal/                            the ingress WAL (see `wal`)
+//! ```
+//!
+//! **Produce.** A record is appended to the WAL and fsynced (group commit), then
+//! committed into its partition log through the log's commit path; only then is it
+//! acknowledged. An acknowledgement means the record will be visible to consumers
+//! across any in-contract crash.
+//!
+//! **Recovery order on open.** (1) every partition log recovers (R1-R4; a refusal
+//! marks that partition unavailable, the others open); (2) the WAL is read, and every
+//! entry past its partition's checkpoint is re-committed at a fresh offset; (3) only
+//! then does `open` return, so no new produce is accepted before the replay.
+//!
+//! **Checkpoint.** Per partition, the WAL checkpoint advances only to entries whose
+//! offsets are below the partition's *persisted* HWM, never the in-memory one: a crash
+//! can hide records above the persisted HWM, and then the WAL still holds them. Those
+//! hidden copies become duplicates once new commits move the HWM over them —
+//! duplicates, never loss.
+//!
+//! **Frontier.** The lowest unsettled offset; persisted to `consumer.offset` (temp file,
+//! fsync, rename, directory fsync) at `frontier_persist_interval`, never past the
+//! persisted HWM; loaded lazily when a partition's queue is first touched.
+
+pub mod error;
+mod queue;
+pub mod topic;
+pub mod wal;
+
+pub use error::StoreError;
+pub use topic::{TopicConfig, validate_topic_name};
+pub use wal::{PartitionId, Wal, WalOpenReport};
+
+use crate::clock::Clock;
+use crate::format::{layout, word};
+use crate::fs::{File, Fs, OpenMode, read_exact_at};
+use crate::log::notify::race;
+use crate::log::{Log, LogError, LogStatus, MetricsSnapshot, Spawn};
+use queue::Queue;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Store-wide knobs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoreConfig {
+    /// WAL segments roll at this size (8 MiB).
+    pub wal_segment_bytes: u64,
+    /// The store ticker period: lease expiry and delay-gate wake-ups (10 ms).
+    pub tick_interval: Duration,
+    /// Frontier persistence cadence (100 ms).
+    pub frontier_persist_interval: Duration,
+    /// WAL checkpoint cadence (100 ms).
+    pub checkpoint_interval: Duration,
+    /// Records per replay commit.
+    pub replay_batch_records: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            wal_segment_bytes: 8 * 1024 * 1024,
+            tick_interval: Duration::from_millis(10),
+            frontier_persist_interval: Duration::from_millis(100),
+            checkpoint_interval: Duration::from_millis(100),
+            replay_batch_records: 1000,
+        }
+    }
+}
+
+/// One delivery to a consumer, under a lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub topic: String,
+    pub partition: u32,
+    pub offset: u64,
+    pub key: Vec<u8>,
+    pub payload: Vec<u8>,
+    pub committed_at_ms: u64,
+    /// 1 for the first delivery of this offset in this incarnation, then 2, 3, ...
+    pub attempt: u32,
+}
+
+/// An acknowledged produce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Produced {
+    pub partition: u32,
+    pub offset: u64,
+    pub wal_seq: u64,
+}
+
+/// What opening the store did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreOpenReport {
+    pub partitions_opened: u64,
+    /// Partitions recovery refused to open, with the reason.
+    pub refused: Vec<(PartitionId, String)>,
+    pub wal: WalOpenReport,
+    /// WAL entries re-committed at fresh offsets.
+    pub replayed: u64,
+    /// Per partition log: what recovery did.
+    pub partitions: BTreeMap<PartitionId, crate::log::OpenReport>,
+}
+
+/// Store counters.
+#[derive(Debug, Default)]
+pub struct StoreMetrics {
+    pub produced: AtomicU64,
+    pub deliveries: AtomicU64,
+    pub redeliveries: AtomicU64,
+    pub acks: AtomicU64,
+    pub nacks: AtomicU64,
+    pub leases_expired: AtomicU64,
+    pub delay_gate_holds: AtomicU64,
+    pub frontier_clamps: AtomicU64,
+    pub frontier_persists: AtomicU64,
+    pub records_skipped: AtomicU64,
+    pub wal_replayed: AtomicU64,
+    pub wal_checkpoints: AtomicU64,
+    pub wal_segments_deleted: AtomicU64,
+}
+
+fn add(c: &AtomicU64, by: u64) {
+    c.fetch_add(by, Ordering::Relaxed);
+}
+
+/// One partition of a topic.
+pub struct Partition<F: Fs, C: Clock> {
+    pub id: PartitionId,
+    pub log: Log<F, C>,
+    queue: async_lock::Mutex<Option<Queue>>,
+}
+
+enum Slot<F: Fs, C: Clock> {
+    Open(Arc<Partition<F, C>>),
+    Refused(String),
+}
+
+struct TopicState<F: Fs, C: Clock> {
+    config: TopicConfig,
+    partitions: Vec<Slot<F, C>>,
+}
+
+/// WAL entries of one partition not yet below its persisted HWM.
+#[derive(Default)]
+struct Pending {
+    /// seq -> offset once committed into the log.
+    entries: BTreeMap<u64, Option<u64>>,
+    /// One past the highest seq ever assigned to this partition.
+    seq_end: u64,
+    checkpoint: u64,
+}
+
+struct Inner<F: Fs, C: Clock> {
+    fs: F,
+    clock: C,
+    root: PathBuf,
+    config: StoreConfig,
+    topics: Mutex<BTreeMap<String, Arc<TopicState<F, C>>>>,
+    wal: Wal<F>,
+    pending: Mutex<BTreeMap<PartitionId, Pending>>,
+    metrics: StoreMetrics,
+}
+
+/// A store. Cloning gives another handle to the same store.
+pub struct Store<F: Fs, C: Clock> {
+    inner: Arc<Inner<F, C>>,
+}
+
+impl<F: Fs, C: Clock> Clone for Store<F, C> {
+    fn clone(&self) -> Self {
+        Store {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn log_err(id: &PartitionId) -> impl FnOnce(LogError) -> StoreError + '_ {
+    move |source| StoreError::Log {
+        topic: id.0.clone(),
+        partition: id.1,
+        source,
+    }
+}
+
+impl<F: Fs, C: Clock> Store<F, C> {
+    /// Opens the store at `root`: partitions recover, then the WAL replays.
+    pub async fn open(
+        fs: F,
+        clock: C,
+        root: impl Into<PathBuf>,
+        config: StoreConfig,
+    ) -> Result<(Self, StoreOpenReport), StoreError> {
+        let root = root.into();
+        let topics_dir = root.join(layout::TOPICS_DIR);
+        fs.create_dir_all(&topics_dir)
+            .await
+            .map_err(|source| StoreError::Io {
+                op: "create data root",
+                source,
+            })?;
+        let mut report = StoreOpenReport::default();
+        let mut topics = BTreeMap::new();
+        let names = fs
+            .list_dir(&topics_dir)
+            .await
+            .map_err(|source| StoreError::Io {
+                op: "list topics",
+                source,
+            })?;
+        for name in names {
+            if validate_topic_name(&name).is_err() {
+                continue;
+            }
+            let conf_path = topics_dir.join(&name).join(topic::TOPIC_CONF_FILE);
+            if !fs
+                .exists(&conf_path)
+                .await
+                .map_err(|source| StoreError::Io {
+                    op: "stat topic.conf",
+                    source,
+                })?
+            {
+                tracing::warn!(topic = %name, "topic directory without topic.conf ignored");
+                continue;
+            }
+            let text = read_text(&fs, &conf_path).await?;
+            let config = TopicConfig::decode(&text)
+                .map_err(|e| StoreError::InvalidConfig(format!("{}: {e}", conf_path.display())))?;
+            let state = open_topic(&fs, &clock, &root, &name, config, &mut report).await?;
+            topics.insert(name, Arc::new(state));
+        }
+
+        let (wal, checkpoint, entries, wal_report) =
+            Wal::open(fs.clone(), root.join("wal"), config.wal_segment_bytes)
+                .await
+                .map_err(StoreError::Wal)?;
+        report.wal = wal_report;
+        let mut pending: BTreeMap<PartitionId, Pending> = BTreeMap::new();
+        for (id, seq) in &checkpoint {
+            let p = pending.entry(id.clone()).or_default();
+            p.checkpoint = *seq;
+            p.seq_end = *seq;
+        }
+        let store = Store {
+            inner: Arc::new(Inner {
+                fs,
+                clock,
+                root,
+                config,
+                topics: Mutex::new(topics),
+                wal,
+                pending: Mutex::new(pending),
+                metrics: StoreMetrics::default(),
+            }),
+        };
+        report.replayed = store.replay(entries, &checkpoint).await?;
+        add(&store.inner.metrics.wal_replayed, report.replayed);
+        Ok((store, report))
+    }
+
+    /// Re-commits WAL entries past their partition's checkpoint, in WAL order.
+    async fn replay(
+        &self,
+        entries: Vec<wal::WalEntry>,
+        checkpoint: &BTreeMap<PartitionId, u64>,
+    ) -> Result<u64, StoreError> {
+        let mut by_partition: BTreeMap<PartitionId, Vec<wal::WalEntry>> = BTreeMap::new();
+        for entry in entries {
+            let floor = checkpoint.get(&entry.partition).copied().unwrap_or(0);
+            {
+                let mut pending = lock(&self.inner.pending);
+                let p = pending.entry(entry.partition.clone()).or_default();
+                p.seq_end = p.seq_end.max(entry.seq + 1);
+                if entry.seq >= floor {
+                    p.entries.insert(entry.seq, None);
+                }
+            }
+            if entry.seq >= floor {
+                by_partition
+                    .entry(entry.partition.clone())
+                    .or_default()
+                    .push(entry);
+            }
+        }
+        let mut replayed = 0u64;
+        for (id, entries) in by_partition {
+            let Ok(partition) = self.partition(&id.0, id.1) else {
+                tracing::error!(topic = %id.0, partition = id.1, entries = entries.len(),
+                    "WAL entries for an unavailable partition kept for a later replay");
+                continue;
+            };
+            for chunk in entries.chunks(self.inner.config.replay_batch_records.max(1)) {
+                let range = partition
+                    .log
+                    .commit(
+                        chunk
+                            .iter()
+                            .map(|e| (e.key.as_slice(), e.payload.as_slice())),
+                    )
+                    .await
+                    .map_err(log_err(&id))?;
+                let mut pending = lock(&self.inner.pending);
+                let p = pending.entry(id.clone()).or_default();
+                for (entry, offset) in chunk.iter().zip(range) {
+                    p.entries.insert(entry.seq, Some(offset));
+                }
+                replayed += chunk.len() as u64;
+            }
+        }
+        if replayed > 0 {
+            tracing::info!(replayed, "WAL entries re-committed");
+        }
+        Ok(replayed)
+    }
+
+    /// Creates a topic with its partitions. Nothing is created when validation fails.
+    pub async fn create_topic(&self, name: &str, config: TopicConfig) -> Result<(), StoreError> {
+        validate_topic_name(name).map_err(StoreError::InvalidTopicName)?;
+        config.validate().map_err(StoreError::InvalidConfig)?;
+        if lock(&self.inner.topics).contains_key(name) {
+            return Err(StoreError::TopicExists(name.to_string()));
+        }
+        let fs = &self.inner.fs;
+        let dir = self.inner.root.join(layout::TOPICS_DIR).join(name);
+        let io = |op: &'static str| move |source| StoreError::Io { op, source };
+        fs.create_dir_all(&dir)
+            .await
+            .map_err(io("create topic directory"))?;
+        let tmp = dir.join("topic.conf.tmp");
+        let file = fs
+            .open(&tmp, OpenMode::CreateTruncate)
+            .await
+            .map_err(io("create topic.conf"))?;
+        file.write_at(config.encode().as_bytes(), 0)
+            .await
+            .map_err(io("write topic.conf"))?;
+        file.sync_data().await.map_err(io("sync topic.conf"))?;
+        fs.rename(&tmp, &dir.join(topic::TOPIC_CONF_FILE))
+            .await
+            .map_err(io("rename topic.conf"))?;
+        fs.sync_dir(&dir)
+            .await
+            .map_err(io("sync topic directory"))?;
+        let mut report = StoreOpenReport::default();
+        let state = open_topic(
+            fs,
+            &self.inner.clock,
+            &self.inner.root,
+            name,
+            config,
+            &mut report,
+        )
+        .await?;
+        lock(&self.inner.topics).insert(name.to_string(), Arc::new(state));
+        Ok(())
+    }
+
+    /// Topic names and configurations.
+    pub fn topics(&self) -> Vec<(String, TopicConfig)> {
+        lock(&self.inner.topics)
+            .iter()
+            .map(|(n, t)| (n.clone(), t.config.clone()))
+            .collect()
+    }
+
+    fn topic(&self, topic: &str) -> Result<Arc<TopicState<F, C>>, StoreError> {
+        lock(&self.inner.topics)
+            .get(topic)
+            .cloned()
+            .ok_or_else(|| StoreError::UnknownTopic(topic.to_string()))
+    }
+
+    /// An open partition, or why it is not available.
+    pub fn partition(
+        &self,
+        topic: &str,
+        partition: u32,
+    ) -> Result<Arc<Partition<F, C>>, StoreError> {
+        let state = self.topic(topic)?;
+        match state.partitions.get(partition as usize) {
+            None => Err(StoreError::UnknownPartition {
+                topic: topic.to_string(),
+                partition,
+                partitions: state.config.partitions,
+            }),
+            Some(Slot::Refused(reason)) => Err(StoreError::PartitionRefused {
+                topic: topic.to_string(),
+                partition,
+                reason: reason.clone(),
+            }),
+            Some(Slot::Open(p)) => Ok(Arc::clone(p)),
+        }
+    }
+
+    /// Every open partition.
+    pub fn partitions(&self) -> Vec<Arc<Partition<F, C>>> {
+        lock(&self.inner.topics)
+            .values()
+            .flat_map(|t| t.partitions.iter())
+            .filter_map(|s| match s {
+                Slot::Open(p) => Some(Arc::clone(p)),
+                Slot::Refused(_) => None,
+            })
+            .collect()
+    }
+
+    /// The partition a key maps to (CRC32C of the key modulo the partition count).
+    pub fn partition_for_key(&self, topic: &str, key: &[u8]) -> Result<u32, StoreError> {
+        let partitions = self.topic(topic)?.config.partitions;
+        Ok(crc32c::crc32c(key) % partitions)
+    }
+
+    /// Produces one record: WAL append + fsync, then a durable commit into the partition.
+    /// `Ok` is the acknowledgement.
+    pub async fn produce(
+        &self,
+        topic: &str,
+        partition: Option<u32>,
+        key: &[u8],
+        payload: &[u8],
+    ) -> Result<Produced, StoreError> {
+        let index = match partition {
+            Some(p) => p,
+            None => self.partition_for_key(topic, key)?,
+        };
+        let part = self.partition(topic, index)?;
+        let max = part.log.config().record_bytes_max();
+        let size = crate::format::envelope::encoded_len(key.len(), payload.len());
+        if size > max {
+            return Err(StoreError::RecordTooLarge { size, max });
+        }
+        let seq = {
+            // Register before the WAL append so a checkpoint can never pass this entry.
+            let mut pending = lock(&self.inner.pending);
+            let seq = self
+                .inner
+                .wal
+                .append(&part.id, key, payload)
+                .map_err(StoreError::Wal)?;
+            let p = pending.entry(part.id.clone()).or_default();
+            p.entries.insert(seq, None);
+            p.seq_end = p.seq_end.max(seq + 1);
+            seq
+        };
+        self.inner.wal.sync_to(seq).await.map_err(StoreError::Wal)?;
+        let range = part
+            .log
+            .commit([(key, payload)])
+            .await
+            .map_err(log_err(&part.id))?;
+        if let Some(p) = lock(&self.inner.pending).get_mut(&part.id) {
+            p.entries.insert(seq, Some(range.start));
+        }
+        add(&self.inner.metrics.produced, 1);
+        Ok(Produced {
+            partition: index,
+            offset: range.start,
+            wal_seq: seq,
+        })
+    }
+
+    /// Loads the partition's queue state from `consumer.offset` on first touch.
+    async fn queue<'a>(
+        &self,
+        part: &'a Partition<F, C>,
+    ) -> Result<async_lock::MutexGuard<'a, Option<Queue>>, StoreError> {
+        let mut guard = part.queue.lock().await;
+        if guard.is_none() {
+            let path = part.log.dir().join(layout::CONSUMER_OFFSET_FILE);
+            let stored = crate::recovery::read_word_file(&self.inner.fs, &path)
+                .await
+                .map_err(|source| StoreError::Io {
+                    op: "read consumer.offset",
+                    source,
+                })?;
+            let status = part.log.status();
+            let value = match stored {
+                Ok(v) => v.unwrap_or(status.log_start),
+                Err(reason) => {
+                    tracing::error!(partition = ?part.id, %reason, "consumer.offset unreadable; restarting at the log start");
+                    add(&self.inner.metrics.frontier_clamps, 1);
+                    status.log_start
+                }
+            };
+            let clamped = value.clamp(status.log_start, status.hwm);
+            if clamped != value {
+                tracing::warn!(partition = ?part.id, value, clamped, "consumer frontier outside [log start, HWM] clamped");
+                add(&self.inner.metrics.frontier_clamps, 1);
+            }
+            let mut q = Queue::new(clamped);
+            q.persisted_frontier = value;
+            *guard = Some(q);
+        }
+        Ok(guard)
+    }
+
+    /// Up to `max` deliverable records of one partition, each leased for the topic's
+    /// `lease_ms`: nacked and expired ones first, then new ones up to the HWM, stopping
+    /// at the first record whose delay gate is closed. Does not wait.
+    pub async fn receive(
+        &self,
+        topic: &str,
+        partition: u32,
+        max: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let config = self.topic(topic)?.config.clone();
+        let part = self.partition(topic, partition)?;
+        let mut guard = self.queue(&part).await?;
+        let q = guard.as_mut().expect("queue loaded");
+        let now = self.inner.clock.now();
+        let wall_ms = self.inner.clock.wall_ms();
+        let deadline = now + Duration::from_millis(config.lease_ms);
+        let log_start = part.log.log_start();
+        q.drop_below(log_start);
+        let expired = q.expire(now);
+        if expired > 0 {
+            add(&self.inner.metrics.leases_expired, expired);
+        }
+        let mut out = Vec::new();
+        let ready: Vec<u64> = q.ready.iter().take(max).copied().collect();
+        for offset in ready {
+            let batch = match part.log.read(offset, 1).await {
+                Ok(b) => b,
+                Err(LogError::OffsetBeforeLogStart { .. }) => {
+                    q.settle(offset);
+                    continue;
+                }
+                Err(e) => return Err(log_err(&part.id)(e)),
+            };
+            match batch.records.into_iter().next() {
+                Some(record) if record.offset == offset => {
+                    let attempt = q.lease(offset, deadline);
+                    add(&self.inner.metrics.redeliveries, 1);
+                    out.push(self.delivery(&part.id, record, attempt));
+                }
+                _ => q.settle(offset),
+            }
+        }
+        q.gate_opens_at_ms = None;
+        while out.len() < max {
+            let batch = match part.log.read(q.next_scan, max - out.len()).await {
+                Ok(b) => b,
+                Err(LogError::OffsetBeforeLogStart { log_start, .. }) => {
+                    q.drop_below(log_start);
+                    continue;
+                }
+                Err(e) => return Err(log_err(&part.id)(e)),
+            };
+            if batch.next_offset == q.next_scan {
+                break;
+            }
+            let mut gated = false;
+            let mut skipped = batch.skipped.iter().peekable();
+            for record in batch.records {
+                while let Some(s) = skipped.next_if(|s| **s < record.offset) {
+                    q.next_scan = *s + 1;
+                    q.settle(*s);
+                    add(&self.inner.metrics.records_skipped, 1);
+                }
+                let opens_at = record.committed_at_ms.saturating_add(config.delay_ms);
+                if config.delay_ms > 0 && opens_at > wall_ms {
+                    // Commit times never decrease, so nothing after this one is open either.
+                    q.gate_opens_at_ms = Some(opens_at);
+                    add(&self.inner.metrics.delay_gate_holds, 1);
+                    gated = true;
+                    break;
+                }
+                q.next_scan = record.offset + 1;
+                let attempt = q.lease(record.offset, deadline);
+                out.push(self.delivery(&part.id, record, attempt));
+            }
+            if gated {
+                break;
+            }
+            for s in skipped {
+                q.next_scan = *s + 1;
+                q.settle(*s);
+                add(&self.inner.metrics.records_skipped, 1);
+            }
+            q.next_scan = q.next_scan.max(batch.next_offset);
+        }
+        add(&self.inner.metrics.deliveries, out.len() as u64);
+        Ok(out)
+    }
+
+    fn delivery(&self, id: &PartitionId, record: crate::log::Record, attempt: u32) -> Delivery {
+        Delivery {
+            topic: id.0.clone(),
+            partition: id.1,
+            offset: record.offset,
+            key: record.key,
+            payload: record.payload,
+            committed_at_ms: record.committed_at_ms,
+            attempt,
+        }
+    }
+
+    /// Like [`Store::receive`], but parks until at least one record is deliverable.
+    /// Waiters are woken by commits, nacks, lease expiry and opening delay gates (all
+    /// broadcast on the partition log); there is no timer per waiter.
+    pub async fn receive_wait(
+        &self,
+        topic: &str,
+        partition: u32,
+        max: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let part = self.partition(topic, partition)?;
+        loop {
+            let listener = part.log.listen();
+            let out = self.receive(topic, partition, max).await?;
+            if !out.is_empty() {
+                return Ok(out);
+            }
+            if part.log.status().closed {
+                return Ok(out);
+            }
+            listener.await;
+        }
+    }
+
+    /// Settles a delivered record.
+    pub async fn ack(&self, topic: &str, partition: u32, offset: u64) -> Result<(), StoreError> {
+        let part = self.partition(topic, partition)?;
+        let mut guard = self.queue(&part).await?;
+        let q = guard.as_mut().expect("queue loaded");
+        if !q.is_outstanding(offset) {
+            return Err(StoreError::NotOutstanding {
+                topic: topic.to_string(),
+                partition,
+                offset,
+            });
+        }
+        q.settle(offset);
+        add(&self.inner.metrics.acks, 1);
+        Ok(())
+    }
+
+    /// Makes a delivered record deliverable again at once and wakes receivers.
+    pub async fn nack(&self, topic: &str, partition: u32, offset: u64) -> Result<(), StoreError> {
+        let part = self.partition(topic, partition)?;
+        {
+            let mut guard = self.queue(&part).await?;
+            let q = guard.as_mut().expect("queue loaded");
+            if !q.leased.contains_key(&offset) {
+                return Err(StoreError::NotOutstanding {
+                    topic: topic.to_string(),
+                    partition,
+                    offset,
+                });
+            }
+            q.leased.remove(&offset);
+            q.ready.insert(offset);
+        }
+        add(&self.inner.metrics.nacks, 1);
+        part.log.notify_all();
+        Ok(())
+    }
+
+    /// The consumer frontier of a partition (loading it if needed).
+    pub async fn frontier(&self, topic: &str, partition: u32) -> Result<u64, StoreError> {
+        let part = self.partition(topic, partition)?;
+        let guard = self.queue(&part).await?;
+        Ok(guard.as_ref().map_or(0, |q| q.frontier))
+    }
+
+    /// One ticker step: expire leases and wake receivers when a lease expired or a
+    /// delay gate opened.
+    pub async fn tick(&self) {
+        let now = self.inner.clock.now();
+        let wall_ms = self.inner.clock.wall_ms();
+        for part in self.partitions() {
+            let wake = {
+                let mut guard = part.queue.lock().await;
+                let Some(q) = guard.as_mut() else { continue };
+                let expired = q.expire(now);
+                add(&self.inner.metrics.leases_expired, expired);
+                let gate_open = q.gate_opens_at_ms.is_some_and(|at| at <= wall_ms);
+                if gate_open {
+                    q.gate_opens_at_ms = None;
+                }
+                expired > 0 || gate_open
+            };
+            if wake {
+                part.log.notify_all();
+            }
+        }
+    }
+
+    /// Persists every loaded frontier that moved: temp file, fsync, rename over,
+    /// directory fsync. Never past the partition's persisted HWM.
+    pub async fn persist_frontiers(&self) -> Result<(), StoreError> {
+        for part in self.partitions() {
+            let mut guard = part.queue.lock().await;
+            let Some(q) = guard.as_mut() else { continue };
+            let value = q.frontier.min(part.log.persisted_hwm());
+            if value == q.persisted_frontier {
+                continue;
+            }
+            let dir = part.log.dir().to_path_buf();
+            write_word_atomically(
+                &self.inner.fs,
+                &dir,
+                layout::CONSUMER_OFFSET_FILE,
+                layout::CONSUMER_OFFSET_TMP_FILE,
+                value,
+            )
+            .await?;
+            q.persisted_frontier = value;
+            add(&self.inner.metrics.frontier_persists, 1);
+        }
+        Ok(())
+    }
+
+    /// Advances every partition's WAL checkpoint to the entries below its persisted HWM,
+    /// persists it when it moved, and deletes WAL segments it fully covers.
+    pub async fn checkpoint_wal(&self) -> Result<(), StoreError> {
+        let persisted: BTreeMap<PartitionId, u64> = self
+            .partitions()
+            .iter()
+            .map(|p| (p.id.clone(), p.log.persisted_hwm()))
+            .collect();
+        let (checkpoint, moved) = {
+            let mut pending = lock(&self.inner.pending);
+            let mut moved = false;
+            for (id, p) in pending.iter_mut() {
+                let Some(hwm) = persisted.get(id) else {
+                    continue;
+                };
+                p.entries
+                    .retain(|_, offset| offset.is_none_or(|o| o >= *hwm));
+                let next = p.entries.keys().next().copied().unwrap_or(p.seq_end);
+                if next > p.checkpoint {
+                    p.checkpoint = next;
+                    moved = true;
+                }
+            }
+            let checkpoint: BTreeMap<PartitionId, u64> = pending
+                .iter()
+                .map(|(id, p)| (id.clone(), p.checkpoint))
+                .collect();
+            (checkpoint, moved)
+        };
+        if !moved {
+            return Ok(());
+        }
+        let deleted = self
+            .inner
+            .wal
+            .checkpoint(&checkpoint)
+            .await
+            .map_err(StoreError::Wal)?;
+        add(&self.inner.metrics.wal_checkpoints, 1);
+        add(
+            &self.inner.metrics.wal_segments_deleted,
+            deleted.len() as u64,
+        );
+        Ok(())
+    }
+
+    /// Persists every partition's HWM now (what the HWM persister does on its cadence).
+    pub async fn persist_hwms(&self) -> Result<(), StoreError> {
+        for part in self.partitions() {
+            part.log.persist_hwm().await.map_err(log_err(&part.id))?;
+        }
+        Ok(())
+    }
+
+    /// The store's background work, as one future: the ticker, frontier persistence
+    /// and WAL checkpoints. Spawn the partition logs' loops with
+    /// [`Store::spawn_background`].
+    pub async fn run_ticker(self) {
+        let config = self.inner.config.clone();
+        let clock = self.inner.clock.clone();
+        let mut last_frontier = clock.now();
+        let mut last_checkpoint = clock.now();
+        loop {
+            clock.sleep(config.tick_interval).await;
+            self.tick().await;
+            let now = clock.now();
+            if now.saturating_sub(last_frontier) >= config.frontier_persist_interval {
+                last_frontier = now;
+                if let Err(e) = self.persist_frontiers().await {
+                    tracing::error!(error = %e, "frontier persistence failed");
+                }
+            }
+            if now.saturating_sub(last_checkpoint) >= config.checkpoint_interval {
+                last_checkpoint = now;
+                if let Err(e) = self.checkpoint_wal().await {
+                    tracing::error!(error = %e, "WAL checkpoint failed");
+                }
+            }
+        }
+    }
+
+    /// Hands every partition log's loops and the store ticker to `spawner`.
+    pub fn spawn_background(&self, spawner: &impl Spawn) {
+        for part in self.partitions() {
+            part.log.spawn_background(spawner);
+        }
+        spawner.spawn(Box::pin(self.clone().run_ticker()));
+    }
+
+    /// Closes every partition (drain, commit, persist the HWM), persists frontiers and
+    /// the WAL checkpoint.
+    pub async fn close(&self) -> Result<(), StoreError> {
+        for part in self.partitions() {
+            part.log.close().await.map_err(log_err(&part.id))?;
+        }
+        self.persist_frontiers().await?;
+        self.checkpoint_wal().await
+    }
+
+    pub fn metrics(&self) -> &StoreMetrics {
+        &self.inner.metrics
+    }
+
+    /// Per open partition: its log's status and counters.
+    pub fn partition_statuses(&self) -> Vec<(PartitionId, LogStatus, MetricsSnapshot)> {
+        self.partitions()
+            .iter()
+            .map(|p| (p.id.clone(), p.log.status(), p.log.metrics().snapshot()))
+            .collect()
+    }
+
+    /// Partitions that refused to open, with the reason.
+    pub fn refused(&self) -> Vec<(PartitionId, String)> {
+        lock(&self.inner.topics)
+            .iter()
+            .flat_map(|(name, t)| {
+                t.partitions
+                    .iter()
+                    .enumerate()
+                    .filter_map(move |(i, s)| match s {
+                        Slot::Refused(reason) => Some(((name.clone(), i as u32), reason.clone())),
+                        Slot::Open(_) => None,
+                    })
+            })
+            .collect()
+    }
+
+    pub fn wal(&self) -> &Wal<F> {
+        &self.inner.wal
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// Races `future` against a sleep of `timeout`; `None` on timeout.
+    pub async fn with_timeout<T>(
+        &self,
+        timeout: Duration,
+        future: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        match race(future, self.inner.clock.sleep(timeout)).await {
+            crate::log::notify::Either::Left(v) => Some(v),
+            crate::log::notify::Either::Right(()) => None,
+        }
+    }
+}
+
+async fn open_topic<F: Fs, C: Clock>(
+    fs: &F,
+    clock: &C,
+    root: &Path,
+    name: &str,
+    config: TopicConfig,
+    report: &mut StoreOpenReport,
+) -> Result<TopicState<F, C>, StoreError> {
+    let mut partitions = Vec::new();
+    for index in 0..config.partitions {
+        let dir = layout::partition_dir(root, name, index);
+        let id = (name.to_string(), index);
+        match Log::open(fs.clone(), clock.clone(), &dir, config.log.clone()).await {
+            Ok((log, open_report)) => {
+                report.partitions_opened += 1;
+                report.partitions.insert(id.clone(), open_report);
+                partitions.push(Slot::Open(Arc::new(Partition {
+                    id,
+                    log,
+                    queue: async_lock::Mutex::new(None),
+                })));
+            }
+            Err(LogError::Corruption(c)) => {
+                report.refused.push((id, c.to_string()));
+                partitions.push(Slot::Refused(c.to_string()));
+            }
+            Err(e) => return Err(log_err(&id)(e)),
+        }
+    }
+    Ok(TopicState { config, partitions })
+}
+
+async fn read_text<F: Fs>(fs: &F, path: &Path) -> Result<String, StoreError> {
+    let io = |op: &'static str| move |source| StoreError::Io { op, source };
+    let file = fs.open(path, OpenMode::Read).await.map_err(io("open"))?;
+    let len = file.len().await.map_err(io("stat"))?;
+    if len > 1 << 16 {
+        return Err(StoreError::InvalidConfig(format!(
+            "{} is too large",
+            path.display()
+        )));
+    }
+    let mut bytes = vec![0u8; len as usize];
+    read_exact_at(&file, &mut bytes, 0)
+        .await
+        .map_err(io("read"))?;
+    String::from_utf8(bytes)
+        .map_err(|_| StoreError::InvalidConfig(format!("{} is not UTF-8", path.display())))
+}
+
+/// Replaces `dir/name` with an 8-byte value: temp file, fsync, rename over, dir fsync.
+async fn write_word_atomically<F: Fs>(
+    fs: &F,
+    dir: &Path,
+    name: &str,
+    tmp_name: &str,
+    value: u64,
+) -> Result<(), StoreError> {
+    let io = |op: &'static str| move |source| StoreError::Io { op, source };
+    let tmp = dir.join(tmp_name);
+    let file = fs
+        .open(&tmp, OpenMode::CreateTruncate)
+        .await
+        .map_err(io("create temp file"))?;
+    file.write_at(&word::encode(value), 0)
+        .await
+        .map_err(io("write temp file"))?;
+    file.sync_data().await.map_err(io("sync temp file"))?;
+    fs.rename(&tmp, &dir.join(name))
+        .await
+        .map_err(io("rename"))?;
+    fs.sync_dir(dir).await.map_err(io("sync directory"))?;
+    Ok(())
+}

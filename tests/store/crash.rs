@@ -1,0 +1,161 @@
+//! Crash-shaped tests: the store is dropped without closing (a process crash) at points
+//! of the produce and consume paths, then reopened.
+
+use crate::common::*;
+use cafelog_engine::clock::ManualClock;
+use std::collections::BTreeMap;
+
+/// Produces `n` records with payloads `id:<n>` and returns the acknowledged ids.
+fn produce_ids(store: &TestStore, from: u64, n: u64) -> Vec<u64> {
+    (from..from + n)
+        .map(|id| {
+            block(store.produce("t", Some(0), b"k", format!("id:{id}").as_bytes())).unwrap();
+            id
+        })
+        .collect()
+}
+
+/// Delivered ids and how many distinct offsets each appeared at.
+fn delivered(store: &TestStore) -> BTreeMap<u64, u64> {
+    let mut seen = BTreeMap::new();
+    for d in drain(store, "t", 0) {
+        let id: u64 = std::str::from_utf8(&d.payload).unwrap()[3..]
+            .parse()
+            .unwrap();
+        *seen.entry(id).or_insert(0) += 1;
+    }
+    seen
+}
+
+#[test]
+fn crash_after_acks_before_the_hwm_persist_duplicates_but_never_loses() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    let mut acked = produce_ids(&store, 0, 5);
+    block(store.persist_hwms()).unwrap();
+    block(store.checkpoint_wal()).unwrap();
+    acked.extend(produce_ids(&store, 5, 4)); // above the persisted HWM
+    drop(store);
+    let (store, report) = open(dir.path(), &clock);
+    assert_eq!(
+        report.replayed, 4,
+        "entries past the checkpoint are re-committed"
+    );
+    let part = report.partitions[&("t".to_string(), 0)].clone();
+    assert_eq!((part.hwm, part.hidden_records), (5, 4));
+    let seen = delivered(&store);
+    for id in &acked {
+        assert!(seen.contains_key(id), "acknowledged id {id} lost");
+    }
+    // The hidden copies of 5..9 became visible when the replay moved the HWM over them.
+    let duplicated: Vec<u64> = seen
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(id, _)| *id)
+        .collect();
+    assert_eq!(
+        duplicated,
+        vec![5, 6, 7, 8],
+        "duplicates only above the persisted HWM"
+    );
+}
+
+#[test]
+fn crash_after_the_checkpoint_gives_no_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    let acked = produce_ids(&store, 0, 6);
+    block(store.persist_hwms()).unwrap();
+    block(store.checkpoint_wal()).unwrap();
+    drop(store);
+    let (store, report) = open(dir.path(), &clock);
+    assert_eq!(report.replayed, 0);
+    let seen = delivered(&store);
+    assert_eq!(seen.keys().copied().collect::<Vec<_>>(), acked);
+    assert!(seen.values().all(|n| *n == 1));
+}
+
+#[test]
+fn crash_with_a_persisted_hwm_but_a_stale_checkpoint_duplicates_only_what_the_checkpoint_missed() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    let mut acked = produce_ids(&store, 0, 3);
+    block(store.persist_hwms()).unwrap();
+    block(store.checkpoint_wal()).unwrap();
+    acked.extend(produce_ids(&store, 3, 3));
+    block(store.persist_hwms()).unwrap(); // HWM persisted, checkpoint not yet moved
+    drop(store);
+    let (store, report) = open(dir.path(), &clock);
+    assert_eq!(report.replayed, 3);
+    let seen = delivered(&store);
+    for id in &acked {
+        assert!(seen.contains_key(id), "acknowledged id {id} lost");
+    }
+    let duplicated: Vec<u64> = seen
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(id, _)| *id)
+        .collect();
+    assert_eq!(duplicated, vec![3, 4, 5]);
+}
+
+#[test]
+fn crash_with_leases_outstanding_redelivers_from_the_persisted_frontier() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    let acked = produce_ids(&store, 0, 6);
+    block(store.persist_hwms()).unwrap();
+    block(store.checkpoint_wal()).unwrap();
+    let got = block(store.receive("t", 0, 6)).unwrap();
+    for d in &got[..3] {
+        block(store.ack("t", 0, d.offset)).unwrap();
+    }
+    block(store.persist_frontiers()).unwrap();
+    drop(store); // 3..6 leased, unacked
+    let (store, _) = open(dir.path(), &clock);
+    let again = drain(&store, "t", 0);
+    assert_eq!(
+        again.iter().map(|d| d.offset).collect::<Vec<_>>(),
+        vec![3, 4, 5]
+    );
+    assert_eq!(acked.len(), 6);
+}
+
+#[test]
+fn repeated_crashes_keep_every_acknowledged_produce() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let mut acked = Vec::new();
+    let mut next = 0u64;
+    for round in 0..6u64 {
+        let (store, _) = open(dir.path(), &clock);
+        if round == 0 {
+            block(store.create_topic("t", topic(1))).unwrap();
+        }
+        acked.extend(produce_ids(&store, next, 3 + round));
+        next += 3 + round;
+        match round % 3 {
+            0 => {}
+            1 => block(store.persist_hwms()).unwrap(),
+            _ => {
+                block(store.persist_hwms()).unwrap();
+                block(store.checkpoint_wal()).unwrap();
+            }
+        }
+        drop(store);
+    }
+    let (store, _) = open(dir.path(), &clock);
+    let seen = delivered(&store);
+    for id in &acked {
+        assert!(seen.contains_key(id), "acknowledged id {id} lost");
+    }
+    assert_eq!(seen.len(), acked.len(), "nothing unexpected");
+}

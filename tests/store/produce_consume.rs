@@ -1,0 +1,108 @@
+use crate::common::*;
+use cafelog_engine::clock::ManualClock;
+use cafelog_engine::store::{StoreError, TopicConfig};
+
+#[test]
+fn produced_records_are_received_with_their_bytes_and_commit_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("orders", topic(1))).unwrap();
+    for i in 0..5u8 {
+        let p = block(store.produce("orders", Some(0), &[i], &[i; 10])).unwrap();
+        assert_eq!((p.partition, p.offset), (0, u64::from(i)));
+    }
+    let got = drain(&store, "orders", 0);
+    assert_eq!(got.len(), 5);
+    for (i, d) in got.iter().enumerate() {
+        assert_eq!((d.offset, d.attempt), (i as u64, 1));
+        assert_eq!(d.key, vec![i as u8]);
+        assert_eq!(d.payload, vec![i as u8; 10]);
+        assert_eq!(d.committed_at_ms, WALL_START_MS);
+    }
+    assert_eq!(block(store.frontier("orders", 0)).unwrap(), 5);
+}
+
+#[test]
+fn keys_pick_partitions_stably_and_explicit_partitions_are_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(4))).unwrap();
+    let a = block(store.produce("t", None, b"customer-1", b"x")).unwrap();
+    let b = block(store.produce("t", None, b"customer-1", b"y")).unwrap();
+    assert_eq!(a.partition, b.partition);
+    assert_eq!(
+        a.partition,
+        store.partition_for_key("t", b"customer-1").unwrap()
+    );
+    let c = block(store.produce("t", Some(3), b"customer-1", b"z")).unwrap();
+    assert_eq!(c.partition, 3);
+    assert!(
+        dir.path()
+            .join("topics/t/p00003/00000000000000000000.log")
+            .exists()
+    );
+}
+
+#[test]
+fn bad_names_unknown_topics_and_partitions_and_oversize_records_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    for bad in ["", ".", "..", "a/b", "../escape"] {
+        let err = block(store.create_topic(bad, topic(1))).unwrap_err();
+        assert!(
+            matches!(err, StoreError::InvalidTopicName(_)),
+            "{bad:?}: {err}"
+        );
+    }
+    assert!(!dir.path().join("escape").exists());
+    let err = block(store.create_topic(
+        "z",
+        TopicConfig {
+            partitions: 0,
+            ..topic(1)
+        },
+    ))
+    .unwrap_err();
+    assert!(matches!(err, StoreError::InvalidConfig(_)), "{err}");
+    assert!(
+        !dir.path().join("topics/z").exists(),
+        "nothing written on a bad config"
+    );
+    block(store.create_topic("t", topic(2))).unwrap();
+    assert!(matches!(
+        block(store.create_topic("t", topic(2))),
+        Err(StoreError::TopicExists(_))
+    ));
+    assert!(matches!(
+        block(store.produce("nope", None, b"k", b"v")),
+        Err(StoreError::UnknownTopic(_))
+    ));
+    let err = block(store.produce("t", Some(2), b"k", b"v")).unwrap_err();
+    assert!(err.to_string().contains("no partition 2"), "{err}");
+    let huge = vec![0u8; 200 * 1024 * 1024];
+    assert!(matches!(
+        block(store.produce("t", Some(0), b"k", &huge)),
+        Err(StoreError::RecordTooLarge { .. })
+    ));
+    assert_eq!(store.wal().seq_range().end, 0, "no WAL entry was written");
+}
+
+#[test]
+fn topics_and_their_config_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    let config = TopicConfig {
+        delay_ms: 500,
+        ..topic(3)
+    };
+    block(store.create_topic("t", config.clone())).unwrap();
+    block(store.close()).unwrap();
+    drop(store);
+    let (store, report) = open(dir.path(), &clock);
+    assert_eq!(store.topics(), vec![("t".to_string(), config)]);
+    assert_eq!(report.partitions_opened, 3);
+}

@@ -1,0 +1,148 @@
+use crate::common::*;
+use cafelog_engine::clock::ManualClock;
+use cafelog_engine::store::{StoreError, TopicConfig};
+use std::time::Duration;
+
+#[test]
+fn a_nacked_record_is_deliverable_again_at_once_with_the_next_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    block(store.produce("t", Some(0), b"k", b"v")).unwrap();
+    let first = block(store.receive("t", 0, 10)).unwrap();
+    assert_eq!(first.len(), 1);
+    assert!(
+        block(store.receive("t", 0, 10)).unwrap().is_empty(),
+        "leased: not redelivered"
+    );
+    block(store.nack("t", 0, 0)).unwrap();
+    let again = block(store.receive("t", 0, 10)).unwrap();
+    assert_eq!((again[0].offset, again[0].attempt), (0, 2));
+    block(store.ack("t", 0, 0)).unwrap();
+    assert!(matches!(
+        block(store.ack("t", 0, 0)),
+        Err(StoreError::NotOutstanding { .. })
+    ));
+    assert!(matches!(
+        block(store.nack("t", 0, 0)),
+        Err(StoreError::NotOutstanding { .. })
+    ));
+}
+
+#[test]
+fn an_expired_lease_makes_the_record_deliverable_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    block(store.produce("t", Some(0), b"k", b"v")).unwrap();
+    assert_eq!(block(store.receive("t", 0, 10)).unwrap().len(), 1);
+    clock.advance(Duration::from_millis(999));
+    assert!(block(store.receive("t", 0, 10)).unwrap().is_empty());
+    clock.advance(Duration::from_millis(1));
+    let again = block(store.receive("t", 0, 10)).unwrap();
+    assert_eq!(again[0].attempt, 2);
+    assert_eq!(
+        store
+            .metrics()
+            .leases_expired
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    assert_eq!(
+        block(store.frontier("t", 0)).unwrap(),
+        0,
+        "not acked: the frontier holds"
+    );
+}
+
+#[test]
+fn the_delay_gate_holds_records_until_commit_time_plus_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic(
+        "t",
+        TopicConfig {
+            delay_ms: 500,
+            ..topic(1)
+        },
+    ))
+    .unwrap();
+    block(store.produce("t", Some(0), b"k", b"first")).unwrap();
+    clock.advance(Duration::from_millis(300));
+    block(store.produce("t", Some(0), b"k", b"second")).unwrap();
+    assert!(
+        block(store.receive("t", 0, 10)).unwrap().is_empty(),
+        "gate closed"
+    );
+    clock.advance(Duration::from_millis(200));
+    let open = block(store.receive("t", 0, 10)).unwrap();
+    assert_eq!(open.len(), 1, "only the first gate is open");
+    assert_eq!(open[0].payload, b"first");
+    clock.advance(Duration::from_millis(300));
+    assert_eq!(
+        block(store.receive("t", 0, 10)).unwrap()[0].payload,
+        b"second"
+    );
+}
+
+#[test]
+fn a_parked_receiver_wakes_on_produce_and_on_nack() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    let receiver = {
+        let store = store.clone();
+        std::thread::spawn(move || block(store.receive_wait("t", 0, 10)).unwrap())
+    };
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(!receiver.is_finished());
+    block(store.produce("t", Some(0), b"k", b"v")).unwrap();
+    let got = receiver.join().unwrap();
+    assert_eq!(got.len(), 1);
+    let receiver = {
+        let store = store.clone();
+        std::thread::spawn(move || block(store.receive_wait("t", 0, 10)).unwrap())
+    };
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(!receiver.is_finished(), "the record is leased");
+    block(store.nack("t", 0, 0)).unwrap();
+    assert_eq!(receiver.join().unwrap()[0].attempt, 2);
+}
+
+#[test]
+fn the_ticker_wakes_receivers_when_a_lease_expires_or_a_gate_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic(
+        "t",
+        TopicConfig {
+            delay_ms: 100,
+            ..topic(1)
+        },
+    ))
+    .unwrap();
+    block(store.produce("t", Some(0), b"k", b"v")).unwrap();
+    let receiver = {
+        let store = store.clone();
+        std::thread::spawn(move || block(store.receive_wait("t", 0, 10)).unwrap())
+    };
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(!receiver.is_finished(), "gate closed");
+    clock.advance(Duration::from_millis(100));
+    block(store.tick());
+    assert_eq!(receiver.join().unwrap().len(), 1);
+    let receiver = {
+        let store = store.clone();
+        std::thread::spawn(move || block(store.receive_wait("t", 0, 10)).unwrap())
+    };
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(!receiver.is_finished(), "leased");
+    clock.advance(Duration::from_millis(1000));
+    block(store.tick());
+    assert_eq!(receiver.join().unwrap()[0].attempt, 2);
+}

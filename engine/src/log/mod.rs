@@ -73,6 +73,9 @@ struct Inner<F: Fs, C: Clock> {
     /// Broadcast when the buffer crosses a flush threshold.
     flush_wanted: Arc<Notify>,
     metrics: LogMetrics,
+    /// Retention never deletes a segment ending above this offset (the store keeps
+    /// the copies its WAL replay needs); `u64::MAX` when unconstrained.
+    retention_floor: std::sync::atomic::AtomicU64,
 }
 
 /// A buffered record: enveloped bytes and the commit time inside them.
@@ -300,6 +303,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 notify: Arc::new(Notify::default()),
                 flush_wanted: Arc::new(Notify::default()),
                 metrics,
+                retention_floor: std::sync::atomic::AtomicU64::new(u64::MAX),
             }),
         };
         Ok((log, report))
@@ -336,6 +340,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
             poisoned: st.poisoned.clone(),
             closed: st.closed,
         }
+    }
+
+    /// Retention will not delete segments holding offsets at or above `offset`.
+    pub fn set_retention_floor(&self, offset: u64) {
+        self.inner.retention_floor.store(offset, Ordering::Relaxed);
     }
 
     /// The exclusive bound of what consumers may see.

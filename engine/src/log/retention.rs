@@ -27,6 +27,10 @@ impl<F: Fs, C: Clock> Log<F, C> {
             });
         };
         let now_ms = self.inner.clock.wall_ms();
+        let floor = self
+            .inner
+            .retention_floor
+            .load(std::sync::atomic::Ordering::Relaxed);
         // Sealed segments from the front whose age is past retention and that are
         // entirely below the HWM.
         let candidates: Vec<(u64, u64)> = {
@@ -37,6 +41,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 .take(sealed)
                 .take_while(|(_, s)| {
                     s.end_offset <= st.hwm
+                        && s.end_offset <= floor
                         && s.last_committed_at_ms
                             .is_some_and(|at| at.saturating_add(retention_ms) <= now_ms)
                 })

@@ -17,11 +17,18 @@
 //! entry past its partition's checkpoint is re-committed at a fresh offset; (3) only
 //! then does `open` return, so no new produce is accepted before the replay.
 //!
+//! **Ordering.** Within a partition, the WAL append and the log append happen under one
+//! produce lock, so WAL order is offset order: every record at or above a checkpoint's
+//! offset is a copy of an entry at or above its sequence number.
+//!
 //! **Checkpoint.** Per partition, the WAL checkpoint advances only to entries whose
 //! offsets are below the partition's *persisted* HWM, never the in-memory one: a crash
-//! can hide records above the persisted HWM, and then the WAL still holds them. Those
-//! hidden copies become duplicates once new commits move the HWM over them —
-//! duplicates, never loss.
+//! can hide records above the persisted HWM, and then the WAL still holds them. Replay
+//! re-commits an entry past the checkpoint unless a copy of it is already visible
+//! (between the checkpoint's offset and the recovered HWM), so the only duplicates a
+//! crash causes are the hidden copies in `[persisted HWM, durable tail)`, exposed once
+//! new commits move the HWM over them — duplicates, never loss. Retention never deletes
+//! a segment above the checkpoint's offset, so replay can always see those copies.
 //!
 //! **Frontier.** The lowest unsettled offset; persisted to `consumer.offset` (temp file,
 //! fsync, rename, directory fsync) at `frontier_persist_interval`, never past the
@@ -34,7 +41,7 @@ pub mod wal;
 
 pub use error::StoreError;
 pub use topic::{TopicConfig, validate_topic_name};
-pub use wal::{PartitionId, Wal, WalOpenReport};
+pub use wal::{Checkpoint, PartitionId, Wal, WalOpenReport};
 
 use crate::clock::Clock;
 use crate::format::{layout, word};
@@ -136,6 +143,8 @@ pub struct Partition<F: Fs, C: Clock> {
     pub id: PartitionId,
     pub log: Log<F, C>,
     queue: async_lock::Mutex<Option<Queue>>,
+    /// Held across the WAL append and the log append, so WAL order is offset order.
+    produce_order: Mutex<()>,
 }
 
 enum Slot<F: Fs, C: Clock> {
@@ -151,11 +160,11 @@ struct TopicState<F: Fs, C: Clock> {
 /// WAL entries of one partition not yet below its persisted HWM.
 #[derive(Default)]
 struct Pending {
-    /// seq -> offset once committed into the log.
+    /// seq -> offset in the log; `None` when the log append failed (replay commits it).
     entries: BTreeMap<u64, Option<u64>>,
     /// One past the highest seq ever assigned to this partition.
     seq_end: u64,
-    checkpoint: u64,
+    checkpoint: Checkpoint,
 }
 
 struct Inner<F: Fs, C: Clock> {
@@ -248,10 +257,10 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 .map_err(StoreError::Wal)?;
         report.wal = wal_report;
         let mut pending: BTreeMap<PartitionId, Pending> = BTreeMap::new();
-        for (id, seq) in &checkpoint {
+        for (id, cp) in &checkpoint {
             let p = pending.entry(id.clone()).or_default();
-            p.checkpoint = *seq;
-            p.seq_end = *seq;
+            p.checkpoint = *cp;
+            p.seq_end = cp.seq;
         }
         let store = Store {
             inner: Arc::new(Inner {
@@ -265,29 +274,37 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 metrics: StoreMetrics::default(),
             }),
         };
+        for part in store.partitions() {
+            part.log
+                .set_retention_floor(checkpoint.get(&part.id).map_or(0, |c| c.offset));
+        }
         report.replayed = store.replay(entries, &checkpoint).await?;
         add(&store.inner.metrics.wal_replayed, report.replayed);
         Ok((store, report))
     }
 
-    /// Re-commits WAL entries past their partition's checkpoint, in WAL order.
+    /// Re-commits WAL entries past their partition's checkpoint, in WAL order, except
+    /// those with a copy already visible between the checkpoint's offset and the HWM.
     async fn replay(
         &self,
         entries: Vec<wal::WalEntry>,
-        checkpoint: &BTreeMap<PartitionId, u64>,
+        checkpoint: &BTreeMap<PartitionId, Checkpoint>,
     ) -> Result<u64, StoreError> {
         let mut by_partition: BTreeMap<PartitionId, Vec<wal::WalEntry>> = BTreeMap::new();
         for entry in entries {
-            let floor = checkpoint.get(&entry.partition).copied().unwrap_or(0);
+            let floor = checkpoint
+                .get(&entry.partition)
+                .copied()
+                .unwrap_or_default();
             {
                 let mut pending = lock(&self.inner.pending);
                 let p = pending.entry(entry.partition.clone()).or_default();
                 p.seq_end = p.seq_end.max(entry.seq + 1);
-                if entry.seq >= floor {
+                if entry.seq >= floor.seq {
                     p.entries.insert(entry.seq, None);
                 }
             }
-            if entry.seq >= floor {
+            if entry.seq >= floor.seq {
                 by_partition
                     .entry(entry.partition.clone())
                     .or_default()
@@ -301,20 +318,36 @@ impl<F: Fs, C: Clock> Store<F, C> {
                     "WAL entries for an unavailable partition kept for a later replay");
                 continue;
             };
-            for chunk in entries.chunks(self.inner.config.replay_batch_records.max(1)) {
+            let from = checkpoint.get(&id).map_or(0, |c| c.offset);
+            let mut visible = visible_copies(&partition.log, from)
+                .await
+                .map_err(log_err(&id))?;
+            let mut to_commit = Vec::new();
+            {
+                let mut pending = lock(&self.inner.pending);
+                let p = pending.entry(id.clone()).or_default();
+                for entry in entries {
+                    let copy = (entry.key, entry.payload);
+                    match visible.get_mut(&copy) {
+                        Some(count) if *count > 0 => {
+                            // Already below the (just persisted) recovered HWM: covered.
+                            *count -= 1;
+                            p.entries.remove(&entry.seq);
+                        }
+                        _ => to_commit.push((entry.seq, copy)),
+                    }
+                }
+            }
+            for chunk in to_commit.chunks(self.inner.config.replay_batch_records.max(1)) {
                 let range = partition
                     .log
-                    .commit(
-                        chunk
-                            .iter()
-                            .map(|e| (e.key.as_slice(), e.payload.as_slice())),
-                    )
+                    .commit(chunk.iter().map(|(_, (k, v))| (k.as_slice(), v.as_slice())))
                     .await
                     .map_err(log_err(&id))?;
                 let mut pending = lock(&self.inner.pending);
                 let p = pending.entry(id.clone()).or_default();
-                for (entry, offset) in chunk.iter().zip(range) {
-                    p.entries.insert(entry.seq, Some(offset));
+                for ((seq, _), offset) in chunk.iter().zip(range) {
+                    p.entries.insert(*seq, Some(offset));
                 }
                 replayed += chunk.len() as u64;
             }
@@ -363,6 +396,12 @@ impl<F: Fs, C: Clock> Store<F, C> {
             &mut report,
         )
         .await?;
+        // A new partition has no checkpoint yet: retention waits for the first one.
+        for slot in &state.partitions {
+            if let Slot::Open(part) = slot {
+                part.log.set_retention_floor(0);
+            }
+        }
         lock(&self.inner.topics).insert(name.to_string(), Arc::new(state));
         Ok(())
     }
@@ -441,28 +480,31 @@ impl<F: Fs, C: Clock> Store<F, C> {
         if size > max {
             return Err(StoreError::RecordTooLarge { size, max });
         }
-        let seq = {
-            // Register before the WAL append so a checkpoint can never pass this entry.
+        let (seq, appended) = {
+            // One lock across both appends: WAL order is offset order in this partition.
+            let _order = lock(&part.produce_order);
             let mut pending = lock(&self.inner.pending);
             let seq = self
                 .inner
                 .wal
                 .append(&part.id, key, payload)
                 .map_err(StoreError::Wal)?;
+            let appended = part.log.append(key, payload);
             let p = pending.entry(part.id.clone()).or_default();
-            p.entries.insert(seq, None);
+            // Registered before anything is durable, so a checkpoint can never pass it.
+            p.entries.insert(seq, appended.as_ref().ok().copied());
             p.seq_end = p.seq_end.max(seq + 1);
-            seq
+            (seq, appended)
         };
+        // A failed log append leaves the WAL entry pending: a later replay commits it.
+        let offset = appended.map_err(log_err(&part.id))?;
         self.inner.wal.sync_to(seq).await.map_err(StoreError::Wal)?;
-        let range = part
-            .log
-            .commit([(key, payload)])
-            .await
-            .map_err(log_err(&part.id))?;
-        if let Some(p) = lock(&self.inner.pending).get_mut(&part.id) {
-            p.entries.insert(seq, Some(range.start));
-        }
+        part.log.sync().await.map_err(log_err(&part.id))?;
+        let range = offset..offset + 1;
+        assert!(
+            part.log.hwm() > offset,
+            "acknowledging offset {offset} above the HWM"
+        );
         add(&self.inner.metrics.produced, 1);
         Ok(Produced {
             partition: index,
@@ -723,11 +765,11 @@ impl<F: Fs, C: Clock> Store<F, C> {
         Ok(())
     }
 
-    /// Advances every partition's WAL checkpoint to the entries below its persisted HWM,
-    /// persists it when it moved, and deletes WAL segments it fully covers.
+    /// Advances every partition's WAL checkpoint over the entries below its persisted
+    /// HWM, persists it when it moved, and deletes WAL segments it fully covers.
     pub async fn checkpoint_wal(&self) -> Result<(), StoreError> {
-        let persisted: BTreeMap<PartitionId, u64> = self
-            .partitions()
+        let parts = self.partitions();
+        let persisted: BTreeMap<PartitionId, u64> = parts
             .iter()
             .map(|p| (p.id.clone(), p.log.persisted_hwm()))
             .collect();
@@ -735,18 +777,30 @@ impl<F: Fs, C: Clock> Store<F, C> {
             let mut pending = lock(&self.inner.pending);
             let mut moved = false;
             for (id, p) in pending.iter_mut() {
-                let Some(hwm) = persisted.get(id) else {
+                let Some(&hwm) = persisted.get(id) else {
                     continue;
                 };
-                p.entries
-                    .retain(|_, offset| offset.is_none_or(|o| o >= *hwm));
-                let next = p.entries.keys().next().copied().unwrap_or(p.seq_end);
-                if next > p.checkpoint {
-                    p.checkpoint = next;
+                // Offsets follow WAL order, so the covered entries are a prefix.
+                while let Some((&seq, &offset)) = p.entries.first_key_value() {
+                    if offset.is_some_and(|o| o < hwm) {
+                        p.entries.remove(&seq);
+                    } else {
+                        break;
+                    }
+                }
+                let next = Checkpoint {
+                    seq: p.entries.keys().next().copied().unwrap_or(p.seq_end),
+                    offset: hwm,
+                };
+                if next.seq > p.checkpoint.seq || next.offset > p.checkpoint.offset {
+                    p.checkpoint = Checkpoint {
+                        seq: next.seq.max(p.checkpoint.seq),
+                        offset: next.offset.max(p.checkpoint.offset),
+                    };
                     moved = true;
                 }
             }
-            let checkpoint: BTreeMap<PartitionId, u64> = pending
+            let checkpoint: BTreeMap<PartitionId, Checkpoint> = pending
                 .iter()
                 .map(|(id, p)| (id.clone(), p.checkpoint))
                 .collect();
@@ -761,6 +815,13 @@ impl<F: Fs, C: Clock> Store<F, C> {
             .checkpoint(&checkpoint)
             .await
             .map_err(StoreError::Wal)?;
+        // Retention may now delete up to the durable checkpoint's offset, no further:
+        // replay reads the copies above it.
+        for part in &parts {
+            if let Some(cp) = checkpoint.get(&part.id) {
+                part.log.set_retention_floor(cp.offset);
+            }
+        }
         add(&self.inner.metrics.wal_checkpoints, 1);
         add(
             &self.inner.metrics.wal_segments_deleted,
@@ -891,6 +952,7 @@ async fn open_topic<F: Fs, C: Clock>(
                     id,
                     log,
                     queue: async_lock::Mutex::new(None),
+                    produce_order: Mutex::new(()),
                 })));
             }
             Err(LogError::Corruption(c)) => {
@@ -901,6 +963,25 @@ async fn open_topic<F: Fs, C: Clock>(
         }
     }
     Ok(TopicState { config, partitions })
+}
+
+/// Multiset of (key, payload) of the records in `[from, hwm)`.
+async fn visible_copies<F: Fs, C: Clock>(
+    log: &Log<F, C>,
+    from: u64,
+) -> Result<BTreeMap<(Vec<u8>, Vec<u8>), u64>, LogError> {
+    let mut copies = BTreeMap::new();
+    let mut next = from.max(log.log_start());
+    loop {
+        let batch = log.read(next, 1000).await?;
+        if batch.next_offset == next {
+            return Ok(copies);
+        }
+        next = batch.next_offset;
+        for r in batch.records {
+            *copies.entry((r.key, r.payload)).or_insert(0) += 1;
+        }
+    }
 }
 
 async fn read_text<F: Fs>(fs: &F, path: &Path) -> Result<String, StoreError> {

@@ -5,8 +5,9 @@
 //! <root>/wal/%020d.wal     segments of frames (the frame format of the log), one frame
 //!                          per group commit; a frame's base offset is the WAL sequence
 //!                          number of its first entry
-//! <root>/wal/checkpoint    per partition, the sequence number below which every entry
-//!                          of that partition is below the partition's persisted HWM
+//! <root>/wal/checkpoint    per partition, a [`Checkpoint`]: every entry of that
+//!                          partition below `seq` is at an offset below `offset`, and
+//!                          `offset` is at most the partition's persisted HWM
 //! ```
 //!
 //! A WAL record (inside a frame's `[len:4BE][record]` entries):
@@ -39,6 +40,14 @@ pub const WAL_SUFFIX: &str = ".wal";
 /// The checkpoint file.
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 const CHECKPOINT_TMP_FILE: &str = "checkpoint.tmp";
+
+/// Where a partition's replay starts: entries with `seq` at or above this were maybe not
+/// yet below the persisted HWM; the records at offsets from `offset` are copies of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Checkpoint {
+    pub seq: u64,
+    pub offset: u64,
+}
 
 /// One WAL entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,21 +164,22 @@ pub fn decode_record(bytes: &[u8]) -> Option<(PartitionId, &[u8], &[u8])> {
 }
 
 /// Encodes the checkpoint file body with its CRC trailer.
-fn encode_checkpoint(checkpoint: &BTreeMap<PartitionId, u64>) -> Vec<u8> {
+fn encode_checkpoint(checkpoint: &BTreeMap<PartitionId, Checkpoint>) -> Vec<u8> {
     let mut out = Vec::new();
-    for ((topic, partition), seq) in checkpoint {
+    for ((topic, partition), Checkpoint { seq, offset }) in checkpoint {
         let len = u16::try_from(topic.len()).expect("topic names are bounded");
         out.extend_from_slice(&len.to_be_bytes());
         out.extend_from_slice(topic.as_bytes());
         out.extend_from_slice(&partition.to_be_bytes());
         out.extend_from_slice(&seq.to_be_bytes());
+        out.extend_from_slice(&offset.to_be_bytes());
     }
     let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_be_bytes());
     out
 }
 
-fn decode_checkpoint(bytes: &[u8]) -> Option<BTreeMap<PartitionId, u64>> {
+fn decode_checkpoint(bytes: &[u8]) -> Option<BTreeMap<PartitionId, Checkpoint>> {
     let (mut body, crc) = bytes.split_at_checked(bytes.len().checked_sub(4)?)?;
     if crc32c::crc32c(body).to_be_bytes() != crc {
         return None;
@@ -181,12 +191,16 @@ fn decode_checkpoint(bytes: &[u8]) -> Option<BTreeMap<PartitionId, u64>> {
         let (topic, rest) = rest.split_at_checked(len)?;
         let (partition, rest) = rest.split_at_checked(4)?;
         let (seq, rest) = rest.split_at_checked(8)?;
+        let (offset, rest) = rest.split_at_checked(8)?;
         out.insert(
             (
                 std::str::from_utf8(topic).ok()?.to_string(),
                 u32::from_be_bytes(partition.try_into().ok()?),
             ),
-            u64::from_be_bytes(seq.try_into().ok()?),
+            Checkpoint {
+                seq: u64::from_be_bytes(seq.try_into().ok()?),
+                offset: u64::from_be_bytes(offset.try_into().ok()?),
+            },
         );
         body = rest;
     }
@@ -203,7 +217,7 @@ impl<F: Fs> Wal<F> {
     ) -> Result<
         (
             Self,
-            BTreeMap<PartitionId, u64>,
+            BTreeMap<PartitionId, Checkpoint>,
             Vec<WalEntry>,
             WalOpenReport,
         ),
@@ -492,7 +506,7 @@ impl<F: Fs> Wal<F> {
     /// the old segments every entry of which it covers. Returns the segments deleted.
     pub async fn checkpoint(
         &self,
-        checkpoint: &BTreeMap<PartitionId, u64>,
+        checkpoint: &BTreeMap<PartitionId, Checkpoint>,
     ) -> Result<Vec<String>, WalError> {
         let _guard = self.checkpoint_lock.lock().await;
         let tmp = self.dir.join(CHECKPOINT_TMP_FILE);
@@ -521,7 +535,7 @@ impl<F: Fs> Wal<F> {
                 .filter(|(_, s)| {
                     s.ends
                         .iter()
-                        .all(|(p, end)| checkpoint.get(p).is_some_and(|c| c >= end))
+                        .all(|(p, end)| checkpoint.get(p).is_some_and(|c| c.seq >= *end))
                 })
                 .map(|(b, s)| (*b, s.name.clone()))
                 .collect()
@@ -601,8 +615,14 @@ mod tests {
             Some((pid(3), &b"key"[..], &b"payload"[..]))
         );
         let mut checkpoint = BTreeMap::new();
-        checkpoint.insert(pid(0), 7);
-        checkpoint.insert(pid(9), 70);
+        checkpoint.insert(pid(0), Checkpoint { seq: 7, offset: 3 });
+        checkpoint.insert(
+            pid(9),
+            Checkpoint {
+                seq: 70,
+                offset: 30,
+            },
+        );
         let mut bytes = encode_checkpoint(&checkpoint);
         assert_eq!(decode_checkpoint(&bytes), Some(checkpoint));
         bytes[3] ^= 1;
@@ -634,8 +654,8 @@ mod tests {
             let before = wal.segment_count();
             assert!(before >= 2);
             let mut cp = BTreeMap::new();
-            cp.insert(pid(0), 5);
-            cp.insert(pid(1), 5);
+            cp.insert(pid(0), Checkpoint { seq: 5, offset: 3 });
+            cp.insert(pid(1), Checkpoint { seq: 5, offset: 2 });
             let deleted = wal.checkpoint(&cp).await.unwrap();
             assert_eq!(deleted.len(), before - 1, "all but the active segment");
             drop(wal);

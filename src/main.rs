@@ -1,13 +1,38 @@
-//! `cafelog`: the command users run.
+//! `cafelog`: the command users run. Each subcommand lives in its own module under
+//! `src/cli/`; add a variant to [`Command`] and a module to add a subcommand.
 
-use clap::Parser;
+#![deny(clippy::unwrap_used)]
+
+mod cli;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
 
 /// Deterministic crash-simulation testing for a segmented log storage engine.
 #[derive(Parser, Debug)]
-#[command(name = "cafelog", version, about)]
-enum Command {}
+#[command(name = "cafelog", version, about, after_help = cli::EXIT_CODES_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn main() {
-    let command = Command::parse();
-    match command {}
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Scan a partition directory as recovery would, and report what recovery would do.
+    #[command(after_help = cli::EXIT_CODES_HELP)]
+    Verify(cli::verify::Args),
+    /// Print the records a consumer would see (offsets below the recovered HWM).
+    #[command(after_help = cli::EXIT_CODES_HELP)]
+    Dump(cli::dump::Args),
+}
+
+fn main() -> ExitCode {
+    // clap exits with status 2 on usage errors and 0 for --help/--version, which is the
+    // contract `EXIT_CODES_HELP` documents.
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Verify(args) => cli::verify::run(&args),
+        Command::Dump(args) => cli::dump::run(&args),
+    };
+    cli::finish(outcome)
 }

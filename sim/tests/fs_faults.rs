@@ -694,3 +694,29 @@ fn same_seed_same_outcomes() {
     let differs = (43..48).any(|seed| workload(seed) != first);
     assert!(differs, "the seed drives the outcomes");
 }
+
+#[test]
+fn throughput_of_small_writes_and_syncs_stays_linear() {
+    // A guard against per-operation costs proportional to the file size: 20,000 appends
+    // of 100 bytes (a 2 MB file), each synced, then a crash.
+    let fs = sim(11);
+    let file = durable_file(&fs, "seg.log", b"");
+    let started = std::time::Instant::now();
+    block(async {
+        for record in 0..20_000u64 {
+            file.write_at(&[record as u8; 100], record * 100)
+                .await
+                .expect("write");
+            if record % 4 == 3 {
+                file.sync_data().await.expect("sync");
+            }
+        }
+    });
+    fs.crash();
+    let elapsed = started.elapsed();
+    assert_eq!(fs.durable_len(Path::new("/d/seg.log")), Some(2_000_000));
+    assert!(
+        elapsed < std::time::Duration::from_secs(2),
+        "took {elapsed:?}"
+    );
+}

@@ -476,11 +476,19 @@ impl State {
             .expect("an open handle of the current epoch keeps its inode alive"))
     }
 
-    fn path_of(&self, ino: InodeId, fallback: &Path) -> PathBuf {
+    /// The current name of `ino` for the event log: the path the handle was opened as
+    /// when it still names the inode (one lookup, the common case), otherwise a scan.
+    fn path_of(&self, ino: InodeId, opened_as: &Path) -> PathBuf {
+        let still_named = split(opened_as)
+            .ok()
+            .is_some_and(|(dir, name)| self.ns.visible(&dir, &name) == Some(ino));
+        if still_named {
+            return opened_as.to_owned();
+        }
         self.ns
             .inode_paths()
             .remove(&ino)
-            .unwrap_or_else(|| fallback.to_owned())
+            .unwrap_or_else(|| opened_as.to_owned())
     }
 
     /// Frees `ino` when no name, pending operation or open handle refers to it.

@@ -1,0 +1,136 @@
+//! The fault log: every injected fault and every crash outcome of [`super::SimFs`] as a
+//! typed [`FsEvent`], in the order they happened, so the checkers can attribute a loss to
+//! the fault that caused it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What happened. Ordered so counts can live in a `BTreeMap`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum FsEventKind {
+    /// The disk crashed (power loss or node kill); `detail` sums up the outcome.
+    Crash,
+    /// A pending write was lost entirely at a crash.
+    CrashWriteLost,
+    /// A pending write reached the disk whole at a crash.
+    CrashWriteKept,
+    /// A pending write was torn at a crash; `detail` lists the sectors that survived.
+    CrashWriteTorn,
+    /// A pending `set_len` was lost at a crash.
+    CrashSetLenLost,
+    /// A pending `set_len` reached the disk at a crash.
+    CrashSetLenKept,
+    /// A pending directory operation (create, rename, remove) was lost at a crash.
+    CrashDirOpLost,
+    /// A pending directory operation survived a crash.
+    CrashDirOpKept,
+    /// `sync_data` returned EIO; the pending data is not durable (reads still show it).
+    FsyncEio,
+    /// `sync_data` returned Ok but persisted nothing. Out of contract.
+    LostFsync,
+    /// `write_at` returned ENOSPC and wrote nothing.
+    Enospc,
+    /// A persisted write landed at the wrong position. Out of contract.
+    MisdirectedWrite,
+    /// One bit of durable data was flipped at rest.
+    BitFlip,
+    /// An operation on a handle from an earlier incarnation was refused.
+    StaleHandle,
+    /// [`super::SimFs::heal`] was called: no fault fires from here on.
+    Heal,
+}
+
+impl FsEventKind {
+    /// Whether the engine is expected to survive this without losing acknowledged data
+    /// (DESIGN.md, "Durability contract"). Bit flips are in contract because the engine
+    /// must detect them; a lost fsync and a misdirected write can destroy acknowledged
+    /// data that the engine was told is durable, so only detection can be demanded.
+    pub fn in_contract(self) -> bool {
+        !matches!(self, Self::LostFsync | Self::MisdirectedWrite)
+    }
+}
+
+/// One entry of the fault log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsEvent {
+    /// Position in the log of this `SimFs`, from 0, never reused.
+    pub seq: u64,
+    /// The incarnation (crash count) the event belongs to; a crash event carries the
+    /// epoch it ended.
+    pub epoch: u64,
+    /// Simulated time since the runtime started, when inside a madsim runtime.
+    pub sim_time: Option<Duration>,
+    /// What happened.
+    pub kind: FsEventKind,
+    /// The file (or directory) concerned; empty for whole-disk events.
+    pub path: PathBuf,
+    /// Byte position concerned, when there is one.
+    pub position: Option<u64>,
+    /// Byte count concerned, when there is one.
+    pub len: Option<u64>,
+    /// Human-readable specifics (sectors kept, shift, bit, ...).
+    pub detail: String,
+}
+
+/// Most events kept between two [`super::SimFs::take_events`] calls; beyond it events are
+/// counted (in [`FsEventLog::counts`] and `dropped`) but not stored, so a caller that
+/// never takes them cannot exhaust memory.
+pub const EVENTS_BUFFERED_MAX: usize = 1 << 20;
+
+/// The ordered log and its per-kind counts (counts survive `take`).
+#[derive(Debug, Default)]
+pub(crate) struct FsEventLog {
+    events: Vec<FsEvent>,
+    counts: BTreeMap<FsEventKind, u64>,
+    next_seq: u64,
+    dropped: u64,
+}
+
+impl FsEventLog {
+    pub(crate) fn record(
+        &mut self,
+        epoch: u64,
+        kind: FsEventKind,
+        path: PathBuf,
+        position: Option<u64>,
+        len: Option<u64>,
+        detail: String,
+    ) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        *self.counts.entry(kind).or_insert(0) += 1;
+        if self.events.len() >= EVENTS_BUFFERED_MAX {
+            self.dropped += 1;
+            return;
+        }
+        let sim_time = madsim::time::TimeHandle::try_current().map(|t| t.elapsed());
+        self.events.push(FsEvent {
+            seq,
+            epoch,
+            sim_time,
+            kind,
+            path,
+            position,
+            len,
+            detail,
+        });
+    }
+
+    pub(crate) fn take(&mut self) -> Vec<FsEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    pub(crate) fn counts(&self) -> BTreeMap<FsEventKind, u64> {
+        self.counts.clone()
+    }
+
+    pub(crate) fn count(&self, kind: FsEventKind) -> u64 {
+        self.counts.get(&kind).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}

@@ -1,0 +1,722 @@
+//! The crash and fault model of `SimFs`, one behaviour per test: every crash outcome is
+//! one the model allows and each allowed outcome actually occurs over seeds; each
+//! injected fault does what its documentation says; the same seed replays exactly.
+
+use cafelog_engine::fs::{File, Fs, OpenMode};
+use cafelog_sim::fs::{FaultOptions, FsEventKind, SECTOR_SIZE, SimFile, SimFs};
+use std::collections::BTreeSet;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+const EIO: i32 = 5;
+const ENOSPC: i32 = 28;
+const ESTALE: i32 = 116;
+const SEEDS: u64 = 200;
+
+fn block<T>(future: impl Future<Output = T>) -> T {
+    pollster::block_on(future)
+}
+
+fn sim(seed: u64) -> SimFs {
+    SimFs::new(seed, FaultOptions::none()).expect("valid options")
+}
+
+fn path(s: &str) -> PathBuf {
+    PathBuf::from(s)
+}
+
+/// Creates `file` in `/d` with `contents`, fully durable (data and name).
+fn durable_file(fs: &SimFs, file: &str, contents: &[u8]) -> SimFile {
+    block(async {
+        fs.create_dir_all(Path::new("/d")).await.expect("mkdir");
+        let handle = fs
+            .open(&Path::new("/d").join(file), OpenMode::CreateTruncate)
+            .await
+            .expect("create");
+        handle.write_at(contents, 0).await.expect("write");
+        handle.sync_data().await.expect("sync");
+        fs.sync_dir(Path::new("/d")).await.expect("sync dir");
+        handle
+    })
+}
+
+fn read_visible(fs: &SimFs, p: &str) -> Option<Vec<u8>> {
+    block(async {
+        let file = fs.open(Path::new(p), OpenMode::Read).await.ok()?;
+        let mut buf = vec![0; file.len().await.expect("len") as usize];
+        let n = file.read_at(&mut buf, 0).await.expect("read");
+        assert_eq!(n, buf.len());
+        Some(buf)
+    })
+}
+
+#[test]
+fn crash_leaves_each_sector_of_each_pending_write_old_or_new_and_every_outcome_occurs() {
+    const OLD: u8 = 0x11;
+    const OLD_LEN: u64 = 4096;
+    // Two non-overlapping pending writes: one inside the durable image spanning 3
+    // sectors, one straddling the durable end (sectors 5..10).
+    let writes: [(u64, u64, u8); 2] = [(100, 1300, 0x22), (3000, 5000, 0x33)];
+    let mut kinds = BTreeSet::new();
+    let mut first_lost_second_kept = false;
+    let mut hole_seen = false;
+    for seed in 0..SEEDS {
+        let fs = sim(seed);
+        let file = durable_file(&fs, "seg.log", &[OLD; OLD_LEN as usize]);
+        for (start, end, value) in writes {
+            let data = vec![value; (end - start) as usize];
+            block(file.write_at(&data, start)).expect("pending write");
+        }
+        assert!(fs.has_pending_data(Path::new("/d/seg.log")));
+        fs.take_events();
+        fs.crash();
+        let image = fs
+            .durable_bytes(Path::new("/d/seg.log"))
+            .expect("file survives");
+        assert_eq!(
+            read_visible(&fs, "/d/seg.log").as_ref(),
+            Some(&image),
+            "cache rebuilt from disk"
+        );
+        assert!(!fs.has_pending_data(Path::new("/d/seg.log")));
+        fs.check_invariants();
+
+        let mut highest_new_end = OLD_LEN;
+        let mut write_kept = Vec::new();
+        for (start, end, value) in writes {
+            let mut kept_sectors = 0;
+            let mut sectors = 0;
+            for sector in start / SECTOR_SIZE..=(end - 1) / SECTOR_SIZE {
+                sectors += 1;
+                let lo = (sector * SECTOR_SIZE).max(start);
+                let hi = ((sector + 1) * SECTOR_SIZE).min(end);
+                let bytes: Vec<u8> = (lo..hi)
+                    .map(|p| image.get(p as usize).copied().unwrap_or(0))
+                    .collect();
+                let new = bytes.iter().all(|&b| b == value);
+                let old = (lo..hi).all(|p| {
+                    let expected = if p < OLD_LEN { OLD } else { 0 };
+                    image.get(p as usize).is_none_or(|&b| b == expected)
+                });
+                assert!(
+                    new ^ old,
+                    "seed {seed}: sector {sector} is neither old nor new: {bytes:?}"
+                );
+                if new {
+                    kept_sectors += 1;
+                    highest_new_end = highest_new_end.max(hi);
+                } else if hi > OLD_LEN {
+                    // A lost sector past the old end: it is a hole if something later survived.
+                    hole_seen |= image.len() as u64 > hi;
+                }
+            }
+            write_kept.push((kept_sectors, sectors));
+        }
+        assert_eq!(
+            image.len() as u64,
+            highest_new_end,
+            "seed {seed}: durable length"
+        );
+        for event in fs.take_events() {
+            kinds.insert(event.kind);
+        }
+        first_lost_second_kept |= write_kept[0].0 == 0 && write_kept[1].0 == write_kept[1].1;
+    }
+    for kind in [
+        FsEventKind::CrashWriteLost,
+        FsEventKind::CrashWriteKept,
+        FsEventKind::CrashWriteTorn,
+    ] {
+        assert!(
+            kinds.contains(&kind),
+            "{kind:?} never happened over {SEEDS} seeds"
+        );
+    }
+    assert!(
+        first_lost_second_kept,
+        "unsynced writes never persisted out of order"
+    );
+    assert!(
+        hole_seen,
+        "a torn write past the durable end never left a zero hole"
+    );
+}
+
+#[test]
+fn crash_events_match_the_durable_image() {
+    for seed in 0..50 {
+        let fs = sim(seed);
+        let file = durable_file(&fs, "f", &[0u8; 2048]);
+        block(file.write_at(&[7u8; 2048], 0)).expect("write");
+        fs.take_events();
+        fs.crash();
+        let image = fs.durable_bytes(Path::new("/d/f")).expect("file");
+        let sevens = image.iter().filter(|&&b| b == 7).count();
+        let events: Vec<_> = fs
+            .take_events()
+            .into_iter()
+            .filter(|e| e.path == path("/d/f"))
+            .collect();
+        assert_eq!(events.len(), 1, "one event per pending write");
+        match events[0].kind {
+            FsEventKind::CrashWriteLost => assert_eq!(sevens, 0),
+            FsEventKind::CrashWriteKept => assert_eq!(sevens, 2048),
+            FsEventKind::CrashWriteTorn => {
+                assert!(sevens > 0 && sevens < 2048 && sevens % 512 == 0)
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn crash_keeps_or_loses_a_pending_set_len() {
+    let mut lens = BTreeSet::new();
+    for seed in 0..64 {
+        let fs = sim(seed);
+        let file = durable_file(&fs, "f", &[1u8; 1000]);
+        block(file.set_len(10)).expect("set_len");
+        fs.crash();
+        let len = fs.durable_len(Path::new("/d/f")).expect("file");
+        assert!(len == 10 || len == 1000, "seed {seed}: len {len}");
+        lens.insert(len);
+    }
+    assert_eq!(lens, BTreeSet::from([10, 1000]));
+}
+
+#[test]
+fn fsync_eio_leaves_data_undurable_but_readable_and_the_next_fsync_succeeds() {
+    let fs = sim(3);
+    let file = durable_file(&fs, "f", b"aaaa");
+    let mut options = FaultOptions::none();
+    options.fsync_eio_probability = 1.0;
+    options.fsync_eio_max = 1;
+    fs.set_options(options).expect("options");
+    block(file.write_at(b"bbbb", 0)).expect("write");
+    let error = block(file.sync_data()).expect_err("EIO");
+    assert_eq!(error.raw_os_error(), Some(EIO));
+    assert_eq!(
+        fs.durable_bytes(Path::new("/d/f")).as_deref(),
+        Some(&b"aaaa"[..]),
+        "not persisted"
+    );
+    assert_eq!(
+        read_visible(&fs, "/d/f").as_deref(),
+        Some(&b"bbbb"[..]),
+        "the cache still shows it"
+    );
+    assert!(
+        !fs.has_pending_data(Path::new("/d/f")),
+        "pages were marked clean"
+    );
+    block(file.sync_data()).expect("the next fsync succeeds");
+    assert_eq!(
+        fs.durable_bytes(Path::new("/d/f")).as_deref(),
+        Some(&b"aaaa"[..]),
+        "and persists nothing of it"
+    );
+    block(file.write_at(b"c", 0)).expect("write");
+    block(file.sync_data()).expect("cap reached: no more EIO");
+    assert_eq!(
+        fs.durable_bytes(Path::new("/d/f")).as_deref(),
+        Some(&b"caaa"[..])
+    );
+    assert_eq!(fs.event_counts().get(&FsEventKind::FsyncEio), Some(&1));
+    fs.crash();
+    assert_eq!(read_visible(&fs, "/d/f").as_deref(), Some(&b"caaa"[..]));
+}
+
+#[test]
+fn lost_fsync_reports_success_and_persists_nothing() {
+    let fs = sim(4);
+    let file = durable_file(&fs, "hwm", &[0u8; 8]);
+    let mut options = FaultOptions::none();
+    options.lost_fsync_probability = 1.0;
+    options.lost_fsync_max = 1;
+    fs.set_options(options).expect("options");
+    block(file.write_at(&42u64.to_be_bytes(), 0)).expect("write");
+    block(file.sync_data()).expect("a lost fsync says Ok");
+    assert_eq!(fs.durable_bytes(Path::new("/d/hwm")), Some(vec![0u8; 8]));
+    assert!(!fs.has_pending_data(Path::new("/d/hwm")));
+    fs.crash();
+    assert_eq!(read_visible(&fs, "/d/hwm"), Some(vec![0u8; 8]));
+    let events = fs.take_events();
+    let lost: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == FsEventKind::LostFsync)
+        .collect();
+    assert_eq!(lost.len(), 1);
+    assert_eq!(lost[0].path, path("/d/hwm"));
+    assert!(!FsEventKind::LostFsync.in_contract());
+}
+
+#[test]
+fn enospc_writes_nothing_and_is_capped() {
+    let fs = sim(5);
+    let file = durable_file(&fs, "f", b"base");
+    let mut options = FaultOptions::none();
+    options.enospc_probability = 1.0;
+    options.enospc_max = 2;
+    options.enospc_consecutive_max = 1;
+    fs.set_options(options).expect("options");
+    let error = block(file.write_at(b"xxxxxxxx", 2)).expect_err("ENOSPC");
+    assert_eq!(error.kind(), ErrorKind::StorageFull);
+    assert_eq!(error.raw_os_error(), Some(ENOSPC));
+    assert_eq!(
+        read_visible(&fs, "/d/f").as_deref(),
+        Some(&b"base"[..]),
+        "nothing written"
+    );
+    assert!(!fs.has_pending_data(Path::new("/d/f")));
+    block(file.write_at(b"1", 0)).expect("a streak of 1 is followed by a success");
+    assert!(block(file.write_at(b"2", 0)).is_err(), "second ENOSPC");
+    for _ in 0..10 {
+        block(file.write_at(b"3", 0)).expect("cap of 2 reached");
+    }
+    assert_eq!(fs.event_counts().get(&FsEventKind::Enospc), Some(&2));
+}
+
+#[test]
+fn misdirected_write_lands_elsewhere_in_the_durable_image() {
+    let fs = sim(6);
+    let file = durable_file(&fs, "seg.log", &[0u8; 8192]);
+    let mut options = FaultOptions::none();
+    options.misdirect_probability = 1.0;
+    options.misdirect_max = 1;
+    options.misdirect_shift_sectors_max = 4;
+    fs.set_options(options).expect("options");
+    block(file.write_at(&[0xEE; 512], 2048)).expect("write");
+    block(file.sync_data()).expect("sync");
+    let image = fs.durable_bytes(Path::new("/d/seg.log")).expect("file");
+    assert!(
+        image[2048..2560].iter().all(|&b| b == 0),
+        "the intended place keeps its old bytes"
+    );
+    let landed: Vec<usize> = (0..image.len()).filter(|&p| image[p] == 0xEE).collect();
+    assert_eq!(landed.len(), 512);
+    let at = landed[0] as i64;
+    assert!(
+        at != 2048 && (at - 2048) % 512 == 0 && (at - 2048).abs() <= 4 * 512,
+        "landed at {at}"
+    );
+    assert_eq!(
+        read_visible(&fs, "/d/seg.log").expect("file")[2048],
+        0xEE,
+        "the cache is right"
+    );
+    let events = fs.take_events();
+    let misdirected: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == FsEventKind::MisdirectedWrite)
+        .collect();
+    assert_eq!(misdirected.len(), 1);
+    assert_eq!(misdirected[0].position, Some(2048));
+    assert!(!FsEventKind::MisdirectedWrite.in_contract());
+}
+
+#[test]
+fn bit_flip_changes_exactly_one_durable_bit_of_a_matching_file() {
+    let fs = sim(7);
+    durable_file(&fs, "00000000000000000000.log", &[0x5A; 3000]);
+    durable_file(&fs, "hwm", &[0; 8]);
+    let is_segment = |p: &Path| p.extension().is_some_and(|e| e == "log");
+    let flip = fs
+        .flip_random_bit(is_segment)
+        .expect("a segment has durable bytes");
+    assert_eq!(flip.path, path("/d/00000000000000000000.log"));
+    let image = fs.durable_bytes(&flip.path).expect("segment");
+    let flipped_bits: u32 = image.iter().map(|&b| (b ^ 0x5A).count_ones()).sum();
+    assert_eq!(flipped_bits, 1);
+    assert_eq!(image[flip.position as usize], flip.after);
+    assert_eq!(flip.before ^ flip.after, 1 << flip.bit);
+    assert_eq!(
+        fs.durable_bytes(Path::new("/d/hwm")),
+        Some(vec![0; 8]),
+        "hwm untouched"
+    );
+    assert_eq!(
+        read_visible(&fs, "/d/00000000000000000000.log"),
+        Some(image),
+        "reads see it"
+    );
+    assert_eq!(
+        fs.flip_random_bit(|p| p.ends_with("consumer.offset")),
+        None,
+        "no such file"
+    );
+    fs.heal();
+    assert_eq!(fs.flip_random_bit(is_segment), None, "no fault after heal");
+}
+
+#[test]
+fn bit_flip_under_a_pending_write_is_not_visible_until_the_write_is_lost() {
+    let fs = sim(8);
+    let file = durable_file(&fs, "f.log", &[0u8; 600]);
+    block(file.write_at(&[9u8; 600], 0)).expect("pending over every byte");
+    let flip = fs.flip_random_bit(|_| true).expect("flip");
+    assert_eq!(
+        read_visible(&fs, "/d/f.log"),
+        Some(vec![9u8; 600]),
+        "masked by the pending write"
+    );
+    let durable = fs.durable_bytes(Path::new("/d/f.log")).expect("file");
+    assert_eq!(durable.iter().map(|b| b.count_ones()).sum::<u32>(), 1);
+    assert_eq!(durable[flip.position as usize], flip.after);
+    fs.check_invariants();
+}
+
+#[test]
+fn unsynced_create_is_lost_for_some_seeds_and_kept_for_others() {
+    let mut outcomes = BTreeSet::new();
+    for seed in 0..64 {
+        let fs = sim(seed);
+        block(async {
+            fs.create_dir_all(Path::new("/d")).await.expect("mkdir");
+            let f = fs
+                .open(Path::new("/d/new"), OpenMode::CreateNew)
+                .await
+                .expect("create");
+            f.write_at(b"x", 0).await.expect("write");
+            f.sync_data().await.expect("data durable, name not");
+        });
+        fs.crash();
+        let contents = read_visible(&fs, "/d/new");
+        match &contents {
+            None => assert_eq!(fs.durable_len(Path::new("/d/new")), None),
+            Some(bytes) => assert_eq!(bytes, b"x", "a kept create keeps its fsynced data"),
+        }
+        outcomes.insert(contents.is_some());
+        fs.check_invariants();
+    }
+    assert_eq!(outcomes, BTreeSet::from([false, true]));
+}
+
+#[test]
+fn synced_create_always_survives_but_syncing_another_directory_does_not_help() {
+    let mut lost_with_wrong_sync = 0;
+    for seed in 0..64 {
+        let fs = sim(seed);
+        block(async {
+            fs.create_dir_all(Path::new("/d")).await.expect("mkdir");
+            fs.create_dir_all(Path::new("/other")).await.expect("mkdir");
+            let a = fs
+                .open(Path::new("/d/a"), OpenMode::CreateNew)
+                .await
+                .expect("create");
+            a.write_at(b"a", 0).await.expect("write");
+            a.sync_data().await.expect("sync");
+            fs.sync_dir(Path::new("/d")).await.expect("sync dir");
+            let b = fs
+                .open(Path::new("/d/b"), OpenMode::CreateNew)
+                .await
+                .expect("create");
+            b.sync_data().await.expect("sync");
+            fs.sync_dir(Path::new("/other"))
+                .await
+                .expect("wrong directory");
+        });
+        fs.crash();
+        assert_eq!(
+            read_visible(&fs, "/d/a").as_deref(),
+            Some(&b"a"[..]),
+            "seed {seed}"
+        );
+        if !block(fs.exists(Path::new("/d/b"))).expect("exists") {
+            lost_with_wrong_sync += 1;
+        }
+    }
+    assert!(lost_with_wrong_sync > 0);
+}
+
+#[test]
+fn renamed_file_after_crash_is_exactly_the_old_or_the_new_one() {
+    let mut outcomes = BTreeSet::new();
+    for seed in 0..64 {
+        let fs = sim(seed);
+        durable_file(&fs, "consumer.offset", b"old");
+        durable_file(&fs, "consumer.offset.tmp", b"new");
+        block(fs.rename(
+            Path::new("/d/consumer.offset.tmp"),
+            Path::new("/d/consumer.offset"),
+        ))
+        .expect("rename");
+        fs.crash();
+        let target = read_visible(&fs, "/d/consumer.offset").expect("the target always exists");
+        let tmp = read_visible(&fs, "/d/consumer.offset.tmp");
+        match target.as_slice() {
+            b"new" => assert_eq!(tmp, None, "seed {seed}"),
+            b"old" => assert_eq!(tmp.as_deref(), Some(&b"new"[..]), "seed {seed}"),
+            other => panic!("seed {seed}: target holds {other:?}"),
+        }
+        outcomes.insert(target);
+        fs.check_invariants();
+    }
+    assert_eq!(outcomes.len(), 2);
+}
+
+#[test]
+fn unsynced_remove_may_bring_the_file_back_with_its_durable_data() {
+    let mut outcomes = BTreeSet::new();
+    for seed in 0..64 {
+        let fs = sim(seed);
+        let file = durable_file(&fs, "00000000000000000000.log", b"durable");
+        block(file.write_at(b"XX", 0)).expect("unsynced write");
+        drop(file);
+        block(fs.remove_file(Path::new("/d/00000000000000000000.log"))).expect("remove");
+        fs.crash();
+        let back = read_visible(&fs, "/d/00000000000000000000.log");
+        if let Some(bytes) = &back {
+            assert!(
+                bytes == b"durable" || bytes == b"XXrable",
+                "seed {seed}: {bytes:?}"
+            );
+        }
+        outcomes.insert(back.is_some());
+        fs.check_invariants();
+    }
+    assert_eq!(outcomes, BTreeSet::from([false, true]));
+}
+
+#[test]
+fn surviving_directory_operations_are_a_prefix_of_their_order() {
+    let names = ["a", "b", "c", "d", "e"];
+    let mut prefix_lengths = BTreeSet::new();
+    for seed in 0..100 {
+        let fs = sim(seed);
+        block(async {
+            fs.create_dir_all(Path::new("/d")).await.expect("mkdir");
+            for name in names {
+                fs.open(&Path::new("/d").join(name), OpenMode::CreateNew)
+                    .await
+                    .expect("create");
+            }
+        });
+        fs.crash();
+        let listed = block(fs.list_dir(Path::new("/d"))).expect("list");
+        let prefix: Vec<String> = names[..listed.len()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(listed, prefix, "seed {seed}");
+        prefix_lengths.insert(listed.len());
+    }
+    assert_eq!(
+        prefix_lengths.len(),
+        names.len() + 1,
+        "every prefix length occurs"
+    );
+}
+
+#[test]
+fn committing_a_rename_commits_the_create_it_depends_on() {
+    for seed in 0..32 {
+        let fs = sim(seed);
+        block(async {
+            fs.create_dir_all(Path::new("/d")).await.expect("mkdir");
+            fs.create_dir_all(Path::new("/e")).await.expect("mkdir");
+            fs.open(Path::new("/d/x"), OpenMode::CreateNew)
+                .await
+                .expect("create");
+            fs.rename(Path::new("/d/x"), Path::new("/e/y"))
+                .await
+                .expect("rename");
+            fs.sync_dir(Path::new("/e"))
+                .await
+                .expect("sync destination");
+        });
+        assert_eq!(fs.pending_dir_op_count(), 0);
+        fs.crash();
+        assert!(
+            block(fs.exists(Path::new("/e/y"))).expect("exists"),
+            "seed {seed}"
+        );
+        assert!(
+            !block(fs.exists(Path::new("/d/x"))).expect("exists"),
+            "seed {seed}"
+        );
+    }
+}
+
+#[test]
+fn recreating_a_removed_name_and_syncing_the_directory_is_durable() {
+    for seed in 0..32 {
+        let fs = sim(seed);
+        drop(durable_file(&fs, "f", b"old"));
+        block(async {
+            fs.remove_file(Path::new("/d/f")).await.expect("remove");
+            let f = fs
+                .open(Path::new("/d/f"), OpenMode::CreateNew)
+                .await
+                .expect("recreate");
+            f.write_at(b"new", 0).await.expect("write");
+            f.sync_data().await.expect("sync");
+            fs.sync_dir(Path::new("/d")).await.expect("sync dir");
+        });
+        fs.crash();
+        assert_eq!(
+            read_visible(&fs, "/d/f").as_deref(),
+            Some(&b"new"[..]),
+            "seed {seed}"
+        );
+        fs.check_invariants();
+    }
+}
+
+#[test]
+fn handles_from_before_a_crash_fail_every_operation() {
+    let fs = sim(9);
+    let file = durable_file(&fs, "f", b"abc");
+    fs.crash();
+    assert_eq!(fs.epoch(), 1);
+    let mut buf = [0u8; 3];
+    let errors = [
+        block(file.read_at(&mut buf, 0))
+            .map(|_| ())
+            .expect_err("read"),
+        block(file.write_at(b"zzz", 0)).expect_err("write"),
+        block(file.len()).map(|_| ()).expect_err("len"),
+        block(file.set_len(0)).expect_err("set_len"),
+        block(file.sync_data()).expect_err("sync"),
+    ];
+    for error in errors {
+        assert_eq!(error.raw_os_error(), Some(ESTALE));
+    }
+    assert_eq!(
+        read_visible(&fs, "/d/f").as_deref(),
+        Some(&b"abc"[..]),
+        "nothing leaked in"
+    );
+    assert_eq!(fs.event_counts().get(&FsEventKind::StaleHandle), Some(&5));
+    drop(file);
+    let fresh = block(fs.open(Path::new("/d/f"), OpenMode::ReadWrite)).expect("reopen");
+    block(fresh.write_at(b"Z", 0)).expect("a new handle works");
+    fs.check_invariants();
+}
+
+#[test]
+fn healed_disk_injects_no_fault() {
+    let fs = sim(10);
+    let file = durable_file(&fs, "f", b"0");
+    let mut options = FaultOptions::none();
+    options.fsync_eio_probability = 1.0;
+    options.fsync_eio_max = 100;
+    options.lost_fsync_probability = 1.0;
+    options.lost_fsync_max = 100;
+    options.enospc_probability = 1.0;
+    options.enospc_max = 100;
+    options.enospc_consecutive_max = 100;
+    options.misdirect_probability = 1.0;
+    options.misdirect_max = 100;
+    fs.set_options(options).expect("options");
+    assert!(
+        block(file.write_at(b"1", 0)).is_err(),
+        "faults are on before heal"
+    );
+    fs.heal();
+    for round in 0..20u8 {
+        block(file.write_at(&[round], 0)).expect("write");
+        block(file.sync_data()).expect("sync");
+        assert_eq!(fs.durable_bytes(Path::new("/d/f")), Some(vec![round]));
+    }
+    let counts = fs.event_counts();
+    assert_eq!(counts.get(&FsEventKind::Heal), Some(&1));
+    assert_eq!(counts.get(&FsEventKind::Enospc), Some(&1));
+    assert_eq!(counts.get(&FsEventKind::FsyncEio), None);
+}
+
+/// A scripted workload with every fault enabled and two crashes; returns everything an
+/// outside observer can see.
+fn workload(seed: u64) -> (Vec<String>, Vec<Option<Vec<u8>>>) {
+    let mut options = FaultOptions::none();
+    options.fsync_eio_probability = 0.1;
+    options.fsync_eio_max = 5;
+    options.lost_fsync_probability = 0.1;
+    options.lost_fsync_max = 5;
+    options.enospc_probability = 0.1;
+    options.enospc_max = 5;
+    options.enospc_consecutive_max = 2;
+    options.misdirect_probability = 0.05;
+    options.misdirect_max = 3;
+    options.misdirect_shift_sectors_max = 8;
+    let fs = SimFs::new(seed, options).expect("options");
+    let names = ["00000000000000000000.log", "hwm", "consumer.offset"];
+    for round in 0..3u8 {
+        block(async {
+            fs.create_dir_all(Path::new("/p")).await.expect("mkdir");
+            for (i, name) in names.iter().enumerate() {
+                let path = Path::new("/p").join(name);
+                let Ok(f) = fs.open(&path, OpenMode::CreateTruncate).await else {
+                    continue;
+                };
+                for k in 0..4u64 {
+                    let data = vec![round * 16 + i as u8 + k as u8; 700];
+                    let _ = f.write_at(&data, k * 700).await;
+                    if k % 2 == 1 {
+                        let _ = f.sync_data().await;
+                    }
+                }
+                if i == 0 {
+                    let _ = fs.sync_dir(Path::new("/p")).await;
+                }
+            }
+        });
+        fs.flip_random_bit(|_| true);
+        fs.crash();
+    }
+    let events = fs
+        .take_events()
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {:?} {} {:?} {:?} {}",
+                e.epoch,
+                e.kind,
+                e.path.display(),
+                e.position,
+                e.len,
+                e.detail
+            )
+        })
+        .collect();
+    let images = names
+        .iter()
+        .map(|n| fs.durable_bytes(&Path::new("/p").join(n)))
+        .collect();
+    fs.check_invariants();
+    (events, images)
+}
+
+#[test]
+fn same_seed_same_outcomes() {
+    let first = workload(42);
+    assert_eq!(first, workload(42));
+    assert!(first.0.len() > 10, "the workload logs events");
+    let differs = (43..48).any(|seed| workload(seed) != first);
+    assert!(differs, "the seed drives the outcomes");
+}
+
+#[test]
+fn throughput_of_small_writes_and_syncs_stays_linear() {
+    // A guard against per-operation costs proportional to the file size: 20,000 appends
+    // of 100 bytes (a 2 MB file), each synced, then a crash.
+    let fs = sim(11);
+    let file = durable_file(&fs, "seg.log", b"");
+    let started = std::time::Instant::now();
+    block(async {
+        for record in 0..20_000u64 {
+            file.write_at(&[record as u8; 100], record * 100)
+                .await
+                .expect("write");
+            if record % 4 == 3 {
+                file.sync_data().await.expect("sync");
+            }
+        }
+    });
+    fs.crash();
+    let elapsed = started.elapsed();
+    assert_eq!(fs.durable_len(Path::new("/d/seg.log")), Some(2_000_000));
+    assert!(
+        elapsed < std::time::Duration::from_secs(2),
+        "took {elapsed:?}"
+    );
+}

@@ -7,12 +7,11 @@ use std::collections::BTreeMap;
 
 /// Produces `n` records with payloads `id:<n>` and returns the acknowledged ids.
 fn produce_ids(store: &TestStore, from: u64, n: u64) -> Vec<u64> {
-    (from..from + n)
-        .map(|id| {
-            block(store.produce("t", Some(0), b"k", format!("id:{id}").as_bytes())).unwrap();
-            id
-        })
-        .collect()
+    let ids: Vec<u64> = (from..from + n).collect();
+    for id in &ids {
+        block(store.produce("t", Some(0), b"k", format!("id:{id}").as_bytes())).unwrap();
+    }
+    ids
 }
 
 /// Delivered ids and how many distinct offsets each appeared at.

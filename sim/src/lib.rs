@@ -7,3 +7,5 @@ compile_error!(
      RUSTFLAGS environment variable replaces that setting, so add `--cfg madsim` to it \
      (RUSTFLAGS=\"--cfg madsim ...\")."
 );
+
+pub mod history;

@@ -8,4 +8,5 @@ compile_error!(
      (RUSTFLAGS=\"--cfg madsim ...\")."
 );
 
+pub mod check;
 pub mod history;

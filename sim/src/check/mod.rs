@@ -23,8 +23,10 @@
 //!   therefore has none. Excused: a partition with an out-of-contract fault in the
 //!   incarnation the crash ended has no bound (reported as unbounded).
 //! - `monotonic_commit_time`: per partition, `committed_at_ms` (from deliveries and
-//!   acks) never decreases along offsets, whichever incarnation observed it. Nothing
-//!   excused: the engine must hold this against a wall clock stepping backwards.
+//!   acks) never decreases along offsets, whichever incarnation observed it. The
+//!   engine must hold this against a wall clock stepping backwards; the only thing
+//!   left out is an observation a recorded clamp (or a crash after an out-of-contract
+//!   fault) superseded, since that offset may now hold a newer, unobserved record.
 //! - `stable_offsets`: once read (delivered or acked at an offset), the record at an
 //!   offset never changes; a read offset does not vanish by the end of the run; the
 //!   in-memory HWM never moves backwards within an incarnation; after a restart it is

@@ -8,5 +8,7 @@ compile_error!(
      (RUSTFLAGS=\"--cfg madsim ...\")."
 );
 
+pub mod check;
 pub mod clock;
 pub mod fs;
+pub mod history;

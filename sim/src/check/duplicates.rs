@@ -1,0 +1,167 @@
+//! `bounded_duplicates`: duplicates (one produce id at two offsets) happen only
+//! around crashes, and each crash causes at most as many as its hidden tails held.
+//!
+//! Why a hidden tail explains a duplicate: records in `[persisted_hwm, durable_tail)`
+//! at a crash are hidden by recovery and re-committed by the ingress WAL at fresh
+//! offsets, at or past the durable tail; once the HWM passes the hidden copies both are
+//! visible. So for copies of one id sorted by (partition, offset), each copy after the
+//! first must pair with the previous copy lying in some crash's hidden tail, that
+//! crash coming before the later copy was first delivered. A crash explains at most
+//! its bound `sum over partitions of (durable_tail - persisted_hwm)`.
+
+use serde::Serialize;
+
+use super::accounting::Copy;
+use super::facts::Facts;
+use super::{Accounting, RecordRef, Violation, list};
+use crate::history::{Incarnation, ProduceId, TopicPartition};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CrashBudget {
+    pub crash_index: usize,
+    pub at_ms: u64,
+    pub incarnation: Incarnation,
+    /// Sum over partitions of `durable_tail - persisted_hwm`.
+    pub bound: u64,
+    /// Duplicates attributed to this crash.
+    pub count: u64,
+    /// Partitions without a bound: an out-of-contract fault hit them in the
+    /// incarnation this crash ended (partition, fault index).
+    pub unbounded: Vec<(TopicPartition, usize)>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DuplicatesReport {
+    /// Extra copies in the run.
+    pub duplicates: u64,
+    pub crashes: Vec<CrashBudget>,
+    pub violations: Vec<Violation>,
+}
+
+pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
+    let mut report = DuplicatesReport {
+        duplicates: accounting.counts().duplicated,
+        crashes: facts
+            .crashes
+            .iter()
+            .map(|c| CrashBudget {
+                crash_index: c.index,
+                at_ms: c.at_ms,
+                incarnation: c.incarnation,
+                bound: c
+                    .partitions
+                    .values()
+                    .map(|p| p.durable_tail.saturating_sub(p.persisted_hwm))
+                    .sum(),
+                count: 0,
+                unbounded: c
+                    .partitions
+                    .keys()
+                    .filter_map(|tp| {
+                        facts
+                            .out_of_contract_in_incarnation(tp, c.incarnation)
+                            .map(|f| (tp.clone(), f))
+                    })
+                    .collect(),
+            })
+            .collect(),
+        violations: Vec::new(),
+    };
+    // Attribute every pair first, then explain the leftovers with final budgets.
+    let mut leftovers = Vec::new();
+    for (id, copies) in &accounting.duplicated {
+        for pair in copies.windows(2) {
+            let [earlier, later] = pair else {
+                unreachable!("windows(2)");
+            };
+            match attribute(facts, &report.crashes, earlier, later) {
+                Some(slot) => report.crashes[slot].count += 1,
+                None => leftovers.push((*id, earlier, later)),
+            }
+        }
+    }
+    for (id, earlier, later) in leftovers {
+        let violation = unexplained(facts, &report.crashes, id, earlier, later);
+        report.violations.push(violation);
+    }
+    report
+}
+
+/// The crash (index into `budgets`) that explains `later` as a re-commit of `earlier`.
+fn attribute(
+    facts: &Facts<'_>,
+    budgets: &[CrashBudget],
+    earlier: &Copy,
+    later: &Copy,
+) -> Option<usize> {
+    facts.crashes.iter().enumerate().position(|(slot, crash)| {
+        let budget = &budgets[slot];
+        let Some(state) = crash.partitions.get(&earlier.tp) else {
+            return false;
+        };
+        let unbounded = budget.unbounded.iter().any(|(tp, _)| *tp == earlier.tp);
+        crash.index < later.first_delivery
+            && state.hidden_tail().contains(earlier.offset)
+            && (later.tp != earlier.tp || later.offset >= state.durable_tail)
+            && (unbounded || budget.count < budget.bound)
+    })
+}
+
+fn unexplained(
+    facts: &Facts<'_>,
+    budgets: &[CrashBudget],
+    id: ProduceId,
+    earlier: &Copy,
+    later: &Copy,
+) -> Violation {
+    let tails: Vec<String> = facts
+        .crashes
+        .iter()
+        .zip(budgets)
+        .filter_map(|(crash, budget)| {
+            crash.partitions.get(&earlier.tp).map(|state| {
+                let tail = state.hidden_tail();
+                format!(
+                    "crash t={}ms: {} hidden tail {tail} {} offset {}, {} of bound {} used",
+                    crash.at_ms,
+                    earlier.tp,
+                    if tail.contains(earlier.offset) {
+                        "holds"
+                    } else {
+                        "does not hold"
+                    },
+                    earlier.offset,
+                    budget.count,
+                    budget.bound
+                )
+            })
+        })
+        .collect();
+    let why = if facts.crashes.is_empty() {
+        "a crash-free run has no duplicates".to_owned()
+    } else if tails.is_empty() {
+        format!("no crash reported the state of {}", earlier.tp)
+    } else {
+        format!(
+            "no crash before it hid the earlier copy with budget left ({})",
+            list(&tails, 4)
+        )
+    };
+    Violation {
+        message: format!(
+            "produce id {id} delivered from {}@{} (first t={}ms) and again from {}@{} \
+             (first t={}ms): {why}",
+            earlier.tp,
+            earlier.offset,
+            facts.at_ms(earlier.first_delivery),
+            later.tp,
+            later.offset,
+            facts.at_ms(later.first_delivery),
+        ),
+        records: vec![
+            RecordRef::new(&earlier.tp, Some(earlier.offset), Some(id)),
+            RecordRef::new(&later.tp, Some(later.offset), Some(id)),
+        ],
+        events: vec![earlier.first_delivery, later.first_delivery],
+    }
+}

@@ -1,0 +1,365 @@
+//! An index over a history, built once, that every checker reads: where the crashes,
+//! restarts, refusals, counters, clamps and out-of-contract faults are. Keeping these
+//! answers in one place keeps the excuses identical across checkers.
+//!
+//! Invariants asserted while indexing (a violation is a simulator bug): produce ids
+//! are attempted at most once; every restart follows a crash of the previous
+//! incarnation.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::history::{
+    CrashPartition, EventKind, FaultKind, History, Incarnation, Offset, ProduceId, TopicPartition,
+};
+
+/// A crash, with the durable state of each partition.
+#[derive(Clone, Debug)]
+pub struct CrashFact {
+    pub index: usize,
+    pub at_ms: u64,
+    pub incarnation: Incarnation,
+    pub partitions: BTreeMap<TopicPartition, CrashPartition>,
+}
+
+/// A restart after which the engine recorded loss on a partition (the R4 clamp):
+/// offsets at or above `from_offset` may hold different records than before.
+#[derive(Clone, Debug)]
+pub struct Clamp {
+    pub restart_index: usize,
+    pub incarnation: Incarnation,
+    pub from_offset: Offset,
+    pub recorded_loss_records: u64,
+}
+
+/// Per incarnation, the highest counter values seen for one partition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CounterMax {
+    pub recorded_loss_records: u64,
+    pub skipped_records: u64,
+}
+
+#[derive(Debug)]
+pub struct Facts<'h> {
+    pub history: &'h History,
+    pub crashes: Vec<CrashFact>,
+    /// Index of each incarnation's Restart event (incarnation 0 has none).
+    pub restarts: BTreeMap<Incarnation, usize>,
+    pub refusals: BTreeMap<TopicPartition, Vec<(usize, String)>>,
+    /// Out-of-contract fault indices; key `None` for faults not tied to a partition.
+    pub out_of_contract: BTreeMap<Option<TopicPartition>, Vec<usize>>,
+    pub counters: BTreeMap<TopicPartition, BTreeMap<Incarnation, CounterMax>>,
+    pub clamps: BTreeMap<TopicPartition, Vec<Clamp>>,
+    pub heal: Option<(usize, u64)>,
+    pub attempts: BTreeMap<ProduceId, usize>,
+    /// First ProduceAck of each id.
+    pub acks: BTreeMap<ProduceId, usize>,
+}
+
+impl<'h> Facts<'h> {
+    pub fn new(history: &'h History) -> Self {
+        let mut facts = Facts {
+            history,
+            crashes: Vec::new(),
+            restarts: BTreeMap::new(),
+            refusals: BTreeMap::new(),
+            out_of_contract: BTreeMap::new(),
+            counters: BTreeMap::new(),
+            clamps: BTreeMap::new(),
+            heal: None,
+            attempts: BTreeMap::new(),
+            acks: BTreeMap::new(),
+        };
+        // First HWM observation per (partition, incarnation): where a clamp starts.
+        let mut first_hwm: BTreeMap<(TopicPartition, Incarnation), Offset> = BTreeMap::new();
+        for (index, event) in history.events().iter().enumerate() {
+            match &event.kind {
+                EventKind::ProduceAttempt { id, .. } => {
+                    let previous = facts.attempts.insert(*id, index);
+                    assert!(previous.is_none(), "produce id {id} attempted twice");
+                }
+                EventKind::ProduceAck { id, .. } => {
+                    facts.acks.entry(*id).or_insert(index);
+                }
+                EventKind::Crash { partitions } => facts.crashes.push(CrashFact {
+                    index,
+                    at_ms: event.at_ms,
+                    incarnation: event.incarnation,
+                    partitions: partitions
+                        .iter()
+                        .map(|p| (p.tp.clone(), p.clone()))
+                        .collect(),
+                }),
+                EventKind::Restart => {
+                    let incarnation = &event.incarnation; // the new one
+                    assert!(
+                        facts
+                            .crashes
+                            .last()
+                            .is_some_and(|c| c.incarnation + 1 == *incarnation),
+                        "restart into incarnation {incarnation} without a crash of the previous one"
+                    );
+                    facts.restarts.insert(*incarnation, index);
+                }
+                EventKind::PartitionRefused { tp, reason } => facts
+                    .refusals
+                    .entry(tp.clone())
+                    .or_default()
+                    .push((index, reason.clone())),
+                EventKind::Fault { kind, tp, .. } if kind.is_out_of_contract() => facts
+                    .out_of_contract
+                    .entry(tp.clone())
+                    .or_default()
+                    .push(index),
+                EventKind::EngineCounters {
+                    tp,
+                    recorded_loss_records,
+                    skipped_records,
+                } => {
+                    let max = facts
+                        .counters
+                        .entry(tp.clone())
+                        .or_default()
+                        .entry(event.incarnation)
+                        .or_default();
+                    max.recorded_loss_records =
+                        max.recorded_loss_records.max(*recorded_loss_records);
+                    max.skipped_records = max.skipped_records.max(*skipped_records);
+                }
+                EventKind::HwmObserved { tp, hwm, .. } => {
+                    first_hwm
+                        .entry((tp.clone(), event.incarnation))
+                        .or_insert(*hwm);
+                }
+                EventKind::Heal => {
+                    facts.heal.get_or_insert((index, event.at_ms));
+                }
+                _ => {}
+            }
+        }
+        for (tp, per_incarnation) in &facts.counters {
+            for (incarnation, max) in per_incarnation {
+                let Some(restart_index) = facts.restarts.get(incarnation) else {
+                    // Loss recorded by the first boot: nothing was read before it.
+                    continue;
+                };
+                if max.recorded_loss_records == 0 {
+                    continue;
+                }
+                let from_offset = first_hwm
+                    .get(&(tp.clone(), *incarnation))
+                    .copied()
+                    .or_else(|| {
+                        facts
+                            .crash_before(*restart_index)
+                            .and_then(|c| c.partitions.get(tp))
+                            .map(|p| p.persisted_hwm.min(p.durable_tail))
+                    })
+                    .unwrap_or(0);
+                facts.clamps.entry(tp.clone()).or_default().push(Clamp {
+                    restart_index: *restart_index,
+                    incarnation: *incarnation,
+                    from_offset,
+                    recorded_loss_records: max.recorded_loss_records,
+                });
+            }
+        }
+        facts
+    }
+
+    pub fn incarnation_at(&self, index: usize) -> Incarnation {
+        self.history.events()[index].incarnation
+    }
+
+    pub fn at_ms(&self, index: usize) -> u64 {
+        self.history.events()[index].at_ms
+    }
+
+    /// The last crash recorded before `index`.
+    pub fn crash_before(&self, index: usize) -> Option<&CrashFact> {
+        self.crashes.iter().rev().find(|c| c.index < index)
+    }
+
+    /// Whether a crash lies strictly between two history indices.
+    pub fn crash_between(&self, after: usize, before: usize) -> bool {
+        self.crashes
+            .iter()
+            .any(|c| after < c.index && c.index < before)
+    }
+
+    /// Total loss the engine recorded on `tp`: clamp counters plus consume-time skips,
+    /// summed over incarnations.
+    pub fn recorded_loss_total(&self, tp: &TopicPartition) -> u64 {
+        self.counters.get(tp).map_or(0, |per| {
+            per.values()
+                .map(|m| m.recorded_loss_records + m.skipped_records)
+                .sum()
+        })
+    }
+
+    /// Highest recorded-loss (clamp) counter of `tp` in one incarnation.
+    pub fn recorded_loss_in(&self, tp: &TopicPartition, incarnation: Incarnation) -> u64 {
+        self.counters
+            .get(tp)
+            .and_then(|per| per.get(&incarnation))
+            .map_or(0, |m| m.recorded_loss_records)
+    }
+
+    /// The first refusal of `tp`, if any.
+    pub fn refusal(&self, tp: &TopicPartition) -> Option<&(usize, String)> {
+        self.refusals.get(tp).and_then(|r| r.first())
+    }
+
+    /// The first refusal of `tp` in `incarnation`.
+    pub fn refusal_in(&self, tp: &TopicPartition, incarnation: Incarnation) -> Option<usize> {
+        self.refusals.get(tp).and_then(|r| {
+            r.iter()
+                .map(|(i, _)| *i)
+                .find(|i| self.incarnation_at(*i) == incarnation)
+        })
+    }
+
+    /// Out-of-contract faults on `tp` (or on no particular partition), in order.
+    pub fn out_of_contract_on(&self, tp: &TopicPartition) -> BTreeSet<usize> {
+        let mut faults = BTreeSet::new();
+        for key in [Some(tp.clone()), None] {
+            if let Some(list) = self.out_of_contract.get(&key) {
+                faults.extend(list.iter().copied());
+            }
+        }
+        faults
+    }
+
+    /// The first out-of-contract fault on `tp` (or on no partition) injected before
+    /// `index`. Called per record: no allocation.
+    pub fn out_of_contract_before(&self, tp: &TopicPartition, index: usize) -> Option<usize> {
+        let on_tp = self.out_of_contract.get(&Some(tp.clone()));
+        let anywhere = self.out_of_contract.get(&None);
+        on_tp
+            .into_iter()
+            .chain(anywhere)
+            .filter_map(|faults| faults.first().copied())
+            .filter(|fault| *fault < index)
+            .min()
+    }
+
+    /// An out-of-contract fault on `tp` whose window holds the ack at `ack_index`: the
+    /// fault came first and no crash lies between them. A lost fsync can only destroy
+    /// what was acknowledged on the strength of a sync after it, and its damage is
+    /// fixed by the next crash.
+    pub fn out_of_contract_window(&self, tp: &TopicPartition, ack_index: usize) -> Option<usize> {
+        self.out_of_contract_on(tp)
+            .into_iter()
+            .rev()
+            .find(|fault| *fault < ack_index && !self.crash_between(*fault, ack_index))
+    }
+
+    /// Out-of-contract faults on `tp` in the incarnation that `crash` ended.
+    pub fn out_of_contract_in_incarnation(
+        &self,
+        tp: &TopicPartition,
+        incarnation: Incarnation,
+    ) -> Option<usize> {
+        self.out_of_contract_on(tp)
+            .into_iter()
+            .find(|fault| self.incarnation_at(*fault) == incarnation)
+    }
+
+    /// A clamp on `tp` between two indices that covers `offset`: the record there may
+    /// legitimately have changed or vanished.
+    pub fn clamp_covering(
+        &self,
+        tp: &TopicPartition,
+        offset: Offset,
+        after: usize,
+        before: usize,
+    ) -> Option<&Clamp> {
+        self.clamps.get(tp).and_then(|clamps| {
+            clamps.iter().find(|c| {
+                after < c.restart_index && c.restart_index < before && offset >= c.from_offset
+            })
+        })
+    }
+
+    /// Whether what was observed at `offset` of `tp` at `index` may have been replaced
+    /// later legitimately: a recorded clamp after it covers the offset, or a crash after
+    /// it followed an out-of-contract fault on `tp`.
+    pub fn superseded(&self, tp: &TopicPartition, offset: Offset, index: usize) -> bool {
+        self.clamp_covering(tp, offset, index, usize::MAX).is_some()
+            || self
+                .out_of_contract_before(tp, usize::MAX)
+                .is_some_and(|fault| {
+                    // The first crash after both the fault and the observation.
+                    self.crashes
+                        .iter()
+                        .any(|c| c.index > index && c.index > fault)
+                })
+    }
+
+    /// The first event after `index` that shows the engine detected damage on `tp`: a
+    /// refusal, or a rise of its recorded-loss or skip counters above what they were
+    /// at `index`.
+    pub fn detection_after(&self, tp: &TopicPartition, index: usize) -> Option<usize> {
+        let events = self.history.events();
+        let at_incarnation = events[index].incarnation;
+        let mut baseline = 0;
+        for event in &events[..index] {
+            if let EventKind::EngineCounters {
+                tp: t,
+                recorded_loss_records,
+                skipped_records,
+            } = &event.kind
+                && t == tp
+                && event.incarnation == at_incarnation
+            {
+                baseline = baseline.max(recorded_loss_records + skipped_records);
+            }
+        }
+        events
+            .iter()
+            .enumerate()
+            .skip(index + 1)
+            .find(|(_, event)| match &event.kind {
+                EventKind::PartitionRefused { tp: t, .. } => t == tp,
+                EventKind::EngineCounters {
+                    tp: t,
+                    recorded_loss_records,
+                    skipped_records,
+                } => {
+                    let before = if event.incarnation == at_incarnation {
+                        baseline
+                    } else {
+                        0
+                    };
+                    t == tp && recorded_loss_records + skipped_records > before
+                }
+                _ => false,
+            })
+            .map(|(i, _)| i)
+    }
+
+    /// Short description of a fault event, for messages.
+    pub fn describe_fault(&self, index: usize) -> String {
+        let event = &self.history.events()[index];
+        match &event.kind {
+            EventKind::Fault { kind, .. } => {
+                format!("{} at t={}ms", fault_name(kind), event.at_ms)
+            }
+            _ => format!("event #{index}"),
+        }
+    }
+}
+
+pub fn fault_name(kind: &FaultKind) -> &'static str {
+    match kind {
+        FaultKind::Crash => "crash",
+        FaultKind::TornWrite { .. } => "torn write",
+        FaultKind::LostWrite { .. } => "lost write",
+        FaultKind::FsyncEio { .. } => "fsync EIO",
+        FaultKind::LostFsync { .. } => "lost fsync",
+        FaultKind::BitFlip { .. } => "bit flip",
+        FaultKind::Misdirected { .. } => "misdirected write",
+        FaultKind::Enospc { .. } => "ENOSPC",
+        FaultKind::Latency { .. } => "latency",
+        FaultKind::ClockStep { .. } => "clock step",
+    }
+}

@@ -1,0 +1,95 @@
+//! `frontier_safe`: the consumer frontier (every offset below it is acknowledged)
+//! never passes an unacknowledged offset, and after a crash it holds an old or the new
+//! value, never a torn one.
+//!
+//! 1. Every `FrontierWritten` and `FrontierObserved` value `f`: each offset in
+//!    `[log_start, f)` was acked before that event (offsets below the log start were
+//!    deleted by retention, not consumed).
+//! 2. Every `FrontierObserved` value is 0 (no file yet) or a value some
+//!    `FrontierWritten` of that partition recorded earlier.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::facts::Facts;
+use super::{RecordRef, Violation, list};
+use crate::history::{EventKind, Offset, TopicPartition};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FrontierReport {
+    /// Frontier values checked (written and observed).
+    pub checked: usize,
+    pub violations: Vec<Violation>,
+}
+
+pub fn check(facts: &Facts<'_>) -> FrontierReport {
+    let mut report = FrontierReport::default();
+    // Per partition: offset -> index of its first ack.
+    let mut acked: BTreeMap<TopicPartition, BTreeMap<Offset, usize>> = BTreeMap::new();
+    let mut written: BTreeMap<TopicPartition, BTreeSet<Offset>> = BTreeMap::new();
+    let mut log_start: BTreeMap<TopicPartition, Offset> = BTreeMap::new();
+    for (index, event) in facts.history.events().iter().enumerate() {
+        let (tp, frontier, observed) = match &event.kind {
+            EventKind::Ack { tp, offset } => {
+                acked
+                    .entry(tp.clone())
+                    .or_default()
+                    .entry(*offset)
+                    .or_insert(index);
+                continue;
+            }
+            EventKind::LogStartObserved { tp, log_start: s } => {
+                let entry = log_start.entry(tp.clone()).or_default();
+                *entry = (*entry).max(*s);
+                continue;
+            }
+            EventKind::FrontierWritten { tp, frontier } => (tp, *frontier, false),
+            EventKind::FrontierObserved { tp, frontier } => (tp, *frontier, true),
+            _ => continue,
+        };
+        report.checked += 1;
+        let kind = if observed { "recovered" } else { "written" };
+        let start = log_start.get(tp).copied().unwrap_or(0);
+        let acks = acked.get(tp);
+        // Walk acknowledged offsets up from the log start; the walk is bounded by the
+        // number of acks, so a torn (huge) frontier costs nothing.
+        let mut first_unacked = start;
+        while acks.is_some_and(|a| a.contains_key(&first_unacked)) {
+            first_unacked += 1;
+        }
+        if first_unacked < frontier {
+            report.violations.push(Violation {
+                message: format!(
+                    "frontier of {tp} {kind} as {frontier} at t={}ms inc {} passes \
+                     unacknowledged offset {first_unacked} (log start {start})",
+                    event.at_ms, event.incarnation
+                ),
+                records: vec![RecordRef::new(tp, Some(first_unacked), None)],
+                events: vec![index],
+            });
+        }
+        if observed {
+            let values = written.get(tp);
+            if frontier != 0 && !values.is_some_and(|v| v.contains(&frontier)) {
+                let values: Vec<Offset> = values
+                    .map(|v| v.iter().copied().collect())
+                    .unwrap_or_default();
+                report.violations.push(Violation {
+                    message: format!(
+                        "frontier of {tp} recovered as {frontier} at t={}ms inc {} was never \
+                         written (torn?); values written before: [{}]",
+                        event.at_ms,
+                        event.incarnation,
+                        list(&values, 8)
+                    ),
+                    records: vec![RecordRef::new(tp, Some(frontier), None)],
+                    events: vec![index],
+                });
+            }
+        } else {
+            written.entry(tp.clone()).or_default().insert(frontier);
+        }
+    }
+    report
+}

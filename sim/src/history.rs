@@ -1,0 +1,844 @@
+//! The run history: what the simulated world saw, in the order it saw it.
+//!
+//! A [`History`] is the only input of the checkers ([`crate::check`]). The world
+//! appends one [`Event`] per observation; nothing is ever edited or removed. Every
+//! event carries the simulated time (`at_ms`, madsim's monotonic clock, never the
+//! wall clock the engine may see stepping backwards) and the node incarnation it
+//! belongs to.
+//!
+//! Invariants kept (asserted in [`History::record`]):
+//! - `at_ms` never decreases along the history;
+//! - the incarnation starts at 0 and only [`EventKind::Restart`] changes it, by one;
+//! - a [`EventKind::Crash`] is stamped with the incarnation that dies, a
+//!   [`EventKind::Restart`] with the new one;
+//! - no [`EventKind::Fault`] follows [`EventKind::Heal`] (heal means "no faults from
+//!   here on"; a fault after it is a simulator bug, so it panics).
+//!
+//! Who records what: producers and consumers live outside the simulated node and
+//! survive crashes; they record produce and consume events. The world (the driver
+//! that owns the node, the simulated disk and the fault plan) records crashes,
+//! restarts, faults, heal, and what it learns from the engine (counters, refusal,
+//! poison, HWM, log start) and from the disk's durable image (durable tail, persisted
+//! HWM, frontier writes).
+//!
+//! Payloads carry the produce id so that deliveries can be matched to produces:
+//! [`encode_payload`] / [`parse_payload_id`].
+
+#![deny(clippy::unwrap_used)]
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Unique id of one produce call; retries use a fresh id.
+pub type ProduceId = u64;
+/// Logical record number in a partition.
+pub type Offset = u64;
+/// Node incarnation: 0 for the first boot, +1 per restart.
+pub type Incarnation = u32;
+
+/// A partition of a topic.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TopicPartition {
+    pub topic: String,
+    pub partition: u32,
+}
+
+impl TopicPartition {
+    pub fn new(topic: impl Into<String>, partition: u32) -> Self {
+        Self {
+            topic: topic.into(),
+            partition,
+        }
+    }
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.topic, self.partition)
+    }
+}
+
+/// A half-open range of offsets `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct OffsetRange {
+    pub start: Offset,
+    pub end: Offset,
+}
+
+impl OffsetRange {
+    pub fn contains(&self, offset: Offset) -> bool {
+        self.start <= offset && offset < self.end
+    }
+}
+
+impl fmt::Display for OffsetRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}, {})", self.start, self.end)
+    }
+}
+
+/// The kind of file a fault hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    /// A `.log` segment of a partition.
+    Segment,
+    /// The 8-byte `hwm` file.
+    Hwm,
+    /// `consumer.offset` or its temp file.
+    ConsumerOffset,
+    /// The ingress write-ahead log.
+    Wal,
+    /// A directory (entry creation, rename, unlink).
+    Directory,
+    Other,
+}
+
+/// What the simulator injected. The world records a [`EventKind::Fault`] at the moment
+/// of injection, before the faulted call returns to the engine, so that everything the
+/// fault can affect comes after it in the history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "fault")]
+pub enum FaultKind {
+    /// The decision to kill the node. Informational: checkers read
+    /// [`EventKind::Crash`], which carries the durable state.
+    Crash,
+    /// An unsynced write reached the disk only partly (sector granularity).
+    /// Out of contract only on the `hwm` file (a torn 8-byte HWM write).
+    TornWrite { file: FileKind },
+    /// An unsynced write (or directory entry) was dropped at a crash.
+    LostWrite { file: FileKind },
+    /// fsync returned EIO. In contract: the partition must poison itself.
+    FsyncEio { file: FileKind },
+    /// fsync reported success without persisting. Out of contract.
+    LostFsync { file: FileKind },
+    /// A bit flipped in data at rest. `offsets` are the records whose stored bytes
+    /// were hit, when known; `below_hwm` tells whether the flipped frame starts below
+    /// the persisted HWM at injection (acknowledged data), when known.
+    BitFlip {
+        file: FileKind,
+        offsets: Option<OffsetRange>,
+        below_hwm: Option<bool>,
+    },
+    /// A write landed at the wrong position or file. Same fields as `BitFlip`
+    /// describing the data it overwrote.
+    Misdirected {
+        file: FileKind,
+        offsets: Option<OffsetRange>,
+        below_hwm: Option<bool>,
+    },
+    /// A write or create failed with ENOSPC.
+    Enospc { file: FileKind },
+    /// I/O slowed down by `delay_ms`.
+    Latency { delay_ms: u64 },
+    /// The wall clock stepped backwards by `back_ms`.
+    ClockStep { back_ms: u64 },
+}
+
+impl FaultKind {
+    /// Faults the engine cannot defend against (DESIGN.md, "Durability contract"):
+    /// they may cause loss, which must then be attributable to them.
+    pub fn is_out_of_contract(&self) -> bool {
+        match self {
+            FaultKind::LostFsync { .. } => true,
+            FaultKind::TornWrite { file } => *file == FileKind::Hwm,
+            _ => false,
+        }
+    }
+
+    /// Damage to a segment at rest, which the engine must detect when it reads it.
+    pub fn segment_damage(&self) -> Option<(Option<OffsetRange>, Option<bool>)> {
+        match self {
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets,
+                below_hwm,
+            }
+            | FaultKind::Misdirected {
+                file: FileKind::Segment,
+                offsets,
+                below_hwm,
+            } => Some((*offsets, *below_hwm)),
+            _ => None,
+        }
+    }
+}
+
+/// The durable state of one partition at the moment of a crash, as the simulated
+/// disk's durable image says (before any at-rest damage is taken into account).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrashPartition {
+    pub tp: TopicPartition,
+    /// Value of the durable `hwm` file (0 if missing).
+    pub persisted_hwm: Offset,
+    /// End offset (exclusive) of the records durably in the log.
+    pub durable_tail: Offset,
+    /// The engine's in-memory HWM just before the kill, if the world knew it.
+    pub memory_hwm: Option<Offset>,
+}
+
+impl CrashPartition {
+    /// Records above the persisted HWM but durable: hidden after recovery, and
+    /// re-committed by the WAL, so each may show up once more as a duplicate.
+    pub fn hidden_tail(&self) -> OffsetRange {
+        OffsetRange {
+            start: self.persisted_hwm,
+            end: self.durable_tail.max(self.persisted_hwm),
+        }
+    }
+}
+
+/// One observation. Field docs say who records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "event")]
+pub enum EventKind {
+    /// Producer, just before calling produce. `payload` must come from
+    /// [`encode_payload`] with this `id`. `partition` is `None` when the engine picks.
+    ProduceAttempt {
+        id: ProduceId,
+        topic: String,
+        partition: Option<u32>,
+        key: Vec<u8>,
+        payload: Vec<u8>,
+    },
+    /// Producer, when produce returned success: the record must eventually be
+    /// delivered. `offset` / `committed_at_ms` when the engine reports them.
+    ProduceAck {
+        id: ProduceId,
+        tp: TopicPartition,
+        offset: Option<Offset>,
+        committed_at_ms: Option<u64>,
+    },
+    /// Producer, when produce returned an error (or the node died under it). The
+    /// record may or may not show up later; either is fine.
+    ProduceFailed { id: ProduceId, error: String },
+    /// Consumer, for every record handed to it (first delivery or redelivery).
+    Delivery {
+        tp: TopicPartition,
+        offset: Offset,
+        key: Vec<u8>,
+        payload: Vec<u8>,
+        committed_at_ms: u64,
+        attempt: u32,
+    },
+    /// Consumer, when its ack of `offset` was accepted by the engine.
+    Ack { tp: TopicPartition, offset: Offset },
+    /// Consumer, when its nack of `offset` was accepted.
+    Nack { tp: TopicPartition, offset: Offset },
+    /// World, whenever the engine writes a candidate `consumer.offset` value (seen by
+    /// the simulated fs as the 8-byte write, or reported by the engine). Needed to
+    /// tell an old-or-new frontier from a torn one.
+    FrontierWritten {
+        tp: TopicPartition,
+        frontier: Offset,
+    },
+    /// World, after a restart: the frontier the engine recovered from
+    /// `consumer.offset` (every offset below it is acknowledged).
+    FrontierObserved {
+        tp: TopicPartition,
+        frontier: Offset,
+    },
+    /// World, when it kills the node; the event's incarnation is the one that dies. One
+    /// entry per partition on the node, from the disk's durable image.
+    Crash { partitions: Vec<CrashPartition> },
+    /// World, when the node is up again; the event's incarnation is the new one. Every
+    /// partition is opened (and so fully scanned) at restart.
+    Restart,
+    /// World, when the engine refuses to open a partition (R3), with its reason.
+    PartitionRefused { tp: TopicPartition, reason: String },
+    /// World, when the engine reports the partition poisoned (after fsync failure).
+    PartitionPoisoned { tp: TopicPartition },
+    /// World, sampling the engine: the visible (in-memory) HWM, and when known the
+    /// durable `hwm` file and the durable tail from the disk image.
+    HwmObserved {
+        tp: TopicPartition,
+        hwm: Offset,
+        persisted_hwm: Option<Offset>,
+        durable_tail: Option<Offset>,
+    },
+    /// World, when the log start moves (retention deleted segments) or is sampled.
+    LogStartObserved {
+        tp: TopicPartition,
+        log_start: Offset,
+    },
+    /// World, sampling the engine's counters for a partition. Counters are cumulative
+    /// within an incarnation and start from 0 at each restart.
+    EngineCounters {
+        tp: TopicPartition,
+        /// Acknowledged records the engine knows it lost (the R4 clamp).
+        recorded_loss_records: u64,
+        /// Records skipped at consume time because their frame or envelope was bad.
+        skipped_records: u64,
+    },
+    /// World, at the moment it injects a fault.
+    Fault {
+        kind: FaultKind,
+        tp: Option<TopicPartition>,
+        path: Option<String>,
+    },
+    /// World: from here on no fault is injected. Liveness is measured from here.
+    Heal,
+}
+
+/// One history entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Simulated monotonic time in milliseconds.
+    pub at_ms: u64,
+    /// The node incarnation current when the event was recorded.
+    pub incarnation: Incarnation,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "t={}ms inc={} ", self.at_ms, self.incarnation)?;
+        match &self.kind {
+            EventKind::ProduceAttempt {
+                id,
+                topic,
+                partition,
+                ..
+            } => match partition {
+                Some(p) => write!(f, "produce_attempt id={id} {topic}/{p}"),
+                None => write!(f, "produce_attempt id={id} {topic}"),
+            },
+            EventKind::ProduceAck {
+                id,
+                tp,
+                offset,
+                committed_at_ms,
+            } => write!(
+                f,
+                "produce_ack id={id} {tp} offset={} committed_at_ms={}",
+                opt(offset),
+                opt(committed_at_ms)
+            ),
+            EventKind::ProduceFailed { id, error } => {
+                write!(f, "produce_failed id={id} error={error:?}")
+            }
+            EventKind::Delivery {
+                tp,
+                offset,
+                payload,
+                committed_at_ms,
+                attempt,
+                ..
+            } => write!(
+                f,
+                "delivery {tp} offset={offset} id={} committed_at_ms={committed_at_ms} \
+                 attempt={attempt}",
+                parse_payload_id(payload).map_or_else(|e| e.to_string(), |id| id.to_string())
+            ),
+            EventKind::Ack { tp, offset } => write!(f, "ack {tp} offset={offset}"),
+            EventKind::Nack { tp, offset } => write!(f, "nack {tp} offset={offset}"),
+            EventKind::FrontierWritten { tp, frontier } => {
+                write!(f, "frontier_written {tp} frontier={frontier}")
+            }
+            EventKind::FrontierObserved { tp, frontier } => {
+                write!(f, "frontier_observed {tp} frontier={frontier}")
+            }
+            EventKind::Crash { partitions } => {
+                write!(f, "crash:")?;
+                for p in partitions {
+                    write!(
+                        f,
+                        " {} persisted_hwm={} durable_tail={} memory_hwm={};",
+                        p.tp,
+                        p.persisted_hwm,
+                        p.durable_tail,
+                        opt(&p.memory_hwm)
+                    )?;
+                }
+                Ok(())
+            }
+            EventKind::Restart => write!(f, "restart"),
+            EventKind::PartitionRefused { tp, reason } => {
+                write!(f, "partition_refused {tp} reason={reason:?}")
+            }
+            EventKind::PartitionPoisoned { tp } => write!(f, "partition_poisoned {tp}"),
+            EventKind::HwmObserved {
+                tp,
+                hwm,
+                persisted_hwm,
+                durable_tail,
+            } => write!(
+                f,
+                "hwm_observed {tp} hwm={hwm} persisted_hwm={} durable_tail={}",
+                opt(persisted_hwm),
+                opt(durable_tail)
+            ),
+            EventKind::LogStartObserved { tp, log_start } => {
+                write!(f, "log_start_observed {tp} log_start={log_start}")
+            }
+            EventKind::EngineCounters {
+                tp,
+                recorded_loss_records,
+                skipped_records,
+            } => write!(
+                f,
+                "engine_counters {tp} recorded_loss_records={recorded_loss_records} \
+                 skipped_records={skipped_records}"
+            ),
+            EventKind::Fault { kind, tp, path } => {
+                write!(f, "fault {kind:?}")?;
+                if let Some(tp) = tp {
+                    write!(f, " on {tp}")?;
+                }
+                if let Some(path) = path {
+                    write!(f, " file {path}")?;
+                }
+                Ok(())
+            }
+            EventKind::Heal => write!(f, "heal"),
+        }
+    }
+}
+
+fn opt(value: &Option<u64>) -> String {
+    value.map_or_else(|| "?".to_owned(), |v| v.to_string())
+}
+
+/// The ordered list of events of one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct History {
+    events: Vec<Event>,
+    incarnation: Incarnation,
+    healed: bool,
+}
+
+impl History {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// The incarnation the next event will be stamped with.
+    pub fn incarnation(&self) -> Incarnation {
+        self.incarnation
+    }
+
+    /// Simulated time of the last event (0 for an empty history).
+    pub fn end_ms(&self) -> u64 {
+        self.events.last().map_or(0, |e| e.at_ms)
+    }
+
+    /// Appends an event; the incarnation is tracked here. Panics on a broken history
+    /// invariant (see the module doc): that is a simulator bug, not an engine one.
+    pub fn record(&mut self, at_ms: u64, kind: EventKind) -> &mut Self {
+        assert!(
+            at_ms >= self.end_ms(),
+            "history time went backwards: {at_ms} ms after {} ms",
+            self.end_ms()
+        );
+        match &kind {
+            EventKind::Restart => self.incarnation += 1,
+            EventKind::Fault { .. } => {
+                assert!(!self.healed, "fault injected after heal at {at_ms} ms");
+            }
+            EventKind::Heal => self.healed = true,
+            _ => {}
+        }
+        self.events.push(Event {
+            at_ms,
+            incarnation: self.incarnation,
+            kind,
+        });
+        self
+    }
+
+    /// One JSON object per line, in history order.
+    pub fn to_json_lines(&self) -> String {
+        let mut out = String::new();
+        for event in &self.events {
+            // Serialising plain data with string keys cannot fail.
+            out.push_str(&serde_json::to_string(event).expect("event serialises"));
+            out.push('\n');
+        }
+        out
+    }
+
+    // Builder helpers: one per event kind, so the world and tests stay short.
+
+    pub fn produce_attempt(
+        &mut self,
+        at_ms: u64,
+        id: ProduceId,
+        topic: &str,
+        partition: Option<u32>,
+        key: &[u8],
+        payload: &[u8],
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::ProduceAttempt {
+                id,
+                topic: topic.to_owned(),
+                partition,
+                key: key.to_vec(),
+                payload: payload.to_vec(),
+            },
+        )
+    }
+
+    pub fn produce_ack(
+        &mut self,
+        at_ms: u64,
+        id: ProduceId,
+        tp: &TopicPartition,
+        offset: Option<Offset>,
+        committed_at_ms: Option<u64>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::ProduceAck {
+                id,
+                tp: tp.clone(),
+                offset,
+                committed_at_ms,
+            },
+        )
+    }
+
+    pub fn produce_failed(&mut self, at_ms: u64, id: ProduceId, error: &str) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::ProduceFailed {
+                id,
+                error: error.to_owned(),
+            },
+        )
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "mirrors the Delivery fields")]
+    pub fn delivery(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        offset: Offset,
+        key: &[u8],
+        payload: &[u8],
+        committed_at_ms: u64,
+        attempt: u32,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::Delivery {
+                tp: tp.clone(),
+                offset,
+                key: key.to_vec(),
+                payload: payload.to_vec(),
+                committed_at_ms,
+                attempt,
+            },
+        )
+    }
+
+    pub fn ack(&mut self, at_ms: u64, tp: &TopicPartition, offset: Offset) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::Ack {
+                tp: tp.clone(),
+                offset,
+            },
+        )
+    }
+
+    pub fn nack(&mut self, at_ms: u64, tp: &TopicPartition, offset: Offset) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::Nack {
+                tp: tp.clone(),
+                offset,
+            },
+        )
+    }
+
+    pub fn frontier_written(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        frontier: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::FrontierWritten {
+                tp: tp.clone(),
+                frontier,
+            },
+        )
+    }
+
+    pub fn frontier_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        frontier: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::FrontierObserved {
+                tp: tp.clone(),
+                frontier,
+            },
+        )
+    }
+
+    /// Records the crash of the current incarnation.
+    pub fn crash(&mut self, at_ms: u64, partitions: Vec<CrashPartition>) -> &mut Self {
+        self.record(at_ms, EventKind::Crash { partitions })
+    }
+
+    /// Records the start of the next incarnation.
+    pub fn restart(&mut self, at_ms: u64) -> &mut Self {
+        self.record(at_ms, EventKind::Restart)
+    }
+
+    pub fn partition_refused(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        reason: &str,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::PartitionRefused {
+                tp: tp.clone(),
+                reason: reason.to_owned(),
+            },
+        )
+    }
+
+    pub fn partition_poisoned(&mut self, at_ms: u64, tp: &TopicPartition) -> &mut Self {
+        self.record(at_ms, EventKind::PartitionPoisoned { tp: tp.clone() })
+    }
+
+    pub fn hwm_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        hwm: Offset,
+        persisted_hwm: Option<Offset>,
+        durable_tail: Option<Offset>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HwmObserved {
+                tp: tp.clone(),
+                hwm,
+                persisted_hwm,
+                durable_tail,
+            },
+        )
+    }
+
+    pub fn log_start_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        log_start: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::LogStartObserved {
+                tp: tp.clone(),
+                log_start,
+            },
+        )
+    }
+
+    pub fn engine_counters(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        recorded_loss_records: u64,
+        skipped_records: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::EngineCounters {
+                tp: tp.clone(),
+                recorded_loss_records,
+                skipped_records,
+            },
+        )
+    }
+
+    pub fn fault(
+        &mut self,
+        at_ms: u64,
+        kind: FaultKind,
+        tp: Option<&TopicPartition>,
+        path: Option<&str>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::Fault {
+                kind,
+                tp: tp.cloned(),
+                path: path.map(str::to_owned),
+            },
+        )
+    }
+
+    pub fn heal(&mut self, at_ms: u64) -> &mut Self {
+        self.record(at_ms, EventKind::Heal)
+    }
+}
+
+// Payload layout: the produce id travels inside the payload so any delivery can be
+// matched to its produce without trusting the engine's metadata.
+//
+// offset 0   magic     4B   b"cafe"
+// offset 4   id        8B   big-endian u64
+// offset 12  body_len  4B   big-endian u32, bytes after the header
+// offset 16  body      body_len bytes (filler chosen by the world)
+pub const PAYLOAD_MAGIC: [u8; 4] = *b"cafe";
+pub const PAYLOAD_MAGIC_OFFSET: usize = 0;
+pub const PAYLOAD_ID_OFFSET: usize = PAYLOAD_MAGIC_OFFSET + 4;
+pub const PAYLOAD_BODY_LEN_OFFSET: usize = PAYLOAD_ID_OFFSET + 8;
+pub const PAYLOAD_HEADER_LEN: usize = PAYLOAD_BODY_LEN_OFFSET + 4;
+const _: () = assert!(PAYLOAD_HEADER_LEN == 16);
+
+/// Why a payload carries no produce id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PayloadError {
+    TooShort { len: usize },
+    BadMagic { found: [u8; 4] },
+    BodyLenMismatch { header: u32, actual: usize },
+}
+
+impl fmt::Display for PayloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PayloadError::TooShort { len } => write!(f, "payload too short ({len} bytes)"),
+            PayloadError::BadMagic { found } => write!(f, "payload magic {found:02x?}"),
+            PayloadError::BodyLenMismatch { header, actual } => {
+                write!(
+                    f,
+                    "payload body length {header} in header, {actual} present"
+                )
+            }
+        }
+    }
+}
+
+/// Builds the payload of produce `id`: the 16-byte header, then `body`.
+pub fn encode_payload(id: ProduceId, body: &[u8]) -> Vec<u8> {
+    let body_len = u32::try_from(body.len()).expect("payload body fits in u32");
+    let mut out = Vec::with_capacity(PAYLOAD_HEADER_LEN + body.len());
+    out.extend_from_slice(&PAYLOAD_MAGIC);
+    out.extend_from_slice(&id.to_be_bytes());
+    out.extend_from_slice(&body_len.to_be_bytes());
+    out.extend_from_slice(body);
+    assert_eq!(parse_payload_id(&out), Ok(id));
+    out
+}
+
+/// The produce id of a payload built by [`encode_payload`].
+pub fn parse_payload_id(payload: &[u8]) -> Result<ProduceId, PayloadError> {
+    let header: &[u8; PAYLOAD_HEADER_LEN] = payload
+        .first_chunk()
+        .ok_or(PayloadError::TooShort { len: payload.len() })?;
+    let (magic, rest) = header.split_first_chunk::<4>().expect("16 > 4");
+    let (id, body_len) = rest.split_first_chunk::<8>().expect("12 > 8");
+    if *magic != PAYLOAD_MAGIC {
+        return Err(PayloadError::BadMagic { found: *magic });
+    }
+    let body_len = u32::from_be_bytes(*body_len.first_chunk::<4>().expect("4 bytes"));
+    let actual = payload.len() - PAYLOAD_HEADER_LEN;
+    if usize::try_from(body_len) != Ok(actual) {
+        return Err(PayloadError::BodyLenMismatch {
+            header: body_len,
+            actual,
+        });
+    }
+    Ok(u64::from_be_bytes(*id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_round_trips_and_rejects_damage() {
+        let payload = encode_payload(0x0102_0304_0506_0708, b"filler");
+        assert_eq!(payload.len(), PAYLOAD_HEADER_LEN + 6);
+        assert_eq!(parse_payload_id(&payload), Ok(0x0102_0304_0506_0708));
+        assert_eq!(
+            parse_payload_id(&payload[..10]),
+            Err(PayloadError::TooShort { len: 10 })
+        );
+        let mut bad_magic = payload.clone();
+        bad_magic[0] ^= 1;
+        assert_eq!(
+            parse_payload_id(&bad_magic),
+            Err(PayloadError::BadMagic { found: *b"bafe" })
+        );
+        let truncated = &payload[..payload.len() - 1];
+        assert_eq!(
+            parse_payload_id(truncated),
+            Err(PayloadError::BodyLenMismatch {
+                header: 6,
+                actual: 5
+            })
+        );
+    }
+
+    #[test]
+    fn history_serialises_to_json_and_back() {
+        let tp = TopicPartition::new("orders", 3);
+        let mut history = History::new();
+        history
+            .produce_attempt(1, 7, "orders", Some(3), b"k", &encode_payload(7, b""))
+            .produce_ack(2, 7, &tp, Some(0), Some(1_000))
+            .fault(
+                3,
+                FaultKind::BitFlip {
+                    file: FileKind::Segment,
+                    offsets: Some(OffsetRange { start: 0, end: 1 }),
+                    below_hwm: Some(true),
+                },
+                Some(&tp),
+                None,
+            )
+            .crash(4, vec![])
+            .restart(5)
+            .heal(6);
+        let json = serde_json::to_string(&history).expect("serialises");
+        let back: History = serde_json::from_str(&json).expect("deserialises");
+        assert_eq!(back, history);
+        assert_eq!(back.events()[4].incarnation, 1);
+        let lines = history.to_json_lines();
+        assert_eq!(lines.lines().count(), 6);
+        assert!(lines.contains(r#""event":"produce_ack""#), "{lines}");
+        assert!(lines.contains(r#""fault":"bit_flip""#), "{lines}");
+    }
+
+    #[test]
+    #[should_panic(expected = "fault injected after heal")]
+    fn fault_after_heal_is_a_simulator_bug() {
+        History::new()
+            .heal(1)
+            .fault(2, FaultKind::ClockStep { back_ms: 5 }, None, None);
+    }
+
+    #[test]
+    #[should_panic(expected = "history time went backwards")]
+    fn time_never_goes_backwards() {
+        History::new().heal(5).heal(4);
+    }
+}

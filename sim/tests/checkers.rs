@@ -1,0 +1,1096 @@
+//! Proof that each checker fires: for every checker a small hand-made history with
+//! exactly that violation, asserting that this checker (and only it) fires with a
+//! message naming the partition, offsets and produce ids; a clean history with a
+//! crash, a hidden tail and its duplicates that passes every checker; and the excuses
+//! (recorded loss, lost fsync, refusal, hidden-tail budget) working and running out.
+
+use cafelog_sim::check::loss::LossExcuse;
+use cafelog_sim::check::{
+    CheckConfig, CheckReport, CheckerName, EXIT_LIVENESS_FAILURE, EXIT_PASS, EXIT_SAFETY_FAILURE,
+    EXIT_SIMULATOR_CRASH, Verdict, check,
+};
+use cafelog_sim::history::{
+    CrashPartition, FaultKind, FileKind, History, OffsetRange, ProduceId, TopicPartition,
+    encode_payload,
+};
+
+fn tp(partition: u32) -> TopicPartition {
+    TopicPartition::new("orders", partition)
+}
+
+fn payload(id: ProduceId) -> Vec<u8> {
+    encode_payload(id, format!("body of {id}").as_bytes())
+}
+
+fn key(id: ProduceId) -> Vec<u8> {
+    format!("key-{id}").into_bytes()
+}
+
+const CONFIG: CheckConfig = CheckConfig {
+    delivery_bound_ms: 1_000,
+    context_events: 2,
+};
+
+/// A history under construction with its own clock: every event 10 ms after the last.
+struct Run {
+    h: History,
+    t: u64,
+}
+
+impl Run {
+    fn new() -> Self {
+        Run {
+            h: History::new(),
+            t: 0,
+        }
+    }
+
+    fn now(&mut self) -> u64 {
+        self.t += 10;
+        self.t
+    }
+
+    fn wait(&mut self, ms: u64) -> &mut Self {
+        self.t += ms;
+        self
+    }
+
+    /// Attempt and ack of `id` at `offset` of partition `p`.
+    fn produce(&mut self, id: ProduceId, p: u32, offset: u64, commit_ms: u64) -> &mut Self {
+        self.attempt(id, p);
+        let t = self.now();
+        self.h
+            .produce_ack(t, id, &tp(p), Some(offset), Some(commit_ms));
+        self
+    }
+
+    fn attempt(&mut self, id: ProduceId, p: u32) -> &mut Self {
+        let t = self.now();
+        self.h
+            .produce_attempt(t, id, "orders", Some(p), &key(id), &payload(id));
+        self
+    }
+
+    fn deliver(&mut self, id: ProduceId, p: u32, offset: u64, commit_ms: u64) -> &mut Self {
+        self.deliver_raw(p, offset, &payload(id), &key(id), commit_ms, 1)
+    }
+
+    fn deliver_raw(
+        &mut self,
+        p: u32,
+        offset: u64,
+        payload: &[u8],
+        key: &[u8],
+        commit_ms: u64,
+        attempt: u32,
+    ) -> &mut Self {
+        let t = self.now();
+        self.h
+            .delivery(t, &tp(p), offset, key, payload, commit_ms, attempt);
+        self
+    }
+
+    fn consume(&mut self, p: u32, offset: u64) -> &mut Self {
+        let t = self.now();
+        self.h.ack(t, &tp(p), offset);
+        self
+    }
+
+    fn hwm(&mut self, p: u32, hwm: u64, persisted: u64, tail: u64) -> &mut Self {
+        let t = self.now();
+        self.h
+            .hwm_observed(t, &tp(p), hwm, Some(persisted), Some(tail));
+        self
+    }
+
+    /// `parts`: (partition, persisted_hwm, durable_tail, memory_hwm).
+    fn crash(&mut self, parts: &[(u32, u64, u64, u64)]) -> &mut Self {
+        let t = self.now();
+        let partitions = parts
+            .iter()
+            .map(|&(p, persisted_hwm, durable_tail, memory)| CrashPartition {
+                tp: tp(p),
+                persisted_hwm,
+                durable_tail,
+                memory_hwm: Some(memory),
+            })
+            .collect();
+        self.h.crash(t, partitions);
+        self
+    }
+
+    fn restart(&mut self) -> &mut Self {
+        let t = self.now();
+        self.h.restart(t);
+        self
+    }
+
+    fn counters(&mut self, p: u32, recorded_loss: u64, skipped: u64) -> &mut Self {
+        let t = self.now();
+        self.h.engine_counters(t, &tp(p), recorded_loss, skipped);
+        self
+    }
+
+    fn fault(&mut self, kind: FaultKind, p: Option<u32>) -> &mut Self {
+        let t = self.now();
+        self.h.fault(t, kind, p.map(tp).as_ref(), None);
+        self
+    }
+
+    fn with(&mut self, f: impl FnOnce(u64, &mut History)) -> &mut Self {
+        let t = self.now();
+        f(t, &mut self.h);
+        self
+    }
+
+    fn report(&self) -> CheckReport {
+        check(&self.h, &CONFIG)
+    }
+}
+
+/// Asserts that `checker` and no other fired; returns its messages.
+fn fires_only(report: &CheckReport, checker: CheckerName) -> Vec<String> {
+    assert_eq!(
+        report.failed_checkers(),
+        vec![checker],
+        "violations: {:#?}",
+        report.violations()
+    );
+    report
+        .violations_of(checker)
+        .iter()
+        .map(|v| v.message.clone())
+        .collect()
+}
+
+fn assert_mentions(messages: &[String], parts: &[&str]) {
+    assert!(
+        messages.iter().any(|m| parts.iter().all(|p| m.contains(p))),
+        "no message contains all of {parts:?}: {messages:#?}"
+    );
+}
+
+fn assert_clean(report: &CheckReport) {
+    assert_eq!(
+        report.failed_checkers(),
+        Vec::<CheckerName>::new(),
+        "violations: {:#?}",
+        report.violations()
+    );
+}
+
+/// A realistic clean run: two partitions, a crash with a hidden tail of two records
+/// that the WAL re-commits (two legitimate duplicates), a backwards clock step the
+/// engine absorbs, a bit flip above the HWM, a frontier that survives the crash, a
+/// heal and a drain.
+fn clean_run() -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .produce(3, 0, 2, 1_002)
+        .produce(10, 1, 0, 1_002)
+        .hwm(0, 3, 1, 3)
+        .hwm(1, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        .deliver(3, 0, 2, 1_002)
+        .deliver(10, 1, 0, 1_002)
+        .consume(0, 0)
+        .consume(0, 1)
+        .consume(1, 0)
+        .with(|t, h| {
+            h.frontier_written(t, &tp(0), 2);
+        })
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 2, end: 3 }),
+                below_hwm: Some(false),
+            },
+            Some(0),
+        )
+        .fault(FaultKind::ClockStep { back_ms: 500 }, None)
+        .fault(FaultKind::Crash, None)
+        // Offsets 1 and 2 of orders/0 are durable but above the persisted HWM 1.
+        .crash(&[(0, 1, 3, 3), (1, 1, 1, 1)])
+        .restart()
+        .hwm(0, 1, 1, 3)
+        .hwm(1, 1, 1, 1)
+        .counters(0, 0, 0)
+        .counters(1, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 2);
+        })
+        // The WAL re-commits ids 2 and 3 past the durable tail; a new produce follows.
+        .produce(4, 0, 5, 1_004)
+        .hwm(0, 6, 6, 6)
+        // Offset 2 (unacked before the crash) is redelivered: not a duplicate.
+        .deliver_raw(0, 2, &payload(3), &key(3), 1_002, 2)
+        .deliver(2, 0, 3, 1_003)
+        .deliver(3, 0, 4, 1_003)
+        .deliver(4, 0, 5, 1_004);
+    for offset in 2..6 {
+        r.consume(0, offset);
+    }
+    r.with(|t, h| {
+        h.frontier_written(t, &tp(0), 6);
+    })
+    .with(|t, h| {
+        h.heal(t);
+    })
+    .produce(5, 1, 1, 1_010)
+    .hwm(1, 2, 2, 2)
+    .deliver(5, 1, 1, 1_010)
+    .consume(1, 1)
+    .hwm(0, 6, 6, 6)
+    .wait(2_000)
+    .counters(0, 0, 0);
+    r
+}
+
+#[test]
+fn clean_history_passes_every_checker() {
+    let r = clean_run();
+    let report = r.report();
+    assert_clean(&report);
+    let counts = report.accounting.counts();
+    assert_eq!(counts.acknowledged, 6);
+    assert_eq!(counts.delivered, 6);
+    assert_eq!(counts.lost, 0);
+    assert_eq!(counts.duplicated, 2);
+    assert_eq!(counts.unexpected, 0);
+    assert_eq!(counts.corrupt, 0);
+    let crash = &report.bounded_duplicates.crashes[0];
+    assert_eq!((crash.bound, crash.count), (2, 2));
+    assert_eq!(report.delivered_after_heal.checked, 6);
+    let verdict = report.verdict(&r.h, &CONFIG);
+    assert_eq!(verdict, Verdict::Pass);
+    assert_eq!(verdict.exit_code(), EXIT_PASS);
+    assert_eq!(verdict.to_string(), "PASS");
+}
+
+#[test]
+fn clean_history_survives_a_json_round_trip() {
+    let r = clean_run();
+    let json = serde_json::to_string(&r.h).expect("serialises");
+    let back: History = serde_json::from_str(&json).expect("parses");
+    assert_eq!(back, r.h);
+    assert_clean(&check(&back, &CONFIG));
+}
+
+// ---- no_lost_ack ----
+
+#[test]
+fn no_lost_ack_fires_on_an_acked_record_never_delivered() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .deliver(1, 0, 0, 1_000);
+    let report = r.report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(
+        &messages,
+        &["1 acknowledged record(s) on orders/0", "id 2 at offset 1"],
+    );
+    assert_eq!(
+        report.accounting.lost.iter().copied().collect::<Vec<_>>(),
+        vec![2]
+    );
+    let verdict = report.verdict(&r.h, &CONFIG);
+    assert_eq!(verdict.exit_code(), EXIT_SAFETY_FAILURE);
+    assert!(
+        verdict
+            .to_string()
+            .starts_with("SAFETY FAILURE [no_lost_ack] "),
+        "{verdict}"
+    );
+}
+
+/// A bit flip in the last frame below the persisted HWM: recovery truncates it (R1)
+/// and clamps the HWM (R4), recording the loss of one record.
+fn clamped_run(recorded_loss: u64) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .produce(3, 0, 2, 1_002)
+        .hwm(0, 3, 3, 3)
+        .deliver(1, 0, 0, 1_000)
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 1, end: 3 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        )
+        .crash(&[(0, 3, 3, 3)])
+        .restart()
+        .hwm(0, 1, 1, 1)
+        .counters(0, recorded_loss, 0);
+    r
+}
+
+#[test]
+fn recorded_loss_excuses_exactly_the_recorded_number_of_records() {
+    let report = clamped_run(2).report();
+    assert_clean(&report);
+    assert_eq!(
+        report.no_lost_ack.excuse_of(2),
+        Some(&LossExcuse::RecordedLoss)
+    );
+    assert_eq!(
+        report.no_lost_ack.excuse_of(3),
+        Some(&LossExcuse::RecordedLoss)
+    );
+    assert_eq!(report.no_lost_ack.recorded_loss_spent[&tp(0)], (2, 2));
+
+    // One record short: the HWM drop is not covered either.
+    let report = clamped_run(1).report();
+    assert_eq!(
+        report.failed_checkers(),
+        vec![CheckerName::NoLostAck, CheckerName::StableOffsets]
+    );
+    let loss: Vec<String> = report
+        .violations_of(CheckerName::NoLostAck)
+        .iter()
+        .map(|v| v.message.clone())
+        .collect();
+    assert_mentions(
+        &loss,
+        &["id 3 at offset 2", "recorded loss on orders/0 is 1"],
+    );
+    assert_eq!(
+        report.no_lost_ack.excuse_of(2),
+        Some(&LossExcuse::RecordedLoss)
+    );
+}
+
+fn lost_fsync_run(fault_after_crash: bool) -> Run {
+    let lost_fsync = FaultKind::LostFsync {
+        file: FileKind::Segment,
+    };
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000);
+    if !fault_after_crash {
+        r.fault(lost_fsync.clone(), Some(0));
+    }
+    r.produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 1, 2)
+        .deliver(1, 0, 0, 1_000)
+        // The fsync that "covered" offset 1 persisted nothing.
+        .crash(&[(0, 1, 1, 2)])
+        .restart();
+    if fault_after_crash {
+        r.fault(lost_fsync, Some(0));
+    }
+    r.hwm(0, 1, 1, 1).counters(0, 0, 0);
+    r
+}
+
+#[test]
+fn lost_fsync_excuses_loss_of_records_acked_after_it() {
+    let report = lost_fsync_run(false).report();
+    assert_clean(&report);
+    match report.no_lost_ack.excuse_of(2) {
+        Some(LossExcuse::OutOfContract { fault, .. }) => assert_eq!(
+            *fault,
+            FaultKind::LostFsync {
+                file: FileKind::Segment
+            }
+        ),
+        other => panic!("expected a lost-fsync excuse, got {other:?}"),
+    }
+}
+
+#[test]
+fn lost_fsync_after_the_crash_does_not_excuse_earlier_loss() {
+    let report = lost_fsync_run(true).report();
+    // Without a lost fsync before the crash, an in-memory HWM beyond the durable tail
+    // is the engine's own fault too.
+    assert_eq!(
+        report.failed_checkers(),
+        vec![CheckerName::NoLostAck, CheckerName::StableOffsets]
+    );
+    let messages: Vec<String> = report
+        .violations()
+        .iter()
+        .map(|(_, v)| v.message.clone())
+        .collect();
+    assert_mentions(
+        &messages,
+        &[
+            "orders/0",
+            "id 2 at offset 1",
+            "faults outside their window: lost fsync",
+        ],
+    );
+    assert_mentions(
+        &messages,
+        &["in-memory HWM of orders/0 is 2, beyond the durable tail 1 (at the crash"],
+    );
+}
+
+#[test]
+fn refusal_excuses_loss_and_is_reported_as_refused_by_liveness() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 1, 0, 1_000)
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 0, end: 1 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        )
+        .crash(&[(0, 1, 1, 1), (1, 1, 1, 1)])
+        .restart()
+        .with(|t, h| {
+            h.partition_refused(t, &tp(0), "crc mismatch in 00000000000000000000.log at 0");
+            h.heal(t);
+        })
+        .deliver(2, 1, 0, 1_000)
+        .wait(5_000)
+        .hwm(1, 1, 1, 1);
+    let report = r.report();
+    assert_clean(&report);
+    assert!(matches!(
+        report.no_lost_ack.excuse_of(1),
+        Some(LossExcuse::Refused { reason, .. }) if reason.contains("crc mismatch")
+    ));
+    assert_eq!(report.delivered_after_heal.refused[&tp(0)], vec![1]);
+}
+
+// ---- bounded_duplicates ----
+
+#[test]
+fn bounded_duplicates_fires_on_any_duplicate_in_a_crash_free_run() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(1, 0, 1, 1_001);
+    let messages = fires_only(&r.report(), CheckerName::BoundedDuplicates);
+    assert_mentions(
+        &messages,
+        &[
+            "produce id 1 delivered from orders/0@0",
+            "again from orders/0@1",
+            "a crash-free run has no duplicates",
+        ],
+    );
+}
+
+#[test]
+fn redelivery_of_one_offset_is_not_a_duplicate() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .deliver(1, 0, 0, 1_000)
+        .with(|t, h| {
+            h.nack(t, &tp(0), 0);
+        })
+        .deliver_raw(0, 0, &payload(1), &key(1), 1_000, 2)
+        .consume(0, 0);
+    let report = r.report();
+    assert_clean(&report);
+    assert_eq!(report.accounting.counts().duplicated, 0);
+}
+
+#[test]
+fn hidden_tail_allows_exactly_its_size_in_duplicates_and_one_more_fails() {
+    // clean_run has a hidden tail [1, 3) and both of its records duplicated.
+    let mut r = clean_run();
+    assert_clean(&r.report());
+    // A third duplicate: id 1 (offset 0, below the persisted HWM) shows up again.
+    r.deliver(1, 0, 6, 1_020).consume(0, 6);
+    let report = r.report();
+    let messages = fires_only(&report, CheckerName::BoundedDuplicates);
+    assert_mentions(
+        &messages,
+        &[
+            "produce id 1 delivered from orders/0@0",
+            "again from orders/0@6",
+            "orders/0 hidden tail [1, 3) does not hold offset 0, 2 of bound 2 used",
+        ],
+    );
+    assert_eq!(report.bounded_duplicates.duplicates, 3);
+}
+
+// ---- monotonic_commit_time ----
+
+#[test]
+fn monotonic_commit_time_fires_when_a_restart_lets_commit_time_go_back() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .fault(FaultKind::ClockStep { back_ms: 200 }, None)
+        .produce(2, 0, 1, 900)
+        .hwm(0, 2, 2, 2)
+        .deliver(2, 0, 1, 900)
+        .consume(0, 1);
+    let messages = fires_only(&r.report(), CheckerName::MonotonicCommitTime);
+    assert_mentions(
+        &messages,
+        &[
+            "orders/0: committed_at_ms decreases along offsets",
+            "offset 0 has 1000",
+            "offset 1 has 900",
+            "inc 1",
+        ],
+    );
+}
+
+// ---- stable_offsets ----
+
+#[test]
+fn stable_offsets_fires_when_the_record_at_a_read_offset_changes() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .deliver_raw(0, 0, &payload(2), &key(2), 1_000, 1)
+        .attempt(2, 0);
+    let messages = fires_only(&r.report(), CheckerName::StableOffsets);
+    assert_mentions(
+        &messages,
+        &[
+            "record at orders/0 offset 0 changed",
+            "produce id 1 -> 2",
+            "inc 1",
+        ],
+    );
+}
+
+#[test]
+fn stable_offsets_excuses_reuse_of_offsets_above_a_recorded_clamp() {
+    let mut r = clamped_run(2);
+    // Offsets 1 and 2 are reused by new records after the clamp.
+    r.produce(4, 0, 1, 1_010)
+        .hwm(0, 2, 2, 2)
+        .deliver(4, 0, 1, 1_010)
+        .consume(0, 0)
+        .consume(0, 1);
+    let report = r.report();
+    assert_clean(&report);
+    assert_eq!(
+        report.stable_offsets.excused.len(),
+        1,
+        "{:?}",
+        report.stable_offsets.excused
+    );
+}
+
+#[test]
+fn stable_offsets_fires_when_the_hwm_moves_backwards_within_an_incarnation() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .hwm(0, 0, 1, 1)
+        .deliver(1, 0, 0, 1_000);
+    let messages = fires_only(&r.report(), CheckerName::StableOffsets);
+    assert_mentions(
+        &messages,
+        &[
+            "HWM of orders/0 moved backwards within incarnation 0: 1",
+            "then 0",
+        ],
+    );
+}
+
+#[test]
+fn stable_offsets_fires_when_the_hwm_restarts_below_the_persisted_one_unrecorded() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        .crash(&[(0, 2, 2, 2)])
+        .restart()
+        .hwm(0, 1, 2, 2)
+        .counters(0, 0, 0);
+    let messages = fires_only(&r.report(), CheckerName::StableOffsets);
+    assert_mentions(
+        &messages,
+        &[
+            "HWM of orders/0 after the restart into incarnation 1 is 1",
+            "below the persisted HWM 2",
+            "recorded a loss of 0 record(s), 1 needed",
+        ],
+    );
+}
+
+#[test]
+fn stable_offsets_fires_when_the_hwm_passes_the_durable_tail() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001);
+    let messages = fires_only(&r.report(), CheckerName::StableOffsets);
+    assert_mentions(
+        &messages,
+        &[
+            "in-memory HWM of orders/0 is 2, beyond the durable tail 1",
+            "offsets 1..2",
+        ],
+    );
+}
+
+#[test]
+fn stable_offsets_fires_when_a_read_offset_vanishes() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        // Offset 1 is below the persisted HWM and durable, yet the engine comes back
+        // with HWM 1 and records no loss: offset 1, already read, is gone.
+        .crash(&[(0, 2, 2, 2)])
+        .restart()
+        .hwm(0, 1, 1, 2);
+    let report = r.report();
+    // The restart below the persisted HWM fires too, in the same checker.
+    assert_eq!(report.failed_checkers(), vec![CheckerName::StableOffsets]);
+    let messages: Vec<String> = report
+        .violations_of(CheckerName::StableOffsets)
+        .iter()
+        .map(|v| v.message.clone())
+        .collect();
+    assert_mentions(
+        &messages,
+        &[
+            "1 read offset(s) of orders/0 vanished: offsets 1",
+            "final HWM is 1",
+        ],
+    );
+}
+
+#[test]
+fn stable_offsets_fires_when_the_log_start_moves_backwards() {
+    let mut r = Run::new();
+    r.with(|t, h| {
+        h.log_start_observed(t, &tp(0), 5);
+    })
+    .with(|t, h| {
+        h.log_start_observed(t, &tp(0), 3);
+    });
+    let messages = fires_only(&r.report(), CheckerName::StableOffsets);
+    assert_mentions(
+        &messages,
+        &["log start of orders/0 moved backwards from 5", "to 3"],
+    );
+}
+
+#[test]
+fn stable_offsets_fires_when_the_persisted_hwm_moves_backwards() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .hwm(0, 2, 1, 2)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001);
+    let messages = fires_only(&r.report(), CheckerName::StableOffsets);
+    assert_mentions(
+        &messages,
+        &[
+            "persisted HWM of orders/0 moved backwards from 2",
+            "to 1",
+            "at least 1 records",
+        ],
+    );
+}
+
+// ---- no_corrupt_delivery ----
+
+#[test]
+fn no_corrupt_delivery_fires_on_wrong_payload_bytes() {
+    let mut bad = payload(1);
+    let last = bad.len() - 1;
+    bad[last] ^= 0x40;
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .deliver_raw(0, 0, &bad, &key(1), 1_000, 1)
+        .deliver_raw(0, 0, &payload(1), &key(1), 1_000, 2);
+    let messages = fires_only(&r.report(), CheckerName::NoCorruptDelivery);
+    assert_mentions(
+        &messages,
+        &[
+            "corrupt delivery of orders/0 offset 0 (attempt 1",
+            "payload differs from the one produced as id 1",
+        ],
+    );
+}
+
+#[test]
+fn no_corrupt_delivery_fires_on_a_payload_without_id_and_on_a_wrong_key() {
+    let mut r = Run::new();
+    r.attempt(1, 0)
+        .deliver_raw(0, 0, b"not a cafelog payload", &key(1), 1_000, 1)
+        .deliver_raw(0, 1, &payload(1), b"other key", 1_000, 1);
+    let messages = fires_only(&r.report(), CheckerName::NoCorruptDelivery);
+    assert_mentions(
+        &messages,
+        &["orders/0 offset 0", "payload carries no produce id"],
+    );
+    assert_mentions(
+        &messages,
+        &[
+            "orders/0 offset 1",
+            "key differs from the one produced as id 1",
+        ],
+    );
+}
+
+#[test]
+fn no_corrupt_delivery_fires_on_a_record_never_produced() {
+    let mut r = Run::new();
+    r.deliver(77, 0, 0, 1_000);
+    let report = r.report();
+    let messages = fires_only(&report, CheckerName::NoCorruptDelivery);
+    assert_mentions(
+        &messages,
+        &[
+            "delivered produce id 77 was never produced",
+            "orders/0 offset 0",
+        ],
+    );
+    assert_eq!(report.accounting.counts().unexpected, 1);
+}
+
+fn flip_run(detected: bool, below_hwm: Option<bool>) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 0, end: 1 }),
+                below_hwm,
+            },
+            Some(0),
+        )
+        .crash(&[(0, 2, 2, 2)])
+        .restart()
+        .hwm(0, 2, 2, 2)
+        .counters(0, 0, u64::from(detected));
+    r
+}
+
+#[test]
+fn no_corrupt_delivery_fires_on_a_bit_flip_scanned_but_never_detected() {
+    let messages = fires_only(
+        &flip_run(false, Some(true)).report(),
+        CheckerName::NoCorruptDelivery,
+    );
+    assert_mentions(
+        &messages,
+        &[
+            "bit flip injected at t=",
+            "into a segment of orders/0 (offsets [0, 1), below the persisted HWM)",
+            "never detected",
+        ],
+    );
+    // An unplaced flip is judged the same way.
+    let messages = fires_only(
+        &flip_run(false, None).report(),
+        CheckerName::NoCorruptDelivery,
+    );
+    assert_mentions(
+        &messages,
+        &["position relative to the persisted HWM unknown"],
+    );
+}
+
+#[test]
+fn bit_flip_detected_by_a_skip_counter_or_above_the_hwm_passes() {
+    assert_clean(&flip_run(true, Some(true)).report());
+    assert_clean(&flip_run(false, Some(false)).report());
+}
+
+// ---- frontier_safe ----
+
+#[test]
+fn frontier_safe_fires_when_the_frontier_passes_an_unacked_offset() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        .consume(0, 0)
+        .with(|t, h| {
+            h.frontier_written(t, &tp(0), 2);
+        })
+        .consume(0, 1);
+    let messages = fires_only(&r.report(), CheckerName::FrontierSafe);
+    assert_mentions(
+        &messages,
+        &[
+            "frontier of orders/0 written as 2",
+            "passes unacknowledged offset 1",
+        ],
+    );
+}
+
+fn frontier_recovered_as(value: u64) -> Run {
+    let mut r = Run::new();
+    for (id, offset) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
+        r.produce(id, 0, offset, 1_000 + offset)
+            .deliver(id, 0, offset, 1_000 + offset)
+            .consume(0, offset);
+        if offset % 2 == 1 {
+            r.with(|t, h| {
+                h.frontier_written(t, &tp(0), offset + 1);
+            });
+        }
+    }
+    r.hwm(0, 4, 4, 4)
+        .crash(&[(0, 4, 4, 4)])
+        .restart()
+        .hwm(0, 4, 4, 4)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), value);
+        });
+    r
+}
+
+#[test]
+fn frontier_safe_accepts_an_old_or_new_value_and_fires_on_a_torn_one() {
+    assert_clean(&frontier_recovered_as(2).report());
+    assert_clean(&frontier_recovered_as(4).report());
+    assert_clean(&frontier_recovered_as(0).report());
+    let messages = fires_only(
+        &frontier_recovered_as(3).report(),
+        CheckerName::FrontierSafe,
+    );
+    assert_mentions(
+        &messages,
+        &[
+            "frontier of orders/0 recovered as 3",
+            "was never written (torn?)",
+            "[2, 4]",
+        ],
+    );
+    // A torn high word: never written and far past any ack.
+    let torn = (1 << 32) | 2;
+    let messages = fires_only(
+        &frontier_recovered_as(torn).report(),
+        CheckerName::FrontierSafe,
+    );
+    assert_mentions(
+        &messages,
+        &["recovered as 4294967298", "passes unacknowledged offset 4"],
+    );
+    assert_mentions(&messages, &["recovered as 4294967298", "never written"]);
+}
+
+// ---- poison_acks_nothing ----
+
+fn poison_run(restart_before_ack: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .attempt(2, 0)
+        .fault(
+            FaultKind::FsyncEio {
+                file: FileKind::Segment,
+            },
+            Some(0),
+        )
+        .with(|t, h| {
+            h.partition_poisoned(t, &tp(0));
+        });
+    if restart_before_ack {
+        r.crash(&[(0, 1, 2, 1)]).restart().hwm(0, 1, 1, 2);
+    }
+    let t = r.now();
+    r.h.produce_ack(t, 2, &tp(0), Some(1), Some(1_001));
+    r.hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001);
+    r
+}
+
+#[test]
+fn poison_acks_nothing_fires_on_an_ack_and_hwm_advance_after_poison() {
+    let messages = fires_only(&poison_run(false).report(), CheckerName::PoisonAcksNothing);
+    assert_mentions(
+        &messages,
+        &[
+            "orders/0 acknowledged produce id 2 at offset 1",
+            "after it was poisoned",
+            "incarnation 0",
+        ],
+    );
+    assert_mentions(
+        &messages,
+        &[
+            "HWM of orders/0 advanced from 1 to 2",
+            "after it was poisoned",
+        ],
+    );
+}
+
+#[test]
+fn a_restart_clears_the_poison() {
+    assert_clean(&poison_run(true).report());
+}
+
+// ---- delivered_after_heal ----
+
+fn late_run(delivered_after_heal_ms: u64) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .with(|t, h| {
+            h.heal(t);
+        })
+        .wait(delivered_after_heal_ms)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0);
+    r
+}
+
+#[test]
+fn delivered_after_heal_fires_on_a_delivery_later_than_the_bound() {
+    assert_clean(&late_run(500).report());
+    let r = late_run(1_500);
+    let report = r.report();
+    let messages = fires_only(&report, CheckerName::DeliveredAfterHeal);
+    assert_mentions(
+        &messages,
+        &[
+            "1 acknowledged record(s) on orders/0 not delivered within 1000 ms of the heal",
+            "id 1 at offset 0",
+            "delivered t=",
+        ],
+    );
+    let verdict = report.verdict(&r.h, &CONFIG);
+    assert_eq!(verdict.exit_code(), EXIT_LIVENESS_FAILURE);
+    assert!(
+        verdict
+            .to_string()
+            .starts_with("LIVENESS FAILURE [delivered_after_heal] ")
+    );
+}
+
+#[test]
+fn delivered_after_heal_is_inconclusive_when_the_history_ends_early() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000).with(|t, h| {
+        h.heal(t);
+    });
+    let report = r.report();
+    // The record is lost at the end (no_lost_ack), but liveness cannot call it a hang.
+    assert_eq!(report.failed_checkers(), vec![CheckerName::NoLostAck]);
+    assert_eq!(report.delivered_after_heal.inconclusive, vec![1]);
+}
+
+// ---- verdicts ----
+
+#[test]
+fn safety_failure_wins_over_liveness_and_shows_events_around_it() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .with(|t, h| {
+            h.heal(t);
+        })
+        .wait(5_000)
+        .counters(0, 0, 0)
+        .counters(0, 0, 0);
+    let report = r.report();
+    assert_eq!(
+        report.failed_checkers(),
+        vec![CheckerName::NoLostAck, CheckerName::DeliveredAfterHeal]
+    );
+    let verdict = report.verdict(&r.h, &CONFIG);
+    assert_eq!(verdict.exit_code(), EXIT_SAFETY_FAILURE);
+    let line = verdict.to_string();
+    assert!(!line.contains('\n'), "{line}");
+    assert!(line.ends_with("(+1 more violations)"), "{line}");
+    let failure = verdict.failure().expect("a failure");
+    assert_eq!(failure.checker, CheckerName::NoLostAck);
+    // Focus on the ack (#1) with two events either side: #0..=#3.
+    let indices: Vec<usize> = failure.context.iter().map(|c| c.index).collect();
+    assert_eq!(indices, vec![0, 1, 2, 3]);
+    let focus: Vec<usize> = failure
+        .context
+        .iter()
+        .filter(|c| c.focus)
+        .map(|c| c.index)
+        .collect();
+    assert_eq!(focus, vec![1]);
+    assert!(
+        failure
+            .context_lines()
+            .contains("> #1 t=20ms inc=0 produce_ack id=1 orders/0 offset=0")
+    );
+}
+
+#[test]
+fn simulator_crash_is_its_own_verdict() {
+    let payload = std::panic::catch_unwind(|| {
+        History::new()
+            .heal(1)
+            .fault(2, FaultKind::ClockStep { back_ms: 1 }, None, None);
+    })
+    .expect_err("a fault after heal panics");
+    let verdict = Verdict::from_panic(payload.as_ref());
+    assert_eq!(verdict.exit_code(), EXIT_SIMULATOR_CRASH);
+    assert!(
+        verdict
+            .to_string()
+            .starts_with("SIMULATOR CRASH: fault injected after heal"),
+        "{verdict}"
+    );
+    let codes = [
+        EXIT_PASS,
+        EXIT_SAFETY_FAILURE,
+        EXIT_LIVENESS_FAILURE,
+        EXIT_SIMULATOR_CRASH,
+    ];
+    for (i, a) in codes.iter().enumerate() {
+        for b in &codes[i + 1..] {
+            assert_ne!(a, b);
+        }
+    }
+}
+
+#[test]
+fn checker_names_are_stable_snake_case() {
+    let names: Vec<&str> = CheckerName::ALL.iter().map(|c| c.as_str()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "no_lost_ack",
+            "bounded_duplicates",
+            "monotonic_commit_time",
+            "stable_offsets",
+            "no_corrupt_delivery",
+            "frontier_safe",
+            "poison_acks_nothing",
+            "delivered_after_heal",
+        ]
+    );
+    for checker in CheckerName::ALL {
+        assert_eq!(
+            serde_json::to_string(&checker).expect("serialises"),
+            format!("\"{checker}\"")
+        );
+    }
+}

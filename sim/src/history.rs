@@ -141,7 +141,9 @@ impl FaultKind {
     /// they may cause loss, which must then be attributable to them.
     pub fn is_out_of_contract(&self) -> bool {
         match self {
-            FaultKind::LostFsync { .. } => true,
+            // A write the disk acknowledged that landed elsewhere: the durable image
+            // lacks acknowledged data, exactly as after a lost fsync.
+            FaultKind::LostFsync { .. } | FaultKind::Misdirected { .. } => true,
             FaultKind::TornWrite { file } => *file == FileKind::Hwm,
             _ => false,
         }

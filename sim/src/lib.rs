@@ -12,3 +12,6 @@ pub mod check;
 pub mod clock;
 pub mod fs;
 pub mod history;
+pub mod profile;
+pub mod swarm;
+pub mod world;

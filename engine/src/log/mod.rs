@@ -98,6 +98,10 @@ struct State<F: Fs> {
     buffer: VecDeque<Buffered>,
     buffer_bytes: usize,
     oldest_buffered_at: Option<Duration>,
+    /// Records drained from the buffer into a frame not yet written (one frame at a
+    /// time, under the write lock). A failed write leaves them here: never written,
+    /// never acknowledged.
+    in_flight: u64,
     next_offset: u64,
     written_end: u64,
     durable_end: u64,
@@ -145,7 +149,7 @@ impl<F: Fs> State<F> {
             self.next_offset
         );
         assert_eq!(
-            self.written_end + self.buffer.len() as u64,
+            self.written_end + self.in_flight + self.buffer.len() as u64,
             self.next_offset,
             "buffer does not end at the log end"
         );
@@ -272,6 +276,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             buffer: VecDeque::new(),
             buffer_bytes: 0,
             oldest_buffered_at: None,
+            in_flight: 0,
             next_offset: tail,
             written_end: tail,
             durable_end: tail,

@@ -44,7 +44,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                     reason: reason.clone(),
                 });
             }
-            if st.buffer.is_empty() || st.written_end >= limit {
+            if st.buffer.is_empty() || st.written_end >= limit || st.in_flight > 0 {
                 return Ok(false);
             }
             let mut take = 0usize;
@@ -69,6 +69,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             let last = records.last().map(|r| r.committed_at_ms);
             // The records leave the buffer here; until the frame is written they are in
             // flight, and `written_end` still marks where they go.
+            st.in_flight = records.len() as u64;
             (st.written_end, records, bytes, last)
         };
         io.frame_buf.clear();
@@ -116,6 +117,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             segment.end_offset = header.end_offset();
             segment.last_committed_at_ms = last_committed_at_ms.or(segment.last_committed_at_ms);
             st.written_end = header.end_offset();
+            st.in_flight = 0;
             st.unsynced_bytes += frame_len;
             st.check_invariants();
         }

@@ -53,9 +53,45 @@ pub struct Facts<'h> {
     pub attempts: BTreeMap<ProduceId, usize>,
     /// First ProduceAck of each id.
     pub acks: BTreeMap<ProduceId, usize>,
+    /// Indices of damage at rest (bit flip, misdirected write) to a partition's segments.
+    pub segment_damage: BTreeMap<TopicPartition, Vec<usize>>,
 }
 
 impl<'h> Facts<'h> {
+    /// A crash between `from` and `to` whose hidden tail on `tp` holds `offset`, with
+    /// damage at rest to `tp`'s segments injected before its restart: recovery may
+    /// truncate that tail by rule R2 (a bad frame above the persisted HWM), and the WAL
+    /// re-commits its records at fresh offsets, so the record at `offset` may change.
+    pub fn damaged_hidden_tail(
+        &self,
+        tp: &TopicPartition,
+        offset: Offset,
+        from: usize,
+        to: usize,
+    ) -> Option<String> {
+        let damage = self.segment_damage.get(tp)?;
+        self.crashes
+            .iter()
+            .filter(|c| c.index > from && c.index < to)
+            .find_map(|c| {
+                let p = c.partitions.get(tp)?;
+                if !p.hidden_tail().contains(offset) {
+                    return None;
+                }
+                let restart = self
+                    .restarts
+                    .get(&(c.incarnation + 1))
+                    .copied()
+                    .unwrap_or(usize::MAX);
+                damage.iter().find(|d| **d < restart).map(|d| {
+                    format!(
+                        "damage at rest (event {d}) in the hidden tail {}..{} of the crash at                          t={}ms (R2 truncates a bad frame above the persisted HWM)",
+                        p.persisted_hwm, p.durable_tail, c.at_ms
+                    )
+                })
+            })
+    }
+
     pub fn new(history: &'h History) -> Self {
         let mut facts = Facts {
             history,
@@ -68,6 +104,7 @@ impl<'h> Facts<'h> {
             heal: None,
             attempts: BTreeMap::new(),
             acks: BTreeMap::new(),
+            segment_damage: BTreeMap::new(),
         };
         // First HWM observation per (partition, incarnation): where a clamp starts.
         let mut first_hwm: BTreeMap<(TopicPartition, Incarnation), Offset> = BTreeMap::new();
@@ -105,6 +142,13 @@ impl<'h> Facts<'h> {
                     .entry(tp.clone())
                     .or_default()
                     .push((index, reason.clone())),
+                EventKind::Fault {
+                    kind, tp: Some(tp), ..
+                } if kind.segment_damage().is_some() && !kind.is_out_of_contract() => facts
+                    .segment_damage
+                    .entry(tp.clone())
+                    .or_default()
+                    .push(index),
                 EventKind::Fault { kind, tp, .. } if kind.is_out_of_contract() => facts
                     .out_of_contract
                     .entry(tp.clone())

@@ -169,7 +169,8 @@ fn check_content(
                 facts
                     .out_of_contract_before(tp, index)
                     .map(|f| facts.describe_fault(f))
-            });
+            })
+            .or_else(|| facts.damaged_hidden_tail(tp, offset, old.index, index));
         match excuse {
             Some(excuse) => report.excused.push(ExcusedChange {
                 tp: tp.clone(),

@@ -7,29 +7,29 @@ use std::time::Duration;
 
 /// Deterministic random draws.
 #[derive(Clone, Debug)]
-pub(crate) struct Dice {
+pub struct Dice {
     rng: ChaCha8Rng,
 }
 
 impl Dice {
-    pub(crate) fn new(seed: u64) -> Self {
+    pub fn new(seed: u64) -> Self {
         Self {
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
     }
 
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.rng.next_u64()
     }
 
     /// Uniform in `[0, 1)` with 53 bits of precision.
-    pub(crate) fn unit(&mut self) -> f64 {
+    pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// True with probability `p`. Draws nothing when `p` is 0 or 1, so a disabled fault
     /// does not shift the stream of the others.
-    pub(crate) fn chance(&mut self, p: f64) -> bool {
+    pub fn chance(&mut self, p: f64) -> bool {
         if p <= 0.0 {
             false
         } else if p >= 1.0 {
@@ -41,13 +41,20 @@ impl Dice {
 
     /// Uniform in `0..n`; `n` must be positive. Multiply-shift: the bias is below 2^-64·n,
     /// irrelevant here.
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         assert!(n > 0, "below(0) has no value to return");
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 
+    /// Uniform in the inclusive range.
+    pub fn range(&mut self, range: std::ops::RangeInclusive<u64>) -> u64 {
+        let (lo, hi) = (*range.start(), *range.end());
+        assert!(lo <= hi, "empty range {lo}..={hi}");
+        lo + self.below(hi - lo + 1)
+    }
+
     /// Uniform in `[min, max]`, nanosecond resolution.
-    pub(crate) fn duration(&mut self, min: Duration, max: Duration) -> Duration {
+    pub fn duration(&mut self, min: Duration, max: Duration) -> Duration {
         assert!(min <= max);
         let span = u64::try_from((max - min).as_nanos()).unwrap_or(u64::MAX);
         min + Duration::from_nanos(self.below(span.saturating_add(1)))

@@ -67,7 +67,7 @@
 //! Errors are raw Linux errno values (`ENOENT`, `EEXIST`, `EIO`, `ENOSPC`, `ESTALE`, ...)
 //! so their `kind()` matches what [`cafelog_engine::fs::StdFs`] returns.
 
-mod dice;
+pub mod dice;
 mod events;
 mod faults;
 mod inode;

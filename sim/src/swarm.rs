@@ -1,0 +1,131 @@
+//! Swarm testing: each seed draws which fault kinds are on and at what rate, so some
+//! seeds hammer one fault and others mix all of them.
+//!
+//! Caps (so progress stays possible; written down here and enforced by the world):
+//! crashes at most `Profile::crashes_max` per run; fsync EIO at most 3 per run (each
+//! poisons a partition until the next restart); lost fsyncs at most 2; misdirected
+//! writes at most 2; ENOSPC at most 20, never more than 3 in a row; bit flips at most
+//! 4; clock steps at most 4, each at most 30 s back. Nothing fires after the heal.
+
+use crate::fs::FaultOptions;
+use crate::fs::dice::Dice;
+use crate::profile::Profile;
+use std::time::Duration;
+
+/// Which faults a run injects, drawn from its seed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultMix {
+    /// Mean gap between crashes, `None` when crashes are off.
+    pub crash_mean_gap_ms: Option<u64>,
+    /// Fraction of crashes aimed at the window after a commit, before the next HWM persist.
+    pub crash_after_commit_fraction: f64,
+    /// Bit flips at rest: expected per second of simulated time (0 = off).
+    pub bit_flips_per_s: f64,
+    pub bit_flips_max: u32,
+    /// Wall clock steps backwards across a restart: probability per restart.
+    pub clock_step_probability: f64,
+    pub clock_step_back_ms_max: u64,
+    pub clock_steps_max: u32,
+    /// The disk's own faults (torn writes at crashes, fsync EIO, lost fsync, ENOSPC,
+    /// misdirected writes, latency).
+    pub fs: FaultOptions,
+    pub crashes_max: u32,
+}
+
+impl FaultMix {
+    /// No faults at all (crash outcomes still apply if a scenario crashes by hand).
+    pub fn none() -> Self {
+        FaultMix {
+            crash_mean_gap_ms: None,
+            crash_after_commit_fraction: 0.0,
+            bit_flips_per_s: 0.0,
+            bit_flips_max: 0,
+            clock_step_probability: 0.0,
+            clock_step_back_ms_max: 0,
+            clock_steps_max: 0,
+            fs: FaultOptions::none(),
+            crashes_max: 0,
+        }
+    }
+
+    /// Draws a mix for one seed.
+    pub fn draw(dice: &mut Dice, profile: &Profile) -> Self {
+        let mut mix = FaultMix::none();
+        let on = |dice: &mut Dice, p: f64| dice.chance(p);
+        if on(dice, 0.8) {
+            mix.crash_mean_gap_ms = Some(dice.range(profile.crash_mean_gap_ms.clone()));
+            mix.crash_after_commit_fraction = [0.0, 0.3, 0.7][dice.below(3) as usize];
+            mix.crashes_max = profile.crashes_max;
+        }
+        // Crash outcomes for pending writes: from gentle to brutal.
+        let lost = dice.unit() * 0.6;
+        mix.fs.crash_write_lost_probability = lost;
+        mix.fs.crash_write_torn_probability = dice.unit() * (1.0 - lost) * 0.8;
+        mix.fs.crash_set_len_lost_probability = dice.unit();
+        if on(dice, 0.25) {
+            mix.fs.fsync_eio_probability = 0.002 + dice.unit() * 0.02;
+            mix.fs.fsync_eio_max = 3;
+        }
+        if on(dice, 0.15) {
+            mix.fs.lost_fsync_probability = 0.002 + dice.unit() * 0.02;
+            mix.fs.lost_fsync_max = 2;
+        }
+        if on(dice, 0.25) {
+            mix.fs.enospc_probability = 0.002 + dice.unit() * 0.02;
+            mix.fs.enospc_max = 20;
+            mix.fs.enospc_consecutive_max = 3;
+        }
+        if on(dice, 0.1) {
+            mix.fs.misdirect_probability = 0.002 + dice.unit() * 0.01;
+            mix.fs.misdirect_max = 2;
+            mix.fs.misdirect_shift_sectors_max = 8;
+        }
+        if on(dice, 0.5) {
+            mix.fs.latency_probability = dice.unit() * 0.5;
+            mix.fs.latency_min = Duration::from_micros(100);
+            mix.fs.latency_max = Duration::from_millis(dice.range(1..=20));
+            mix.fs.latency_after_probability = dice.unit() * 0.3;
+            mix.fs.yield_probability = dice.unit() * 0.5;
+        }
+        if on(dice, 0.3) {
+            mix.bit_flips_per_s = 0.1 + dice.unit();
+            mix.bit_flips_max = 4;
+        }
+        if on(dice, 0.3) {
+            mix.clock_step_probability = 0.3 + dice.unit() * 0.7;
+            mix.clock_step_back_ms_max = dice.range(100..=30_000);
+            mix.clock_steps_max = 4;
+        }
+        mix
+    }
+
+    /// The fault kinds this mix turns on, for reports.
+    pub fn kinds_on(&self) -> Vec<&'static str> {
+        let mut kinds = Vec::new();
+        if self.crash_mean_gap_ms.is_some() {
+            kinds.push("crash");
+        }
+        if self.fs.fsync_eio_max > 0 {
+            kinds.push("fsync_eio");
+        }
+        if self.fs.lost_fsync_max > 0 {
+            kinds.push("lost_fsync");
+        }
+        if self.fs.enospc_max > 0 {
+            kinds.push("enospc");
+        }
+        if self.fs.misdirect_max > 0 {
+            kinds.push("misdirected_write");
+        }
+        if self.fs.latency_probability > 0.0 {
+            kinds.push("latency");
+        }
+        if self.bit_flips_max > 0 {
+            kinds.push("bit_flip");
+        }
+        if self.clock_steps_max > 0 {
+            kinds.push("clock_step");
+        }
+        kinds
+    }
+}

@@ -1,0 +1,709 @@
+//! The simulated world: one seed → one run of the real engine under madsim.
+//!
+//! - The engine's node runs a store on a [`SimFs`] with the engine's background loops
+//!   ([`node`]); killing it crashes the disk (the `SimFsPlugin` hook).
+//! - Producers and consumers run outside that node, so they survive its crashes and
+//!   keep the record of what was acknowledged and delivered ([`recorder`]).
+//! - A supervisor injects crashes (some aimed right after a commit, before the next HWM
+//!   persist), bit flips at rest and wall-clock steps, and heals the world at the
+//!   profile's heal time; the run then drains so the checkers can demand convergence.
+//!
+//! Everything random comes from the seed: madsim's scheduler, the workload and the
+//! fault mix (ChaCha streams derived from it), and the disk's own dice.
+
+pub mod node;
+pub mod observe;
+pub mod recorder;
+pub mod workload;
+
+use crate::check::{CheckConfig, CheckReport, Verdict, check};
+use crate::clock::SimClock;
+use crate::fs::SimFs;
+use crate::fs::dice::Dice;
+use crate::fs::plugin::{SimFsPlugin, attach};
+use crate::history::{
+    CrashPartition, FaultKind, FileKind, History, OffsetRange, TopicPartition, encode_payload,
+    parse_payload_id,
+};
+use crate::profile::Profile;
+use crate::swarm::FaultMix;
+use cafelog_engine::format::layout;
+use cafelog_engine::log::Notify;
+use cafelog_engine::recovery::{ScanDepth, scan_partition};
+use node::{DATA_ROOT, NodeContext, Request, SimStore};
+use observe::ObservingFs;
+use recorder::{Paths, Shared};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use workload::Workload;
+
+/// What the world hands back from inside the runtime: history, paths, fault counts,
+/// records produced.
+type Sink = Arc<Mutex<Option<(History, Paths, BTreeMap<String, u64>, u64)>>>;
+
+/// Sub-seeds, derived from the run's seed so each stream is independent.
+fn sub_seed(seed: u64, stream: u64) -> u64 {
+    let mut x = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Everything that defines a run.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub seed: u64,
+    pub profile: Profile,
+    pub workload: Workload,
+    pub mix: FaultMix,
+}
+
+impl RunSpec {
+    /// The run a seed means on a profile.
+    pub fn from_seed(seed: u64, profile: &Profile) -> RunSpec {
+        let mut dice = Dice::new(sub_seed(seed, 1));
+        let workload = Workload::draw(&mut dice, profile);
+        let mut dice = Dice::new(sub_seed(seed, 2));
+        let mix = FaultMix::draw(&mut dice, profile);
+        RunSpec {
+            seed,
+            profile: profile.clone(),
+            workload,
+            mix,
+        }
+    }
+}
+
+/// The result of one run.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub seed: u64,
+    pub profile: &'static str,
+    pub verdict: Verdict,
+    pub report: Option<CheckReport>,
+    pub history: History,
+    pub paths: Paths,
+    pub faults: BTreeMap<String, u64>,
+    pub fault_kinds_on: Vec<&'static str>,
+    pub trace_hash: u64,
+    pub sim_ms: u64,
+    pub records_produced: u64,
+}
+
+/// FNV-1a over the history: the run's trace hash.
+pub fn trace_hash(history: &History) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for byte in history.to_json_lines().bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01B3);
+    }
+    hash
+}
+
+/// Runs one seed to its verdict. Panics in the engine or the world become
+/// [`Verdict::SimulatorCrash`].
+pub fn run(spec: &RunSpec) -> RunOutcome {
+    let spec_inner = spec.clone();
+    let captured: Sink = Arc::new(Mutex::new(None));
+    let sink = Arc::clone(&captured);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let mut rt = madsim::runtime::Runtime::with_seed_and_config(
+            spec_inner.seed,
+            madsim::Config::default(),
+        );
+        rt.add_simulator::<SimFsPlugin>();
+        rt.set_time_limit(Duration::from_millis(spec_inner.profile.end_ms() + 60_000));
+        rt.block_on(world(spec_inner, sink))
+    }));
+    let (history, paths, faults, produced) = captured
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .unwrap_or_default();
+    let config = CheckConfig {
+        delivery_bound_ms: spec.profile.delivery_bound_ms,
+        context_events: 4,
+    };
+    let (verdict, report) = match result {
+        Ok(()) => {
+            let report = check(&history, &config);
+            (report.verdict(&history, &config), Some(report))
+        }
+        Err(panic) => (Verdict::from_panic(&*panic), None),
+    };
+    let mut paths = paths;
+    if let Some(r) = &report {
+        paths.duplicates_exposed = r.accounting.counts().duplicated;
+    }
+    RunOutcome {
+        seed: spec.seed,
+        profile: spec.profile.name,
+        verdict,
+        report,
+        trace_hash: trace_hash(&history),
+        sim_ms: history.end_ms(),
+        history,
+        paths,
+        faults,
+        fault_kinds_on: spec.mix.kinds_on(),
+        records_produced: produced,
+    }
+}
+
+/// Shared between the world's tasks.
+struct World {
+    spec: RunSpec,
+    recorder: Shared,
+    fs: SimFs,
+    clock: SimClock,
+    requests: async_channel::Sender<Request>,
+    current: Arc<Mutex<Option<SimStore>>>,
+    next_id: AtomicU64,
+    producers_running: AtomicU64,
+    acked: Arc<Notify>,
+    /// Partitions whose segments took damage at rest.
+    damaged: Mutex<std::collections::BTreeSet<TopicPartition>>,
+}
+
+async fn world(spec: RunSpec, sink: Sink) {
+    let fs =
+        SimFs::new(sub_seed(spec.seed, 3), spec.mix.fs.clone()).expect("fault options are valid");
+    let recorder = Shared::new(fs.clone());
+    let clock = SimClock::default();
+    let (tx, rx) = async_channel::unbounded();
+    let current = Arc::new(Mutex::new(None));
+    let ctx = NodeContext {
+        fs: ObservingFs {
+            inner: fs.clone(),
+            recorder: recorder.clone(),
+        },
+        clock: clock.clone(),
+        recorder: recorder.clone(),
+        requests: rx,
+        workload: Arc::new(spec.workload.clone()),
+        current: Arc::clone(&current),
+    };
+    let handle = madsim::runtime::Handle::current();
+    let node = handle
+        .create_node()
+        .name("engine")
+        .init(move || node::run(ctx.clone()))
+        .build();
+    attach(node.id(), &fs);
+    let world = Arc::new(World {
+        spec,
+        recorder: recorder.clone(),
+        fs,
+        clock,
+        requests: tx,
+        current,
+        next_id: AtomicU64::new(0),
+        producers_running: AtomicU64::new(0),
+        acked: Arc::new(Notify::default()),
+        damaged: Mutex::new(std::collections::BTreeSet::new()),
+    });
+
+    let mut tasks = Vec::new();
+    for (index, plan) in world.spec.workload.producers.iter().enumerate() {
+        world.producers_running.fetch_add(1, Ordering::SeqCst);
+        tasks.push(madsim::task::spawn(producer(
+            Arc::clone(&world),
+            index,
+            plan.clone(),
+        )));
+    }
+    for (index, plan) in world.spec.workload.consumers.iter().enumerate() {
+        tasks.push(madsim::task::spawn(consumer(
+            Arc::clone(&world),
+            index,
+            plan.clone(),
+        )));
+    }
+    tasks.push(madsim::task::spawn(sampler(Arc::clone(&world))));
+    supervise(&world, node.id()).await;
+    for task in tasks {
+        task.abort();
+    }
+    sample(&world);
+    let mut rec = world.recorder.lock();
+    let produced = world.next_id.load(Ordering::SeqCst);
+    let history = std::mem::take(&mut rec.history);
+    let paths = rec.paths.clone();
+    let faults = rec.faults.clone();
+    *sink.lock().unwrap_or_else(|e| e.into_inner()) = Some((history, paths, faults, produced));
+}
+
+fn now_ms(world: &World) -> u64 {
+    world.recorder.lock().now_ms()
+}
+
+/// Crashes, flips and clock steps until the heal; then waits for the drain.
+async fn supervise(world: &Arc<World>, node: madsim::task::NodeId) {
+    let profile = &world.spec.profile;
+    let mix = &world.spec.mix;
+    let mut dice = Dice::new(sub_seed(world.spec.seed, 4));
+    let mut crashes = 0u32;
+    let mut flips = 0u32;
+    let mut steps = 0u32;
+    let mut next_flip_ms = next_exp(&mut dice, mix.bit_flips_per_s);
+    loop {
+        let now = now_ms(world);
+        if now >= profile.heal_ms {
+            break;
+        }
+        let gap = mix
+            .crash_mean_gap_ms
+            .filter(|_| crashes < mix.crashes_max)
+            .map_or(profile.heal_ms - now, |mean| exp_ms(&mut dice, mean).max(1));
+        let wake = (now + gap)
+            .min(profile.heal_ms)
+            .min(next_flip_ms.unwrap_or(u64::MAX));
+        madsim::time::sleep(Duration::from_millis(wake.saturating_sub(now).max(1))).await;
+        let now = now_ms(world);
+        if now >= profile.heal_ms {
+            break;
+        }
+        if next_flip_ms.is_some_and(|at| now >= at) {
+            if flips < mix.bit_flips_max && flip(world, &mut dice).await {
+                flips += 1;
+            }
+            next_flip_ms = next_exp(&mut dice, mix.bit_flips_per_s).map(|d| now + d);
+            continue;
+        }
+        if mix.crash_mean_gap_ms.is_none() || crashes >= mix.crashes_max {
+            continue;
+        }
+        let aimed = dice.chance(mix.crash_after_commit_fraction);
+        if aimed {
+            // The window between a commit and the next HWM persist: crash right after
+            // the next acknowledgement.
+            let listener = world.acked.listen();
+            let _ = madsim::time::timeout(Duration::from_millis(500), listener).await;
+            world.recorder.lock().paths.crashes_after_commit += 1;
+        }
+        crash(world, node, &mut dice, &mut flips, &mut steps).await;
+        crashes += 1;
+    }
+    {
+        let mut rec = world.recorder.lock();
+        rec.drain_fs();
+        world.fs.heal();
+        rec.healed = true;
+        let now = rec.now_ms();
+        rec.history.heal(now);
+    }
+    // Drain: until every acknowledged record is delivered, or the bound passes.
+    let end = profile.end_ms();
+    loop {
+        madsim::time::sleep(Duration::from_millis(50)).await;
+        let done = {
+            let rec = world.recorder.lock();
+            world.producers_running.load(Ordering::SeqCst) == 0
+                && rec.acked.is_subset(&rec.delivered)
+        };
+        let now = now_ms(world);
+        if (done && now >= profile.heal_ms) || now >= end {
+            return;
+        }
+    }
+}
+
+fn exp_ms(dice: &mut Dice, mean_ms: u64) -> u64 {
+    let u = dice.unit().max(1e-9);
+    (-(u.ln()) * mean_ms as f64) as u64
+}
+
+fn next_exp(dice: &mut Dice, per_s: f64) -> Option<u64> {
+    (per_s > 0.0).then(|| exp_ms(dice, (1000.0 / per_s) as u64))
+}
+
+/// Kills the engine's node (crashing its disk), records the durable state, maybe
+/// damages data at rest and steps the wall clock back, and restarts it.
+async fn crash(
+    world: &Arc<World>,
+    node: madsim::task::NodeId,
+    dice: &mut Dice,
+    flips: &mut u32,
+    steps: &mut u32,
+) {
+    let memory: BTreeMap<TopicPartition, u64> = world
+        .current
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .map(|store| {
+            store
+                .partition_statuses()
+                .into_iter()
+                .map(|((t, p), status, _)| (TopicPartition::new(t, p), status.hwm))
+                .collect()
+        })
+        .unwrap_or_default();
+    {
+        let mut rec = world.recorder.lock();
+        rec.fault(FaultKind::Crash, None, None);
+        add_incarnation_paths(&mut rec, world);
+    }
+    let handle = madsim::runtime::Handle::current();
+    handle.kill(node);
+    let partitions = durable_partitions(world, &memory).await;
+    {
+        let mut rec = world.recorder.lock();
+        rec.drain_fs();
+        rec.paths.crashes += 1;
+        rec.poisoned_seen.clear();
+        let now = rec.now_ms();
+        rec.history.crash(now, partitions);
+    }
+    let mix = &world.spec.mix;
+    if *flips < mix.bit_flips_max && dice.chance(0.5) && flip(world, dice).await {
+        *flips += 1;
+    }
+    if *steps < mix.clock_steps_max && dice.chance(mix.clock_step_probability) {
+        let back = dice.range(1..=mix.clock_step_back_ms_max.max(1));
+        world.clock.step_wall(-(back as i64));
+        *steps += 1;
+        let mut rec = world.recorder.lock();
+        rec.paths.clock_steps += 1;
+        rec.fault(FaultKind::ClockStep { back_ms: back }, None, None);
+    }
+    handle.restart(node);
+    let mut rec = world.recorder.lock();
+    let now = rec.now_ms();
+    rec.history.restart(now);
+}
+
+/// Adds the dying incarnation's engine counters to the run's paths.
+fn add_incarnation_paths(rec: &mut recorder::Recorder, world: &World) {
+    let Some(store) = world
+        .current
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+    else {
+        return;
+    };
+    let m = store.metrics();
+    rec.paths.leases_expired += m.leases_expired.load(Ordering::Relaxed);
+    rec.paths.delay_gates_held += m.delay_gate_holds.load(Ordering::Relaxed);
+    for (_, _, metrics) in store.partition_statuses() {
+        rec.paths.records_skipped += metrics.records_skipped;
+        rec.paths.segments_reaped += metrics.retention_segments_deleted;
+    }
+}
+
+/// Every partition directory on the disk, as `(tp, dir)`.
+fn partition_dirs(world: &World) -> Vec<(TopicPartition, PathBuf)> {
+    let mut out = Vec::new();
+    for plan in &world.spec.workload.topics {
+        for p in 0..plan.config.partitions {
+            out.push((
+                TopicPartition::new(plan.name.clone(), p),
+                layout::partition_dir(Path::new(DATA_ROOT), &plan.name, p),
+            ));
+        }
+    }
+    out
+}
+
+/// The durable state of each partition right after the crash, from the disk image.
+async fn durable_partitions(
+    world: &World,
+    memory: &BTreeMap<TopicPartition, u64>,
+) -> Vec<CrashPartition> {
+    let mut out = Vec::new();
+    for (tp, dir) in partition_dirs(world) {
+        let Some(scan) = scan_now(&world.fs, &dir).await else {
+            continue;
+        };
+        let persisted_hwm = scan.persisted_hwm.unwrap_or(0);
+        // Damage at rest ends the scan early, hiding the true durable tail. The tail is
+        // then at least what was durable for certain: the persisted HWM and the HWM the
+        // engine had in memory (it only covers fsynced, verified frames).
+        let damaged = world
+            .damaged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&tp);
+        let durable_tail = if damaged || scan.corruption.is_some() {
+            scan.tail_offset
+                .max(persisted_hwm)
+                .max(memory.get(&tp).copied().unwrap_or(0))
+        } else {
+            scan.tail_offset
+        };
+        out.push(CrashPartition {
+            persisted_hwm,
+            durable_tail,
+            memory_hwm: memory.get(&tp).copied(),
+            tp,
+        });
+    }
+    out
+}
+
+/// Scans a partition directory on the simulated disk, from outside the node.
+async fn scan_now(fs: &SimFs, dir: &Path) -> Option<cafelog_engine::recovery::PartitionScan> {
+    use cafelog_engine::fs::Fs as _;
+    if !fs.exists(dir).await.ok()? {
+        return None;
+    }
+    scan_partition(fs, dir, ScanDepth::Frames).await.ok()
+}
+
+/// Flips one bit of durable data at rest (segments, hwm, consumer.offset, WAL).
+async fn flip(world: &World, dice: &mut Dice) -> bool {
+    let kinds = [
+        FileKind::Segment,
+        FileKind::Segment,
+        FileKind::Hwm,
+        FileKind::ConsumerOffset,
+        FileKind::Wal,
+    ];
+    let want = kinds[dice.below(kinds.len() as u64) as usize];
+    let Some(flip) = world.fs.flip_random_bit(|p| recorder::file_kind(p) == want) else {
+        return false;
+    };
+    let tp = recorder::partition_of(&flip.path);
+    if let (Some(tp), FileKind::Segment) = (&tp, want) {
+        world
+            .damaged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tp.clone());
+    }
+    let (offsets, below_hwm) = match (&tp, want) {
+        (Some(_), FileKind::Segment) => locate(world, &flip.path, flip.position).await,
+        _ => (None, None),
+    };
+    let mut rec = world.recorder.lock();
+    rec.paths.bit_flips += 1;
+    rec.fault(
+        FaultKind::BitFlip {
+            file: want,
+            offsets,
+            below_hwm,
+        },
+        tp.as_ref(),
+        Some(&flip.path.display().to_string()),
+    );
+    true
+}
+
+/// The records of the frame that holds byte `position` of a segment, and whether that
+/// frame starts below the persisted HWM.
+async fn locate(world: &World, path: &Path, position: u64) -> (Option<OffsetRange>, Option<bool>) {
+    let Some(dir) = path.parent() else {
+        return (None, None);
+    };
+    let Some(scan) = scan_now(&world.fs, dir).await else {
+        return (None, None);
+    };
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let persisted = scan.persisted_hwm.unwrap_or(0);
+    for segment in &scan.segments {
+        if segment.file_name != name {
+            continue;
+        }
+        for frame in &segment.frames {
+            if position >= frame.position && position < frame.end_position() {
+                return (
+                    Some(OffsetRange {
+                        start: frame.base_offset,
+                        end: frame.end_offset(),
+                    }),
+                    Some(frame.base_offset < persisted),
+                );
+            }
+        }
+    }
+    // Past the valid extent: garbage or a torn tail nobody acknowledged.
+    (None, Some(false))
+}
+
+/// Samples the engine: HWMs, log starts, counters, poison.
+fn sample(world: &World) {
+    let Some(store) = world
+        .current
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+    else {
+        return;
+    };
+    let mut rec = world.recorder.lock();
+    let now = rec.now_ms();
+    for ((topic, partition), status, metrics) in store.partition_statuses() {
+        let tp = TopicPartition::new(topic, partition);
+        rec.history
+            .hwm_observed(now, &tp, status.hwm, Some(status.persisted_hwm), None);
+        rec.history.log_start_observed(now, &tp, status.log_start);
+        rec.history.engine_counters(
+            now,
+            &tp,
+            metrics.recorded_loss_records,
+            metrics.records_skipped,
+        );
+        if status.poisoned.is_some() && rec.poisoned_seen.insert(tp.clone()) {
+            rec.paths.partitions_poisoned += 1;
+            rec.history.partition_poisoned(now, &tp);
+        }
+    }
+}
+
+async fn sampler(world: Arc<World>) {
+    loop {
+        madsim::time::sleep(Duration::from_millis(100)).await;
+        sample(&world);
+    }
+}
+
+/// How long a client waits for a reply before giving the request up as unknown.
+const REPLY_TIMEOUT: Duration = Duration::from_millis(3_000);
+
+async fn call<T>(
+    world: &World,
+    make: impl FnOnce(async_channel::Sender<Result<T, String>>) -> Request,
+) -> Result<T, String> {
+    let (tx, rx) = async_channel::bounded(1);
+    if world.requests.send(make(tx)).await.is_err() {
+        return Err("request channel closed".into());
+    }
+    match madsim::time::timeout(REPLY_TIMEOUT, rx.recv()).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err("node crashed before replying".into()),
+        Err(_) => Err("no reply in time".into()),
+    }
+}
+
+async fn producer(world: Arc<World>, index: usize, plan: workload::ProducerPlan) {
+    let profile = &world.spec.profile;
+    let mut dice = Dice::new(sub_seed(world.spec.seed, 100 + index as u64));
+    let topic = world.spec.workload.topics[plan.topic].name.clone();
+    let mut burst = 0u32;
+    loop {
+        if burst == 0 {
+            madsim::time::sleep(Duration::from_millis(
+                dice.range(plan.gap_ms.0..=plan.gap_ms.1).max(1),
+            ))
+            .await;
+            if dice.chance(plan.burst_probability) {
+                burst = dice.range(1..=u64::from(plan.burst_len_max)) as u32;
+            }
+        } else {
+            burst -= 1;
+        }
+        if now_ms(&world) >= profile.produce_ms {
+            break;
+        }
+        let id = world.next_id.fetch_add(1, Ordering::SeqCst);
+        if id >= profile.records_max {
+            break;
+        }
+        let key = format!("key-{}", dice.below(u64::from(plan.keys))).into_bytes();
+        let len = dice.range(plan.payload_bytes.0 as u64..=plan.payload_bytes.1 as u64) as usize;
+        let body = Workload::body(&mut dice, plan.compressible, id, len);
+        let payload = encode_payload(id, &body);
+        {
+            let mut rec = world.recorder.lock();
+            let now = rec.now_ms();
+            rec.history
+                .produce_attempt(now, id, &topic, None, &key, &payload);
+        }
+        let result = call(&world, |reply| Request::Produce {
+            topic: topic.clone(),
+            key,
+            payload,
+            reply,
+        })
+        .await;
+        let mut rec = world.recorder.lock();
+        let now = rec.now_ms();
+        match result {
+            Ok(produced) => {
+                let tp = TopicPartition::new(topic.clone(), produced.partition);
+                rec.history
+                    .produce_ack(now, id, &tp, Some(produced.offset), None);
+                rec.acked.insert(id);
+                drop(rec);
+                world.acked.notify_all();
+            }
+            Err(e) => {
+                rec.history.produce_failed(now, id, &e);
+            }
+        }
+    }
+    world.producers_running.fetch_sub(1, Ordering::SeqCst);
+}
+
+async fn consumer(world: Arc<World>, index: usize, plan: workload::ConsumerPlan) {
+    let mut dice = Dice::new(sub_seed(world.spec.seed, 10_000 + index as u64));
+    let topic = world.spec.workload.topics[plan.topic].name.clone();
+    let tp = TopicPartition::new(topic.clone(), plan.partition);
+    loop {
+        let result = call(&world, |reply| Request::Receive {
+            topic: topic.clone(),
+            partition: plan.partition,
+            max: plan.batch_max,
+            reply,
+        })
+        .await;
+        let deliveries = match result {
+            Ok(d) => d,
+            Err(_) => {
+                madsim::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        for d in deliveries {
+            {
+                let mut rec = world.recorder.lock();
+                let now = rec.now_ms();
+                rec.history.delivery(
+                    now,
+                    &tp,
+                    d.offset,
+                    &d.key,
+                    &d.payload,
+                    d.committed_at_ms,
+                    d.attempt,
+                );
+                if let Ok(id) = parse_payload_id(&d.payload) {
+                    rec.delivered.insert(id);
+                }
+            }
+            let ack = if dice.chance(plan.drop_probability) {
+                continue;
+            } else {
+                !dice.chance(plan.nack_probability)
+            };
+            let offset = d.offset;
+            let settled = call(&world, |reply| Request::Settle {
+                topic: topic.clone(),
+                partition: plan.partition,
+                offset,
+                ack,
+                reply,
+            })
+            .await;
+            if settled.is_ok() {
+                let mut rec = world.recorder.lock();
+                let now = rec.now_ms();
+                if ack {
+                    rec.history.ack(now, &tp, offset);
+                } else {
+                    rec.history.nack(now, &tp, offset);
+                }
+            }
+        }
+        if plan.think_ms.1 > 0 {
+            madsim::time::sleep(Duration::from_millis(
+                dice.range(plan.think_ms.0..=plan.think_ms.1).max(1),
+            ))
+            .await;
+        }
+    }
+}

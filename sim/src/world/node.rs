@@ -1,0 +1,202 @@
+//! The engine's node: a store on the simulated disk, serving requests from clients
+//! outside the node. Killing the node drops every task here, with the store in it;
+//! requests in flight lose their reply channel, so a client sees "unknown outcome".
+
+use super::observe::ObservingFs;
+use super::recorder::Shared;
+use super::workload::Workload;
+use crate::clock::SimClock;
+use crate::history::TopicPartition;
+use cafelog_engine::log::Spawn;
+use cafelog_engine::store::{Delivery, Produced, Store, StoreConfig};
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub type SimStore = Store<ObservingFs, SimClock>;
+
+/// Where the node keeps its data on the simulated disk.
+pub const DATA_ROOT: &str = "/data";
+
+/// A request from a client.
+pub enum Request {
+    Produce {
+        topic: String,
+        key: Vec<u8>,
+        payload: Vec<u8>,
+        reply: async_channel::Sender<Result<Produced, String>>,
+    },
+    Receive {
+        topic: String,
+        partition: u32,
+        max: usize,
+        reply: async_channel::Sender<Result<Vec<Delivery>, String>>,
+    },
+    Settle {
+        topic: String,
+        partition: u32,
+        offset: u64,
+        ack: bool,
+        reply: async_channel::Sender<Result<(), String>>,
+    },
+}
+
+/// What the node needs; cloned into every incarnation.
+#[derive(Clone)]
+pub struct NodeContext {
+    pub fs: ObservingFs,
+    pub clock: SimClock,
+    pub recorder: Shared,
+    pub requests: async_channel::Receiver<Request>,
+    pub workload: Arc<Workload>,
+    /// The running store, for the world's observations (set after open).
+    pub current: Arc<Mutex<Option<SimStore>>>,
+}
+
+struct NodeSpawner;
+
+impl Spawn for NodeSpawner {
+    fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send + 'static>>) {
+        // Spawned on the current node: killed with it.
+        drop(madsim::task::spawn(future));
+    }
+}
+
+/// How long a receive parks on the server before answering empty.
+const RECEIVE_PARK: Duration = Duration::from_millis(200);
+
+/// The node's main task.
+pub async fn run(ctx: NodeContext) {
+    let store = open(&ctx).await;
+    *ctx.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(store.clone());
+    store.spawn_background(&NodeSpawner);
+    while let Ok(request) = ctx.requests.recv().await {
+        let store = store.clone();
+        drop(madsim::task::spawn(serve(store, request)));
+    }
+}
+
+/// Opens the store (retrying while injected faults make recovery fail) and creates
+/// the workload's topics on first boot.
+async fn open(ctx: &NodeContext) -> SimStore {
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        match try_open(ctx).await {
+            Ok(store) => return store,
+            Err(e) => {
+                tracing::warn!(attempt, error = %e, "store open failed; retrying");
+                madsim::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
+    let (store, report) = Store::open(
+        ctx.fs.clone(),
+        ctx.clock.clone(),
+        PathBuf::from(DATA_ROOT),
+        StoreConfig::default(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let existing: Vec<String> = store.topics().into_iter().map(|(n, _)| n).collect();
+    for plan in &ctx.workload.topics {
+        if !existing.contains(&plan.name) {
+            store
+                .create_topic(&plan.name, plan.config.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    let mut frontiers = Vec::new();
+    for part in store.partitions() {
+        let frontier = store
+            .frontier(&part.id.0, part.id.1)
+            .await
+            .map_err(|e| e.to_string())?;
+        frontiers.push((part.id.clone(), frontier, part.log.metrics().snapshot()));
+    }
+    let mut rec = ctx.recorder.lock();
+    let now = rec.now_ms();
+    for ((topic, partition), reason) in &report.refused {
+        rec.history
+            .partition_refused(now, &TopicPartition::new(topic.clone(), *partition), reason);
+        rec.paths.refusals += 1;
+    }
+    for open in report.partitions.values() {
+        match open.truncation.map(|t| t.0) {
+            Some(cafelog_engine::recovery::TruncationRule::TornTail) => {
+                rec.paths.torn_tails_truncated += 1
+            }
+            Some(cafelog_engine::recovery::TruncationRule::HoleAboveHwm) => {
+                rec.paths.holes_truncated += 1
+            }
+            None => {}
+        }
+        if open.recorded_loss_records > 0 {
+            rec.paths.recorded_clamps += 1;
+        }
+        rec.paths.hidden_records += open.hidden_records;
+    }
+    rec.paths.wal_replayed += report.replayed;
+    for ((topic, partition), frontier, metrics) in frontiers {
+        let tp = TopicPartition::new(topic, partition);
+        rec.history.frontier_observed(now, &tp, frontier);
+        rec.history.engine_counters(
+            now,
+            &tp,
+            metrics.recorded_loss_records,
+            metrics.records_skipped,
+        );
+    }
+    drop(rec);
+    Ok(store)
+}
+
+async fn serve(store: SimStore, request: Request) {
+    match request {
+        Request::Produce {
+            topic,
+            key,
+            payload,
+            reply,
+        } => {
+            let result = store
+                .produce(&topic, None, &key, &payload)
+                .await
+                .map_err(|e| e.to_string());
+            drop(reply.send(result).await);
+        }
+        Request::Receive {
+            topic,
+            partition,
+            max,
+            reply,
+        } => {
+            let result = store
+                .with_timeout(RECEIVE_PARK, store.receive_wait(&topic, partition, max))
+                .await
+                .unwrap_or(Ok(Vec::new()))
+                .map_err(|e| e.to_string());
+            drop(reply.send(result).await);
+        }
+        Request::Settle {
+            topic,
+            partition,
+            offset,
+            ack,
+            reply,
+        } => {
+            let result = if ack {
+                store.ack(&topic, partition, offset).await
+            } else {
+                store.nack(&topic, partition, offset).await
+            };
+            drop(reply.send(result.map_err(|e| e.to_string())).await);
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! [`ObservingFs`]: the engine's view of the simulated disk. It passes every call to
+//! [`SimFs`] and, before the call returns to the engine, moves the faults the disk
+//! injected into the run's history (so everything a fault can affect comes after it),
+//! and records every candidate `consumer.offset` value the engine writes.
+
+use super::recorder::Shared;
+use crate::fs::{SimFile, SimFs};
+use cafelog_engine::format::{layout, word};
+use cafelog_engine::fs::{File, Fs, OpenMode};
+use std::io;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone)]
+pub struct ObservingFs {
+    pub inner: SimFs,
+    pub recorder: Shared,
+}
+
+pub struct ObservingFile {
+    inner: SimFile,
+    recorder: Shared,
+    path: PathBuf,
+}
+
+impl ObservingFs {
+    fn after<T>(&self, result: io::Result<T>) -> io::Result<T> {
+        self.recorder.lock().drain_fs();
+        result
+    }
+}
+
+impl ObservingFile {
+    fn after<T>(&self, result: io::Result<T>) -> io::Result<T> {
+        self.recorder.lock().drain_fs();
+        result
+    }
+}
+
+impl File for ObservingFile {
+    async fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
+        let r = self.inner.read_at(buf, position).await;
+        self.after(r)
+    }
+
+    async fn write_at(&self, data: &[u8], position: u64) -> io::Result<()> {
+        let r = self.inner.write_at(data, position).await;
+        if r.is_ok()
+            && position == 0
+            && self.path.file_name().and_then(|n| n.to_str())
+                == Some(layout::CONSUMER_OFFSET_TMP_FILE)
+            && let Some(value) = word::decode(data)
+        {
+            self.recorder.lock().frontier_written(&self.path, value);
+        }
+        self.after(r)
+    }
+
+    async fn len(&self) -> io::Result<u64> {
+        let r = self.inner.len().await;
+        self.after(r)
+    }
+
+    async fn set_len(&self, len: u64) -> io::Result<()> {
+        let r = self.inner.set_len(len).await;
+        self.after(r)
+    }
+
+    async fn sync_data(&self) -> io::Result<()> {
+        let r = self.inner.sync_data().await;
+        self.after(r)
+    }
+}
+
+impl Fs for ObservingFs {
+    type File = ObservingFile;
+
+    async fn open(&self, path: &Path, mode: OpenMode) -> io::Result<ObservingFile> {
+        let r = self.inner.open(path, mode).await;
+        self.after(r).map(|inner| ObservingFile {
+            inner,
+            recorder: self.recorder.clone(),
+            path: path.to_path_buf(),
+        })
+    }
+
+    async fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        let r = self.inner.create_dir_all(path).await;
+        self.after(r)
+    }
+
+    async fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        let r = self.inner.list_dir(path).await;
+        self.after(r)
+    }
+
+    async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let r = self.inner.rename(from, to).await;
+        self.after(r)
+    }
+
+    async fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let r = self.inner.remove_file(path).await;
+        self.after(r)
+    }
+
+    async fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        let r = self.inner.sync_dir(path).await;
+        self.after(r)
+    }
+
+    async fn exists(&self, path: &Path) -> io::Result<bool> {
+        let r = self.inner.exists(path).await;
+        self.after(r)
+    }
+}

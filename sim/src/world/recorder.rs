@@ -1,0 +1,178 @@
+//! The run's recorder: the history the checkers judge, plus the paths the run reached.
+//! Shared by the world's tasks and the engine node (it lives outside the node, so it
+//! survives crashes).
+
+use crate::fs::{FsEventKind, SimFs};
+use crate::history::{FaultKind, FileKind, History, TopicPartition};
+use cafelog_engine::format::layout;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// How often each interesting path was reached in a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Paths {
+    pub crashes: u64,
+    pub crashes_after_commit: u64,
+    pub torn_tails_truncated: u64,
+    pub holes_truncated: u64,
+    pub refusals: u64,
+    pub recorded_clamps: u64,
+    pub hidden_records: u64,
+    pub duplicates_exposed: u64,
+    pub records_skipped: u64,
+    pub partitions_poisoned: u64,
+    pub segments_reaped: u64,
+    pub leases_expired: u64,
+    pub delay_gates_held: u64,
+    pub wal_replayed: u64,
+    pub clock_steps: u64,
+    pub bit_flips: u64,
+}
+
+impl Paths {
+    /// `(name, count)` for every path, in a stable order.
+    pub fn entries(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("crashes", self.crashes),
+            ("crashes_after_commit", self.crashes_after_commit),
+            ("torn_tails_truncated_r1", self.torn_tails_truncated),
+            ("holes_truncated_r2", self.holes_truncated),
+            ("refusals_r3", self.refusals),
+            ("recorded_clamps_r4", self.recorded_clamps),
+            ("hidden_tail_records", self.hidden_records),
+            (
+                "hidden_tails_exposed_as_duplicates",
+                self.duplicates_exposed,
+            ),
+            ("records_skipped", self.records_skipped),
+            ("partitions_poisoned", self.partitions_poisoned),
+            ("segments_reaped", self.segments_reaped),
+            ("leases_expired", self.leases_expired),
+            ("delay_gates_held", self.delay_gates_held),
+            ("wal_entries_replayed", self.wal_replayed),
+            ("clock_steps", self.clock_steps),
+            ("bit_flips", self.bit_flips),
+        ]
+    }
+}
+
+pub struct Recorder {
+    pub history: History,
+    start: madsim::time::Instant,
+    fs: SimFs,
+    pub paths: Paths,
+    pub acked: BTreeSet<u64>,
+    pub delivered: BTreeSet<u64>,
+    /// Fault counts by kind name, for reports.
+    pub faults: BTreeMap<String, u64>,
+    pub poisoned_seen: BTreeSet<TopicPartition>,
+    pub healed: bool,
+}
+
+/// A handle to the recorder.
+#[derive(Clone)]
+pub struct Shared(Arc<Mutex<Recorder>>);
+
+impl Shared {
+    pub fn new(fs: SimFs) -> Self {
+        Shared(Arc::new(Mutex::new(Recorder {
+            history: History::new(),
+            start: madsim::time::Instant::now(),
+            fs,
+            paths: Paths::default(),
+            acked: BTreeSet::new(),
+            delivered: BTreeSet::new(),
+            faults: BTreeMap::new(),
+            poisoned_seen: BTreeSet::new(),
+            healed: false,
+        })))
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Recorder> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What kind of file a path names.
+pub fn file_kind(path: &Path) -> FileKind {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name.ends_with(layout::SEGMENT_SUFFIX) {
+        FileKind::Segment
+    } else if name == layout::HWM_FILE {
+        FileKind::Hwm
+    } else if name.starts_with(layout::CONSUMER_OFFSET_FILE) {
+        FileKind::ConsumerOffset
+    } else if path.components().any(|c| c.as_os_str() == "wal") {
+        FileKind::Wal
+    } else {
+        FileKind::Other
+    }
+}
+
+/// The partition a path inside `/data/topics/<topic>/p%05d/` belongs to.
+pub fn partition_of(path: &Path) -> Option<TopicPartition> {
+    let mut parts = path
+        .components()
+        .map(|c| c.as_os_str().to_str().unwrap_or(""));
+    while let Some(part) = parts.next() {
+        if part == layout::TOPICS_DIR {
+            let topic = parts.next()?;
+            let partition = layout::parse_partition_dir_name(parts.next()?)?;
+            return Some(TopicPartition::new(topic, partition));
+        }
+    }
+    None
+}
+
+impl Recorder {
+    /// Simulated ms since the run started.
+    pub fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    pub fn fault(&mut self, kind: FaultKind, tp: Option<&TopicPartition>, path: Option<&str>) {
+        let name = serde_json::to_value(&kind)
+            .ok()
+            .and_then(|v| v.get("fault").and_then(|f| f.as_str()).map(str::to_owned))
+            .unwrap_or_else(|| "unknown".into());
+        *self.faults.entry(name).or_insert(0) += 1;
+        let now = self.now_ms();
+        self.history.fault(now, kind, tp, path);
+    }
+
+    /// Moves the disk's injected faults into the history.
+    pub fn drain_fs(&mut self) {
+        for event in self.fs.take_events() {
+            let file = file_kind(&event.path);
+            let kind = match event.kind {
+                FsEventKind::FsyncEio => FaultKind::FsyncEio { file },
+                FsEventKind::LostFsync => FaultKind::LostFsync { file },
+                FsEventKind::Enospc => FaultKind::Enospc { file },
+                FsEventKind::MisdirectedWrite => FaultKind::Misdirected {
+                    file,
+                    offsets: None,
+                    below_hwm: None,
+                },
+                FsEventKind::CrashWriteTorn => FaultKind::TornWrite { file },
+                FsEventKind::CrashWriteLost => FaultKind::LostWrite { file },
+                FsEventKind::CrashDirOpLost => FaultKind::LostWrite {
+                    file: FileKind::Directory,
+                },
+                // Crashes, heals and bit flips are recorded by the world itself, with
+                // more context; kept outcomes and stale handles are not faults.
+                _ => continue,
+            };
+            let tp = partition_of(&event.path);
+            let path = event.path.display().to_string();
+            self.fault(kind, tp.as_ref(), Some(&path));
+        }
+    }
+
+    pub fn frontier_written(&mut self, tmp_path: &Path, value: u64) {
+        if let Some(tp) = partition_of(tmp_path) {
+            let now = self.now_ms();
+            self.history.frontier_written(now, &tp, value);
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! The workload of a run, drawn from its seed: topics and their configuration,
+//! producers and consumers.
+
+use crate::fs::dice::Dice;
+use crate::profile::Profile;
+use cafelog_engine::format::Codec;
+use cafelog_engine::log::{FsyncPolicy, LogConfig};
+use cafelog_engine::store::TopicConfig;
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopicPlan {
+    pub name: String,
+    pub config: TopicConfig,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProducerPlan {
+    pub topic: usize,
+    /// Pause between produce calls.
+    pub gap_ms: (u64, u64),
+    /// Probability that a call starts a burst of back-to-back produces.
+    pub burst_probability: f64,
+    pub burst_len_max: u32,
+    pub payload_bytes: (usize, usize),
+    /// Payload bodies repeat a JSON-like pattern (compressible) or are random.
+    pub compressible: bool,
+    pub keys: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConsumerPlan {
+    pub topic: usize,
+    pub partition: u32,
+    pub batch_max: usize,
+    pub nack_probability: f64,
+    /// Probability of neither acking nor nacking, so the lease expires.
+    pub drop_probability: f64,
+    /// Pause between receive calls.
+    pub think_ms: (u64, u64),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    pub topics: Vec<TopicPlan>,
+    pub producers: Vec<ProducerPlan>,
+    pub consumers: Vec<ConsumerPlan>,
+}
+
+impl Workload {
+    pub fn draw(dice: &mut Dice, profile: &Profile) -> Workload {
+        let topic_count =
+            dice.range(u64::from(*profile.topics.start())..=u64::from(*profile.topics.end()));
+        let mut topics = Vec::new();
+        for index in 0..topic_count {
+            let partitions = dice.range(
+                u64::from(*profile.partitions.start())..=u64::from(*profile.partitions.end()),
+            ) as u32;
+            let log = LogConfig {
+                codec: if dice.chance(0.8) {
+                    Codec::Zstd
+                } else {
+                    Codec::None
+                },
+                segment_bytes: dice.range(profile.segment_bytes.clone()),
+                flush_records: dice.range(1..=200) as usize,
+                flush_bytes: dice.range(1_024..=65_536) as usize,
+                flush_interval: Duration::from_millis(dice.range(2..=100)),
+                fsync: if dice.chance(0.5) {
+                    FsyncPolicy::Batched
+                } else {
+                    FsyncPolicy::PerWrite
+                },
+                sync_interval: Duration::from_millis(dice.range(20..=1_000)),
+                sync_bytes: dice.range(4_096..=1 << 20),
+                hwm_persist_interval: Duration::from_millis(dice.range(10..=300)),
+                retention_ms: dice.chance(0.5).then(|| dice.range(500..=5_000)),
+                reaper_interval: Duration::from_millis(dice.range(200..=2_000)),
+                ..LogConfig::default()
+            };
+            let config = TopicConfig {
+                partitions,
+                delay_ms: if dice.chance(0.3) {
+                    dice.range(10..=500)
+                } else {
+                    0
+                },
+                lease_ms: dice.range(100..=2_000),
+                log,
+            };
+            topics.push(TopicPlan {
+                name: format!("topic-{index}"),
+                config,
+            });
+        }
+        let producer_count =
+            dice.range(u64::from(*profile.producers.start())..=u64::from(*profile.producers.end()));
+        let producers = (0..producer_count)
+            .map(|_| {
+                let lo = dice.range(profile.produce_gap_ms.clone());
+                let hi = lo + dice.range(0..=*profile.produce_gap_ms.end());
+                let small = dice.range(
+                    *profile.payload_bytes.start() as u64..=*profile.payload_bytes.end() as u64,
+                ) as usize;
+                ProducerPlan {
+                    topic: dice.below(topics.len() as u64) as usize,
+                    gap_ms: (lo, hi),
+                    burst_probability: dice.unit() * 0.2,
+                    burst_len_max: dice.range(2..=50) as u32,
+                    payload_bytes: (
+                        *profile.payload_bytes.start(),
+                        small.max(*profile.payload_bytes.start()),
+                    ),
+                    compressible: dice.chance(0.7),
+                    keys: dice.range(1..=64) as u32,
+                }
+            })
+            .collect();
+        let mut consumers = Vec::new();
+        for (topic, plan) in topics.iter().enumerate() {
+            for partition in 0..plan.config.partitions {
+                let count = dice.range(
+                    u64::from(*profile.consumers_per_partition.start())
+                        ..=u64::from(*profile.consumers_per_partition.end()),
+                );
+                for _ in 0..count {
+                    consumers.push(ConsumerPlan {
+                        topic,
+                        partition,
+                        batch_max: dice.range(1..=50) as usize,
+                        nack_probability: if dice.chance(0.5) {
+                            dice.unit() * 0.1
+                        } else {
+                            0.0
+                        },
+                        drop_probability: if dice.chance(0.5) {
+                            dice.unit() * 0.05
+                        } else {
+                            0.0
+                        },
+                        think_ms: (0, dice.range(0..=50)),
+                    });
+                }
+            }
+        }
+        Workload {
+            topics,
+            producers,
+            consumers,
+        }
+    }
+
+    /// A payload body of `len` bytes for produce `id`.
+    pub fn body(dice: &mut Dice, compressible: bool, id: u64, len: usize) -> Vec<u8> {
+        if compressible {
+            let pattern = format!(
+                r#"{{"order":{id},"customer":"c-{}","sku":"SKU-{:05}","status":"created"}}"#,
+                id % 97,
+                id % 1000
+            );
+            pattern.bytes().cycle().take(len).collect()
+        } else {
+            (0..len).map(|_| dice.next_u64() as u8).collect()
+        }
+    }
+}

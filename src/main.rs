@@ -24,6 +24,9 @@ enum Command {
     /// Print the records a consumer would see (offsets below the recovered HWM).
     #[command(after_help = cli::EXIT_CODES_HELP)]
     Dump(cli::dump::Args),
+    /// Run one simulation seed exactly as a sweep did; print its trace and verdict.
+    #[command(after_help = cli::replay::EXIT_CODES_HELP)]
+    Replay(cli::replay::Args),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +36,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Verify(args) => cli::verify::run(&args),
         Command::Dump(args) => cli::dump::run(&args),
+        Command::Replay(args) => return cli::replay::run_command(&args),
     };
     cli::finish(outcome)
 }

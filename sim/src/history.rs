@@ -144,6 +144,12 @@ impl FaultKind {
             // A write the disk acknowledged that landed elsewhere: the durable image
             // lacks acknowledged data, exactly as after a lost fsync.
             FaultKind::LostFsync { .. } | FaultKind::Misdirected { .. } => true,
+            // The binding layouts of `hwm` and `consumer.offset` are 8 bare bytes with
+            // no checksum: a flip there cannot be detected, only attributed.
+            FaultKind::BitFlip {
+                file: FileKind::Hwm | FileKind::ConsumerOffset,
+                ..
+            } => true,
             FaultKind::TornWrite { file } => *file == FileKind::Hwm,
             _ => false,
         }

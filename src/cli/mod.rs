@@ -8,6 +8,7 @@
 
 pub mod dump;
 mod partition;
+pub mod replay;
 pub mod verify;
 
 use std::fmt;

@@ -76,6 +76,9 @@ struct Inner<F: Fs, C: Clock> {
     /// Retention never deletes a segment ending above this offset (the store keeps
     /// the copies its WAL replay needs); `u64::MAX` when unconstrained.
     retention_floor: std::sync::atomic::AtomicU64,
+    /// The wall time that cannot be earlier than now: the last recovered commit time,
+    /// with the monotonic time it was taken at (see [`Log::wall_ms`]).
+    wall_floor: (u64, Duration),
 }
 
 /// A buffered record: enveloped bytes and the commit time inside them.
@@ -309,6 +312,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 flush_wanted: Arc::new(Notify::default()),
                 metrics,
                 retention_floor: std::sync::atomic::AtomicU64::new(u64::MAX),
+                wall_floor: (scan.last_committed_at_ms.unwrap_or(0), now),
             }),
         };
         Ok((log, report))
@@ -347,6 +351,17 @@ impl<F: Fs, C: Clock> Log<F, C> {
         }
     }
 
+    /// Wall-clock ms as the log uses it: never earlier than the last recovered commit
+    /// time plus the monotonic time since open. A wall clock that stepped backwards
+    /// (across a restart, or while running) therefore neither freezes commit times at
+    /// the old maximum nor holds delay gates and retention until it catches up.
+    pub fn wall_ms(&self) -> u64 {
+        let (floor_ms, at) = self.inner.wall_floor;
+        let since = self.inner.clock.now().saturating_sub(at);
+        let floor = floor_ms.saturating_add(u64::try_from(since.as_millis()).unwrap_or(u64::MAX));
+        self.inner.clock.wall_ms().max(floor)
+    }
+
     /// Retention will not delete segments holding offsets at or above `offset`.
     pub fn set_retention_floor(&self, offset: u64) {
         self.inner.retention_floor.store(offset, Ordering::Relaxed);
@@ -380,7 +395,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
     ) -> Result<Range<u64>, LogError> {
         let max = self.inner.config.record_bytes_max();
-        let wall_ms = self.inner.clock.wall_ms();
+        let wall_ms = self.wall_ms();
         let now = self.inner.clock.now();
         let mut st = self.state();
         st.check_writable()?;

@@ -26,7 +26,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 ..ReapReport::default()
             });
         };
-        let now_ms = self.inner.clock.wall_ms();
+        let now_ms = self.wall_ms();
         let floor = self
             .inner
             .retention_floor

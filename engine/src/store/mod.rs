@@ -562,7 +562,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
         let mut guard = self.queue(&part).await?;
         let q = guard.as_mut().expect("queue loaded");
         let now = self.inner.clock.now();
-        let wall_ms = self.inner.clock.wall_ms();
+        let wall_ms = part.log.wall_ms();
         let deadline = now + Duration::from_millis(config.lease_ms);
         let log_start = part.log.log_start();
         q.drop_below(log_start);
@@ -721,8 +721,8 @@ impl<F: Fs, C: Clock> Store<F, C> {
     /// delay gate opened.
     pub async fn tick(&self) {
         let now = self.inner.clock.now();
-        let wall_ms = self.inner.clock.wall_ms();
         for part in self.partitions() {
+            let wall_ms = part.log.wall_ms();
             let wake = {
                 let mut guard = part.queue.lock().await;
                 let Some(q) = guard.as_mut() else { continue };

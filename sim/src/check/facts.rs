@@ -9,7 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::history::{
-    CrashPartition, EventKind, FaultKind, History, Incarnation, Offset, ProduceId, TopicPartition,
+    CrashPartition, EventKind, FaultKind, FileKind, History, Incarnation, Offset, ProduceId,
+    TopicPartition,
 };
 
 /// A crash, with the durable state of each partition.
@@ -55,9 +56,21 @@ pub struct Facts<'h> {
     pub acks: BTreeMap<ProduceId, usize>,
     /// Indices of damage at rest (bit flip, misdirected write) to a partition's segments.
     pub segment_damage: BTreeMap<TopicPartition, Vec<usize>>,
+    /// Indices of bit flips in a partition's `hwm` or `consumer.offset` (undetectable).
+    pub metadata_damage: BTreeMap<TopicPartition, Vec<usize>>,
 }
 
 impl<'h> Facts<'h> {
+    /// A flip in `tp`'s `hwm` or `consumer.offset` after `index`: it can move the
+    /// frontier past records acknowledged before it, which are then never delivered.
+    pub fn metadata_damage_after(&self, tp: &TopicPartition, index: usize) -> Option<usize> {
+        self.metadata_damage
+            .get(tp)?
+            .iter()
+            .copied()
+            .find(|d| *d > index)
+    }
+
     /// A crash between `from` and `to` whose hidden tail on `tp` holds `offset`, with
     /// damage at rest to `tp`'s segments injected before its restart: recovery may
     /// truncate that tail by rule R2 (a bad frame above the persisted HWM), and the WAL
@@ -105,6 +118,7 @@ impl<'h> Facts<'h> {
             attempts: BTreeMap::new(),
             acks: BTreeMap::new(),
             segment_damage: BTreeMap::new(),
+            metadata_damage: BTreeMap::new(),
         };
         // First HWM observation per (partition, incarnation): where a clamp starts.
         let mut first_hwm: BTreeMap<(TopicPartition, Incarnation), Offset> = BTreeMap::new();
@@ -149,6 +163,26 @@ impl<'h> Facts<'h> {
                     .entry(tp.clone())
                     .or_default()
                     .push(index),
+                EventKind::Fault {
+                    kind:
+                        FaultKind::BitFlip {
+                            file: FileKind::Hwm | FileKind::ConsumerOffset,
+                            ..
+                        },
+                    tp: Some(tp),
+                    ..
+                } => {
+                    facts
+                        .metadata_damage
+                        .entry(tp.clone())
+                        .or_default()
+                        .push(index);
+                    facts
+                        .out_of_contract
+                        .entry(Some(tp.clone()))
+                        .or_default()
+                        .push(index);
+                }
                 EventKind::Fault { kind, tp, .. } if kind.is_out_of_contract() => facts
                     .out_of_contract
                     .entry(tp.clone())

@@ -88,7 +88,9 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> LossReport {
             id: *id,
             offset: *offset,
             ack_index,
-            fault: facts.out_of_contract_window(tp, ack_index),
+            fault: facts
+                .out_of_contract_window(tp, ack_index)
+                .or_else(|| facts.metadata_damage_after(tp, ack_index)),
         });
     }
     for (tp, mut lost) in per_tp {

@@ -1,0 +1,161 @@
+//! `cafelog replay`: runs one seed exactly as a sweep did, optionally printing its
+//! trace, and ends with the verdict and `trace_hash=<hex>`.
+
+use cafelog_sim::history::{Event, EventKind};
+use cafelog_sim::profile::Profile;
+use cafelog_sim::world::{RunOutcome, RunSpec, run};
+use std::io::Write;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The seed to run.
+    #[arg(long)]
+    pub seed: u64,
+    /// Profile: quick, default or long.
+    #[arg(long, default_value = "default")]
+    pub profile: String,
+    /// Print every event of the run.
+    #[arg(long)]
+    pub trace: bool,
+    /// With --trace: only events about this partition (`topic/partition`).
+    #[arg(long, value_name = "TOPIC/PARTITION")]
+    pub partition: Option<String>,
+    /// With --trace: only events of these kinds (comma-separated, e.g. crash,restart,fault).
+    #[arg(long, value_delimiter = ',')]
+    pub kind: Vec<String>,
+    /// With --trace: only events at or after this simulated ms.
+    #[arg(long)]
+    pub from_ms: Option<u64>,
+    /// With --trace: only events at or before this simulated ms.
+    #[arg(long)]
+    pub to_ms: Option<u64>,
+    /// Write the run's history as JSON lines to this file.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<std::path::PathBuf>,
+}
+
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0   pass
+  10  safety failure (a checker found a violation)
+  11  liveness failure (acknowledged records not delivered in time after the heal)
+  12  simulator crash (a panic in the engine or the simulator)
+  2   usage error";
+
+pub fn run_command(args: &Args) -> ExitCode {
+    let profile = match Profile::by_name(&args.profile) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("cafelog: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let spec = RunSpec::from_seed(args.seed, &profile);
+    let outcome = run(&spec);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if args.trace {
+        for event in outcome.history.events() {
+            if keep(args, event) {
+                let _ = writeln!(out, "{event}");
+            }
+        }
+    }
+    let _ = print_summary(&mut out, &outcome);
+    let _ = out.flush();
+    ExitCode::from(u8::try_from(outcome.verdict.exit_code()).unwrap_or(1))
+}
+
+fn kind_name(kind: &EventKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.get("event").and_then(|e| e.as_str()).map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn keep(args: &Args, event: &Event) -> bool {
+    if args.from_ms.is_some_and(|from| event.at_ms < from)
+        || args.to_ms.is_some_and(|to| event.at_ms > to)
+    {
+        return false;
+    }
+    if !args.kind.is_empty() && !args.kind.iter().any(|k| *k == kind_name(&event.kind)) {
+        return false;
+    }
+    if let Some(filter) = &args.partition {
+        let line = event.to_string();
+        // Events name partitions as `topic/partition`; whole-run events (crash,
+        // restart, heal) are kept so the partition's story stays readable.
+        let global = matches!(
+            event.kind,
+            EventKind::Crash { .. } | EventKind::Restart | EventKind::Heal
+        );
+        if !global && !line.contains(&format!("{filter} ")) && !line.ends_with(filter.as_str()) {
+            return false;
+        }
+    }
+    true
+}
+
+/// The end of a replay: verdict, failure context, accounting, paths, trace hash.
+pub fn print_summary(out: &mut impl Write, outcome: &RunOutcome) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "seed={} profile={} sim_ms={}",
+        outcome.seed, outcome.profile, outcome.sim_ms
+    )?;
+    writeln!(out, "faults on: {}", outcome.fault_kinds_on.join(", "))?;
+    let faults: Vec<String> = outcome
+        .faults
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    writeln!(
+        out,
+        "faults injected: {}",
+        if faults.is_empty() {
+            "none".into()
+        } else {
+            faults.join(" ")
+        }
+    )?;
+    if let Some(report) = &outcome.report {
+        let c = report.accounting.counts();
+        writeln!(
+            out,
+            "records: produced={} acknowledged={} delivered={} lost={} duplicated={} unexpected={} corrupt={}",
+            outcome.records_produced,
+            c.acknowledged,
+            c.delivered,
+            c.lost,
+            c.duplicated,
+            c.unexpected,
+            c.corrupt
+        )?;
+    }
+    let paths: Vec<String> = outcome
+        .paths
+        .entries()
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k}={n}"))
+        .collect();
+    writeln!(
+        out,
+        "paths: {}",
+        if paths.is_empty() {
+            "none".into()
+        } else {
+            paths.join(" ")
+        }
+    )?;
+    if let Some(failure) = outcome.verdict.failure() {
+        writeln!(out, "events around the failure:")?;
+        for context in &failure.context {
+            writeln!(out, "  {context}")?;
+        }
+    }
+    writeln!(out, "verdict: {}", outcome.verdict)?;
+    writeln!(out, "trace_hash={:016x}", outcome.trace_hash)
+}

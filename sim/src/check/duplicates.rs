@@ -100,9 +100,26 @@ fn attribute(
             return false;
         };
         let unbounded = budget.unbounded.iter().any(|(tp, _)| *tp == earlier.tp);
+        // Re-commits land past the durable tail, unless damage at rest injected while the
+        // node was down made recovery truncate the hidden tail (R2): then they land
+        // anywhere past the persisted HWM.
+        let restart = facts
+            .restarts
+            .get(&(crash.incarnation + 1))
+            .copied()
+            .unwrap_or(usize::MAX);
+        let truncated = facts
+            .segment_damage
+            .get(&earlier.tp)
+            .is_some_and(|d| d.iter().any(|d| *d > crash.index && *d < restart));
+        let fresh_from = if truncated {
+            state.persisted_hwm
+        } else {
+            state.durable_tail
+        };
         crash.index < later.first_delivery
             && state.hidden_tail().contains(earlier.offset)
-            && (later.tp != earlier.tp || later.offset >= state.durable_tail)
+            && (later.tp != earlier.tp || later.offset >= fresh_from)
             && (unbounded || budget.count < budget.bound)
     })
 }

@@ -59,6 +59,42 @@ pub struct RunSpec {
     pub profile: Profile,
     pub workload: Workload,
     pub mix: FaultMix,
+    /// An explicit fault schedule (scenarios, shrinking). When set, it replaces the
+    /// mix's random crashes, flips and clock steps; the mix's disk faults still apply.
+    pub schedule: Option<Vec<ScheduledFault>>,
+}
+
+/// When a scheduled fault fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// At this simulated ms.
+    AtMs(u64),
+    /// Right after the Nth produce acknowledgement (so before the next HWM persist).
+    AfterAcks(u64),
+}
+
+/// What a scheduled fault does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Action {
+    /// Kill and restart the engine's node (the disk crashes with it).
+    Crash,
+    /// Kill the node, flip one bit of durable data in a file of this kind, restart.
+    CrashWithBitFlip { file: FileKind },
+    /// Kill the node, step the wall clock back by `ms`, restart.
+    CrashWithClockStep { ms: u64 },
+    /// The next fsync with pending data fails with EIO.
+    FsyncEio,
+    /// The next fsync with pending data returns Ok and persists nothing.
+    LostFsync,
+}
+
+/// One entry of an explicit schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScheduledFault {
+    pub trigger: Trigger,
+    pub action: Action,
 }
 
 impl RunSpec {
@@ -73,6 +109,7 @@ impl RunSpec {
             profile: profile.clone(),
             workload,
             mix,
+            schedule: None,
         }
     }
 }
@@ -240,8 +277,93 @@ fn now_ms(world: &World) -> u64 {
     world.recorder.lock().now_ms()
 }
 
-/// Crashes, flips and clock steps until the heal; then waits for the drain.
+/// Injects faults until the heal (from the schedule, or drawn from the mix), heals,
+/// then waits for the drain.
 async fn supervise(world: &Arc<World>, node: madsim::task::NodeId) {
+    match world.spec.schedule.clone() {
+        Some(schedule) => run_schedule(world, node, &schedule).await,
+        None => run_swarm(world, node).await,
+    }
+    heal_and_drain(world).await;
+}
+
+/// Runs an explicit schedule, in order.
+async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: &[ScheduledFault]) {
+    let heal_ms = world.spec.profile.heal_ms;
+    let mut dice = Dice::new(sub_seed(world.spec.seed, 4));
+    for entry in schedule {
+        match entry.trigger {
+            Trigger::AtMs(at) => {
+                let now = now_ms(world);
+                if at >= heal_ms {
+                    break;
+                }
+                madsim::time::sleep(Duration::from_millis(at.saturating_sub(now))).await;
+            }
+            Trigger::AfterAcks(n) => loop {
+                let listener = world.acked.listen();
+                if world.recorder.lock().acked.len() as u64 >= n {
+                    break;
+                }
+                if now_ms(world) >= heal_ms {
+                    return;
+                }
+                let _ = madsim::time::timeout(Duration::from_millis(50), listener).await;
+            },
+        }
+        match entry.action {
+            Action::Crash => {
+                if matches!(entry.trigger, Trigger::AfterAcks(_)) {
+                    world.recorder.lock().paths.crashes_after_commit += 1;
+                }
+                kill(world, node).await;
+                restart(world, node);
+            }
+            Action::CrashWithBitFlip { file } => {
+                kill(world, node).await;
+                flip(world, &mut dice, Some(file)).await;
+                restart(world, node);
+            }
+            Action::CrashWithClockStep { ms } => {
+                kill(world, node).await;
+                step_clock(world, ms);
+                restart(world, node);
+            }
+            Action::FsyncEio | Action::LostFsync => arm_fsync_fault(world, entry.action),
+        }
+    }
+}
+
+/// Makes the disk fail its next fsync once, the way `action` says.
+fn arm_fsync_fault(world: &World, action: Action) {
+    let counts = world.fs.event_counts();
+    let mut options = world.fs.options();
+    match action {
+        Action::FsyncEio => {
+            let fired = counts
+                .get(&crate::fs::FsEventKind::FsyncEio)
+                .copied()
+                .unwrap_or(0);
+            options.fsync_eio_probability = 1.0;
+            options.fsync_eio_max = u32::try_from(fired + 1).unwrap_or(u32::MAX);
+        }
+        _ => {
+            let fired = counts
+                .get(&crate::fs::FsEventKind::LostFsync)
+                .copied()
+                .unwrap_or(0);
+            options.lost_fsync_probability = 1.0;
+            options.lost_fsync_max = u32::try_from(fired + 1).unwrap_or(u32::MAX);
+        }
+    }
+    world
+        .fs
+        .set_options(options)
+        .expect("armed fault options are valid");
+}
+
+/// Crashes, flips and clock steps drawn from the fault mix, until the heal.
+async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
     let profile = &world.spec.profile;
     let mix = &world.spec.mix;
     let mut dice = Dice::new(sub_seed(world.spec.seed, 4));
@@ -267,7 +389,7 @@ async fn supervise(world: &Arc<World>, node: madsim::task::NodeId) {
             break;
         }
         if next_flip_ms.is_some_and(|at| now >= at) {
-            if flips < mix.bit_flips_max && flip(world, &mut dice).await {
+            if flips < mix.bit_flips_max && flip(world, &mut dice, None).await {
                 flips += 1;
             }
             next_flip_ms = next_exp(&mut dice, mix.bit_flips_per_s).map(|d| now + d);
@@ -284,9 +406,24 @@ async fn supervise(world: &Arc<World>, node: madsim::task::NodeId) {
             let _ = madsim::time::timeout(Duration::from_millis(500), listener).await;
             world.recorder.lock().paths.crashes_after_commit += 1;
         }
-        crash(world, node, &mut dice, &mut flips, &mut steps).await;
+        kill(world, node).await;
+        if flips < mix.bit_flips_max && dice.chance(0.5) && flip(world, &mut dice, None).await {
+            flips += 1;
+        }
+        if steps < mix.clock_steps_max && dice.chance(mix.clock_step_probability) {
+            let back = dice.range(1..=mix.clock_step_back_ms_max.max(1));
+            step_clock(world, back);
+            steps += 1;
+        }
+        restart(world, node);
         crashes += 1;
     }
+}
+
+/// Heals the world, then runs until every acknowledged record is delivered, or the
+/// delivery bound passes.
+async fn heal_and_drain(world: &Arc<World>) {
+    let profile = &world.spec.profile;
     {
         let mut rec = world.recorder.lock();
         rec.drain_fs();
@@ -320,15 +457,12 @@ fn next_exp(dice: &mut Dice, per_s: f64) -> Option<u64> {
     (per_s > 0.0).then(|| exp_ms(dice, (1000.0 / per_s) as u64))
 }
 
-/// Kills the engine's node (crashing its disk), records the durable state, maybe
-/// damages data at rest and steps the wall clock back, and restarts it.
-async fn crash(
-    world: &Arc<World>,
-    node: madsim::task::NodeId,
-    dice: &mut Dice,
-    flips: &mut u32,
-    steps: &mut u32,
-) {
+/// Kills the engine's node (crashing its disk) and records the durable state.
+async fn kill(world: &Arc<World>, node: madsim::task::NodeId) {
+    {
+        let mut rec = world.recorder.lock();
+        add_incarnation_paths(&mut rec, world);
+    }
     let memory: BTreeMap<TopicPartition, u64> = world
         .current
         .lock()
@@ -345,32 +479,30 @@ async fn crash(
     {
         let mut rec = world.recorder.lock();
         rec.fault(FaultKind::Crash, None, None);
-        add_incarnation_paths(&mut rec, world);
     }
-    let handle = madsim::runtime::Handle::current();
-    handle.kill(node);
+    madsim::runtime::Handle::current().kill(node);
     let partitions = durable_partitions(world, &memory).await;
-    {
-        let mut rec = world.recorder.lock();
-        rec.drain_fs();
-        rec.paths.crashes += 1;
-        rec.poisoned_seen.clear();
-        let now = rec.now_ms();
-        rec.history.crash(now, partitions);
-    }
-    let mix = &world.spec.mix;
-    if *flips < mix.bit_flips_max && dice.chance(0.5) && flip(world, dice).await {
-        *flips += 1;
-    }
-    if *steps < mix.clock_steps_max && dice.chance(mix.clock_step_probability) {
-        let back = dice.range(1..=mix.clock_step_back_ms_max.max(1));
-        world.clock.step_wall(-(back as i64));
-        *steps += 1;
-        let mut rec = world.recorder.lock();
-        rec.paths.clock_steps += 1;
-        rec.fault(FaultKind::ClockStep { back_ms: back }, None, None);
-    }
-    handle.restart(node);
+    let mut rec = world.recorder.lock();
+    rec.drain_fs();
+    rec.paths.crashes += 1;
+    rec.poisoned_seen.clear();
+    let now = rec.now_ms();
+    rec.history.crash(now, partitions);
+}
+
+/// Steps the wall clock back by `back_ms` (while the node is down).
+fn step_clock(world: &World, back_ms: u64) {
+    world
+        .clock
+        .step_wall(-i64::try_from(back_ms).unwrap_or(i64::MAX));
+    let mut rec = world.recorder.lock();
+    rec.paths.clock_steps += 1;
+    rec.fault(FaultKind::ClockStep { back_ms }, None, None);
+}
+
+/// Starts the next incarnation of the engine's node.
+fn restart(world: &World, node: madsim::task::NodeId) {
+    madsim::runtime::Handle::current().restart(node);
     let mut rec = world.recorder.lock();
     let now = rec.now_ms();
     rec.history.restart(now);
@@ -455,7 +587,7 @@ async fn scan_now(fs: &SimFs, dir: &Path) -> Option<cafelog_engine::recovery::Pa
 }
 
 /// Flips one bit of durable data at rest (segments, hwm, consumer.offset, WAL).
-async fn flip(world: &World, dice: &mut Dice) -> bool {
+async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
     let kinds = [
         FileKind::Segment,
         FileKind::Segment,
@@ -463,7 +595,7 @@ async fn flip(world: &World, dice: &mut Dice) -> bool {
         FileKind::ConsumerOffset,
         FileKind::Wal,
     ];
-    let want = kinds[dice.below(kinds.len() as u64) as usize];
+    let want = file.unwrap_or_else(|| kinds[dice.below(kinds.len() as u64) as usize]);
     let Some(flip) = world.fs.flip_random_bit(|p| recorder::file_kind(p) == want) else {
         return false;
     };

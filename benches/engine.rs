@@ -300,6 +300,7 @@ impl Bench {
             }
         }
         println!("  targets: batch 1000 engine / (a) >= 1.00; batch 1 rec/s >= raft-engine's");
+        self.zstd_levels();
 
         section("Compression saved (LogMetrics bytes_stored vs bytes_uncompressed)");
         header(&[
@@ -335,6 +336,67 @@ impl Bench {
         }
         println!("  target: trickle payload never stored larger than its input (saved >= 0%)");
         busy_dir
+    }
+
+    /// The configured zstd level at batch 1000, where compression is the bottleneck:
+    /// the default (3) against level 1, both beside pipeline (a).
+    fn zstd_levels(&mut self) {
+        section("zstd level at batch 1000 (LogConfig::zstd_level), one producer");
+        header(&["contender", "records/s", "saved on disk", "/ (a) raw"]);
+        let batch = 1000;
+        let commits = self.scale.throughput_commits[3];
+        let levels = [3, 1];
+        let logs: Vec<BenchLog> = levels
+            .iter()
+            .map(|&level| {
+                let config = LogConfig {
+                    zstd_level: level,
+                    ..LogConfig::default()
+                };
+                open_log(&self.dir(&format!("level{level}-log")), config)
+            })
+            .collect();
+        let mut raw = bare::RawPipeline::new(&self.dir("levels-raw").join("f"));
+        let mut times = [Duration::ZERO; 3];
+        let per_round = commits.div_ceil(self.scale.rounds);
+        let mut c = 0;
+        while c < commits {
+            let end = (c + per_round).min(commits);
+            for (log, time) in logs.iter().zip(&mut times) {
+                let t = Instant::now();
+                for k in c..end {
+                    log.append_batch(pairs(self.slice(k * batch, batch)))
+                        .expect("append");
+                    pollster::block_on(log.sync()).expect("sync");
+                }
+                *time += t.elapsed();
+            }
+            let t = Instant::now();
+            for k in c..end {
+                raw.commit(self.slice(k * batch, batch), 1_700_000_000_000);
+            }
+            times[2] += t.elapsed();
+            c = end;
+        }
+        let n = (commits * batch) as f64;
+        let raw_rate = n / secs(times[2]);
+        for ((log, level), time) in logs.iter().zip(levels).zip(times) {
+            let m = log.metrics().snapshot();
+            let rate = n / secs(time);
+            row(&[
+                format!("engine, zstd level {level}"),
+                format!("{rate:.0}"),
+                pct(1.0 - m.bytes_stored as f64 / m.bytes_uncompressed as f64),
+                ratio(rate, raw_rate),
+            ]);
+            pollster::block_on(log.close()).expect("close");
+        }
+        row(&[
+            "(a) raw pipeline".into(),
+            format!("{raw_rate:.0}"),
+            "-".into(),
+            "1.00".into(),
+        ]);
     }
 
     fn producers(&mut self) {

@@ -310,6 +310,11 @@ pub struct Codecs {
     compressor: Option<zstd::bulk::Compressor<'static>>,
     decompressor: Option<zstd::bulk::Decompressor<'static>>,
     level: i32,
+    /// The uncompressed payload of the frame being encoded, kept between frames so a
+    /// writer does not reallocate (and, above glibc's mmap threshold, page-fault) a
+    /// fresh buffer per frame. Bounded by the largest frame encoded, itself at most
+    /// [`FRAME_BYTES_MAX`].
+    payload: Vec<u8>,
 }
 
 impl Default for Codecs {
@@ -336,6 +341,7 @@ impl Codecs {
             compressor: None,
             decompressor: None,
             level,
+            payload: Vec::new(),
         }
     }
 
@@ -395,7 +401,27 @@ impl Codecs {
             .ok_or(FrameError::BadRecordCount {
                 count: u32::try_from(count).unwrap_or(u32::MAX),
             })?;
-        let mut payload = Vec::new();
+        let mut payload = std::mem::take(&mut self.payload);
+        payload.clear();
+        let result =
+            self.encode_payload(codec, base_offset, record_count, records, &mut payload, out);
+        self.payload = payload;
+        result
+    }
+
+    /// [`Codecs::encode_frame`] with the payload scratch buffer taken out of `self`.
+    /// The frame is built in place at the end of `out`: header space, then the payload
+    /// compressed straight into `out` (no intermediate buffer), or copied raw when zstd
+    /// does not shrink it; then the CRC and header over it.
+    fn encode_payload<'r>(
+        &mut self,
+        codec: Codec,
+        base_offset: u64,
+        record_count: u32,
+        records: impl ExactSizeIterator<Item = &'r [u8]>,
+        payload: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+    ) -> Result<FrameHeader, FrameError> {
         for record in records {
             let len =
                 u32::try_from(record.len()).map_err(|_| FrameError::TooLarge { size: u32::MAX })?;
@@ -408,8 +434,11 @@ impl Codecs {
             .ok_or(FrameError::TooLarge {
                 size: u32::try_from(payload.len()).unwrap_or(u32::MAX),
             })?;
+        let start = out.len();
+        let stored_at = start + FRAME_HEADER_LEN;
+        out.resize(stored_at, 0);
         let compressed = match codec {
-            Codec::None => None,
+            Codec::None => false,
             Codec::Zstd => {
                 let level = self.level;
                 let compressor = match &mut self.compressor {
@@ -420,18 +449,25 @@ impl Codecs {
                         }
                     })?),
                 };
-                let bytes = compressor
-                    .compress(&payload)
+                // Room for zstd's worst case; a cursor makes it write after the header.
+                out.reserve(zstd::zstd_safe::compress_bound(payload.len()));
+                let mut cursor = std::io::Cursor::new(&mut *out);
+                cursor.set_position(stored_at as u64);
+                let written = compressor
+                    .compress_to_buffer(payload.as_slice(), &mut cursor)
                     .map_err(|e| FrameError::Decompress {
                         reason: e.to_string(),
                     })?;
-                (bytes.len() < payload.len()).then_some(bytes)
+                assert_eq!(out.len(), stored_at + written, "zstd wrote past its count");
+                written < payload.len()
             }
         };
-        let (codec, stored) = match &compressed {
-            Some(bytes) => (Codec::Zstd, bytes.as_slice()),
-            None => (Codec::None, payload.as_slice()),
-        };
+        if !compressed {
+            out.truncate(stored_at);
+            out.extend_from_slice(payload);
+        }
+        let codec = if compressed { Codec::Zstd } else { Codec::None };
+        let stored = out.get(stored_at..).unwrap_or_default();
         let stored_size = u32::try_from(stored.len())
             .ok()
             .filter(|s| *s <= FRAME_BYTES_MAX)
@@ -445,9 +481,9 @@ impl Codecs {
             crc: 0,
         };
         header.crc = FrameHeader::compute_crc(&header.encode(), stored);
-        let start = out.len();
-        out.extend_from_slice(&header.encode());
-        out.extend_from_slice(stored);
+        out.get_mut(start..stored_at)
+            .expect("header space was reserved")
+            .copy_from_slice(&header.encode());
         // Paired check: what we are about to write parses back to the same header.
         debug_assert_eq!(
             out.get(start..start + FRAME_HEADER_LEN)

@@ -7,10 +7,11 @@ use super::metrics::add;
 use super::{Log, LogError};
 use crate::clock::Clock;
 use crate::format::envelope;
-use crate::format::frame::{Codecs, FRAME_HEADER_LEN, FrameHeader, split_records};
+use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, FrameHeader, split_records};
 use crate::fs::{Fs, OpenMode, read_exact_at};
 use crate::recovery::FrameEntry;
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// One record as a consumer sees it.
@@ -32,9 +33,39 @@ pub struct ReadBatch {
     pub skipped: Vec<u64>,
 }
 
-/// A decoded frame: each record, or `None` where its envelope does not parse.
+/// A decoded frame: its uncompressed payload, and for each record where its key and
+/// payload lie in it, or `None` where its envelope does not parse. Records are copied
+/// out of `payload` once, when a read returns them.
 pub(super) struct DecodedFrame {
-    records: Vec<Option<Record>>,
+    base_offset: u64,
+    payload: Vec<u8>,
+    records: Vec<Option<RecordSpan>>,
+}
+
+/// Where one parsed record lies in its frame's payload.
+struct RecordSpan {
+    committed_at_ms: u64,
+    key: Range<usize>,
+    payload: Range<usize>,
+}
+
+impl DecodedFrame {
+    /// The record at `index`, copied out; `None` where its envelope does not parse.
+    fn record(&self, index: usize) -> Option<Record> {
+        let span = self.records.get(index)?.as_ref()?;
+        Some(Record {
+            offset: self.base_offset + index as u64,
+            committed_at_ms: span.committed_at_ms,
+            key: self.payload.get(span.key.clone())?.to_vec(),
+            payload: self.payload.get(span.payload.clone())?.to_vec(),
+        })
+    }
+}
+
+thread_local! {
+    /// Decompression contexts reused across reads on this thread: creating a zstd
+    /// context per read call cost more than decompressing a 1000-record frame with it.
+    static CODECS: std::cell::RefCell<Codecs> = std::cell::RefCell::new(Codecs::default());
 }
 
 /// Decoded frames by base offset, bounded; the oldest insertion is evicted first.
@@ -101,7 +132,6 @@ impl<F: Fs, C: Clock> Log<F, C> {
             }
             st.hwm
         };
-        let mut codecs = Codecs::default();
         while batch.records.len() < max_records && batch.next_offset < hwm {
             let offset = batch.next_offset;
             let located = {
@@ -148,7 +178,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 }
                 Some(Located::Cached(frame, entry)) => (Some(frame), entry),
                 Some(Located::Read(reader, entry)) => {
-                    (self.load_frame(&reader, &entry, &mut codecs).await?, entry)
+                    (self.load_frame(&reader, &entry).await?, entry)
                 }
                 Some(Located::Open(name, base, entry)) => {
                     let reader = Arc::new(
@@ -161,7 +191,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                     if let Some(segment) = self.state().segments.get_mut(&base) {
                         segment.reader = Some(Arc::clone(&reader));
                     }
-                    (self.load_frame(&reader, &entry, &mut codecs).await?, entry)
+                    (self.load_frame(&reader, &entry).await?, entry)
                 }
             };
             let end = entry.end_offset().min(hwm);
@@ -186,8 +216,8 @@ impl<F: Fs, C: Clock> Log<F, C> {
             let mut at = offset;
             while at < end && batch.records.len() < max_records {
                 let index = (at - entry.base_offset) as usize;
-                match frame.records.get(index).and_then(Option::as_ref) {
-                    Some(record) => batch.records.push(record.clone()),
+                match frame.record(index) {
+                    Some(record) => batch.records.push(record),
                     None => batch.skipped.push(at),
                 }
                 at += 1;
@@ -213,7 +243,6 @@ impl<F: Fs, C: Clock> Log<F, C> {
         &self,
         reader: &F::File,
         entry: &FrameEntry,
-        codecs: &mut Codecs,
     ) -> Result<Option<Arc<DecodedFrame>>, LogError> {
         let mut bytes = vec![0u8; entry.frame_len as usize];
         if let Err(e) = read_exact_at(reader, &mut bytes, entry.position).await {
@@ -225,7 +254,12 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 source: e,
             });
         }
-        let Some(decoded) = decode(&bytes, entry, codecs) else {
+        // The contexts are borrowed only for this synchronous call, never across an await.
+        let decoded = CODECS.with(|codecs| match codecs.try_borrow_mut() {
+            Ok(mut codecs) => decode(bytes, entry, &mut codecs),
+            Err(_) => decode(bytes, entry, &mut Codecs::default()),
+        });
+        let Some(decoded) = decoded else {
             return Ok(None);
         };
         let decoded = Arc::new(decoded);
@@ -240,8 +274,9 @@ impl<F: Fs, C: Clock> Log<F, C> {
     }
 }
 
-/// Decodes a frame's bytes, checking everything the scanner checked.
-fn decode(bytes: &[u8], entry: &FrameEntry, codecs: &mut Codecs) -> Option<DecodedFrame> {
+/// Decodes a frame's bytes, checking everything the scanner checked. An uncompressed
+/// frame keeps its own bytes as the payload (no copy); a zstd frame is decompressed.
+fn decode(mut bytes: Vec<u8>, entry: &FrameEntry, codecs: &mut Codecs) -> Option<DecodedFrame> {
     let (head, stored) = bytes.split_at_checked(FRAME_HEADER_LEN)?;
     let header = FrameHeader::parse(head.try_into().ok()?).ok()?;
     if header.base_offset != entry.base_offset
@@ -251,20 +286,32 @@ fn decode(bytes: &[u8], entry: &FrameEntry, codecs: &mut Codecs) -> Option<Decod
         return None;
     }
     header.check_crc(stored).ok()?;
-    let payload = codecs.decode_payload(&header, stored).ok()?;
+    let payload = match header.codec {
+        Codec::None => {
+            bytes.drain(..FRAME_HEADER_LEN);
+            bytes
+        }
+        Codec::Zstd => codecs.decode_payload(&header, stored).ok()?,
+    };
     let ranges = split_records(&payload, header.record_count).ok()?;
     let records = ranges
         .into_iter()
-        .enumerate()
-        .map(|(index, range)| {
-            let env = envelope::decode(payload.get(range)?).ok()?;
-            Some(Record {
-                offset: entry.base_offset + index as u64,
+        .map(|range| {
+            let env = envelope::decode(payload.get(range.clone())?).ok()?;
+            // The payload runs to the end of the record, the 8-byte commit time sits
+            // before it, and the key before that.
+            let payload_start = range.end - env.payload.len();
+            let key_end = payload_start - envelope::COMMITTED_AT_LEN;
+            Some(RecordSpan {
                 committed_at_ms: env.committed_at_ms,
-                key: env.key.to_vec(),
-                payload: env.payload.to_vec(),
+                key: key_end - env.key.len()..key_end,
+                payload: payload_start..range.end,
             })
         })
         .collect();
-    Some(DecodedFrame { records })
+    Some(DecodedFrame {
+        base_offset: entry.base_offset,
+        payload,
+        records,
+    })
 }

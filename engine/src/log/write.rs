@@ -16,6 +16,9 @@ pub(super) struct Io<F: Fs> {
     /// Frames of the active segment written but not yet fsynced and verified.
     unverified: Vec<FrameEntry>,
     frame_buf: Vec<u8>,
+    /// Where frames are re-read for verification, kept between syncs (bounded by the
+    /// largest frame, at most `FRAME_BYTES_MAX` plus its header).
+    verify_buf: Vec<u8>,
 }
 
 impl<F: Fs> Io<F> {
@@ -26,6 +29,7 @@ impl<F: Fs> Io<F> {
             codecs: Codecs::new(zstd_level),
             unverified: Vec::new(),
             frame_buf: Vec::new(),
+            verify_buf: Vec::new(),
         }
     }
 }
@@ -180,7 +184,8 @@ impl<F: Fs, C: Clock> Log<F, C> {
         }
         add(&self.inner.metrics.fsyncs, 1);
         for entry in std::mem::take(&mut io.unverified) {
-            if let Err(reason) = verify_frame(io.active.as_ref(), &entry).await {
+            if let Err(reason) = verify_frame(io.active.as_ref(), &entry, &mut io.verify_buf).await
+            {
                 return Err(self.poison(
                     "verify frame after fsync",
                     std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
@@ -206,10 +211,16 @@ impl<F: Fs, C: Clock> Log<F, C> {
     }
 }
 
-/// Re-reads one frame and checks its header and CRC (the paired check of the write).
-async fn verify_frame<Fl: File>(file: &Fl, entry: &FrameEntry) -> Result<(), String> {
-    let mut bytes = vec![0u8; entry.frame_len as usize];
-    read_exact_at(file, &mut bytes, entry.position)
+/// Re-reads one frame into `bytes` and checks its header and CRC (the paired check of
+/// the write).
+async fn verify_frame<Fl: File>(
+    file: &Fl,
+    entry: &FrameEntry,
+    bytes: &mut Vec<u8>,
+) -> Result<(), String> {
+    // Stale bytes from an earlier frame are overwritten in full by the exact read below.
+    bytes.resize(entry.frame_len as usize, 0);
+    read_exact_at(file, bytes, entry.position)
         .await
         .map_err(|e| e.to_string())?;
     let (head, stored) = bytes.split_at(FRAME_HEADER_LEN);

@@ -527,6 +527,32 @@ impl<F: Fs, C: Clock> Log<F, C> {
         Ok(st.persisted_hwm)
     }
 
+    /// Makes the hidden tail visible: moves the HWM to the durable end found by recovery
+    /// and persists it. For a store whose WAL lost entries (a corrupt WAL frame): the
+    /// hidden copies may then be the only ones left, and exposing them trades possible
+    /// duplicates for certain loss. Returns how many records became visible.
+    pub async fn expose_hidden_tail(&self) -> Result<u64, LogError> {
+        let _io = self.inner.io.lock().await;
+        let exposed = {
+            let mut st = self.state();
+            if let Some(reason) = &st.poisoned {
+                return Err(LogError::Poisoned {
+                    reason: reason.clone(),
+                });
+            }
+            let exposed = st.durable_end - st.hwm;
+            st.hwm = st.durable_end;
+            st.check_invariants();
+            exposed
+        };
+        if exposed > 0 {
+            tracing::warn!(dir = %self.inner.dir.display(), exposed, "hidden tail exposed");
+            self.inner.notify.notify_all();
+            self.persist_hwm().await?;
+        }
+        Ok(exposed)
+    }
+
     /// Drains, commits and persists the HWM; later appends and syncs fail with `Closed`.
     pub async fn close(&self) -> Result<(), LogError> {
         {

@@ -112,6 +112,8 @@ pub struct StoreOpenReport {
     pub wal: WalOpenReport,
     /// WAL entries re-committed at fresh offsets.
     pub replayed: u64,
+    /// Hidden-tail records made visible because the WAL had lost entries.
+    pub hidden_exposed: u64,
     /// Per partition log: what recovery did.
     pub partitions: BTreeMap<PartitionId, crate::log::OpenReport>,
 }
@@ -277,6 +279,20 @@ impl<F: Fs, C: Clock> Store<F, C> {
         for part in store.partitions() {
             part.log
                 .set_retention_floor(checkpoint.get(&part.id).map_or(0, |c| c.offset));
+        }
+        if report.wal.corrupt_entries > 0 || report.wal.skipped_bytes > 0 {
+            // The WAL has an unreadable region: a torn last group commit (never
+            // acknowledged) looks the same as a damaged acknowledged frame, so assume it
+            // lost entries it cannot name. The hidden tails may hold the only copies:
+            // expose them before the replay, which then skips the entries whose copies
+            // became visible.
+            for part in store.partitions() {
+                report.hidden_exposed += part
+                    .log
+                    .expose_hidden_tail()
+                    .await
+                    .map_err(log_err(&part.id))?;
+            }
         }
         report.replayed = store.replay(entries, &checkpoint).await?;
         add(&store.inner.metrics.wal_replayed, report.replayed);

@@ -311,7 +311,9 @@ impl<F: Fs> Wal<F> {
                 next_seq = next_seq.max(header.end_offset());
                 position += header.frame_len();
             }
-            next_seq = next_seq.max(*base);
+            // A segment with any bytes (readable or not) is never written again: the
+            // next one gets a later name, so unreadable evidence is never truncated away.
+            next_seq = next_seq.max(if len > 0 { *base + 1 } else { *base });
             segments.insert(*base, segment);
         }
         report.segments = segments.len();
@@ -322,13 +324,13 @@ impl<F: Fs> Wal<F> {
         // A fresh segment for this incarnation.
         let active_name = segment_name(next_seq);
         let active = if segments.contains_key(&next_seq) {
-            // The newest segment is empty or fully torn; write into it from its start.
+            // The newest segment is an empty file (created, then a crash before its first
+            // write): write into it.
             let file = fs
                 .open(&dir.join(&active_name), OpenMode::ReadWrite)
                 .await
                 .map_err(wal_io("open segment"))?;
-            file.set_len(0).await.map_err(wal_io("truncate segment"))?;
-            file.sync_data().await.map_err(wal_io("sync segment"))?;
+            debug_assert_eq!(file.len().await.ok(), Some(0));
             file
         } else {
             let file = fs

@@ -100,8 +100,8 @@ fn attribute(
             return false;
         };
         let unbounded = budget.unbounded.iter().any(|(tp, _)| *tp == earlier.tp);
-        // Re-commits land past the durable tail, unless damage at rest injected while the
-        // node was down made recovery truncate the hidden tail (R2): then they land
+        // Re-commits land past the durable tail, unless damage at rest injected before
+        // the restart made recovery truncate the hidden tail (R2): then they land
         // anywhere past the persisted HWM.
         let restart = facts
             .restarts
@@ -111,7 +111,7 @@ fn attribute(
         let truncated = facts
             .segment_damage
             .get(&earlier.tp)
-            .is_some_and(|d| d.iter().any(|d| *d > crash.index && *d < restart));
+            .is_some_and(|d| d.iter().any(|d| *d < restart));
         let fresh_from = if truncated {
             state.persisted_hwm
         } else {

@@ -29,6 +29,9 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
     let mut acked: BTreeMap<TopicPartition, BTreeMap<Offset, usize>> = BTreeMap::new();
     let mut written: BTreeMap<TopicPartition, BTreeSet<Offset>> = BTreeMap::new();
     let mut log_start: BTreeMap<TopicPartition, Offset> = BTreeMap::new();
+    // Offsets of frames damaged at rest: the engine skips them at consume time with a
+    // counter (recorded loss), and the frontier moves over them.
+    let mut damaged: BTreeMap<TopicPartition, Vec<crate::history::OffsetRange>> = BTreeMap::new();
     for (index, event) in facts.history.events().iter().enumerate() {
         let (tp, frontier, observed) = match &event.kind {
             EventKind::Ack { tp, offset } => {
@@ -42,6 +45,14 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
             EventKind::LogStartObserved { tp, log_start: s } => {
                 let entry = log_start.entry(tp.clone()).or_default();
                 *entry = (*entry).max(*s);
+                continue;
+            }
+            EventKind::Fault {
+                kind, tp: Some(tp), ..
+            } => {
+                if let Some((Some(range), _)) = kind.segment_damage() {
+                    damaged.entry(tp.clone()).or_default().push(range);
+                }
                 continue;
             }
             EventKind::FrontierWritten { tp, frontier } => (tp, *frontier, false),
@@ -64,7 +75,12 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
         // Walk acknowledged offsets up from the log start; the walk is bounded by the
         // number of acks, so a torn (huge) frontier costs nothing.
         let mut first_unacked = start;
-        while acks.is_some_and(|a| a.contains_key(&first_unacked)) {
+        let skipped = |o: Offset| {
+            damaged
+                .get(tp)
+                .is_some_and(|d| d.iter().any(|r| r.contains(o)))
+        };
+        while acks.is_some_and(|a| a.contains_key(&first_unacked)) || skipped(first_unacked) {
             first_unacked += 1;
         }
         if first_unacked < frontier {

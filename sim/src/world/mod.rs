@@ -203,6 +203,8 @@ struct World {
     acked: Arc<Notify>,
     /// Partitions whose segments took damage at rest.
     damaged: Mutex<std::collections::BTreeSet<TopicPartition>>,
+    /// Set by the node after a fatal I/O error (see [`serve_restart`]).
+    restart_requested: Arc<std::sync::atomic::AtomicBool>,
 }
 
 async fn world(spec: RunSpec, sink: Sink) {
@@ -212,7 +214,9 @@ async fn world(spec: RunSpec, sink: Sink) {
     let clock = SimClock::default();
     let (tx, rx) = async_channel::unbounded();
     let current = Arc::new(Mutex::new(None));
+    let restart_requested = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let ctx = NodeContext {
+        restart_requested: Arc::clone(&restart_requested),
         fs: ObservingFs {
             inner: fs.clone(),
             recorder: recorder.clone(),
@@ -241,6 +245,7 @@ async fn world(spec: RunSpec, sink: Sink) {
         producers_running: AtomicU64::new(0),
         acked: Arc::new(Notify::default()),
         damaged: Mutex::new(std::collections::BTreeSet::new()),
+        restart_requested,
     });
 
     let mut tasks = Vec::new();
@@ -284,7 +289,7 @@ async fn supervise(world: &Arc<World>, node: madsim::task::NodeId) {
         Some(schedule) => run_schedule(world, node, &schedule).await,
         None => run_swarm(world, node).await,
     }
-    heal_and_drain(world).await;
+    heal_and_drain(world, node).await;
 }
 
 /// Runs an explicit schedule, in order.
@@ -298,7 +303,7 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
                 if at >= heal_ms {
                     break;
                 }
-                madsim::time::sleep(Duration::from_millis(at.saturating_sub(now))).await;
+                sleep_serving(world, node, at.saturating_sub(now)).await;
             }
             Trigger::AfterAcks(n) => loop {
                 let listener = world.acked.listen();
@@ -309,6 +314,7 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
                     return;
                 }
                 let _ = madsim::time::timeout(Duration::from_millis(50), listener).await;
+                serve_restart(world, node).await;
             },
         }
         match entry.action {
@@ -331,6 +337,35 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
             }
             Action::FsyncEio | Action::LostFsync => arm_fsync_fault(world, entry.action),
         }
+    }
+}
+
+/// Sleeps `ms` of simulated time in short slices, restarting the node whenever it
+/// asked for it.
+async fn sleep_serving(world: &Arc<World>, node: madsim::task::NodeId, ms: u64) {
+    let mut left = ms;
+    loop {
+        let slice = left.min(RESTART_POLL_MS);
+        madsim::time::sleep(Duration::from_millis(slice)).await;
+        serve_restart(world, node).await;
+        left -= slice;
+        if left == 0 {
+            return;
+        }
+    }
+}
+
+/// How often the supervisor looks for a restart request.
+const RESTART_POLL_MS: u64 = 20;
+
+/// The engine treats an fsync error as fatal to its process (its data files cannot be
+/// trusted through the same page cache again, see DESIGN.md): the node asks to be
+/// restarted, and the supervisor restarts it as a machine would be, with a crash.
+async fn serve_restart(world: &Arc<World>, node: madsim::task::NodeId) {
+    if world.restart_requested.swap(false, Ordering::SeqCst) {
+        world.recorder.lock().paths.restarts_after_fatal_error += 1;
+        kill(world, node).await;
+        restart(world, node);
     }
 }
 
@@ -383,7 +418,7 @@ async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
         let wake = (now + gap)
             .min(profile.heal_ms)
             .min(next_flip_ms.unwrap_or(u64::MAX));
-        madsim::time::sleep(Duration::from_millis(wake.saturating_sub(now).max(1))).await;
+        sleep_serving(world, node, wake.saturating_sub(now).max(1)).await;
         let now = now_ms(world);
         if now >= profile.heal_ms {
             break;
@@ -422,8 +457,26 @@ async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
 
 /// Heals the world, then runs until every acknowledged record is delivered, or the
 /// delivery bound passes.
-async fn heal_and_drain(world: &Arc<World>) {
+async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
     let profile = &world.spec.profile;
+    // A fatal error from before the heal (noticed or not yet) is served first: the
+    // restart it needs is a crash, and no crash happens after the heal.
+    let poisoned = world
+        .current
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .is_some_and(|store| {
+            store.wal().poisoned().is_some()
+                || store
+                    .partition_statuses()
+                    .iter()
+                    .any(|(_, s, _)| s.poisoned.is_some())
+        });
+    if poisoned {
+        world.restart_requested.store(true, Ordering::SeqCst);
+    }
+    serve_restart(world, node).await;
     {
         let mut rec = world.recorder.lock();
         rec.drain_fs();
@@ -435,7 +488,7 @@ async fn heal_and_drain(world: &Arc<World>) {
     // Drain: until every acknowledged record is delivered, or the bound passes.
     let end = profile.end_ms();
     loop {
-        madsim::time::sleep(Duration::from_millis(50)).await;
+        sleep_serving(world, node, 50).await;
         let done = {
             let rec = world.recorder.lock();
             world.producers_running.load(Ordering::SeqCst) == 0
@@ -596,6 +649,15 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
         FileKind::Wal,
     ];
     let want = file.unwrap_or_else(|| kinds[dice.below(kinds.len() as u64) as usize]);
+    // Map frames before the flip: afterwards the scan stops at the damaged frame.
+    let mut before = BTreeMap::new();
+    if want == FileKind::Segment {
+        for (_, dir) in partition_dirs(world) {
+            if let Some(scan) = scan_now(&world.fs, &dir).await {
+                before.insert(dir, scan);
+            }
+        }
+    }
     let Some(flip) = world.fs.flip_random_bit(|p| recorder::file_kind(p) == want) else {
         return false;
     };
@@ -608,7 +670,7 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
             .insert(tp.clone());
     }
     let (offsets, below_hwm) = match (&tp, want) {
-        (Some(_), FileKind::Segment) => locate(world, &flip.path, flip.position).await,
+        (Some(_), FileKind::Segment) => locate(&before, &flip.path, flip.position),
         _ => (None, None),
     };
     let mut rec = world.recorder.lock();
@@ -626,12 +688,13 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
 }
 
 /// The records of the frame that holds byte `position` of a segment, and whether that
-/// frame starts below the persisted HWM.
-async fn locate(world: &World, path: &Path, position: u64) -> (Option<OffsetRange>, Option<bool>) {
-    let Some(dir) = path.parent() else {
-        return (None, None);
-    };
-    let Some(scan) = scan_now(&world.fs, dir).await else {
+/// frame starts below the persisted HWM, from scans taken before the damage.
+fn locate(
+    scans: &BTreeMap<PathBuf, cafelog_engine::recovery::PartitionScan>,
+    path: &Path,
+    position: u64,
+) -> (Option<OffsetRange>, Option<bool>) {
+    let Some(scan) = path.parent().and_then(|dir| scans.get(dir)) else {
         return (None, None);
     };
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -813,7 +876,8 @@ async fn consumer(world: Arc<World>, index: usize, plan: workload::ConsumerPlan)
                 !dice.chance(plan.nack_probability)
             };
             let offset = d.offset;
-            let settled = call(&world, |reply| Request::Settle {
+            // The node records the ack or nack when the engine accepts it.
+            let _ = call(&world, |reply| Request::Settle {
                 topic: topic.clone(),
                 partition: plan.partition,
                 offset,
@@ -821,15 +885,6 @@ async fn consumer(world: Arc<World>, index: usize, plan: workload::ConsumerPlan)
                 reply,
             })
             .await;
-            if settled.is_ok() {
-                let mut rec = world.recorder.lock();
-                let now = rec.now_ms();
-                if ack {
-                    rec.history.ack(now, &tp, offset);
-                } else {
-                    rec.history.nack(now, &tp, offset);
-                }
-            }
         }
         if plan.think_ms.1 > 0 {
             madsim::time::sleep(Duration::from_millis(

@@ -12,6 +12,7 @@ use cafelog_engine::store::{Delivery, Produced, Store, StoreConfig};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -53,6 +54,8 @@ pub struct NodeContext {
     pub workload: Arc<Workload>,
     /// The running store, for the world's observations (set after open).
     pub current: Arc<Mutex<Option<SimStore>>>,
+    /// Set when the engine hit a fatal I/O error and must be restarted.
+    pub restart_requested: Arc<AtomicBool>,
 }
 
 struct NodeSpawner;
@@ -67,32 +70,52 @@ impl Spawn for NodeSpawner {
 /// How long a receive parks on the server before answering empty.
 const RECEIVE_PARK: Duration = Duration::from_millis(200);
 
-/// The node's main task.
+/// The node's main task. An I/O error that fails the open, or poisons the WAL or a
+/// partition, is fatal to the process: the node asks to be restarted and stops serving
+/// (retrying in the same process would trust data an fsync failed to persist).
 pub async fn run(ctx: NodeContext) {
-    let store = open(&ctx).await;
+    let store = match try_open(&ctx).await {
+        Ok(store) => store,
+        Err(e) => {
+            tracing::warn!(error = %e, "store open failed; restart requested");
+            ctx.restart_requested.store(true, Ordering::SeqCst);
+            return;
+        }
+    };
     *ctx.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(store.clone());
     store.spawn_background(&NodeSpawner);
+    drop(madsim::task::spawn(watchdog(
+        store.clone(),
+        Arc::clone(&ctx.restart_requested),
+    )));
     while let Ok(request) = ctx.requests.recv().await {
         let store = store.clone();
-        drop(madsim::task::spawn(serve(store, request)));
+        drop(madsim::task::spawn(serve(
+            store,
+            ctx.recorder.clone(),
+            request,
+        )));
     }
 }
 
-/// Opens the store (retrying while injected faults make recovery fail) and creates
-/// the workload's topics on first boot.
-async fn open(ctx: &NodeContext) -> SimStore {
-    let mut attempt = 0u32;
+/// Asks for a restart once the WAL or a partition is poisoned.
+async fn watchdog(store: SimStore, restart_requested: Arc<AtomicBool>) {
     loop {
-        attempt += 1;
-        match try_open(ctx).await {
-            Ok(store) => return store,
-            Err(e) => {
-                tracing::warn!(attempt, error = %e, "store open failed; retrying");
-                madsim::time::sleep(Duration::from_millis(50)).await;
-            }
+        madsim::time::sleep(WATCHDOG_PERIOD).await;
+        let poisoned = store.wal().poisoned().is_some()
+            || store
+                .partition_statuses()
+                .iter()
+                .any(|(_, s, _)| s.poisoned.is_some());
+        if poisoned {
+            restart_requested.store(true, Ordering::SeqCst);
+            return;
         }
     }
 }
+
+/// How soon a poisoned engine is noticed (an operator's restart, compressed).
+const WATCHDOG_PERIOD: Duration = Duration::from_millis(100);
 
 async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     let (store, report) = Store::open(
@@ -157,7 +180,7 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     Ok(store)
 }
 
-async fn serve(store: SimStore, request: Request) {
+async fn serve(store: SimStore, recorder: Shared, request: Request) {
     match request {
         Request::Produce {
             topic,
@@ -196,6 +219,18 @@ async fn serve(store: SimStore, request: Request) {
             } else {
                 store.nack(&topic, partition, offset).await
             };
+            if result.is_ok() {
+                // Recorded here, before any other task runs, so the history never shows
+                // a frontier moving over this offset before its ack.
+                let mut rec = recorder.lock();
+                let now = rec.now_ms();
+                let tp = TopicPartition::new(topic.clone(), partition);
+                if ack {
+                    rec.history.ack(now, &tp, offset);
+                } else {
+                    rec.history.nack(now, &tp, offset);
+                }
+            }
             drop(reply.send(result.map_err(|e| e.to_string())).await);
         }
     }

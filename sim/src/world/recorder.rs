@@ -28,6 +28,7 @@ pub struct Paths {
     pub wal_replayed: u64,
     pub clock_steps: u64,
     pub bit_flips: u64,
+    pub restarts_after_fatal_error: u64,
 }
 
 impl Paths {
@@ -53,6 +54,10 @@ impl Paths {
             ("wal_entries_replayed", self.wal_replayed),
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),
+            (
+                "restarts_after_fatal_error",
+                self.restarts_after_fatal_error,
+            ),
         ]
     }
 }

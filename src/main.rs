@@ -24,6 +24,11 @@ enum Command {
     /// Print the records a consumer would see (offsets below the recovered HWM).
     #[command(after_help = cli::EXIT_CODES_HELP)]
     Dump(cli::dump::Args),
+    /// Run many simulation seeds in parallel; summarise verdicts, faults and paths.
+    #[command(after_help = cli::sweep::EXIT_CODES_HELP)]
+    Sweep(cli::sweep::Args),
+    /// Merge the JSON files of several sweeps (e.g. shards) into one summary.
+    Merge(cli::sweep::MergeArgs),
     /// Run one simulation seed exactly as a sweep did; print its trace and verdict.
     #[command(after_help = cli::replay::EXIT_CODES_HELP)]
     Replay(cli::replay::Args),
@@ -37,6 +42,8 @@ fn main() -> ExitCode {
         Command::Verify(args) => cli::verify::run(&args),
         Command::Dump(args) => cli::dump::run(&args),
         Command::Replay(args) => return cli::replay::run_command(&args),
+        Command::Sweep(args) => return cli::sweep::run_command(&args),
+        Command::Merge(args) => return cli::sweep::merge_command(&args),
     };
     cli::finish(outcome)
 }

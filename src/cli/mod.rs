@@ -9,6 +9,7 @@
 pub mod dump;
 mod partition;
 pub mod replay;
+pub mod sweep;
 pub mod verify;
 
 use std::fmt;

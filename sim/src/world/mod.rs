@@ -271,6 +271,7 @@ async fn world(spec: RunSpec, sink: Sink) {
     }
     sample(&world);
     let mut rec = world.recorder.lock();
+    add_incarnation_paths(&mut rec, &world);
     let produced = world.next_id.load(Ordering::SeqCst);
     let history = std::mem::take(&mut rec.history);
     let paths = rec.paths.clone();
@@ -574,6 +575,7 @@ fn add_incarnation_paths(rec: &mut recorder::Recorder, world: &World) {
     let m = store.metrics();
     rec.paths.leases_expired += m.leases_expired.load(Ordering::Relaxed);
     rec.paths.delay_gates_held += m.delay_gate_holds.load(Ordering::Relaxed);
+    rec.paths.records_skipped += m.records_skipped.load(Ordering::Relaxed);
     for (_, _, metrics) in store.partition_statuses() {
         rec.paths.records_skipped += metrics.records_skipped;
         rec.paths.segments_reaped += metrics.retention_segments_deleted;

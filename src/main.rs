@@ -24,6 +24,9 @@ enum Command {
     /// Print the records a consumer would see (offsets below the recovered HWM).
     #[command(after_help = cli::EXIT_CODES_HELP)]
     Dump(cli::dump::Args),
+    /// Append JSON-line records from stdin to a partition through the real write path.
+    #[command(after_help = cli::append::HELP)]
+    Append(cli::append::Args),
     /// Run many simulation seeds in parallel; summarise verdicts, faults and paths.
     #[command(after_help = cli::sweep::EXIT_CODES_HELP)]
     Sweep(cli::sweep::Args),
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => cli::dump::run(&args),
         Command::Replay(args) => return cli::replay::run_command(&args),
         Command::Sweep(args) => return cli::sweep::run_command(&args),
+        Command::Append(args) => return cli::append::run(&args),
         Command::Merge(args) => return cli::sweep::merge_command(&args),
     };
     cli::finish(outcome)

@@ -6,6 +6,7 @@
 //! - 1: recovery would refuse to open it (R3 corruption or a malformed `hwm` file);
 //! - 2: usage error, or an I/O error that stopped the command (missing directory, ...).
 
+pub mod append;
 pub mod dump;
 mod partition;
 pub mod replay;

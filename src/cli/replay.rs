@@ -53,6 +53,12 @@ pub fn run_command(args: &Args) -> ExitCode {
     };
     let spec = RunSpec::from_seed(args.seed, &profile);
     let outcome = run(&spec);
+    if let Some(path) = &args.history
+        && let Err(e) = std::fs::write(path, outcome.history.to_json_lines())
+    {
+        eprintln!("cafelog: error: {}: {e}", path.display());
+        return ExitCode::from(2);
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if args.trace {

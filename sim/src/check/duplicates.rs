@@ -74,7 +74,11 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
             let [earlier, later] = pair else {
                 unreachable!("windows(2)");
             };
-            match attribute(facts, &report.crashes, earlier, later) {
+            // After a truncation (R1, R2) a re-commit can land at a lower offset than
+            // the hidden copy it repeats: try the pair both ways round.
+            let slot = attribute(facts, &report.crashes, earlier, later)
+                .or_else(|| attribute(facts, &report.crashes, later, earlier));
+            match slot {
                 Some(slot) => report.crashes[slot].count += 1,
                 None => leftovers.push((*id, earlier, later)),
             }

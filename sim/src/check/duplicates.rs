@@ -121,10 +121,16 @@ fn attribute(
         } else {
             state.durable_tail
         };
+        if unbounded {
+            // An out-of-contract fault (lost fsync, misdirected write) in the incarnation
+            // this crash ended: acknowledged data may have vanished and its offsets been
+            // reused, so any copy after the crash is attributable to it.
+            return crash.index < later.first_delivery;
+        }
         crash.index < later.first_delivery
             && state.hidden_tail().contains(earlier.offset)
             && (later.tp != earlier.tp || later.offset >= fresh_from)
-            && (unbounded || budget.count < budget.bound)
+            && budget.count < budget.bound
     })
 }
 

@@ -61,6 +61,19 @@ pub struct Facts<'h> {
 }
 
 impl<'h> Facts<'h> {
+    /// The highest log start observed for `tp` in the run (retention only moves it up).
+    pub fn final_log_start(&self, tp: &TopicPartition) -> Offset {
+        self.history
+            .events()
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::LogStartObserved { tp: t, log_start } if t == tp => Some(*log_start),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// A flip in `tp`'s `hwm` or `consumer.offset` after `index`: it can move the
     /// frontier past records acknowledged before it, which are then never delivered.
     pub fn metadata_damage_after(&self, tp: &TopicPartition, index: usize) -> Option<usize> {

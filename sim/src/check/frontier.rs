@@ -29,6 +29,13 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
     let mut acked: BTreeMap<TopicPartition, BTreeMap<Offset, usize>> = BTreeMap::new();
     let mut written: BTreeMap<TopicPartition, BTreeSet<Offset>> = BTreeMap::new();
     let mut log_start: BTreeMap<TopicPartition, Offset> = BTreeMap::new();
+    let mut final_log_start: BTreeMap<TopicPartition, Offset> = BTreeMap::new();
+    for event in facts.history.events() {
+        if let EventKind::LogStartObserved { tp, log_start: s } = &event.kind {
+            let entry = final_log_start.entry(tp.clone()).or_default();
+            *entry = (*entry).max(*s);
+        }
+    }
     // Offsets of frames damaged at rest: the engine skips them at consume time with a
     // counter (recorded loss), and the frontier moves over them.
     let mut damaged: BTreeMap<TopicPartition, Vec<crate::history::OffsetRange>> = BTreeMap::new();
@@ -70,7 +77,14 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
             continue;
         }
         let kind = if observed { "recovered" } else { "written" };
-        let start = log_start.get(tp).copied().unwrap_or(0);
+        // Retention may delete unacknowledged offsets (the spec's reaper does not wait
+        // for consumers), and the log start is only sampled: offsets below any log start
+        // seen in the run are retention's.
+        let start = final_log_start
+            .get(tp)
+            .copied()
+            .unwrap_or(0)
+            .max(log_start.get(tp).copied().unwrap_or(0));
         let acks = acked.get(tp);
         // Walk acknowledged offsets up from the log start; the walk is bounded by the
         // number of acks, so a torn (huge) frontier costs nothing.

@@ -19,6 +19,9 @@ pub enum LossExcuse {
     },
     /// Counted against the loss the engine recorded on the partition.
     RecordedLoss,
+    /// Below the partition's log start: retention deleted it by age before it was
+    /// delivered (the spec's reaper does not wait for consumers).
+    Retention { log_start: Offset },
     /// Attributable to an out-of-contract fault.
     OutOfContract {
         fault_index: usize,
@@ -100,8 +103,11 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> LossReport {
         let budget = facts.recorded_loss_total(&tp);
         let mut spent = 0;
         let mut unexcused = Vec::new();
+        let log_start = facts.final_log_start(&tp);
         for l in lost {
-            let excuse = if spent < budget {
+            let excuse = if l.offset.is_some_and(|o| o < log_start) {
+                LossExcuse::Retention { log_start }
+            } else if spent < budget {
                 spent += 1;
                 LossExcuse::RecordedLoss
             } else if let Some(fault_index) = l.fault {

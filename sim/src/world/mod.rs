@@ -23,7 +23,6 @@ use crate::fs::dice::Dice;
 use crate::fs::plugin::{SimFsPlugin, attach};
 use crate::history::{
     CrashPartition, FaultKind, FileKind, History, OffsetRange, TopicPartition, encode_payload,
-    parse_payload_id,
 };
 use crate::profile::Profile;
 use crate::swarm::FaultMix;
@@ -839,7 +838,7 @@ async fn producer(world: Arc<World>, index: usize, plan: workload::ProducerPlan)
 async fn consumer(world: Arc<World>, index: usize, plan: workload::ConsumerPlan) {
     let mut dice = Dice::new(sub_seed(world.spec.seed, 10_000 + index as u64));
     let topic = world.spec.workload.topics[plan.topic].name.clone();
-    let tp = TopicPartition::new(topic.clone(), plan.partition);
+
     loop {
         let result = call(&world, |reply| Request::Receive {
             topic: topic.clone(),
@@ -856,22 +855,7 @@ async fn consumer(world: Arc<World>, index: usize, plan: workload::ConsumerPlan)
             }
         };
         for d in deliveries {
-            {
-                let mut rec = world.recorder.lock();
-                let now = rec.now_ms();
-                rec.history.delivery(
-                    now,
-                    &tp,
-                    d.offset,
-                    &d.key,
-                    &d.payload,
-                    d.committed_at_ms,
-                    d.attempt,
-                );
-                if let Ok(id) = parse_payload_id(&d.payload) {
-                    rec.delivered.insert(id);
-                }
-            }
+            // The node recorded the delivery when it sent it.
             let ack = if dice.chance(plan.drop_probability) {
                 continue;
             } else {

@@ -205,7 +205,28 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
                 .await
                 .unwrap_or(Ok(Vec::new()))
                 .map_err(|e| e.to_string());
-            drop(reply.send(result).await);
+            let delivered = result.as_ref().map(Vec::clone).unwrap_or_default();
+            // Recorded in the same step as the send (no other task runs in between), so
+            // the history has each delivery at the moment and incarnation it happened.
+            if reply.send(result).await.is_ok() {
+                let mut rec = recorder.lock();
+                let now = rec.now_ms();
+                let tp = TopicPartition::new(topic.clone(), partition);
+                for d in &delivered {
+                    rec.history.delivery(
+                        now,
+                        &tp,
+                        d.offset,
+                        &d.key,
+                        &d.payload,
+                        d.committed_at_ms,
+                        d.attempt,
+                    );
+                    if let Ok(id) = crate::history::parse_payload_id(&d.payload) {
+                        rec.delivered.insert(id);
+                    }
+                }
+            }
         }
         Request::Settle {
             topic,

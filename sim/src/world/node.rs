@@ -205,7 +205,7 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
                 .await
                 .unwrap_or(Ok(Vec::new()))
                 .map_err(|e| e.to_string());
-            let delivered = result.as_ref().map(Vec::clone).unwrap_or_default();
+            let delivered = result.clone().unwrap_or_default();
             // Recorded in the same step as the send (no other task runs in between), so
             // the history has each delivery at the moment and incarnation it happened.
             if reply.send(result).await.is_ok() {

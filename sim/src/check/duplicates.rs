@@ -103,7 +103,14 @@ fn attribute(
         let Some(state) = crash.partitions.get(&earlier.tp) else {
             return false;
         };
-        let unbounded = budget.unbounded.iter().any(|(tp, _)| *tp == earlier.tp);
+        // An out-of-contract fault leaves the durable image wrong until something
+        // rewrites it, so it unbinds every later crash on that partition, not only the
+        // one that ended its incarnation.
+        let unbounded = budget.unbounded.iter().any(|(tp, _)| *tp == earlier.tp)
+            || facts
+                .out_of_contract_on(&earlier.tp)
+                .into_iter()
+                .any(|f| f < crash.index);
         // Re-commits land past the durable tail, unless damage at rest injected before
         // the restart made recovery truncate the hidden tail (R2): then they land
         // anywhere past the persisted HWM.

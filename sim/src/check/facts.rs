@@ -236,16 +236,21 @@ impl<'h> Facts<'h> {
                 if max.recorded_loss_records == 0 {
                     continue;
                 }
-                let from_offset = first_hwm
-                    .get(&(tp.clone(), *incarnation))
-                    .copied()
-                    .or_else(|| {
-                        facts
-                            .crash_before(*restart_index)
-                            .and_then(|c| c.partitions.get(tp))
-                            .map(|p| p.persisted_hwm.min(p.durable_tail))
-                    })
-                    .unwrap_or(0);
+                // The clamp moved the HWM down to `persisted - recorded loss`; the first
+                // HWM seen may already be higher (the WAL replay commits at open).
+                let clamped = facts
+                    .crash_before(*restart_index)
+                    .and_then(|c| c.partitions.get(tp))
+                    .map(|p| {
+                        p.persisted_hwm
+                            .saturating_sub(max.recorded_loss_records)
+                            .min(p.durable_tail)
+                    });
+                let first = first_hwm.get(&(tp.clone(), *incarnation)).copied();
+                let from_offset = match (first, clamped) {
+                    (Some(a), Some(b)) => a.min(b),
+                    (a, b) => a.or(b).unwrap_or(0),
+                };
                 facts.clamps.entry(tp.clone()).or_default().push(Clamp {
                     restart_index: *restart_index,
                     incarnation: *incarnation,

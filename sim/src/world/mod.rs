@@ -531,7 +531,9 @@ async fn kill(world: &Arc<World>, node: madsim::task::NodeId) {
         .unwrap_or_default();
     {
         let mut rec = world.recorder.lock();
-        rec.fault(FaultKind::Crash, None, None);
+        if !rec.healed {
+            rec.fault(FaultKind::Crash, None, None);
+        }
     }
     madsim::runtime::Handle::current().kill(node);
     let partitions = durable_partitions(world, &memory).await;

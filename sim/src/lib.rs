@@ -13,5 +13,6 @@ pub mod clock;
 pub mod fs;
 pub mod history;
 pub mod profile;
+pub mod scenario;
 pub mod swarm;
 pub mod world;

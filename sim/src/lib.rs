@@ -14,5 +14,6 @@ pub mod fs;
 pub mod history;
 pub mod profile;
 pub mod scenario;
+pub mod shrink;
 pub mod swarm;
 pub mod world;

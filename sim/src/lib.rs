@@ -16,4 +16,5 @@ pub mod profile;
 pub mod scenario;
 pub mod shrink;
 pub mod swarm;
+pub mod timeline;
 pub mod world;

@@ -10,6 +10,7 @@ compile_error!(
 
 pub mod check;
 pub mod clock;
+pub mod corpus;
 pub mod fs;
 pub mod history;
 pub mod profile;

@@ -27,6 +27,12 @@ enum Command {
     /// Run one simulation seed exactly as a sweep did; print its trace and verdict.
     #[command(after_help = cli::replay::EXIT_CODES_HELP)]
     Replay(cli::replay::Args),
+    /// Run scenario files (`scenarios/*.toml`) and compare each verdict with its file's.
+    #[command(after_help = cli::scenario::EXIT_CODES_HELP)]
+    Scenario(cli::scenario::Args),
+    /// Shrink a failing seed into a small scenario file that fails the same checker.
+    #[command(after_help = cli::shrink::EXIT_CODES_HELP)]
+    Shrink(cli::shrink::Args),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +43,8 @@ fn main() -> ExitCode {
         Command::Verify(args) => cli::verify::run(&args),
         Command::Dump(args) => cli::dump::run(&args),
         Command::Replay(args) => return cli::replay::run_command(&args),
+        Command::Scenario(args) => return cli::scenario::run_command(&args),
+        Command::Shrink(args) => return cli::shrink::run_command(&args),
     };
     cli::finish(outcome)
 }

@@ -9,6 +9,8 @@
 pub mod dump;
 mod partition;
 pub mod replay;
+pub mod scenario;
+pub mod shrink;
 pub mod verify;
 
 use std::fmt;

@@ -35,6 +35,12 @@ enum Command {
     /// Run one simulation seed exactly as a sweep did; print its trace and verdict.
     #[command(after_help = cli::replay::EXIT_CODES_HELP)]
     Replay(cli::replay::Args),
+    /// Run scenario files (`scenarios/*.toml`) and compare each verdict with its file's.
+    #[command(after_help = cli::scenario::EXIT_CODES_HELP)]
+    Scenario(cli::scenario::Args),
+    /// Shrink a failing seed into a small scenario file that fails the same checker.
+    #[command(after_help = cli::shrink::EXIT_CODES_HELP)]
+    Shrink(cli::shrink::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +54,8 @@ fn main() -> ExitCode {
         Command::Sweep(args) => return cli::sweep::run_command(&args),
         Command::Append(args) => return cli::append::run(&args),
         Command::Merge(args) => return cli::sweep::merge_command(&args),
+        Command::Scenario(args) => return cli::scenario::run_command(&args),
+        Command::Shrink(args) => return cli::shrink::run_command(&args),
     };
     cli::finish(outcome)
 }

@@ -14,5 +14,8 @@ pub mod corpus;
 pub mod fs;
 pub mod history;
 pub mod profile;
+pub mod scenario;
+pub mod shrink;
 pub mod swarm;
+pub mod timeline;
 pub mod world;

@@ -10,6 +10,8 @@ pub mod append;
 pub mod dump;
 mod partition;
 pub mod replay;
+pub mod scenario;
+pub mod shrink;
 pub mod sweep;
 pub mod verify;
 

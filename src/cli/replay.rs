@@ -33,6 +33,9 @@ pub struct Args {
     /// Write the run's history as JSON lines to this file.
     #[arg(long, value_name = "FILE")]
     pub history: Option<std::path::PathBuf>,
+    /// Draw the run (HWMs, durable tails, frontier, acks, crashes, faults) to this SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<std::path::PathBuf>,
 }
 
 pub const EXIT_CODES_HELP: &str = "\
@@ -55,6 +58,12 @@ pub fn run_command(args: &Args) -> ExitCode {
     let outcome = run(&spec);
     if let Some(path) = &args.history
         && let Err(e) = std::fs::write(path, outcome.history.to_json_lines())
+    {
+        eprintln!("cafelog: error: {}: {e}", path.display());
+        return ExitCode::from(2);
+    }
+    if let Some(path) = &args.timeline
+        && let Err(e) = cafelog_sim::timeline::write(path, &outcome)
     {
         eprintln!("cafelog: error: {}: {e}", path.display());
         return ExitCode::from(2);

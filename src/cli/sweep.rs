@@ -233,15 +233,7 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
     if let Some(path) = &args.save_failures {
         for f in &failures {
             let why = format!("sweep failure: {}", f.kind());
-            cafelog_sim::corpus::append(
-                path,
-                f.seed,
-                &f.profile,
-                &why,
-                &f.verdict,
-                f.checker.as_deref(),
-            )
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            cafelog_sim::corpus::append(path, f.seed, &f.profile, &why)?;
         }
         if !failures.is_empty() {
             let _ = writeln!(

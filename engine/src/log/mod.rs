@@ -114,6 +114,8 @@ struct State<F: Fs> {
     last_commit_ms: u64,
     segments: BTreeMap<u64, Segment<F>>,
     poisoned: Option<String>,
+    /// The HWM at the moment of poisoning: it never moves past this afterwards.
+    hwm_at_poison: Option<u64>,
     closing: bool,
     closed: bool,
     unsynced_bytes: u64,
@@ -151,6 +153,10 @@ impl<F: Fs> State<F> {
             self.written_end,
             self.next_offset
         );
+        assert!(
+            self.hwm_at_poison.is_none_or(|at| self.hwm == at),
+            "HWM moved after the log was poisoned"
+        );
         assert_eq!(
             self.written_end + self.in_flight + self.buffer.len() as u64,
             self.next_offset,
@@ -174,6 +180,8 @@ pub struct LogStatus {
     pub segments: usize,
     pub last_commit_ms: u64,
     pub poisoned: Option<String>,
+    /// The HWM when the log was poisoned.
+    pub hwm_at_poison: Option<u64>,
     pub closed: bool,
 }
 
@@ -289,6 +297,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             last_commit_ms: scan.last_committed_at_ms.unwrap_or(0),
             segments,
             poisoned: None,
+            hwm_at_poison: None,
             closing: false,
             closed: false,
             unsynced_bytes: 0,
@@ -347,6 +356,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             segments: st.segments.len(),
             last_commit_ms: st.last_commit_ms,
             poisoned: st.poisoned.clone(),
+            hwm_at_poison: st.hwm_at_poison,
             closed: st.closed,
         }
     }
@@ -604,6 +614,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             if st.poisoned.is_none() {
                 tracing::error!(dir = %self.inner.dir.display(), %reason, "partition poisoned");
                 st.poisoned = Some(reason);
+                st.hwm_at_poison = Some(st.hwm);
             }
         }
         self.inner.metrics.poisoned.store(true, Ordering::Relaxed);

@@ -745,10 +745,7 @@ fn sample(world: &World) {
             metrics.recorded_loss_records,
             metrics.records_skipped,
         );
-        if status.poisoned.is_some() && rec.poisoned_seen.insert(tp.clone()) {
-            rec.paths.partitions_poisoned += 1;
-            rec.history.partition_poisoned(now, &tp);
-        }
+        // Poison is recorded by the node's watchdog, with the HWM it struck at.
     }
 }
 

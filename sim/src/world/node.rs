@@ -86,6 +86,7 @@ pub async fn run(ctx: NodeContext) {
     store.spawn_background(&NodeSpawner);
     drop(madsim::task::spawn(watchdog(
         store.clone(),
+        ctx.recorder.clone(),
         Arc::clone(&ctx.restart_requested),
     )));
     while let Ok(request) = ctx.requests.recv().await {
@@ -98,16 +99,32 @@ pub async fn run(ctx: NodeContext) {
     }
 }
 
-/// Asks for a restart once the WAL or a partition is poisoned.
-async fn watchdog(store: SimStore, restart_requested: Arc<AtomicBool>) {
+/// Records poisoned partitions and asks for a restart once the WAL or a partition is
+/// poisoned. (A poisoned WAL fails every later produce; records appended to a log
+/// before the failure may still be committed by its flusher, unacknowledged, which is
+/// allowed, so the WAL is not reported as a partition's poison.)
+async fn watchdog(store: SimStore, recorder: Shared, restart_requested: Arc<AtomicBool>) {
     loop {
         madsim::time::sleep(WATCHDOG_PERIOD).await;
-        let poisoned = store.wal().poisoned().is_some()
-            || store
-                .partition_statuses()
-                .iter()
-                .any(|(_, s, _)| s.poisoned.is_some());
-        if poisoned {
+        let wal_poisoned = store.wal().poisoned().is_some();
+        let poisoned: Vec<(TopicPartition, u64)> = store
+            .partition_statuses()
+            .into_iter()
+            .filter_map(|((t, p), s, _)| s.hwm_at_poison.map(|h| (TopicPartition::new(t, p), h)))
+            .collect();
+        if wal_poisoned || !poisoned.is_empty() {
+            let mut rec = recorder.lock();
+            let now = rec.now_ms();
+            for (tp, hwm) in poisoned {
+                if rec.poisoned_seen.insert(tp.clone()) {
+                    // The HWM as it stood when the poison struck (noticed up to a
+                    // watchdog period later): nothing may move it afterwards.
+                    rec.paths.partitions_poisoned += 1;
+                    rec.history.hwm_observed(now, &tp, hwm, None, None);
+                    rec.history.partition_poisoned(now, &tp);
+                }
+            }
+            drop(rec);
             restart_requested.store(true, Ordering::SeqCst);
             return;
         }

@@ -152,7 +152,9 @@ impl Recorder {
             if self.healed
                 && matches!(
                     event.kind,
-                    FsEventKind::CrashWriteTorn | FsEventKind::CrashWriteLost | FsEventKind::CrashDirOpLost
+                    FsEventKind::CrashWriteTorn
+                        | FsEventKind::CrashWriteLost
+                        | FsEventKind::CrashDirOpLost
                 )
             {
                 // After the heal, a restart the engine asked for (a fatal error from

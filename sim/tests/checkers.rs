@@ -1094,3 +1094,83 @@ fn checker_names_are_stable_snake_case() {
         );
     }
 }
+
+// ---- excuses added from sweeps ----
+
+fn retention_run(log_start: u64) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .produce(3, 0, 2, 1_002)
+        .deliver(3, 0, 2, 1_002)
+        .consume(0, 2)
+        .with(|t, h| {
+            h.log_start_observed(t, &tp(0), log_start);
+        });
+    r
+}
+
+#[test]
+fn retention_excuses_acked_records_it_deleted_before_delivery_and_nothing_above_the_log_start() {
+    // The reaper deleted offsets 0 and 1 by age before any consumer read them.
+    let report = retention_run(2).report();
+    assert_clean(&report);
+    assert!(matches!(
+        report.no_lost_ack.excuse_of(1),
+        Some(LossExcuse::Retention { log_start: 2 })
+    ));
+    // With the log start at 1, offset 1 was not retention's to delete.
+    let report = retention_run(1).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 2 at offset 1"]);
+}
+
+fn consumer_offset_flip_run(flip: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .produce(3, 0, 2, 1_002)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .with(|t, h| {
+            h.frontier_written(t, &tp(0), 1);
+        })
+        .crash(&[(0, 3, 3, 3)]);
+    if flip {
+        r.fault(
+            FaultKind::BitFlip {
+                file: FileKind::ConsumerOffset,
+                offsets: None,
+                below_hwm: None,
+            },
+            Some(0),
+        );
+    }
+    // The frontier comes back as 3 (a flipped bit of 1): offsets 1 and 2 are skipped.
+    r.restart().with(|t, h| {
+        h.frontier_observed(t, &tp(0), 3);
+    });
+    r
+}
+
+#[test]
+fn a_flip_in_consumer_offset_is_attributed_and_without_it_the_jump_fails() {
+    let report = consumer_offset_flip_run(true).report();
+    assert!(
+        report.frontier_safe.violations.is_empty(),
+        "{:?}",
+        report.frontier_safe.violations
+    );
+    assert!(report.no_lost_ack.violations.is_empty());
+    let report = consumer_offset_flip_run(false).report();
+    assert!(
+        report
+            .frontier_safe
+            .violations
+            .iter()
+            .any(|v| v.message.contains("recovered as 3")),
+        "{:?}",
+        report.frontier_safe.violations
+    );
+    assert!(!report.no_lost_ack.violations.is_empty());
+}

@@ -460,11 +460,15 @@ impl History {
             EventKind::Heal => self.healed = true,
             _ => {}
         }
-        self.events.push(Event {
+        let event = Event {
             at_ms,
             incarnation: self.incarnation,
             kind,
-        });
+        };
+        // The trace also goes through `tracing` (target `cafelog_sim::trace`), so an
+        // embedder's subscriber sees it interleaved with the engine's own events.
+        tracing::debug!(target: "cafelog_sim::trace", at_ms, incarnation = event.incarnation, "{event}");
+        self.events.push(event);
         self
     }
 

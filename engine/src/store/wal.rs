@@ -330,7 +330,8 @@ impl<F: Fs> Wal<F> {
                 .open(&dir.join(&active_name), OpenMode::ReadWrite)
                 .await
                 .map_err(wal_io("open segment"))?;
-            debug_assert_eq!(file.len().await.ok(), Some(0));
+            // (No length check here: an extra I/O only in debug builds would change a
+            // simulated run between build profiles.)
             file
         } else {
             let file = fs

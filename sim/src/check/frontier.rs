@@ -71,9 +71,12 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
             .metadata_damage
             .get(tp)
             .is_some_and(|d| d.iter().any(|d| *d < index))
+            || (observed && facts.out_of_contract_before(tp, index).is_some())
         {
             // A flip in consumer.offset (8 bare bytes) cannot be detected: the recovered
-            // frontier and every value derived from it are attributed to it.
+            // frontier and every value derived from it are attributed to it. A recovered
+            // value after an out-of-contract fault on the partition is too (a
+            // misdirected write can land in the frontier file and change its length).
             continue;
         }
         let kind = if observed { "recovered" } else { "written" };

@@ -489,9 +489,16 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
     let end = profile.end_ms();
     loop {
         sleep_serving(world, node, 50).await;
+        // Done once every acknowledged record is delivered and the engine is up: the
+        // last restart's recovery has run, so the checkers see what it found.
+        let up = world
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
         let done = {
             let rec = world.recorder.lock();
-            world.producers_running.load(Ordering::SeqCst) == 0
+            up && world.producers_running.load(Ordering::SeqCst) == 0
                 && rec.acked.is_subset(&rec.delivered)
         };
         let now = now_ms(world);
@@ -673,7 +680,12 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
             .insert(tp.clone());
     }
     let (offsets, below_hwm) = match (&tp, want) {
-        (Some(_), FileKind::Segment) => locate(&before, &flip.path, flip.position),
+        (Some(_), FileKind::Segment) => locate(
+            &before,
+            &flip.path,
+            flip.position,
+            world.fs.visible_bytes(&flip.path).as_deref(),
+        ),
         _ => (None, None),
     };
     let mut rec = world.recorder.lock();
@@ -696,6 +708,7 @@ fn locate(
     scans: &BTreeMap<PathBuf, cafelog_engine::recovery::PartitionScan>,
     path: &Path,
     position: u64,
+    bytes: Option<&[u8]>,
 ) -> (Option<OffsetRange>, Option<bool>) {
     let Some(scan) = path.parent().and_then(|dir| scans.get(dir)) else {
         return (None, None);
@@ -718,7 +731,40 @@ fn locate(
             }
         }
     }
-    // Past the valid extent: garbage or a torn tail nobody acknowledged.
+    // Past the extent the scan saw: the frame may have been written while the scan
+    // ran. Walk the headers from there in the file's current bytes (a header is
+    // parsed without its CRC: the flip may be in the payload).
+    let start = scan
+        .segments
+        .iter()
+        .find(|s| s.file_name == name)
+        .map(|s| (s.valid_len, s.end_offset));
+    if let (Some((mut at, mut base)), Some(bytes)) = (start, bytes) {
+        use cafelog_engine::format::frame::{FRAME_HEADER_LEN, FrameHeader};
+        while let Some(head) = bytes
+            .get(at as usize..at as usize + FRAME_HEADER_LEN)
+            .and_then(|h| <&[u8; FRAME_HEADER_LEN]>::try_from(h).ok())
+        {
+            let Ok(header) = FrameHeader::parse(head) else {
+                break;
+            };
+            if header.base_offset != base {
+                break;
+            }
+            if position >= at && position < at + header.frame_len() {
+                return (
+                    Some(OffsetRange {
+                        start: header.base_offset,
+                        end: header.end_offset(),
+                    }),
+                    Some(header.base_offset < persisted),
+                );
+            }
+            at += header.frame_len();
+            base = header.end_offset();
+        }
+    }
+    // Past every frame: garbage or a torn tail nobody acknowledged.
     (None, Some(false))
 }
 

@@ -154,11 +154,23 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     }
     let mut frontiers = Vec::new();
     for part in store.partitions() {
-        let frontier = store
+        // What the durable `consumer.offset` holds (old or new, never torn, is the
+        // property judged), read before the engine loads and clamps it.
+        let path = part
+            .log
+            .dir()
+            .join(cafelog_engine::format::layout::CONSUMER_OFFSET_FILE);
+        let raw = match cafelog_engine::recovery::read_word_file(&ctx.fs.inner, &path).await {
+            Ok(Ok(value)) => value.unwrap_or(0),
+            // A file of the wrong length: a torn frontier, reported as a value no one wrote.
+            Ok(Err(_)) => u64::MAX,
+            Err(e) => return Err(e.to_string()),
+        };
+        store
             .frontier(&part.id.0, part.id.1)
             .await
             .map_err(|e| e.to_string())?;
-        frontiers.push((part.id.clone(), frontier, part.log.metrics().snapshot()));
+        frontiers.push((part.id.clone(), raw, part.log.metrics().snapshot()));
     }
     let mut rec = ctx.recorder.lock();
     let now = rec.now_ms();

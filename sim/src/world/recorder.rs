@@ -187,6 +187,21 @@ impl Recorder {
         }
     }
 
+    /// The value of an 8-byte file as reads see it now.
+    pub fn visible_word(&self, path: &Path) -> Option<u64> {
+        self.fs
+            .visible_bytes(path)
+            .and_then(|b| cafelog_engine::format::word::decode(&b))
+    }
+
+    /// Recovery clamped `path`'s partition HWM down by `lost` records.
+    pub fn clamp_written(&mut self, hwm_path: &Path, lost: u64) {
+        if let Some(tp) = partition_of(hwm_path) {
+            let now = self.now_ms();
+            self.history.engine_counters(now, &tp, lost, 0);
+        }
+    }
+
     pub fn frontier_written(&mut self, tmp_path: &Path, value: u64) {
         if let Some(tp) = partition_of(tmp_path) {
             let now = self.now_ms();

@@ -1174,3 +1174,51 @@ fn a_flip_in_consumer_offset_is_attributed_and_without_it_the_jump_fails() {
     );
     assert!(!report.no_lost_ack.violations.is_empty());
 }
+
+/// Offsets 1 and 2 are read (commit times 2000 and 2001), then a crash hides them (the
+/// persisted HWM is 1) and, when `damaged`, a bit flip lets recovery truncate the hidden
+/// tail (R2); the WAL re-commits id 2 at offset 1 with a later commit time, 2500, while
+/// offset 2's old observation (2001) is never seen again: along offsets, 2500 > 2001.
+fn truncated_hidden_tail_run(damaged: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 2_000)
+        .produce(3, 0, 2, 2_001)
+        .hwm(0, 3, 1, 3)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 2_000)
+        .deliver(3, 0, 2, 2_001)
+        .crash(&[(0, 1, 3, 3)]);
+    if damaged {
+        r.fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 1, end: 2 }),
+                below_hwm: Some(false),
+            },
+            Some(0),
+        );
+    }
+    r.restart().hwm(0, 2, 2, 2).deliver(2, 0, 1, 2_500);
+    r
+}
+
+#[test]
+fn commit_times_superseded_by_an_r2_truncation_after_damage_are_left_out_and_not_otherwise() {
+    let report = truncated_hidden_tail_run(true).report();
+    assert!(
+        report.monotonic_commit_time.violations.is_empty(),
+        "{:?}",
+        report.monotonic_commit_time.violations
+    );
+    assert!(report.monotonic_commit_time.superseded > 0);
+    let report = truncated_hidden_tail_run(false).report();
+    assert!(
+        !report.stable_offsets.violations.is_empty(),
+        "without damage the changed records are violations"
+    );
+    assert!(
+        !report.monotonic_commit_time.violations.is_empty(),
+        "without damage 2500 at offset 1 before 2001 at offset 2 is a violation"
+    );
+}

@@ -377,10 +377,14 @@ impl<'h> Facts<'h> {
     }
 
     /// Whether what was observed at `offset` of `tp` at `index` may have been replaced
-    /// later legitimately: a recorded clamp after it covers the offset, or a crash after
-    /// it followed an out-of-contract fault on `tp`.
+    /// later legitimately: a recorded clamp after it covers the offset, a later crash's
+    /// hidden tail that damage at rest let recovery truncate (R2), or a crash after it
+    /// followed an out-of-contract fault on `tp`.
     pub fn superseded(&self, tp: &TopicPartition, offset: Offset, index: usize) -> bool {
         self.clamp_covering(tp, offset, index, usize::MAX).is_some()
+            || self
+                .damaged_hidden_tail(tp, offset, index, usize::MAX)
+                .is_some()
             || self
                 .out_of_contract_before(tp, usize::MAX)
                 .is_some_and(|fault| {

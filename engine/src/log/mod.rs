@@ -128,12 +128,17 @@ struct State<F: Fs> {
 }
 
 impl<F: Fs> State<F> {
-    fn check_writable(&self) -> Result<(), LogError> {
-        if let Some(reason) = &self.poisoned {
-            return Err(LogError::Poisoned {
+    fn check_not_poisoned(&self) -> Result<(), LogError> {
+        match &self.poisoned {
+            Some(reason) => Err(LogError::Poisoned {
                 reason: reason.clone(),
-            });
+            }),
+            None => Ok(()),
         }
+    }
+
+    fn check_writable(&self) -> Result<(), LogError> {
+        self.check_not_poisoned()?;
         if self.closing || self.closed {
             return Err(LogError::Closed);
         }
@@ -470,11 +475,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
     pub async fn sync(&self) -> Result<Range<u64>, LogError> {
         let (target, start) = {
             let st = self.state();
-            if let Some(reason) = &st.poisoned {
-                return Err(LogError::Poisoned {
-                    reason: reason.clone(),
-                });
-            }
+            st.check_not_poisoned()?;
             if st.closed {
                 return Err(LogError::Closed);
             }
@@ -484,11 +485,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         loop {
             {
                 let st = self.state();
-                if let Some(reason) = &st.poisoned {
-                    return Err(LogError::Poisoned {
-                        reason: reason.clone(),
-                    });
-                }
+                st.check_not_poisoned()?;
                 if st.hwm >= target || st.written_end >= target {
                     break;
                 }
@@ -508,11 +505,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         let file = self.inner.hwm_file.lock().await;
         let hwm = {
             let st = self.state();
-            if let Some(reason) = &st.poisoned {
-                return Err(LogError::Poisoned {
-                    reason: reason.clone(),
-                });
-            }
+            st.check_not_poisoned()?;
             if st.hwm == st.persisted_hwm {
                 return Ok(st.persisted_hwm);
             }
@@ -545,11 +538,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         let _io = self.inner.io.lock().await;
         let exposed = {
             let mut st = self.state();
-            if let Some(reason) = &st.poisoned {
-                return Err(LogError::Poisoned {
-                    reason: reason.clone(),
-                });
-            }
+            st.check_not_poisoned()?;
             let exposed = st.durable_end - st.hwm;
             st.hwm = st.durable_end;
             st.check_invariants();

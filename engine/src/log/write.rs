@@ -43,11 +43,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         let config = &self.inner.config;
         let (base, records, bytes, last_committed_at_ms) = {
             let mut st = self.state();
-            if let Some(reason) = &st.poisoned {
-                return Err(LogError::Poisoned {
-                    reason: reason.clone(),
-                });
-            }
+            st.check_not_poisoned()?;
             if st.buffer.is_empty() || st.written_end >= limit || st.in_flight > 0 {
                 return Ok(false);
             }
@@ -194,11 +190,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         }
         {
             let mut st = self.state();
-            if let Some(reason) = &st.poisoned {
-                return Err(LogError::Poisoned {
-                    reason: reason.clone(),
-                });
-            }
+            st.check_not_poisoned()?;
             st.durable_end = st.durable_end.max(last.end_offset());
             st.hwm = st.durable_end;
             st.unsynced_bytes = 0;

@@ -153,3 +153,47 @@ fn repeated_crashes_keep_every_acknowledged_produce() {
     }
     assert_eq!(seen.len(), acked.len(), "nothing unexpected");
 }
+
+/// Found by the simulator (quick seed 31): a recovery clamp cut the log below the WAL
+/// checkpoint's offset; the replay then committed an entry below that offset, and the
+/// next restart's replay, looking for visible copies only from the stale offset up,
+/// committed it again: a duplicate no hidden tail explained.
+#[test]
+fn a_clamp_below_the_checkpoint_offset_does_not_make_replay_duplicate_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let mut config = topic(1);
+    config.log.fsync = cafelog_engine::log::FsyncPolicy::PerWrite;
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", config)).unwrap();
+    produce_ids(&store, 0, 3);
+    block(store.persist_hwms()).unwrap();
+    block(store.checkpoint_wal()).unwrap(); // checkpoint offset 3
+    produce_ids(&store, 3, 1); // id 3 at offset 3: in the WAL past the checkpoint
+    block(store.persist_hwms()).unwrap();
+    drop(store);
+    // Damage: cut the segment back to its first two frames (offsets 0 and 1), so
+    // recovery clamps the persisted HWM 4 down to 2 and records the loss.
+    let segment = dir.path().join("topics/t/p00000/00000000000000000000.log");
+    let bytes = std::fs::read(&segment).unwrap();
+    let frame_len = bytes.len() / 4;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .unwrap()
+        .set_len((frame_len * 2) as u64)
+        .unwrap();
+    let (store, report) = open(dir.path(), &clock);
+    let part = &report.partitions[&("t".to_string(), 0)];
+    assert_eq!((part.hwm, part.recorded_loss_records), (2, 2));
+    assert_eq!(report.replayed, 1, "id 3 is re-committed at offset 2");
+    block(store.persist_hwms()).unwrap();
+    drop(store); // crash before any checkpoint
+    let (store, report) = open(dir.path(), &clock);
+    assert_eq!(
+        report.replayed, 0,
+        "the copy at offset 2 is visible: nothing to replay"
+    );
+    let seen = delivered(&store);
+    assert_eq!(seen.get(&3), Some(&1), "id 3 exactly once: {seen:?}");
+}

@@ -258,6 +258,26 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 .await
                 .map_err(StoreError::Wal)?;
         report.wal = wal_report;
+        // A recovery clamp (R4) may have cut a partition below its checkpoint's offset:
+        // the records it writes there next are copies of entries past the checkpoint,
+        // which replay must see. Lower the offset to the recovered HWM, durably, before
+        // anything is committed.
+        let mut checkpoint = checkpoint;
+        let mut lowered = false;
+        for state in topics.values() {
+            for slot in &state.partitions {
+                if let Slot::Open(part) = slot
+                    && let Some(cp) = checkpoint.get_mut(&part.id)
+                    && part.log.hwm() < cp.offset
+                {
+                    cp.offset = part.log.hwm();
+                    lowered = true;
+                }
+            }
+        }
+        if lowered {
+            wal.checkpoint(&checkpoint).await.map_err(StoreError::Wal)?;
+        }
         let mut pending: BTreeMap<PartitionId, Pending> = BTreeMap::new();
         for (id, cp) in &checkpoint {
             let p = pending.entry(id.clone()).or_default();

@@ -72,6 +72,7 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
         aggregated: 0,
         violations: Vec::new(),
     };
+    let wal_damage = first_wal_damage(facts);
     // Attribute every pair first, then explain the leftovers with final budgets.
     let mut leftovers = Vec::new();
     for (id, copies) in &accounting.duplicated {
@@ -81,8 +82,8 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
             };
             // After a truncation (R1, R2) a re-commit can land at a lower offset than
             // the hidden copy it repeats: try the pair both ways round.
-            let slot = attribute(facts, &report.crashes, earlier, later)
-                .or_else(|| attribute(facts, &report.crashes, later, earlier));
+            let slot = attribute(facts, &report.crashes, wal_damage, earlier, later)
+                .or_else(|| attribute(facts, &report.crashes, wal_damage, later, earlier));
             match slot {
                 Some(slot) => report.crashes[slot].count += 1,
                 None => leftovers.push((*id, earlier, later)),
@@ -129,10 +130,30 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
     report
 }
 
+/// Damage at rest in the WAL (its checkpoint or an entry) before `index`: the engine
+/// detects it and replays more than the hidden tails (a lost checkpoint replays every
+/// entry still in the WAL), trading duplicates for loss; the hidden-tail bound does not
+/// apply after it.
+fn first_wal_damage(facts: &Facts<'_>) -> Option<usize> {
+    facts.history.events().iter().position(|e| {
+        matches!(
+            &e.kind,
+            crate::history::EventKind::Fault {
+                kind: crate::history::FaultKind::BitFlip {
+                    file: crate::history::FileKind::Wal,
+                    ..
+                },
+                ..
+            }
+        )
+    })
+}
+
 /// The crash (index into `budgets`) that explains `later` as a re-commit of `earlier`.
 fn attribute(
     facts: &Facts<'_>,
     budgets: &[CrashBudget],
+    wal_damage: Option<usize>,
     earlier: &Copy,
     later: &Copy,
 ) -> Option<usize> {
@@ -148,7 +169,8 @@ fn attribute(
             || facts
                 .out_of_contract_on(&earlier.tp)
                 .into_iter()
-                .any(|f| f < crash.index);
+                .any(|f| f < crash.index)
+            || wal_damage.is_some_and(|d| d < later.first_delivery);
         // Re-commits land past the durable tail, unless damage at rest injected before
         // the restart made recovery truncate the hidden tail (R2): then they land
         // anywhere past the persisted HWM.

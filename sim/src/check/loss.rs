@@ -91,9 +91,18 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> LossReport {
             id: *id,
             offset: *offset,
             ack_index,
+            // A flip in `hwm` or `consumer.offset` is undetectable and its effect (a
+            // frontier or HWM moved past records) lasts until the file is rewritten,
+            // across crashes: it excuses loss on its partition wherever it falls.
             fault: facts
                 .out_of_contract_window(tp, ack_index)
-                .or_else(|| facts.metadata_damage_after(tp, ack_index)),
+                .or_else(|| facts.metadata_damage_after(tp, ack_index))
+                .or_else(|| {
+                    facts
+                        .metadata_damage
+                        .get(tp)
+                        .and_then(|d| d.first().copied())
+                }),
         });
     }
     for (tp, mut lost) in per_tp {

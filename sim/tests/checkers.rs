@@ -1203,6 +1203,39 @@ fn truncated_hidden_tail_run(damaged: bool) -> Run {
     r
 }
 
+/// The flip lands after the restart event, while the new incarnation's recovery is
+/// still scanning (as seen in default seed 196): the same excuse applies.
+#[test]
+fn damage_landing_while_recovery_runs_excuses_the_truncated_hidden_tail_too() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 2_000)
+        .produce(3, 0, 2, 2_001)
+        .hwm(0, 3, 1, 3)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 2_000)
+        .deliver(3, 0, 2, 2_001)
+        .crash(&[(0, 1, 3, 3)])
+        .restart()
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 1, end: 2 }),
+                below_hwm: Some(false),
+            },
+            Some(0),
+        )
+        .hwm(0, 2, 2, 2)
+        .deliver(2, 0, 1, 2_500);
+    let report = r.report();
+    assert!(
+        report.stable_offsets.violations.is_empty(),
+        "{:?}",
+        report.stable_offsets.violations
+    );
+    assert!(report.monotonic_commit_time.violations.is_empty());
+}
+
 #[test]
 fn commit_times_superseded_by_an_r2_truncation_after_damage_are_left_out_and_not_otherwise() {
     let report = truncated_hidden_tail_run(true).report();

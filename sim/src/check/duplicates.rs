@@ -174,15 +174,17 @@ fn attribute(
         // Re-commits land past the durable tail, unless damage at rest injected before
         // the restart made recovery truncate the hidden tail (R2): then they land
         // anywhere past the persisted HWM.
-        let restart = facts
-            .restarts
-            .get(&(crash.incarnation + 1))
-            .copied()
-            .unwrap_or(usize::MAX);
+        // Damage until the next crash can reach this crash's recovery (the open after
+        // the restart may still be scanning when it lands).
+        let until = facts
+            .crashes
+            .iter()
+            .find(|n| n.index > crash.index)
+            .map_or(usize::MAX, |n| n.index);
         let truncated = facts
             .segment_damage
             .get(&earlier.tp)
-            .is_some_and(|d| d.iter().any(|d| *d < restart));
+            .is_some_and(|d| d.iter().any(|d| *d < until));
         let fresh_from = if truncated {
             state.persisted_hwm
         } else {

@@ -104,14 +104,17 @@ impl<'h> Facts<'h> {
                 if !p.hidden_tail().contains(offset) {
                     return None;
                 }
-                let restart = self
-                    .restarts
-                    .get(&(c.incarnation + 1))
-                    .copied()
-                    .unwrap_or(usize::MAX);
-                damage.iter().find(|d| **d < restart).map(|d| {
+                // Damage until the next crash can reach this restart's recovery: the
+                // open that follows a restart may still be scanning when it lands.
+                let until = self
+                    .crashes
+                    .iter()
+                    .find(|n| n.index > c.index)
+                    .map_or(usize::MAX, |n| n.index);
+                damage.iter().find(|d| **d < until).map(|d| {
                     format!(
-                        "damage at rest (event {d}) in the hidden tail {}..{} of the crash at                          t={}ms (R2 truncates a bad frame above the persisted HWM)",
+                        "damage at rest (event {d}) in the hidden tail {}..{} of the crash at t={}ms \
+                         (R2 truncates a bad frame above the persisted HWM)",
                         p.persisted_hwm, p.durable_tail, c.at_ms
                     )
                 })

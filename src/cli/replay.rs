@@ -13,8 +13,8 @@ pub struct Args {
     #[arg(long)]
     pub seed: u64,
     /// Profile: quick, default or long.
-    #[arg(long, default_value = "default")]
-    pub profile: String,
+    #[arg(long, default_value = "default", value_parser = Profile::by_name)]
+    pub profile: Profile,
     /// Print every event of the run.
     #[arg(long)]
     pub trace: bool,
@@ -47,14 +47,8 @@ Exit codes:
   2   usage error";
 
 pub fn run_command(args: &Args) -> ExitCode {
-    let profile = match Profile::by_name(&args.profile) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("cafelog: error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let spec = RunSpec::from_seed(args.seed, &profile);
+    let profile = &args.profile;
+    let spec = RunSpec::from_seed(args.seed, profile);
     let outcome = run(&spec);
     if let Some(path) = &args.history
         && let Err(e) = std::fs::write(path, outcome.history.to_json_lines())

@@ -14,8 +14,8 @@ pub struct Args {
     #[arg(long)]
     pub seed: u64,
     /// Profile: quick, default or long.
-    #[arg(long, default_value = "default")]
-    pub profile: String,
+    #[arg(long, default_value = "default", value_parser = Profile::by_name)]
+    pub profile: Profile,
     /// Where to write the scenario (e.g. scenarios/NAME.toml).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
@@ -31,14 +31,8 @@ Exit codes:
   2  usage error";
 
 pub fn run_command(args: &Args) -> ExitCode {
-    let profile = match Profile::by_name(&args.profile) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("cafelog: error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let spec = RunSpec::from_seed(args.seed, &profile);
+    let profile = &args.profile;
+    let spec = RunSpec::from_seed(args.seed, profile);
     let first = run(&spec);
     if first.verdict.is_pass() {
         eprintln!(
@@ -96,7 +90,7 @@ fn scenario_text(
          The swarm run failed: {}\n\
          Before: {}.\nAfter:  {}.\n",
         args.seed,
-        args.profile,
+        args.profile.name,
         shrunk.attempts,
         original.chars().take(300).collect::<String>(),
         shrunk.before,

@@ -22,8 +22,8 @@ pub struct Args {
     #[arg(long, value_name = "A..B", value_parser = parse_range)]
     pub seeds: Option<(u64, u64)>,
     /// Profile: quick, default or long.
-    #[arg(long, default_value = "default")]
-    pub profile: String,
+    #[arg(long, default_value = "default", value_parser = Profile::by_name)]
+    pub profile: Profile,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -187,7 +187,7 @@ pub fn run_command(args: &Args) -> ExitCode {
 }
 
 fn sweep(args: &Args) -> Result<ExitCode, String> {
-    let profile = Profile::by_name(&args.profile)?;
+    let profile = &args.profile;
     let (start, end) = match (args.seeds, args.count) {
         (Some(range), _) => range,
         (None, Some(0)) => return Err("--count must be positive".into()),
@@ -211,14 +211,14 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
     );
 
     let started = Instant::now();
-    let records = run_all(args, &profile, &seeds, jobs, started);
+    let records = run_all(args, profile, &seeds, jobs, started);
     let elapsed = started.elapsed();
 
     if let Some(path) = &args.json {
         write_json(path, &records)?;
     }
     if let Some(path) = &args.junit {
-        write_junit(path, &profile, &records, elapsed)?;
+        write_junit(path, profile, &records, elapsed)?;
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -292,7 +292,7 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
             );
         }
     }
-    let deterministic = check_determinism(&mut out, &profile, &records, args.determinism_sample);
+    let deterministic = check_determinism(&mut out, profile, &records, args.determinism_sample);
     let _ = out.flush();
     Ok(if !deterministic {
         ExitCode::from(3)

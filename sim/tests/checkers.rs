@@ -676,6 +676,59 @@ fn stable_offsets_fires_when_a_read_offset_vanishes() {
     );
 }
 
+/// Offset 2 is read, a crash hides it (persisted HWM 1), the restart comes back with
+/// HWM 2, and a later crash hides nothing: offset 2 is gone at the end. With damage at
+/// rest in the first crash's hidden tail, R2 cut it there and the replay (which skips
+/// records already visible) refilled fewer offsets: excused. Without damage it is a
+/// vanished read (the last crash's hidden tail does not hold it).
+fn vanished_after_an_earlier_damaged_hidden_tail(damaged: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .produce(3, 0, 2, 1_002)
+        .hwm(0, 3, 1, 3)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        .deliver(3, 0, 2, 1_002)
+        .crash(&[(0, 1, 3, 3)]);
+    if damaged {
+        r.fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 2, end: 3 }),
+                below_hwm: Some(false),
+            },
+            Some(0),
+        );
+    }
+    r.restart()
+        .hwm(0, 2, 2, 2)
+        .crash(&[(0, 2, 2, 2)])
+        .restart()
+        .hwm(0, 2, 2, 2);
+    r
+}
+
+#[test]
+fn a_read_offset_cut_from_an_earlier_damaged_hidden_tail_may_vanish_and_not_otherwise() {
+    let report = vanished_after_an_earlier_damaged_hidden_tail(true).report();
+    assert!(
+        report.stable_offsets.violations.is_empty(),
+        "{:?}",
+        report.stable_offsets.violations
+    );
+    let report = vanished_after_an_earlier_damaged_hidden_tail(false).report();
+    let messages: Vec<String> = report
+        .violations_of(CheckerName::StableOffsets)
+        .iter()
+        .map(|v| v.message.clone())
+        .collect();
+    assert_mentions(
+        &messages,
+        &["1 read offset(s) of orders/0 vanished: offsets 2"],
+    );
+}
+
 #[test]
 fn stable_offsets_fires_when_the_log_start_moves_backwards() {
     let mut r = Run::new();

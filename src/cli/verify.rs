@@ -38,6 +38,9 @@ pub struct Report {
     pub hidden_records: u64,
     pub recorded_loss_records: u64,
     pub torn_tail_bytes: u64,
+    /// Zero-filled (preallocated, unused) bytes after the last frame of each segment:
+    /// the normal end of a segment, not a torn tail.
+    pub zero_tail_bytes: u64,
     /// Records below the HWM inside valid frames whose envelope does not parse.
     pub skipped_records: u64,
     /// Unparseable records anywhere in the valid extent (also above the HWM).
@@ -76,6 +79,8 @@ pub struct SegmentReport {
     pub end_offset: u64,
     pub file_len: u64,
     pub valid_len: u64,
+    /// Zero-filled bytes after the last frame (preallocated space).
+    pub zero_tail: u64,
     pub frames: usize,
 }
 
@@ -100,6 +105,7 @@ impl Report {
             hidden_records: scan.hidden_records(),
             recorded_loss_records: scan.recorded_loss_records(),
             torn_tail_bytes: scan.torn_tail_bytes(),
+            zero_tail_bytes: scan.zero_tail_bytes(),
             skipped_records: scan.skipped_records(),
             unparseable_offsets: scan.unparseable.clone(),
             last_committed_at_ms: scan.last_committed_at_ms,
@@ -127,6 +133,7 @@ impl Report {
                     end_offset: s.end_offset,
                     file_len: s.file_len,
                     valid_len: s.valid_len,
+                    zero_tail: s.zero_tail,
                     frames: s.frames.len(),
                 })
                 .collect(),
@@ -142,11 +149,15 @@ impl Report {
         writeln!(out, "partition       {}", dir.display())?;
         writeln!(out, "segments        {}", self.segments)?;
         for s in &self.segment_extents {
-            writeln!(
+            write!(
                 out,
                 "  {}  offsets {}..{}  {} frames  {} of {} bytes valid",
                 s.file, s.base_offset, s.end_offset, s.frames, s.valid_len, s.file_len
             )?;
+            if s.zero_tail > 0 {
+                write!(out, ", then {} zero bytes (preallocated)", s.zero_tail)?;
+            }
+            writeln!(out)?;
         }
         writeln!(out, "frames          {}", self.frames)?;
         writeln!(
@@ -166,6 +177,11 @@ impl Report {
             self.recorded_loss_records
         )?;
         writeln!(out, "torn tail       {} bytes", self.torn_tail_bytes)?;
+        writeln!(
+            out,
+            "zero tail       {} bytes (preallocated, the normal end)",
+            self.zero_tail_bytes
+        )?;
         writeln!(out, "skipped records {}", self.skipped_records)?;
         if let Some(t) = &self.truncation {
             writeln!(

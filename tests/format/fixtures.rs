@@ -61,6 +61,22 @@ pub const CASES: &[Case] = &[
         name: "zero_filled_tail",
         build: zero_filled_tail,
         exit_code: 0,
+        rule: None,
+        hwm: 6,
+        tail_offset: 6,
+    },
+    Case {
+        name: "zero_tail_in_sealed_segment",
+        build: zero_tail_in_sealed_segment,
+        exit_code: 0,
+        rule: None,
+        hwm: 9,
+        tail_offset: 9,
+    },
+    Case {
+        name: "flip_in_zero_tail",
+        build: flip_in_zero_tail,
+        exit_code: 0,
         rule: Some("R1"),
         hwm: 6,
         tail_offset: 6,
@@ -209,14 +225,45 @@ fn torn_tail_mid_header() -> Files {
     b.hwm(6).files.clone()
 }
 
-/// Two frames followed by a zeroed 4 KiB block (the file grew but the data never
-/// reached the disk): no magic, nothing valid follows, R1.
+/// Two frames followed by a zeroed 4 KiB block: space the writer preallocated (or a
+/// file that grew while its data never reached the disk). All zeros hold no frame, so
+/// this is the segment's normal end: nothing is truncated, and the writer goes on
+/// overwriting the zeros.
 fn zero_filled_tail() -> Files {
     let mut b = Builder::new();
     b.segment();
     b.frame(Codec::Zstd, 3);
     b.frame(Codec::Zstd, 3);
     b.bytes().extend_from_slice(&[0; 4096]);
+    b.hwm(6).files.clone()
+}
+
+/// A sealed segment that still has its preallocated zeros (the process crashed before
+/// the trim at sealing was durable), then the next segment, which starts where the
+/// first one's frames end: nothing is lost, nothing is corrupt, and opening trims the
+/// zeros. Without the zero-tail rule this would look like damage below the HWM with
+/// valid frames after it (R3).
+fn zero_tail_in_sealed_segment() -> Files {
+    let mut b = Builder::new();
+    b.segment();
+    b.frame(Codec::Zstd, 3);
+    b.frame(Codec::Zstd, 3);
+    b.bytes().extend_from_slice(&[0; 4096]);
+    b.segment();
+    b.frame(Codec::Zstd, 3);
+    b.hwm(9).files.clone()
+}
+
+/// Preallocated zeros with one bit flipped in them: no longer all zero, so not the
+/// normal end; no valid frame follows, so the garbage is a torn tail (R1).
+fn flip_in_zero_tail() -> Files {
+    let mut b = Builder::new();
+    b.segment();
+    b.frame(Codec::Zstd, 3);
+    b.frame(Codec::Zstd, 3);
+    let mut zeros = vec![0; 4096];
+    zeros[1000] = 0x04;
+    b.bytes().extend_from_slice(&zeros);
     b.hwm(6).files.clone()
 }
 

@@ -45,6 +45,22 @@ pub fn read_all(log: &TestLog, from: u64) -> Vec<cafelog_engine::log::Record> {
     }
 }
 
+/// Where the frames of segment `name` end (its zero-filled preallocated space, if any,
+/// follows): where a crash mid-write would leave its torn bytes.
+pub fn frames_end(dir: &Path, name: &str) -> u64 {
+    let scan = pollster::block_on(cafelog_engine::recovery::scan_partition(
+        &StdFs,
+        dir,
+        cafelog_engine::recovery::ScanDepth::Frames,
+    ))
+    .expect("scan");
+    scan.segments
+        .iter()
+        .find(|s| s.file_name == name)
+        .map(|s| s.valid_len)
+        .expect("segment scanned")
+}
+
 pub fn segment_files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("list")

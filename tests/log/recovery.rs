@@ -4,7 +4,7 @@ use cafelog_engine::format::Codec;
 use cafelog_engine::log::{LogConfig, LogError};
 use cafelog_engine::recovery::TruncationRule;
 use std::fs::OpenOptions;
-use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 fn commit_n(log: &TestLog, from: u64, n: u64) {
@@ -28,13 +28,18 @@ fn hwm_file(dir: &Path) -> u64 {
     u64::from_be_bytes(std::fs::read(dir.join("hwm")).unwrap().try_into().unwrap())
 }
 
-fn append_bytes(path: &Path, bytes: &[u8]) {
+/// Writes `bytes` where the frames of the partition's only segment end: over the
+/// zeros the writer preallocated, as a crash mid-write leaves them.
+fn write_after_frames(dir: &Path, bytes: &[u8]) -> std::path::PathBuf {
+    let segment = dir.join("00000000000000000000.log");
+    let at = frames_end(dir, "00000000000000000000.log");
     OpenOptions::new()
-        .append(true)
-        .open(path)
+        .write(true)
+        .open(&segment)
         .unwrap()
-        .write_all(bytes)
+        .write_all_at(bytes, at)
         .unwrap();
+    segment
 }
 
 #[test]
@@ -81,28 +86,132 @@ fn a_torn_tail_is_truncated_and_fsynced() {
     commit_n(&log, 0, 5);
     pollster::block_on(log.close()).unwrap();
     drop(log);
-    let segment = dir.path().join("00000000000000000000.log");
-    let clean_len = std::fs::metadata(&segment).unwrap().len();
-    append_bytes(&segment, &[0xCA, 0xFE, 0x01, 0, 0]); // a header cut short
+    let segment = write_after_frames(dir.path(), &[0xCA, 0xFE, 0x01, 0, 0]); // a header cut short
+    let clean_len = frames_end(dir.path(), "00000000000000000000.log");
+    let file_len = std::fs::metadata(&segment).unwrap().len();
     let (log, report) = open(dir.path(), &clock, LogConfig::default());
-    assert_eq!(report.truncation, Some((TruncationRule::TornTail, 5)));
+    assert_eq!(
+        report.truncation,
+        Some((TruncationRule::TornTail, file_len - clean_len)),
+        "the torn bytes and the preallocated zeros after them are cut"
+    );
     assert_eq!(std::fs::metadata(&segment).unwrap().len(), clean_len);
     assert_eq!(log.metrics().snapshot().truncations_torn_tail, 1);
     assert_records(&log, 5);
+    commit_n(&log, 5, 3);
+    assert_records(&log, 8);
 }
 
 #[test]
-fn a_zero_filled_tail_is_truncated() {
+fn a_zero_filled_tail_is_the_normal_end_and_is_written_over() {
     let dir = tempfile::tempdir().unwrap();
     let (log, clock) = open_default(dir.path());
     commit_n(&log, 0, 3);
     pollster::block_on(log.close()).unwrap();
     drop(log);
     let segment = dir.path().join("00000000000000000000.log");
-    append_bytes(&segment, &[0u8; 4096]);
+    let frames = frames_end(dir.path(), "00000000000000000000.log");
+    let file_len = std::fs::metadata(&segment).unwrap().len();
+    assert!(
+        file_len > frames,
+        "the writer preallocated zeros after its frames"
+    );
     let (log, report) = open(dir.path(), &clock, LogConfig::default());
-    assert_eq!(report.truncation, Some((TruncationRule::TornTail, 4096)));
+    assert_eq!(report.truncation, None, "zeros are not a torn tail");
+    assert_eq!(
+        log.metrics().snapshot().zero_tail_bytes_at_open,
+        file_len - frames
+    );
+    assert_eq!(std::fs::metadata(&segment).unwrap().len(), file_len);
     assert_records(&log, 3);
+    commit_n(&log, 3, 4);
+    assert_eq!(
+        std::fs::metadata(&segment).unwrap().len(),
+        file_len,
+        "new frames overwrite the zeros instead of growing the file"
+    );
+    drop(log); // crash: no close
+    let (log, report) = open(dir.path(), &clock, LogConfig::default());
+    assert_eq!(report.truncation, None);
+    assert_eq!(report.tail_offset, 7);
+    commit_n(&log, 7, 1);
+    assert_records(&log, 8);
+}
+
+#[test]
+fn without_preallocation_the_file_ends_at_its_last_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let config = LogConfig {
+        preallocate_bytes: 0,
+        ..LogConfig::default()
+    };
+    let (log, _) = open(dir.path(), &clock, config);
+    commit_n(&log, 0, 3);
+    let segment = dir.path().join("00000000000000000000.log");
+    assert_eq!(
+        std::fs::metadata(&segment).unwrap().len(),
+        frames_end(dir.path(), "00000000000000000000.log")
+    );
+    assert_eq!(log.metrics().snapshot().bytes_preallocated, 0);
+}
+
+#[test]
+fn preallocation_stays_within_the_segment_and_sealing_trims_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let config = LogConfig {
+        segment_bytes: 2_000,
+        preallocate_bytes: 1_024,
+        ..LogConfig::default()
+    };
+    let (log, _) = open(dir.path(), &clock, config.clone());
+    commit_n(&log, 0, 30);
+    let names = segment_files(dir.path());
+    assert!(names.len() >= 3, "segments rolled: {names:?}");
+    let (active, sealed) = names.split_last().unwrap();
+    for name in sealed {
+        let len = std::fs::metadata(dir.path().join(name)).unwrap().len();
+        assert_eq!(
+            len,
+            frames_end(dir.path(), name),
+            "sealed {name} ends at its last frame"
+        );
+        assert!(len <= config.segment_bytes);
+    }
+    let active_len = std::fs::metadata(dir.path().join(active)).unwrap().len();
+    assert!(active_len <= config.segment_bytes, "within the segment cap");
+    assert!(log.metrics().snapshot().bytes_preallocated > 0);
+    assert_records(&log, 30);
+}
+
+#[test]
+fn a_sealed_segment_left_with_its_zeros_is_trimmed_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let config = LogConfig {
+        segment_bytes: 2_000,
+        ..LogConfig::default()
+    };
+    let (log, _) = open(dir.path(), &clock, config.clone());
+    commit_n(&log, 0, 20);
+    pollster::block_on(log.close()).unwrap();
+    drop(log);
+    // As if the process crashed before the trim at sealing was durable.
+    let first = segment_files(dir.path())[0].clone();
+    let path = dir.path().join(&first);
+    let len = std::fs::metadata(&path).unwrap().len();
+    OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len + 3_000)
+        .unwrap();
+    let (log, report) = open(dir.path(), &clock, config);
+    assert_eq!(report.truncation, None);
+    assert_eq!(report.recorded_loss_records, 0);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), len, "trimmed");
+    assert_records(&log, 20);
 }
 
 /// Writes frames for offsets `5..8` by hand after a partition holding `0..5`, with a
@@ -132,8 +241,9 @@ fn partition_with_bad_frame_then_valid(dir: &Path, persisted_hwm: u64) -> std::p
     codecs
         .encode_frame(Codec::None, 6, [record.as_slice()].into_iter(), &mut good)
         .unwrap();
-    append_bytes(&segment, &bad);
-    append_bytes(&segment, &good);
+    let mut bytes = bad;
+    bytes.extend_from_slice(&good);
+    write_after_frames(dir, &bytes);
     std::fs::write(dir.join("hwm"), persisted_hwm.to_be_bytes()).unwrap();
     segment
 }

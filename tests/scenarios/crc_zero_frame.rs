@@ -5,7 +5,8 @@
 //! against: a scanner that reads a zero CRC (or a zero-filled region) as "never
 //! written", and so either drops a valid acknowledged frame or walks into the zeroed
 //! tail as if it held frames. Recovery must keep the frame (it is valid: CRC 0 is a
-//! value like any other) and truncate the zeroes as a torn tail (R1).
+//! value like any other) and read the zeros after it as the segment's normal end
+//! (preallocated space), where the next frame then goes.
 //!
 //! The frame is forced to CRC 0 by choosing the last 4 bytes of its record's value:
 //! CRC32C is linear, so those bytes can steer the register to any final value.
@@ -14,7 +15,6 @@ use cafelog_engine::clock::ManualClock;
 use cafelog_engine::format::{Codec, Codecs, FRAME_HEADER_LEN, envelope};
 use cafelog_engine::fs::StdFs;
 use cafelog_engine::log::{Log, LogConfig};
-use cafelog_engine::recovery::TruncationRule;
 
 /// CRC32C's reflected polynomial.
 const POLY: u32 = 0x82F6_3B78;
@@ -82,20 +82,43 @@ fn a_valid_frame_whose_crc_is_zero_before_a_zero_filled_tail_is_kept() {
     std::fs::write(dir.path().join("hwm"), 1u64.to_be_bytes()).expect("write hwm");
 
     let clock = ManualClock::new(WALL_MS);
-    let (log, report) =
-        pollster::block_on(Log::open(StdFs, clock, dir.path(), LogConfig::default()))
-            .expect("a CRC of 0 is valid: the partition opens");
-    assert_eq!(report.truncation, Some((TruncationRule::TornTail, 4096)));
+    let (log, report) = pollster::block_on(Log::open(
+        StdFs,
+        clock.clone(),
+        dir.path(),
+        LogConfig::default(),
+    ))
+    .expect("a CRC of 0 is valid: the partition opens");
+    assert_eq!(report.truncation, None, "the zeros are the segment's end");
     assert_eq!((report.hwm, report.tail_offset), (1, 1));
     assert_eq!(report.recorded_loss_records, 0);
     assert_eq!(
         std::fs::metadata(&segment_path).expect("stat").len(),
-        frame.len() as u64,
-        "exactly the zeroes are truncated"
+        segment.len() as u64,
+        "the zeros stay, as preallocated space"
     );
     let batch = pollster::block_on(log.read(0, 10)).expect("read");
     assert_eq!(batch.records.len(), 1);
     assert_eq!(batch.records[0].offset, 0);
     assert_eq!(batch.records[0].key, b"key");
     assert_eq!(batch.records[0].payload, value);
+
+    // The next frame goes right after the CRC-0 frame, over the zeros.
+    let range = pollster::block_on(log.commit([(&b"next"[..], &b"after"[..])])).expect("commit");
+    assert_eq!(range, 1..2);
+    pollster::block_on(log.close()).expect("close");
+    drop(log);
+    let on_disk = std::fs::read(&segment_path).expect("read segment");
+    assert_eq!(
+        &on_disk[..frame.len()],
+        &frame[..],
+        "the CRC-0 frame is intact"
+    );
+    let (log, report) =
+        pollster::block_on(Log::open(StdFs, clock, dir.path(), LogConfig::default()))
+            .expect("reopens");
+    assert_eq!((report.truncation, report.tail_offset), (None, 2));
+    let batch = pollster::block_on(log.read(0, 10)).expect("read");
+    assert_eq!(batch.records.len(), 2);
+    assert_eq!(batch.records[1].payload, b"after");
 }

@@ -61,6 +61,7 @@ scenarios! {
     retention_deletes_a_segment_while_a_consumer_reads_it;
     retention_outruns_a_slow_consumer_and_deletes_records_it_never_read;
     torn_tail_is_truncated_on_restart;
+    torn_write_into_preallocated_space_is_truncated;
     wall_clock_steps_backwards_and_commit_times_stay_monotonic;
 }
 

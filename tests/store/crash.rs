@@ -175,8 +175,7 @@ fn a_clamp_below_the_checkpoint_offset_does_not_make_replay_duplicate_later() {
     // Damage: cut the segment back to its first two frames (offsets 0 and 1), so
     // recovery clamps the persisted HWM 4 down to 2 and records the loss.
     let segment = dir.path().join("topics/t/p00000/00000000000000000000.log");
-    let bytes = std::fs::read(&segment).unwrap();
-    let frame_len = bytes.len() / 4;
+    let frame_len = frames_end(&segment) / 4;
     std::fs::OpenOptions::new()
         .write(true)
         .open(&segment)

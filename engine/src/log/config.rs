@@ -34,6 +34,11 @@ pub struct LogConfig {
     pub zstd_level: i32,
     /// Segment cap; an append that would overflow it rolls a new segment (64 MiB).
     pub segment_bytes: u64,
+    /// Zero-filled space kept ahead of the active segment's last frame (1 MiB; 0 turns
+    /// preallocation off). Small commits then overwrite allocated space, whose
+    /// fdatasync needs no inode update. Recovery reads an all-zero tail as the normal
+    /// end of a segment; sealing trims it.
+    pub preallocate_bytes: u64,
     /// The flusher drains the buffer at this many bytes (1 MiB) ...
     pub flush_bytes: usize,
     /// ... or this many records (1000) ...
@@ -64,6 +69,7 @@ impl Default for LogConfig {
             codec: Codec::Zstd,
             zstd_level: ZSTD_LEVEL_DEFAULT,
             segment_bytes: 64 * 1024 * 1024,
+            preallocate_bytes: 1024 * 1024,
             flush_bytes: 1024 * 1024,
             flush_records: 1000,
             flush_interval: Duration::from_millis(100),

@@ -9,6 +9,10 @@ pub struct LogMetrics {
     pub records_written: AtomicU64,
     pub bytes_stored: AtomicU64,
     pub bytes_uncompressed: AtomicU64,
+    /// Zero bytes written ahead of frames (segment preallocation).
+    pub bytes_preallocated: AtomicU64,
+    /// Zero-filled bytes found after the last frame of the segments at open.
+    pub zero_tail_bytes_at_open: AtomicU64,
     pub fsyncs: AtomicU64,
     pub commits: AtomicU64,
     pub hwm_persists: AtomicU64,
@@ -37,6 +41,8 @@ pub struct MetricsSnapshot {
     pub records_written: u64,
     pub bytes_stored: u64,
     pub bytes_uncompressed: u64,
+    pub bytes_preallocated: u64,
+    pub zero_tail_bytes_at_open: u64,
     pub fsyncs: u64,
     pub commits: u64,
     pub hwm_persists: u64,
@@ -65,6 +71,8 @@ impl LogMetrics {
             records_written: get(&self.records_written),
             bytes_stored: get(&self.bytes_stored),
             bytes_uncompressed: get(&self.bytes_uncompressed),
+            bytes_preallocated: get(&self.bytes_preallocated),
+            zero_tail_bytes_at_open: get(&self.zero_tail_bytes_at_open),
             fsyncs: get(&self.fsyncs),
             commits: get(&self.commits),
             hwm_persists: get(&self.hwm_persists),

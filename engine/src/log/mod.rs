@@ -198,6 +198,8 @@ pub struct OpenReport {
     pub hidden_records: u64,
     pub hwm: u64,
     pub tail_offset: u64,
+    /// Zero-filled (preallocated, unused) bytes found after the segments' last frames.
+    pub zero_tail_bytes: u64,
 }
 
 impl<F: Fs, C: Clock> Log<F, C> {
@@ -234,6 +236,8 @@ impl<F: Fs, C: Clock> Log<F, C> {
             add(&metrics.truncated_bytes, t.bytes);
             report.truncation = Some((t.rule, t.bytes));
         }
+        report.zero_tail_bytes = scan.zero_tail_bytes();
+        add(&metrics.zero_tail_bytes_at_open, report.zero_tail_bytes);
         recovery::apply(&fs, &dir, &mut scan)
             .await
             .map_err(LogError::io("truncate during recovery"))?;
@@ -312,7 +316,12 @@ impl<F: Fs, C: Clock> Log<F, C> {
             skip_counted: BTreeSet::new(),
         };
         state.check_invariants();
-        let io = write::Io::new(active, active_base, config.zstd_level);
+        let allocated = scan
+            .segments
+            .last()
+            .filter(|s| s.base_offset == active_base)
+            .map_or(0, |s| s.file_len);
+        let io = write::Io::new(active, active_base, allocated, config.zstd_level);
         let log = Log {
             inner: Arc::new(Inner {
                 fs,

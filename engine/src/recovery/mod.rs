@@ -13,15 +13,33 @@ use crate::fs::{File, Fs, OpenMode};
 use std::io;
 use std::path::Path;
 
-/// Carries out a scan's truncation: cuts the bad segment back to its valid extent,
-/// removes the segments after it, and makes both durable (file fsync, then directory
-/// fsync) before returning. Refuses (returns the corruption) when the scan says R3.
+/// Carries out a scan's plan: trims the zero-filled (preallocated) tail of every kept
+/// segment but the last, cuts the bad segment back to its valid extent, removes the
+/// segments after it, and makes each change durable (file fsync, then directory fsync)
+/// before returning. Refuses (returns the corruption) when the scan says R3.
+///
+/// The last segment keeps its zero tail: it becomes the active segment, and the writer
+/// overwrites that space in place. A sealed segment is trimmed to its last frame when it
+/// is sealed; one that still has a zero tail here was sealed by a process that crashed
+/// before the trim was durable.
 pub async fn apply<F: Fs>(fs: &F, dir: &Path, scan: &mut PartitionScan) -> io::Result<()> {
     if let Some(corruption) = &scan.corruption {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             corruption.to_string(),
         ));
+    }
+    let sealed = scan.segments.len().saturating_sub(1);
+    for segment in scan.segments.iter_mut().take(sealed) {
+        if segment.zero_tail > 0 {
+            let file = fs
+                .open(&dir.join(&segment.file_name), OpenMode::ReadWrite)
+                .await?;
+            file.set_len(segment.valid_len).await?;
+            file.sync_data().await?;
+            segment.file_len = segment.valid_len;
+            segment.zero_tail = 0;
+        }
     }
     let Some(truncation) = &scan.truncation else {
         return Ok(());
@@ -41,6 +59,7 @@ pub async fn apply<F: Fs>(fs: &F, dir: &Path, scan: &mut PartitionScan) -> io::R
     if let Some(last) = scan.segments.last_mut() {
         debug_assert_eq!(last.file_name, truncation.segment);
         last.file_len = last.valid_len;
+        last.zero_tail = 0;
     }
     Ok(())
 }

@@ -87,6 +87,22 @@ impl<'f, F: File> SegmentReader<'f, F> {
             .map(|()| ProbedFrame { header, stored }))
     }
 
+    /// Whether every byte from `position` to the end of the file is zero: the
+    /// preallocated space after a segment's last frame. The whole rest is checked, never
+    /// one field: a valid frame's CRC (or any other field) may be zero, but its magic
+    /// never is, so an all-zero remainder holds no frame and no part of one.
+    pub async fn zero_from(&mut self, position: u64) -> io::Result<bool> {
+        let mut cursor = position;
+        while cursor < self.file_len {
+            let chunk_len = ((self.file_len - cursor) as usize).min(WINDOW_BYTES);
+            if self.bytes(cursor, chunk_len).await?.iter().any(|b| *b != 0) {
+                return Ok(false);
+            }
+            cursor += chunk_len as u64;
+        }
+        Ok(true)
+    }
+
     /// The position of the first CRC-valid frame starting after `position`, if any.
     pub async fn hunt(&mut self, position: u64) -> io::Result<Option<u64>> {
         let mut cursor = position + 1;

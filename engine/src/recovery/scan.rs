@@ -56,6 +56,10 @@ pub struct SegmentScan {
     pub file_len: u64,
     /// Bytes of valid frames from the start of the file.
     pub valid_len: u64,
+    /// Zero bytes after the last valid frame, up to the end of the file: space the
+    /// writer preallocated and had not used yet. The normal end of the segment, not a
+    /// torn tail (a frame starts with its magic, so it is never all zeros).
+    pub zero_tail: u64,
     /// One past the last valid record's offset.
     pub end_offset: u64,
     pub frames: Vec<FrameEntry>,
@@ -174,6 +178,11 @@ impl PartitionScan {
         self.segments.iter().map(|s| s.frames.len() as u64).sum()
     }
 
+    /// Zero-filled (preallocated, unused) bytes after the last frame of each segment.
+    pub fn zero_tail_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.zero_tail).sum()
+    }
+
     /// Records in the valid extent.
     pub fn records(&self) -> u64 {
         self.tail_offset - self.log_start
@@ -271,6 +280,7 @@ pub async fn scan_partition<F: Fs>(
             base_offset: *base,
             file_len,
             valid_len: 0,
+            zero_tail: 0,
             end_offset: *base,
             frames: Vec::new(),
             last_committed_at_ms: None,
@@ -290,6 +300,10 @@ pub async fn scan_partition<F: Fs>(
                             frame.header.base_offset, segment.end_offset
                         ),
                     });
+                    break;
+                }
+                Err(_) if reader.zero_from(position).await? => {
+                    segment.zero_tail = file_len - position;
                     break;
                 }
                 Err(e) => {
@@ -344,6 +358,7 @@ pub async fn scan_partition<F: Fs>(
                 Err(reason) => {
                     let entry = segment.frames.pop().expect("last frame was pushed");
                     segment.valid_len = entry.position;
+                    segment.zero_tail = 0;
                     segment.end_offset = entry.base_offset;
                     bad = Some(BadRegion {
                         segment_index: index,

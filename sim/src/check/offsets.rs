@@ -3,7 +3,10 @@
 //! 1. Once an offset is read (delivered, or assigned by an ack), the record there never
 //!    changes: same produce id, key, payload and commit time.
 //! 2. A delivered offset does not vanish: at the end of the run it is below the HWM,
-//!    below the log start (retention), or in the hidden tail of the last crash.
+//!    below the log start (retention), or in the hidden tail of the last crash, or in
+//!    the hidden tail of a crash after the read with damage at rest before its restart
+//!    (R2 cut that tail, and the WAL replay, which skips records already visible
+//!    below the HWM, may refill fewer offsets than were cut).
 //! 3. The in-memory HWM never moves backwards within an incarnation; the first HWM
 //!    after a restart is not below the persisted HWM at the crash; the persisted HWM
 //!    never decreases; no HWM (in-memory or persisted) exceeds the durable tail.
@@ -240,6 +243,9 @@ fn check_vanished(
                         .clamp_covering(tp, **offset, **read_index, final_index)
                         .is_none()
                     && !out_of_contract
+                    && facts
+                        .damaged_hidden_tail(tp, **offset, **read_index, final_index)
+                        .is_none()
                     && !last_crash.is_some_and(|c| {
                         c.index > **read_index
                             && c.partitions

@@ -192,6 +192,9 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
         if open.recorded_loss_records > 0 {
             rec.paths.recorded_clamps += 1;
         }
+        if open.zero_tail_bytes > 0 {
+            rec.paths.zero_tails_at_open += 1;
+        }
         rec.paths.hidden_records += open.hidden_records;
     }
     rec.paths.wal_replayed += report.replayed;

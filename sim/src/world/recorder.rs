@@ -15,6 +15,8 @@ pub struct Paths {
     pub crashes: u64,
     pub crashes_after_commit: u64,
     pub torn_tails_truncated: u64,
+    /// Partitions opened with preallocated zeros after their last frame.
+    pub zero_tails_at_open: u64,
     pub holes_truncated: u64,
     pub refusals: u64,
     pub recorded_clamps: u64,
@@ -38,6 +40,7 @@ impl Paths {
             ("crashes", self.crashes),
             ("crashes_after_commit", self.crashes_after_commit),
             ("torn_tails_truncated_r1", self.torn_tails_truncated),
+            ("zero_tails_at_open", self.zero_tails_at_open),
             ("holes_truncated_r2", self.holes_truncated),
             ("refusals_r3", self.refusals),
             ("recorded_clamps_r4", self.recorded_clamps),

@@ -143,6 +143,16 @@ impl Workload {
                 }
             }
         }
+        // Drawn last so that adding it left every earlier draw of a seed as it was.
+        // Off, a chunk smaller than a segment (preallocation runs out and is extended
+        // mid-segment), or the default (the whole of a simulated segment at once).
+        for plan in &mut topics {
+            plan.config.log.preallocate_bytes = match dice.below(4) {
+                0 => 0,
+                1 => dice.range(256..=4_096),
+                _ => LogConfig::default().preallocate_bytes,
+            };
+        }
         Workload {
             topics,
             producers,

@@ -10,7 +10,8 @@
 //! Modes: `cargo bench --bench engine` (full, about a minute); `CAFELOG_BENCH_QUICK=1`
 //! (a smoke run of a few seconds); and `cargo test`, which runs this binary without
 //! `--bench` at tiny counts to check that every measurement still works. Files live in
-//! a temp dir under `CAFELOG_BENCH_DIR` (default: the system temp dir).
+//! a temp dir under `CAFELOG_BENCH_DIR` (default: the system temp dir). The last
+//! section is the simulator's speed (`cafelog-sim`, whole seeds, no files).
 
 // Helpers live in `benches/engine/` so cargo does not take them for bench targets.
 #[path = "engine/bare.rs"]
@@ -50,6 +51,8 @@ struct Scale {
     peer_commits: [usize; 2],
     /// Interleaved rounds per measurement.
     rounds: usize,
+    /// Simulator seeds per thread count, on the `quick` and the `default` profile.
+    sim_seeds: [u64; 2],
 }
 
 const FULL: Scale = Scale {
@@ -60,6 +63,7 @@ const FULL: Scale = Scale {
     cached_passes: 50,
     peer_commits: [4_000, 500],
     rounds: 10,
+    sim_seeds: [400, 160],
 };
 
 const QUICK: Scale = Scale {
@@ -70,6 +74,7 @@ const QUICK: Scale = Scale {
     cached_passes: 10,
     peer_commits: [800, 100],
     rounds: 4,
+    sim_seeds: [60, 20],
 };
 
 /// What `cargo test` runs: enough to exercise every path, not to measure.
@@ -81,6 +86,7 @@ const SMOKE: Scale = Scale {
     cached_passes: 1,
     peer_commits: [10, 2],
     rounds: 1,
+    sim_seeds: [2, 1],
 };
 
 const BATCH_SIZES: [usize; 4] = [1, 10, 100, 1000];
@@ -130,6 +136,7 @@ fn main() {
     bench.reads(&busy_dir);
     #[cfg(feature = "peers")]
     bench.peers();
+    bench.simulator();
     println!("\ntotal wall time {:.1} s", started.elapsed().as_secs_f64());
 }
 
@@ -340,24 +347,46 @@ impl Bench {
 
     /// The configured zstd level at batch 1000, where compression is the bottleneck:
     /// the default (3) against level 1, both beside pipeline (a).
+    /// The compression knobs at batch 1000, where compression is the commit path's
+    /// largest cost: the default (zstd level 1, the payload's halves on two threads)
+    /// against one thread, level 3, and preallocation off, all beside pipeline (a).
     fn zstd_levels(&mut self) {
-        section("zstd level at batch 1000 (LogConfig::zstd_level), one producer");
+        section("Compression knobs at batch 1000 (LogConfig), one producer");
         header(&["contender", "records/s", "saved on disk", "/ (a) raw"]);
         let batch = 1000;
         let commits = self.scale.throughput_commits[3];
-        let levels = [3, 1];
-        let logs: Vec<BenchLog> = levels
+        let defaults = LogConfig::default();
+        let contenders: [(&str, LogConfig); 4] = [
+            ("engine default (level 1, 2 threads)", defaults.clone()),
+            (
+                "engine, level 1, 1 thread",
+                LogConfig {
+                    parallel_compression: false,
+                    ..defaults.clone()
+                },
+            ),
+            (
+                "engine, level 3, 2 threads",
+                LogConfig {
+                    zstd_level: 3,
+                    ..defaults.clone()
+                },
+            ),
+            (
+                "engine default, no preallocation",
+                LogConfig {
+                    preallocate_bytes: 0,
+                    ..defaults
+                },
+            ),
+        ];
+        let logs: Vec<BenchLog> = contenders
             .iter()
-            .map(|&level| {
-                let config = LogConfig {
-                    zstd_level: level,
-                    ..LogConfig::default()
-                };
-                open_log(&self.dir(&format!("level{level}-log")), config)
-            })
+            .enumerate()
+            .map(|(i, (_, config))| open_log(&self.dir(&format!("knobs{i}-log")), config.clone()))
             .collect();
-        let mut raw = bare::RawPipeline::new(&self.dir("levels-raw").join("f"));
-        let mut times = [Duration::ZERO; 3];
+        let mut raw = bare::RawPipeline::new(&self.dir("knobs-raw").join("f"));
+        let mut times = vec![Duration::ZERO; logs.len() + 1];
         let per_round = commits.div_ceil(self.scale.rounds);
         let mut c = 0;
         while c < commits {
@@ -375,16 +404,16 @@ impl Bench {
             for k in c..end {
                 raw.commit(self.slice(k * batch, batch), 1_700_000_000_000);
             }
-            times[2] += t.elapsed();
+            times[logs.len()] += t.elapsed();
             c = end;
         }
         let n = (commits * batch) as f64;
-        let raw_rate = n / secs(times[2]);
-        for ((log, level), time) in logs.iter().zip(levels).zip(times) {
+        let raw_rate = n / secs(times[logs.len()]);
+        for ((log, (name, _)), time) in logs.iter().zip(&contenders).zip(&times) {
             let m = log.metrics().snapshot();
-            let rate = n / secs(time);
+            let rate = n / secs(*time);
             row(&[
-                format!("engine, zstd level {level}"),
+                (*name).into(),
                 format!("{rate:.0}"),
                 pct(1.0 - m.bytes_stored as f64 / m.bytes_uncompressed as f64),
                 ratio(rate, raw_rate),
@@ -397,6 +426,79 @@ impl Bench {
             "-".into(),
             "1.00".into(),
         ]);
+    }
+
+    /// The simulator's speed: seeds per second and simulated seconds per wall-clock
+    /// second, on one thread and on every core, for the `quick` and `default` profiles.
+    /// Each thread runs whole seeds (one madsim runtime each), as `cafelog sweep` does.
+    fn simulator(&mut self) {
+        use cafelog_sim::profile::Profile;
+        use cafelog_sim::world::{RunSpec, run};
+        section("Simulator speed (whole seeds, as cafelog sweep runs them)");
+        header(&[
+            "profile",
+            "threads",
+            "seeds",
+            "seeds/s",
+            "simulated s / wall s",
+            "/ 2000x target",
+        ]);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut failures = 0;
+        for (name, seeds) in [
+            ("quick", self.scale.sim_seeds[0]),
+            ("default", self.scale.sim_seeds[1]),
+        ] {
+            let profile = Profile::by_name(name).expect("a built-in profile");
+            for threads in [1, cores] {
+                let next = std::sync::atomic::AtomicU64::new(0);
+                let sim_ms = std::sync::atomic::AtomicU64::new(0);
+                let failed = std::sync::atomic::AtomicU64::new(0);
+                let t = Instant::now();
+                std::thread::scope(|scope| {
+                    for _ in 0..threads {
+                        scope.spawn(|| {
+                            loop {
+                                let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                if seed >= seeds {
+                                    break;
+                                }
+                                let spec = RunSpec::from_seed(seed, &profile);
+                                // A thread per seed, as the sweep does: madsim's runtime
+                                // and its thread-locals start fresh each time.
+                                let outcome = std::thread::spawn(move || run(&spec))
+                                    .join()
+                                    .expect("a seed's run panicked");
+                                sim_ms.fetch_add(
+                                    outcome.sim_ms,
+                                    std::sync::atomic::Ordering::Relaxed,
+                                );
+                                if outcome.verdict.exit_code() != 0 {
+                                    failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                }
+                            }
+                        });
+                    }
+                });
+                let wall = secs(t.elapsed());
+                let speed = sim_ms.into_inner() as f64 / 1000.0 / wall;
+                failures += failed.into_inner();
+                row(&[
+                    name.into(),
+                    threads.to_string(),
+                    seeds.to_string(),
+                    format!("{:.1}", seeds as f64 / wall),
+                    format!("{speed:.0}x"),
+                    ratio(speed, 2000.0),
+                ]);
+            }
+        }
+        println!(
+            "  target: default profile >= 2000 simulated s per wall s (TigerBeetle's VOPR reports ~700x)"
+        );
+        if failures > 0 {
+            println!("  {failures} seed(s) did not pass: `cafelog sweep` names them");
+        }
     }
 
     fn producers(&mut self) {

@@ -90,9 +90,13 @@ pub fn get_uvarint(bytes: &[u8]) -> Option<(u64, usize)> {
 
 /// Bytes the envelope of `key` and `payload` takes.
 pub fn encoded_len(key_len: usize, payload_len: usize) -> usize {
-    let mut varint = Vec::with_capacity(UVARINT_LEN_MAX);
-    put_uvarint(&mut varint, key_len as u64);
-    1 + varint.len() + key_len + COMMITTED_AT_LEN + payload_len
+    1 + uvarint_len(key_len as u64) + key_len + COMMITTED_AT_LEN + payload_len
+}
+
+/// Bytes `put_uvarint` writes for `value`: one per started group of 7 bits.
+fn uvarint_len(value: u64) -> usize {
+    let bits = (u64::BITS - value.leading_zeros()).max(1) as usize;
+    bits.div_ceil(7)
 }
 
 /// Appends the envelope of a record to `out`.
@@ -162,8 +166,29 @@ mod tests {
         }
 
         #[test]
+        fn uvarint_len_is_what_put_uvarint_writes(value in any::<u64>()) {
+            let mut out = Vec::new();
+            put_uvarint(&mut out, value);
+            prop_assert_eq!(uvarint_len(value), out.len());
+        }
+
+        #[test]
         fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let _ = decode(&bytes);
+        }
+    }
+
+    #[test]
+    fn uvarint_len_at_the_group_edges() {
+        for (value, len) in [
+            (0, 1),
+            (127, 1),
+            (128, 2),
+            (16_383, 2),
+            (16_384, 3),
+            (u64::MAX, 10),
+        ] {
+            assert_eq!(uvarint_len(value), len, "{value}");
         }
     }
 

@@ -36,6 +36,7 @@ pub use read::{ReadBatch, Record};
 pub use retention::ReapReport;
 
 use crate::clock::Clock;
+use crate::format::frame::{Codecs, RECORD_LEN_PREFIX};
 use crate::format::{envelope, layout, word};
 use crate::fs::{File, Fs, OpenMode};
 use crate::recovery::{self, FrameEntry, ScanDepth, TruncationRule};
@@ -81,10 +82,67 @@ struct Inner<F: Fs, C: Clock> {
     wall_floor: (u64, Duration),
 }
 
-/// A buffered record: enveloped bytes and the commit time inside them.
-struct Buffered {
-    committed_at_ms: u64,
-    bytes: Vec<u8>,
+/// Records appended but not yet drained into a frame, in offset order.
+#[derive(Default)]
+struct Buffer {
+    /// Each record's envelope behind its 4-byte big-endian length, back to back: the
+    /// payload layout of a frame (FORMAT.md), so a drain hands the codec one slice
+    /// instead of one allocation per record.
+    payload: Vec<u8>,
+    /// Per record: the commit time inside its envelope, and the envelope's length.
+    records: VecDeque<(u64, usize)>,
+}
+
+impl Buffer {
+    fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    fn push(&mut self, key: &[u8], committed_at_ms: u64, payload: &[u8], size: usize) {
+        let len = u32::try_from(size).expect("records are bounded below 4 GiB");
+        self.payload.extend_from_slice(&len.to_be_bytes());
+        envelope::encode(&mut self.payload, key, committed_at_ms, payload);
+        self.records.push_back((committed_at_ms, size));
+    }
+
+    /// Drops the records pushed after the first `records`, `payload_len` bytes.
+    fn truncate(&mut self, records: usize, payload_len: usize) {
+        self.records.truncate(records);
+        self.payload.truncate(payload_len);
+    }
+
+    /// Takes the first `count` records: their payload bytes and the last one's commit
+    /// time. Taking everything moves the buffer out without copying it.
+    fn take(&mut self, count: usize) -> (Vec<u8>, Option<u64>) {
+        let mut last = None;
+        let len: usize = self
+            .records
+            .drain(..count)
+            .map(|(at, size)| {
+                last = Some(at);
+                RECORD_LEN_PREFIX + size
+            })
+            .sum();
+        let payload = if len == self.payload.len() {
+            std::mem::take(&mut self.payload)
+        } else {
+            let rest = self.payload.split_off(len);
+            std::mem::replace(&mut self.payload, rest)
+        };
+        (payload, last)
+    }
+
+    /// Gives back a drained payload's allocation for the next appends to fill.
+    fn recycle(&mut self, mut spent: Vec<u8>) {
+        if self.payload.is_empty() && spent.capacity() > self.payload.capacity() {
+            spent.clear();
+            self.payload = spent;
+        }
+    }
 }
 
 /// One segment file.
@@ -98,7 +156,8 @@ struct Segment<F: Fs> {
 }
 
 struct State<F: Fs> {
-    buffer: VecDeque<Buffered>,
+    buffer: Buffer,
+    /// Bytes of the buffered envelopes (without their length prefixes).
     buffer_bytes: usize,
     oldest_buffered_at: Option<Duration>,
     /// Records drained from the buffer into a frame not yet written (one frame at a
@@ -293,7 +352,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         let tail = scan.tail_offset;
         let now = clock.now();
         let state = State {
-            buffer: VecDeque::new(),
+            buffer: Buffer::default(),
             buffer_bytes: 0,
             oldest_buffered_at: None,
             in_flight: 0,
@@ -321,7 +380,8 @@ impl<F: Fs, C: Clock> Log<F, C> {
             .last()
             .filter(|s| s.base_offset == active_base)
             .map_or(0, |s| s.file_len);
-        let io = write::Io::new(active, active_base, allocated, config.zstd_level);
+        let codecs = Codecs::new(config.zstd_level).with_threads(config.parallel_compression);
+        let io = write::Io::new(active, active_base, allocated, codecs);
         let log = Log {
             inner: Arc::new(Inner {
                 fs,
@@ -425,31 +485,29 @@ impl<F: Fs, C: Clock> Log<F, C> {
         st.check_writable()?;
         let start = st.next_offset;
         let committed_at_ms = wall_ms.max(st.last_commit_ms);
-        let mut batch = Vec::new();
+        let (records_before, payload_before) = (st.buffer.len(), st.buffer.payload.len());
         let mut batch_bytes = 0usize;
         for (key, payload) in records {
             let size = envelope::encoded_len(key.len(), payload.len());
             if size > max {
+                st.buffer.truncate(records_before, payload_before);
                 return Err(LogError::RecordTooLarge { size, max });
             }
             batch_bytes += size;
-            let mut bytes = Vec::with_capacity(size);
-            envelope::encode(&mut bytes, key, committed_at_ms, payload);
-            batch.push(Buffered {
-                committed_at_ms,
-                bytes,
-            });
+            // Checked as the batch grows, so an oversized batch is never copied whole.
+            if st.buffer_bytes + batch_bytes > self.inner.config.buffer_bytes_max {
+                st.buffer.truncate(records_before, payload_before);
+                return Err(LogError::BufferFull {
+                    buffered_bytes: st.buffer_bytes,
+                    max: self.inner.config.buffer_bytes_max,
+                });
+            }
+            st.buffer.push(key, committed_at_ms, payload, size);
         }
-        if st.buffer_bytes + batch_bytes > self.inner.config.buffer_bytes_max {
-            return Err(LogError::BufferFull {
-                buffered_bytes: st.buffer_bytes,
-                max: self.inner.config.buffer_bytes_max,
-            });
-        }
+        let appended = (st.buffer.len() - records_before) as u64;
         st.last_commit_ms = committed_at_ms;
-        st.next_offset += batch.len() as u64;
+        st.next_offset += appended;
         st.buffer_bytes += batch_bytes;
-        st.buffer.extend(batch);
         st.oldest_buffered_at.get_or_insert(now);
         let end = st.next_offset;
         let wanted = st.buffer_bytes >= self.inner.config.flush_bytes

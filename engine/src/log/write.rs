@@ -31,14 +31,14 @@ impl<F: Fs> Io<F> {
         active: Arc<F::File>,
         active_base: u64,
         allocated: u64,
-        zstd_level: i32,
+        codecs: Codecs,
     ) -> Self {
         Io {
             active,
             active_base,
             allocated,
             preallocate: true,
-            codecs: Codecs::new(zstd_level),
+            codecs,
             unverified: Vec::new(),
             frame_buf: Vec::new(),
             verify_buf: Vec::new(),
@@ -53,7 +53,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
     /// Returns `false` when there was nothing to drain.
     pub(super) async fn write_frame(&self, io: &mut Io<F>, limit: u64) -> Result<bool, LogError> {
         let config = &self.inner.config;
-        let (base, records, bytes, last_committed_at_ms) = {
+        let (base, payload, take, bytes, last_committed_at_ms) = {
             let mut st = self.state();
             st.check_not_poisoned()?;
             if st.buffer.is_empty() || st.written_end >= limit || st.in_flight > 0 {
@@ -61,39 +61,38 @@ impl<F: Fs, C: Clock> Log<F, C> {
             }
             let mut take = 0usize;
             let mut bytes = 0usize;
-            for record in &st.buffer {
-                if take > 0
-                    && (take >= config.flush_records
-                        || bytes + record.bytes.len() > config.flush_bytes)
-                {
+            for &(_, size) in &st.buffer.records {
+                if take > 0 && (take >= config.flush_records || bytes + size > config.flush_bytes) {
                     break;
                 }
                 take += 1;
-                bytes += record.bytes.len();
+                bytes += size;
             }
-            let records: Vec<_> = st.buffer.drain(..take).collect();
+            let (payload, last) = st.buffer.take(take);
             st.buffer_bytes -= bytes;
             st.oldest_buffered_at = if st.buffer.is_empty() {
                 None
             } else {
                 Some(self.inner.clock.now())
             };
-            let last = records.last().map(|r| r.committed_at_ms);
             // The records leave the buffer here; until the frame is written they are in
             // flight, and `written_end` still marks where they go.
-            st.in_flight = records.len() as u64;
-            (st.written_end, records, bytes, last)
+            st.in_flight = take as u64;
+            (st.written_end, payload, take, bytes, last)
         };
         io.frame_buf.clear();
+        let record_count = u32::try_from(take).expect("flush_records fits a frame's count");
         let header = io
             .codecs
-            .encode_frame(
+            .encode_payload_frame(
                 config.codec,
                 base,
-                records.iter().map(|r| r.bytes.as_slice()),
+                record_count,
+                &payload,
                 &mut io.frame_buf,
             )
             .map_err(|e| self.poison("encode frame", std::io::Error::other(e)))?;
+        self.state().buffer.recycle(payload);
         let frame_len = header.frame_len();
 
         let active_len = self.segment_len(io.active_base);

@@ -474,13 +474,22 @@ impl History {
 
     /// One JSON object per line, in history order.
     pub fn to_json_lines(&self) -> String {
-        let mut out = String::new();
+        let mut out = Vec::new();
+        self.write_json_lines(&mut out)
+            .expect("writing to a Vec cannot fail");
+        // serde_json writes valid UTF-8 only.
+        String::from_utf8(out).expect("JSON is UTF-8")
+    }
+
+    /// [`History::to_json_lines`], streamed into `out` without building the string
+    /// (the trace hash reads the same bytes: see `world::trace_hash`).
+    pub fn write_json_lines(&self, mut out: impl std::io::Write) -> std::io::Result<()> {
         for event in &self.events {
-            // Serialising plain data with string keys cannot fail.
-            out.push_str(&serde_json::to_string(event).expect("event serialises"));
-            out.push('\n');
+            // Serialising plain data with string keys cannot fail; only `out` can.
+            serde_json::to_writer(&mut out, event).map_err(std::io::Error::other)?;
+            out.write_all(b"\n")?;
         }
-        out
+        Ok(())
     }
 
     // Builder helpers: one per event kind, so the world and tests stay short.

@@ -224,22 +224,17 @@ impl Namespace {
     }
 
     fn commit_where(&mut self, selected: impl Fn(&DirOp) -> bool) -> Vec<DirOp> {
-        let mut entries: BTreeSet<(PathBuf, String)> = BTreeSet::new();
+        let mut entries: BTreeSet<(&Path, &str)> = BTreeSet::new();
         let mut inodes: BTreeSet<InodeId> = BTreeSet::new();
         let mut marked = vec![false; self.pending.len()];
         // Dependencies only point backwards, so one backward pass finds the closure.
         for (index, op) in self.pending.iter().enumerate().rev() {
             let hit = selected(op)
-                || op
-                    .entries()
-                    .iter()
-                    .any(|(d, n)| entries.contains(&(d.to_path_buf(), (*n).to_owned())))
+                || op.entries().iter().any(|entry| entries.contains(entry))
                 || op.inodes().iter().any(|i| inodes.contains(i));
             if hit {
                 marked[index] = true;
-                for (d, n) in op.entries() {
-                    entries.insert((d.to_path_buf(), n.to_owned()));
-                }
+                entries.extend(op.entries());
                 inodes.extend(op.inodes());
             }
         }

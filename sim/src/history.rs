@@ -474,13 +474,25 @@ impl History {
 
     /// One JSON object per line, in history order.
     pub fn to_json_lines(&self) -> String {
-        let mut out = String::new();
+        let mut out = Vec::new();
+        self.write_json_lines(&mut out)
+            .expect("writing to a Vec cannot fail");
+        // serde_json writes valid UTF-8 only.
+        String::from_utf8(out).expect("JSON is UTF-8")
+    }
+
+    /// [`History::to_json_lines`], streamed into `out` without building the string
+    /// (the trace hash reads the same bytes: see `world::trace_hash`).
+    pub fn write_json_lines(&self, mut out: impl std::io::Write) -> std::io::Result<()> {
         for event in &self.events {
-            // Serialising plain data with string keys cannot fail.
-            out.push_str(&serde_json::to_string(event).expect("event serialises"));
-            out.push('\n');
+            // Serialising plain data with string keys cannot fail; only `out` can.
+            let mut serializer = serde_json::Serializer::with_formatter(&mut out, ByteTable);
+            event
+                .serialize(&mut serializer)
+                .map_err(std::io::Error::other)?;
+            out.write_all(b"\n")?;
         }
-        out
+        Ok(())
     }
 
     // Builder helpers: one per event kind, so the world and tests stay short.
@@ -781,6 +793,42 @@ pub fn parse_payload_id(payload: &[u8]) -> Result<ProduceId, PayloadError> {
     Ok(u64::from_be_bytes(*id))
 }
 
+/// serde_json's compact format, byte for byte, with each `u8` written from a table:
+/// keys and payloads serialise as arrays of numbers and are most of a history's JSON.
+struct ByteTable;
+
+/// The decimal digits of every `u8` and how many there are.
+const U8_DECIMAL: [([u8; 3], u8); 256] = {
+    let mut table = [([0u8; 3], 0u8); 256];
+    let mut value = 0;
+    while value < 256 {
+        let (hundreds, tens, ones) = (value / 100, value / 10 % 10, value % 10);
+        table[value] = if value >= 100 {
+            (
+                [b'0' + hundreds as u8, b'0' + tens as u8, b'0' + ones as u8],
+                3,
+            )
+        } else if value >= 10 {
+            ([b'0' + tens as u8, b'0' + ones as u8, 0], 2)
+        } else {
+            ([b'0' + ones as u8, 0, 0], 1)
+        };
+        value += 1;
+    }
+    table
+};
+
+impl serde_json::ser::Formatter for ByteTable {
+    fn write_u8<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        value: u8,
+    ) -> std::io::Result<()> {
+        let (digits, count) = &U8_DECIMAL[usize::from(value)];
+        writer.write_all(&digits[..usize::from(*count)])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -838,6 +886,21 @@ mod tests {
         assert_eq!(lines.lines().count(), 6);
         assert!(lines.contains(r#""event":"produce_ack""#), "{lines}");
         assert!(lines.contains(r#""fault":"bit_flip""#), "{lines}");
+    }
+
+    #[test]
+    fn json_lines_are_serde_json_compact_output() {
+        let every_byte: Vec<u8> = (0..=255).collect();
+        let mut history = History::new();
+        history
+            .produce_attempt(1, 7, "t\"\\é", Some(2), &every_byte, &every_byte)
+            .produce_failed(2, 7, "boom\n");
+        let expected: String = history
+            .events()
+            .iter()
+            .map(|e| serde_json::to_string(e).expect("serialises") + "\n")
+            .collect();
+        assert_eq!(history.to_json_lines(), expected);
     }
 
     #[test]

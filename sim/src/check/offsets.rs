@@ -41,19 +41,20 @@ pub struct OffsetsReport {
     pub violations: Vec<Violation>,
 }
 
-/// What is known about the record at one offset.
+/// What is known about the record at one offset (key and payload borrowed from the
+/// history: a run delivers thousands of records).
 #[derive(Clone, Debug)]
-struct Known {
+struct Known<'h> {
     index: usize,
     id: Option<ProduceId>,
-    key: Option<Vec<u8>>,
-    payload: Option<Vec<u8>>,
+    key: Option<&'h [u8]>,
+    payload: Option<&'h [u8]>,
     committed_at_ms: Option<u64>,
 }
 
-impl Known {
+impl<'h> Known<'h> {
     /// The fields both observations carry that differ.
-    fn differences(&self, new: &Known) -> Vec<String> {
+    fn differences(&self, new: &Known<'h>) -> Vec<String> {
         let mut out = Vec::new();
         if let (Some(a), Some(b)) = (self.id, new.id)
             && a != b
@@ -79,7 +80,7 @@ impl Known {
         out
     }
 
-    fn merge(&mut self, new: Known) {
+    fn merge(&mut self, new: Known<'h>) {
         self.id = self.id.or(new.id);
         self.committed_at_ms = self.committed_at_ms.or(new.committed_at_ms);
         if self.key.is_none() {
@@ -108,7 +109,7 @@ fn check_content(
     corrupt: &BTreeSet<usize>,
     report: &mut OffsetsReport,
 ) -> BTreeMap<TopicPartition, BTreeMap<Offset, usize>> {
-    let mut known: BTreeMap<(TopicPartition, Offset), Known> = BTreeMap::new();
+    let mut known: BTreeMap<(&TopicPartition, Offset), Known> = BTreeMap::new();
     let mut reads: BTreeMap<TopicPartition, BTreeMap<Offset, usize>> = BTreeMap::new();
     for (index, event) in facts.history.events().iter().enumerate() {
         let (tp, offset, new, source) = match &event.kind {
@@ -123,12 +124,15 @@ fn check_content(
                 if corrupt.contains(&index) {
                     continue;
                 }
-                reads.entry(tp.clone()).or_default().insert(*offset, index);
+                match reads.get_mut(tp) {
+                    Some(offsets) => offsets.insert(*offset, index),
+                    None => reads.entry(tp.clone()).or_default().insert(*offset, index),
+                };
                 let new = Known {
                     index,
                     id: parse_payload_id(payload).ok(),
-                    key: Some(key.clone()),
-                    payload: Some(payload.clone()),
+                    key: Some(key),
+                    payload: Some(payload),
                     committed_at_ms: Some(*committed_at_ms),
                 };
                 (tp, *offset, new, "delivery")
@@ -150,7 +154,7 @@ fn check_content(
             }
             _ => continue,
         };
-        let slot = (tp.clone(), offset);
+        let slot = (tp, offset);
         let Some(old) = known.get_mut(&slot) else {
             known.insert(slot, new);
             continue;

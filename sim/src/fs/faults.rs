@@ -6,7 +6,7 @@ use super::dice::Dice;
 use super::events::{FsEventKind, FsEventLog};
 use super::inode::{FILE_SIZE_MAX, Inode, Pending, SECTOR_SIZE, set_len_of, write_into};
 use super::options::FaultOptions;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What a fault decision needs: randomness, the rates and caps, and the log.
 pub(crate) struct Faults<'a> {
@@ -42,8 +42,9 @@ impl Faults<'_> {
         );
     }
 
-    /// `sync_data` of a file with pending operations.
-    pub(crate) fn sync(&mut self, inode: &mut Inode, path: &Path) -> SyncOutcome {
+    /// `sync_data` of a file with pending operations. `path` names the file for the
+    /// log; it is called only when a fault is logged (a name lookup is not free).
+    pub(crate) fn sync(&mut self, inode: &mut Inode, path: &dyn Fn() -> PathBuf) -> SyncOutcome {
         let pending_bytes: u64 = inode
             .pending
             .iter()
@@ -65,7 +66,7 @@ impl Faults<'_> {
             inode.diverged = true;
             self.record(
                 FsEventKind::FsyncEio,
-                path,
+                &path(),
                 0,
                 pending_bytes,
                 format!("{count} pending operations dropped from the durable image"),
@@ -81,7 +82,7 @@ impl Faults<'_> {
             inode.diverged = true;
             self.record(
                 FsEventKind::LostFsync,
-                path,
+                &path(),
                 0,
                 pending_bytes,
                 format!("reported success, persisted none of {count} pending operations"),
@@ -137,7 +138,7 @@ impl Faults<'_> {
                     let shift = if kept_count == 0 {
                         0
                     } else {
-                        self.misdirect_shift(path, position, len)
+                        self.misdirect_shift(&|| path.to_owned(), position, len)
                     };
                     let mut runs = Vec::new();
                     for (index, _) in kept.iter().enumerate().filter(|(_, k)| **k) {
@@ -205,7 +206,7 @@ impl Faults<'_> {
 
     /// The shift, in bytes, of a misdirected write (0 when the fault does not fire or no
     /// shift keeps the write inside `0..FILE_SIZE_MAX`).
-    fn misdirect_shift(&mut self, path: &Path, position: u64, len: u64) -> i64 {
+    fn misdirect_shift(&mut self, path: &dyn Fn() -> PathBuf, position: u64, len: u64) -> i64 {
         let options = self.options;
         if !self.fires(
             FsEventKind::MisdirectedWrite,
@@ -229,7 +230,7 @@ impl Faults<'_> {
         let shift = if up { bytes as i64 } else { -(bytes as i64) };
         self.record(
             FsEventKind::MisdirectedWrite,
-            path,
+            &path(),
             position,
             len,
             format!(

@@ -393,6 +393,14 @@ impl Future for YieldNow {
 
 /// An absolute path without `.` or `..`; relative paths are taken from `/`.
 fn normalize(path: &Path) -> io::Result<PathBuf> {
+    if is_normal(path) {
+        return Ok(path.to_owned()); // The engine's paths: nothing to rewrite.
+    }
+    normalize_components(path)
+}
+
+/// [`normalize`] the long way, component by component.
+fn normalize_components(path: &Path) -> io::Result<PathBuf> {
     let mut out = PathBuf::from("/");
     for component in path.components() {
         match component {
@@ -412,8 +420,33 @@ fn normalize(path: &Path) -> io::Result<PathBuf> {
     Ok(out)
 }
 
+/// Whether `path` already is what [`normalize`] makes of it: UTF-8, `/` alone or `/`
+/// followed by non-empty components separated by single `/`s, none `.` or `..`.
+fn is_normal(path: &Path) -> bool {
+    let Some(text) = path.to_str() else {
+        return false;
+    };
+    if text == "/" {
+        return true;
+    }
+    let Some(rest) = text.strip_prefix('/') else {
+        return false;
+    };
+    rest.split('/')
+        .all(|name| !name.is_empty() && name != "." && name != "..")
+}
+
 /// (parent directory, name) of a file path; `/` itself is a directory, not a file.
 fn split(path: &Path) -> io::Result<(PathBuf, String)> {
+    if is_normal(path)
+        && let Some(text) = path.to_str()
+        && let Some(slash) = text.rfind('/')
+        && slash + 1 < text.len()
+    {
+        // The fast path of the common case; the same result as below.
+        let parent = if slash == 0 { "/" } else { &text[..slash] };
+        return Ok((PathBuf::from(parent), text[slash + 1..].to_owned()));
+    }
     let path = normalize(path)?;
     match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
         (Some(parent), Some(name)) => Ok((parent.to_owned(), name.to_owned())),
@@ -474,21 +507,6 @@ impl State {
             .inodes
             .get_mut(&handle.ino)
             .expect("an open handle of the current epoch keeps its inode alive"))
-    }
-
-    /// The current name of `ino` for the event log: the path the handle was opened as
-    /// when it still names the inode (one lookup, the common case), otherwise a scan.
-    fn path_of(&self, ino: InodeId, opened_as: &Path) -> PathBuf {
-        let still_named = split(opened_as)
-            .ok()
-            .is_some_and(|(dir, name)| self.ns.visible(&dir, &name) == Some(ino));
-        if still_named {
-            return opened_as.to_owned();
-        }
-        self.ns
-            .inode_paths()
-            .remove(&ino)
-            .unwrap_or_else(|| opened_as.to_owned())
     }
 
     /// Frees `ino` when no name, pending operation or open handle refers to it.
@@ -629,13 +647,14 @@ impl State {
 
     fn open(&mut self, fs: &SimFs, path: &Path, mode: OpenMode) -> io::Result<SimFile> {
         let (dir, name) = split(path)?;
-        if !self.ns.is_dir(&dir) {
+        // One lookup of the directory answers all three questions.
+        let Some(entries) = self.ns.dirs.get(&dir) else {
             return Err(self.missing_dir_error(&dir));
+        };
+        if entries.subdirs.contains(&name) {
+            return Err(os_error(errno::EISDIR)); // `dir/name` is a directory.
         }
-        if self.ns.is_dir(&dir.join(&name)) {
-            return Err(os_error(errno::EISDIR));
-        }
-        let existing = self.ns.visible(&dir, &name);
+        let existing = entries.visible.get(&name).copied();
         let ino = match (mode, existing) {
             (OpenMode::Read | OpenMode::ReadWrite, None) => return Err(os_error(errno::ENOENT)),
             (OpenMode::CreateNew, Some(_)) => return Err(os_error(errno::EEXIST)),
@@ -866,14 +885,29 @@ impl State {
         if self.handle_inode(handle)?.pending.is_empty() {
             return Ok(());
         }
-        let path = self.path_of(handle.ino, &handle.path);
-        let (mut faults, inodes, _) = self.faults();
+        let (mut faults, inodes, ns) = self.faults();
         let inode = inodes.get_mut(&handle.ino).expect("checked above");
+        // The name is only needed when a fault is logged: looked up then.
+        let path = || path_of(ns, handle.ino, &handle.path);
         match faults.sync(inode, &path) {
             SyncOutcome::Persisted | SyncOutcome::Lost => Ok(()),
             SyncOutcome::Eio => Err(os_error(errno::EIO)),
         }
     }
+}
+
+/// The current name of `ino` for the event log: the path the handle was opened as
+/// when it still names the inode (one lookup, the common case), otherwise a scan.
+fn path_of(ns: &Namespace, ino: InodeId, opened_as: &Path) -> PathBuf {
+    let still_named = split(opened_as)
+        .ok()
+        .is_some_and(|(dir, name)| ns.visible(&dir, &name) == Some(ino));
+    if still_named {
+        return opened_as.to_owned();
+    }
+    ns.inode_paths()
+        .remove(&ino)
+        .unwrap_or_else(|| opened_as.to_owned())
 }
 
 /// An open file of [`SimFs`], valid until the disk crashes.
@@ -954,5 +988,54 @@ impl Fs for SimFs {
 
     async fn exists(&self, path: &Path) -> io::Result<bool> {
         self.run(|state| state.exists(path)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_path_of_split_agrees_with_normalize() {
+        for text in [
+            "/",
+            "/a",
+            "/a/b",
+            "/data/t-1/0/00000000000000000000.log",
+            "a/b",
+            "/a/",
+            "//a",
+            "/a//b",
+            "/a/./b",
+            "/a/../b",
+            "/.",
+            "/..",
+            "/a/.",
+            "/a/..",
+            ".",
+            "",
+        ] {
+            let path = Path::new(text);
+            let slow = normalize_components(path).and_then(|p| {
+                match (p.parent(), p.file_name().and_then(|n| n.to_str())) {
+                    (Some(parent), Some(name)) => Ok((parent.to_owned(), name.to_owned())),
+                    _ => Err(os_error(errno::EISDIR)),
+                }
+            });
+            let fast = split(path);
+            assert_eq!(
+                fast.as_ref().ok(),
+                slow.as_ref().ok(),
+                "split({text:?}) differs from the component walk"
+            );
+            assert_eq!(fast.is_err(), slow.is_err(), "{text:?}");
+            if is_normal(path) {
+                assert_eq!(
+                    normalize_components(path).ok().as_deref(),
+                    Some(path),
+                    "{text:?}"
+                );
+            }
+        }
     }
 }

@@ -11,7 +11,8 @@
 //!   prefix.
 
 use super::dice::Dice;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, DefaultHasher};
 use std::path::{Path, PathBuf};
 
 pub(crate) type InodeId = u64;
@@ -118,15 +119,87 @@ impl DirOp {
     }
 }
 
+/// The directories by path. Iterated in path order, as a `BTreeMap<PathBuf, Dir>` is
+/// (the crash, the link recount and the bit-flip candidates depend on that order); looked
+/// up through a hash index, because a `BTreeMap<PathBuf, _>` lookup compares paths
+/// component by component, and every SimFs call makes a few.
+#[derive(Debug, Default)]
+pub(crate) struct Dirs {
+    /// Sorted by path (`Path`'s order). Bounded by the directories ever created: they
+    /// are never removed.
+    sorted: Vec<(PathBuf, Dir)>,
+    /// The position of each path in `sorted`; rebuilt when a directory is added. A
+    /// fixed-key hasher: lookups only, never iterated, and no OS randomness drawn
+    /// inside the simulation.
+    index: HashMap<PathBuf, usize, BuildHasherDefault<DefaultHasher>>,
+}
+
+impl Dirs {
+    pub(crate) fn get(&self, path: &Path) -> Option<&Dir> {
+        let &position = self.index.get(path)?;
+        self.sorted.get(position).map(|(_, dir)| dir)
+    }
+
+    pub(crate) fn get_mut(&mut self, path: &Path) -> Option<&mut Dir> {
+        let &position = self.index.get(path)?;
+        self.sorted.get_mut(position).map(|(_, dir)| dir)
+    }
+
+    pub(crate) fn contains_key(&self, path: &Path) -> bool {
+        self.index.contains_key(path)
+    }
+
+    /// Adds `path` (or replaces its directory, returning the old one).
+    pub(crate) fn insert(&mut self, path: PathBuf, dir: Dir) -> Option<Dir> {
+        match self
+            .sorted
+            .binary_search_by(|(p, _)| p.as_path().cmp(&path))
+        {
+            Ok(position) => Some(std::mem::replace(&mut self.sorted[position].1, dir)),
+            Err(position) => {
+                self.sorted.insert(position, (path, dir));
+                self.index = self
+                    .sorted
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (p, _))| (p.clone(), i))
+                    .collect();
+                None
+            }
+        }
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&PathBuf, &Dir)> {
+        self.sorted.iter().map(|(p, d)| (p, d))
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Dir> {
+        self.sorted.iter().map(|(_, d)| d)
+    }
+
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut Dir> {
+        self.sorted.iter_mut().map(|(_, d)| d)
+    }
+}
+
+impl<'a> IntoIterator for &'a Dirs {
+    type Item = (&'a PathBuf, &'a Dir);
+    type IntoIter = Box<dyn Iterator<Item = (&'a PathBuf, &'a Dir)> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Namespace {
-    pub(crate) dirs: BTreeMap<PathBuf, Dir>,
+    pub(crate) dirs: Dirs,
     pub(crate) pending: Vec<DirOp>,
 }
 
 impl Namespace {
     pub(crate) fn new() -> Self {
-        let mut dirs = BTreeMap::new();
+        let mut dirs = Dirs::default();
         dirs.insert(PathBuf::from("/"), Dir::default());
         Self {
             dirs,
@@ -224,22 +297,17 @@ impl Namespace {
     }
 
     fn commit_where(&mut self, selected: impl Fn(&DirOp) -> bool) -> Vec<DirOp> {
-        let mut entries: BTreeSet<(PathBuf, String)> = BTreeSet::new();
+        let mut entries: BTreeSet<(&Path, &str)> = BTreeSet::new();
         let mut inodes: BTreeSet<InodeId> = BTreeSet::new();
         let mut marked = vec![false; self.pending.len()];
         // Dependencies only point backwards, so one backward pass finds the closure.
         for (index, op) in self.pending.iter().enumerate().rev() {
             let hit = selected(op)
-                || op
-                    .entries()
-                    .iter()
-                    .any(|(d, n)| entries.contains(&(d.to_path_buf(), (*n).to_owned())))
+                || op.entries().iter().any(|entry| entries.contains(entry))
                 || op.inodes().iter().any(|i| inodes.contains(i));
             if hit {
                 marked[index] = true;
-                for (d, n) in op.entries() {
-                    entries.insert((d.to_path_buf(), n.to_owned()));
-                }
+                entries.extend(op.entries());
                 inodes.extend(op.inodes());
             }
         }

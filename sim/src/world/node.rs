@@ -216,6 +216,9 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     Ok(store)
 }
 
+/// One request, served in its own task. The engine's futures are boxed so that this
+/// future stays small: madsim copies a task's whole future when it spawns it (several
+/// times, inside `async_task`), and `serve` is spawned once per request.
 async fn serve(store: SimStore, recorder: Shared, request: Request) {
     match request {
         Request::Produce {
@@ -224,8 +227,7 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
             payload,
             reply,
         } => {
-            let result = store
-                .produce(&topic, None, &key, &payload)
+            let result = Box::pin(store.produce(&topic, None, &key, &payload))
                 .await
                 .map_err(|e| e.to_string());
             drop(reply.send(result).await);
@@ -236,11 +238,12 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
             max,
             reply,
         } => {
-            let result = store
-                .with_timeout(RECEIVE_PARK, store.receive_wait(&topic, partition, max))
-                .await
-                .unwrap_or(Ok(Vec::new()))
-                .map_err(|e| e.to_string());
+            let result = Box::pin(
+                store.with_timeout(RECEIVE_PARK, store.receive_wait(&topic, partition, max)),
+            )
+            .await
+            .unwrap_or(Ok(Vec::new()))
+            .map_err(|e| e.to_string());
             let delivered = result.clone().unwrap_or_default();
             // Recorded in the same step as the send (no other task runs in between), so
             // the history has each delivery at the moment and incarnation it happened.
@@ -272,9 +275,9 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
             reply,
         } => {
             let result = if ack {
-                store.ack(&topic, partition, offset).await
+                Box::pin(store.ack(&topic, partition, offset)).await
             } else {
-                store.nack(&topic, partition, offset).await
+                Box::pin(store.nack(&topic, partition, offset)).await
             };
             if result.is_ok() {
                 // Recorded here, before any other task runs, so the history never shows

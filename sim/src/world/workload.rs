@@ -168,7 +168,14 @@ impl Workload {
                 id % 97,
                 id % 1000
             );
-            pattern.bytes().cycle().take(len).collect()
+            // The pattern repeated and cut at `len`, copied a pattern at a time.
+            let pattern = pattern.as_bytes();
+            let mut body = Vec::with_capacity(len);
+            while body.len() < len {
+                let count = (len - body.len()).min(pattern.len());
+                body.extend_from_slice(&pattern[..count]);
+            }
+            body
         } else {
             (0..len).map(|_| dice.next_u64() as u8).collect()
         }

@@ -305,23 +305,9 @@ impl FrameHeader {
     }
 }
 
-/// Payloads at least this large are compressed as two zstd frames, one per half, so
-/// that two cores can share the work ([`Codecs::with_threads`]). The stored bytes stay
-/// one zstd stream: RFC 8878 data is one or more frames, and a decoder concatenates
-/// what they hold. Below this size the second frame's fixed cost (and a thread's
-/// start) outweighs the time saved. The split depends only on the payload length, so
-/// the bytes are the same whether the halves run on one thread or two.
-pub const ZSTD_SPLIT_MIN: usize = 128 * 1024;
-
 /// Reusable compression and decompression state (zstd contexts are costly to create).
 pub struct Codecs {
     compressor: Option<zstd::bulk::Compressor<'static>>,
-    /// Compresses the second half of a split payload.
-    second: Option<zstd::bulk::Compressor<'static>>,
-    /// The second half's output when it runs on its own thread.
-    second_out: Vec<u8>,
-    /// Whether a split payload's second half is compressed on a scoped thread.
-    threads: bool,
     decompressor: Option<zstd::bulk::Decompressor<'static>>,
     level: i32,
     /// The uncompressed payload of the frame being encoded, kept between frames so a
@@ -357,21 +343,10 @@ impl Codecs {
     pub fn new(level: i32) -> Self {
         Codecs {
             compressor: None,
-            second: None,
-            second_out: Vec::new(),
-            threads: false,
             decompressor: None,
             level,
             payload: Vec::new(),
         }
-    }
-
-    /// Compresses the second half of a large payload on a scoped thread while the
-    /// caller compresses the first (see [`ZSTD_SPLIT_MIN`]). Off by default; a
-    /// deterministic simulation must leave it off, since it may not start OS threads.
-    pub fn with_threads(mut self, threads: bool) -> Self {
-        self.threads = threads;
-        self
     }
 
     /// Decodes a CRC-checked frame's stored payload into its uncompressed bytes.
@@ -492,7 +467,8 @@ impl Codecs {
         let compressed = match codec {
             Codec::None => false,
             Codec::Zstd => {
-                self.compress(payload, out)?;
+                let compressor = compressor(&mut self.compressor, self.level)?;
+                compress_append(compressor, payload, out)?;
                 out.len() - stored_at < payload.len()
             }
         };
@@ -526,37 +502,6 @@ impl Codecs {
             Some(Ok(header))
         );
         Ok(header)
-    }
-
-    /// Appends `payload` compressed with zstd to `out`: one zstd frame, or two (one per
-    /// half) from [`ZSTD_SPLIT_MIN`] on.
-    fn compress(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), FrameError> {
-        let level = self.level;
-        let first = compressor(&mut self.compressor, level)?;
-        if payload.len() < ZSTD_SPLIT_MIN {
-            return compress_append(first, payload, out);
-        }
-        let (a, b) = payload.split_at(payload.len() / 2);
-        let second = compressor(&mut self.second, level)?;
-        if !self.threads {
-            compress_append(first, a, out)?;
-            return compress_append(second, b, out);
-        }
-        let mut second_out = std::mem::take(&mut self.second_out);
-        second_out.clear();
-        let (first_result, second_result) = std::thread::scope(|scope| {
-            let worker = scope
-                .spawn(move || compress_append(second, b, &mut second_out).map(|()| second_out));
-            let first_result = compress_append(first, a, out);
-            (first_result, worker.join())
-        });
-        first_result?;
-        let second_out = second_result.map_err(|_| FrameError::Decompress {
-            reason: "the compression thread panicked".into(),
-        })??;
-        out.extend_from_slice(&second_out);
-        self.second_out = second_out;
-        Ok(())
     }
 }
 
@@ -688,88 +633,6 @@ mod tests {
         roundtrip(Codec::Zstd, 0, &[Vec::new()]);
         roundtrip(Codec::None, 0, &[Vec::new(), vec![7; 1 << 20]]);
         roundtrip(Codec::Zstd, 99, &[vec![b'x'; 1 << 20]]);
-    }
-
-    /// JSON-like records, `total` bytes of them or a little more.
-    fn json_records(total: usize) -> Vec<Vec<u8>> {
-        let mut records = Vec::new();
-        let mut bytes = 0;
-        let mut i = 0u64;
-        while bytes < total {
-            let r = format!(
-                r#"{{"id":{i},"user":"u{}","event":"click","ms":{}}}"#,
-                i % 97,
-                i * 7919 % 100_003
-            )
-            .into_bytes();
-            bytes += r.len();
-            records.push(r);
-            i += 1;
-        }
-        records
-    }
-
-    #[test]
-    fn a_large_payload_is_two_zstd_frames_one_stream_and_round_trips() {
-        let records = json_records(3 * ZSTD_SPLIT_MIN);
-        roundtrip(Codec::Zstd, 5, &records);
-        let mut out = Vec::new();
-        let header = Codecs::default()
-            .encode_frame(Codec::Zstd, 5, records.iter().map(Vec::as_slice), &mut out)
-            .unwrap();
-        assert_eq!(header.codec, Codec::Zstd);
-        let stored = &out[FRAME_HEADER_LEN..];
-        // Two frames: the first ends before the stored bytes do.
-        let first = zstd::zstd_safe::find_frame_compressed_size(stored).unwrap();
-        assert!(
-            first < stored.len(),
-            "one frame of {first} bytes holds it all"
-        );
-        assert_eq!(
-            zstd::zstd_safe::find_frame_compressed_size(&stored[first..]),
-            Ok(stored.len() - first)
-        );
-        // Any zstd decoder reads the stream whole, not only ours.
-        let decoded = zstd::stream::decode_all(stored).unwrap();
-        assert_eq!(decoded.len(), header.uncompressed_size as usize);
-    }
-
-    #[test]
-    fn small_payloads_stay_one_zstd_frame() {
-        let records = json_records(ZSTD_SPLIT_MIN / 2);
-        let mut out = Vec::new();
-        Codecs::default()
-            .encode_frame(Codec::Zstd, 0, records.iter().map(Vec::as_slice), &mut out)
-            .unwrap();
-        let stored = &out[FRAME_HEADER_LEN..];
-        assert_eq!(
-            zstd::zstd_safe::find_frame_compressed_size(stored),
-            Ok(stored.len())
-        );
-    }
-
-    #[test]
-    fn threaded_and_inline_compression_write_the_same_bytes() {
-        for total in [ZSTD_SPLIT_MIN / 3, ZSTD_SPLIT_MIN, 5 * ZSTD_SPLIT_MIN / 2] {
-            let records = json_records(total);
-            let encode = |threads: bool| {
-                let mut codecs = Codecs::new(ZSTD_LEVEL_DEFAULT).with_threads(threads);
-                let mut out = Vec::new();
-                // Twice: the second frame reuses the contexts and the thread's buffer.
-                for base in [0, 1_000_000] {
-                    codecs
-                        .encode_frame(
-                            Codec::Zstd,
-                            base,
-                            records.iter().map(Vec::as_slice),
-                            &mut out,
-                        )
-                        .unwrap();
-                }
-                out
-            };
-            assert_eq!(encode(true), encode(false), "{total} bytes of records");
-        }
     }
 
     #[test]

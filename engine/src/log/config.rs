@@ -32,11 +32,6 @@ pub struct LogConfig {
     /// Codec for new frames (a frame that would not shrink is stored uncompressed).
     pub codec: Codec,
     pub zstd_level: i32,
-    /// Compress the second half of a large frame's payload (from
-    /// [`crate::format::frame::ZSTD_SPLIT_MIN`]) on a second thread (on). The bytes
-    /// written are the same either way; a deterministic simulation turns it off,
-    /// because it may not start OS threads.
-    pub parallel_compression: bool,
     /// Segment cap; an append that would overflow it rolls a new segment (64 MiB).
     pub segment_bytes: u64,
     /// Zero-filled space kept ahead of the active segment's last frame (1 MiB; 0 turns
@@ -73,7 +68,6 @@ impl Default for LogConfig {
         LogConfig {
             codec: Codec::Zstd,
             zstd_level: ZSTD_LEVEL_DEFAULT,
-            parallel_compression: true,
             segment_bytes: 64 * 1024 * 1024,
             preallocate_bytes: 1024 * 1024,
             flush_bytes: 1024 * 1024,

@@ -380,7 +380,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             .last()
             .filter(|s| s.base_offset == active_base)
             .map_or(0, |s| s.file_len);
-        let codecs = Codecs::new(config.zstd_level).with_threads(config.parallel_compression);
+        let codecs = Codecs::new(config.zstd_level);
         let io = write::Io::new(active, active_base, allocated, codecs);
         let log = Log {
             inner: Arc::new(Inner {

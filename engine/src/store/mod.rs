@@ -68,11 +68,6 @@ pub struct StoreConfig {
     pub checkpoint_interval: Duration,
     /// Records per replay commit.
     pub replay_batch_records: usize,
-    /// Whether partition logs compress large frames on two threads
-    /// ([`LogConfig::parallel_compression`]); a process-wide choice, so it overrides
-    /// each topic's value and is not stored in `topic.conf`. Off in a deterministic
-    /// simulation, which may not start OS threads.
-    pub parallel_compression: bool,
 }
 
 impl Default for StoreConfig {
@@ -83,7 +78,6 @@ impl Default for StoreConfig {
             frontier_persist_interval: Duration::from_millis(100),
             checkpoint_interval: Duration::from_millis(100),
             replay_batch_records: 1000,
-            parallel_compression: true,
         }
     }
 }
@@ -220,7 +214,6 @@ impl<F: Fs, C: Clock> Store<F, C> {
         config: StoreConfig,
     ) -> Result<(Self, StoreOpenReport), StoreError> {
         let root = root.into();
-        let config_parallel = config.parallel_compression;
         let topics_dir = root.join(layout::TOPICS_DIR);
         fs.create_dir_all(&topics_dir)
             .await
@@ -254,9 +247,8 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 continue;
             }
             let text = read_text(&fs, &conf_path).await?;
-            let mut config = TopicConfig::decode(&text)
+            let config = TopicConfig::decode(&text)
                 .map_err(|e| StoreError::InvalidConfig(format!("{}: {e}", conf_path.display())))?;
-            config.log.parallel_compression = config_parallel;
             let state = open_topic(&fs, &clock, &root, &name, config, &mut report).await?;
             topics.insert(name, Arc::new(state));
         }
@@ -406,8 +398,6 @@ impl<F: Fs, C: Clock> Store<F, C> {
     pub async fn create_topic(&self, name: &str, config: TopicConfig) -> Result<(), StoreError> {
         validate_topic_name(name).map_err(StoreError::InvalidTopicName)?;
         config.validate().map_err(StoreError::InvalidConfig)?;
-        let mut config = config;
-        config.log.parallel_compression = self.inner.config.parallel_compression;
         if lock(&self.inner.topics).contains_key(name) {
             return Err(StoreError::TopicExists(name.to_string()));
         }

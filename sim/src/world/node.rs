@@ -139,11 +139,7 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
         ctx.fs.clone(),
         ctx.clock.clone(),
         PathBuf::from(DATA_ROOT),
-        StoreConfig {
-            // madsim may not start OS threads; the bytes written are the same.
-            parallel_compression: false,
-            ..StoreConfig::default()
-        },
+        StoreConfig::default(),
     )
     .await
     .map_err(|e| e.to_string())?;

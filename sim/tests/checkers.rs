@@ -1351,3 +1351,43 @@ fn duplicates_after_damage_to_the_wal_are_not_held_to_the_hidden_tails() {
     );
     assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
 }
+
+/// Offset 0 (id 1) is delivered, then damaged at rest (when `damaged`); the restart's
+/// replay cannot see a readable copy and the WAL commits id 1 again at offset 1.
+fn visible_copy_damaged_run(damaged: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 1, 1, 1)]); // no hidden tail: this crash explains no duplicate
+    r.restart();
+    if damaged {
+        r.fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 0, end: 1 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        );
+    }
+    r.hwm(0, 2, 2, 2).deliver(1, 0, 1, 1_100).consume(0, 1);
+    r
+}
+
+#[test]
+fn a_duplicate_of_a_copy_damaged_at_rest_is_explained_and_not_otherwise() {
+    let report = visible_copy_damaged_run(true).report();
+    assert!(
+        report.bounded_duplicates.violations.is_empty(),
+        "{:?}",
+        report.bounded_duplicates.violations
+    );
+    assert_eq!(report.bounded_duplicates.after_damage, 1);
+    let messages = fires_only(
+        &visible_copy_damaged_run(false).report(),
+        CheckerName::BoundedDuplicates,
+    );
+    assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
+}

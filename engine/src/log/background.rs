@@ -40,14 +40,12 @@ impl<F: Fs, C: Clock> Log<F, C> {
         if !flush_due && !sync_due {
             return Ok(());
         }
-        let mut io = self.inner.io.lock().await;
         if flush_due {
-            while self.write_frame(&mut io, u64::MAX).await? {
-                if config.fsync == FsyncPolicy::PerWrite {
-                    self.sync_locked(&mut io).await?;
-                }
-            }
+            while self.encode_frame(u64::MAX).await? {}
         }
+        let mut io = self.inner.io.lock().await;
+        self.write_encoded(&mut io, config.fsync == FsyncPolicy::PerWrite)
+            .await?;
         let sync_due = {
             let st = self.state();
             st.written_end > st.durable_end

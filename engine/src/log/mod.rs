@@ -67,6 +67,8 @@ struct Inner<F: Fs, C: Clock> {
     dir: PathBuf,
     config: LogConfig,
     state: Mutex<State<F>>,
+    /// Broadcast when an encoded frame is queued (or an encode failed).
+    encoded_ready: Arc<Notify>,
     io: async_lock::Mutex<write::Io<F>>,
     hwm_file: async_lock::Mutex<F::File>,
     /// Broadcast on commit (and, through [`Log::notify_all`], on nack and lease expiry).
@@ -160,10 +162,19 @@ struct State<F: Fs> {
     /// Bytes of the buffered envelopes (without their length prefixes).
     buffer_bytes: usize,
     oldest_buffered_at: Option<Duration>,
-    /// Records drained from the buffer into a frame not yet written (one frame at a
-    /// time, under the write lock). A failed write leaves them here: never written,
+    /// Records drained from the buffer into frames not yet written (being encoded, or
+    /// queued in `encoded`). A failed encode or write leaves them here: never written,
     /// never acknowledged.
     in_flight: u64,
+    /// Frames drained from the buffer, in offset order, waiting for the write lock:
+    /// `None` while a caller is still encoding it. Slot `i` has sequence number
+    /// `encoded_front_seq + i`.
+    encoded: VecDeque<Option<write::Encoded>>,
+    encoded_front_seq: u64,
+    encoded_next_seq: u64,
+    /// Frame buffers and codec contexts for reuse (one per concurrent encode).
+    spare_frames: Vec<Vec<u8>>,
+    spare_codecs: Vec<Codecs>,
     next_offset: u64,
     written_end: u64,
     durable_end: u64,
@@ -202,6 +213,12 @@ impl<F: Fs> State<F> {
             return Err(LogError::Closed);
         }
         Ok(())
+    }
+
+    /// Whether records below `limit` are still in the buffer (not yet drained into a
+    /// frame).
+    fn has_undrained_below(&self, limit: u64) -> bool {
+        !self.buffer.is_empty() && self.written_end + self.in_flight < limit
     }
 
     fn check_invariants(&self) {
@@ -356,6 +373,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
             buffer_bytes: 0,
             oldest_buffered_at: None,
             in_flight: 0,
+            encoded: VecDeque::new(),
+            encoded_front_seq: 0,
+            encoded_next_seq: 0,
+            spare_frames: Vec::new(),
+            spare_codecs: vec![Codecs::new(config.zstd_level)],
             next_offset: tail,
             written_end: tail,
             durable_end: tail,
@@ -380,8 +402,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             .last()
             .filter(|s| s.base_offset == active_base)
             .map_or(0, |s| s.file_len);
-        let codecs = Codecs::new(config.zstd_level);
-        let io = write::Io::new(active, active_base, allocated, codecs);
+        let io = write::Io::new(active, active_base, allocated);
         let log = Log {
             inner: Arc::new(Inner {
                 fs,
@@ -389,6 +410,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 dir,
                 config,
                 state: Mutex::new(state),
+                encoded_ready: Arc::new(Notify::default()),
                 io: async_lock::Mutex::new(io),
                 hwm_file: async_lock::Mutex::new(hwm_file),
                 notify: Arc::new(Notify::default()),
@@ -548,19 +570,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
             }
             (st.next_offset, st.hwm)
         };
+        // Encode what is buffered below the target before taking the write lock: this
+        // commit compresses while another one's fsync is in flight.
+        while self.encode_frame(target).await? {}
         let mut io = self.inner.io.lock().await;
-        loop {
-            {
-                let st = self.state();
-                st.check_not_poisoned()?;
-                if st.hwm >= target || st.written_end >= target {
-                    break;
-                }
-            }
-            if !self.write_frame(&mut io, target).await? {
-                break;
-            }
-        }
+        self.write_encoded_through(&mut io, target).await?;
         self.sync_locked(&mut io).await?;
         let st = self.state();
         Ok(start..st.hwm.max(start))

@@ -1,4 +1,7 @@
-//! The write side: one frame per drain, segment roll, fsync and verification.
+//! The write side, in two stages: encoding (drain one frame's worth of the buffer and
+//! compress it, under the encoder lock) and writing (frames in offset order, segment
+//! roll, fsync and verification, under the write lock). The stages have separate locks
+//! so that one commit can compress while another's fsync is in flight.
 
 use super::metrics::add;
 use super::{Log, LogError, Segment, create_segment_file};
@@ -7,6 +10,18 @@ use crate::format::frame::{Codecs, FRAME_HEADER_LEN, FrameHeader};
 use crate::fs::{File, Fs, read_exact_at};
 use crate::recovery::FrameEntry;
 use std::sync::Arc;
+
+/// Frame buffers kept for reuse between encodes (two stages in flight need two).
+const SPARE_FRAMES: usize = 2;
+
+/// A frame encoded for writing.
+pub(super) struct Encoded {
+    header: FrameHeader,
+    bytes: Vec<u8>,
+    /// Bytes of the records' envelopes it holds (for the compression counters).
+    uncompressed: usize,
+    last_committed_at_ms: Option<u64>,
+}
 
 /// State owned by whoever holds the write lock.
 pub(super) struct Io<F: Fs> {
@@ -17,48 +32,43 @@ pub(super) struct Io<F: Fs> {
     allocated: u64,
     /// Cleared for the rest of a segment when zero-filling it failed.
     preallocate: bool,
-    codecs: Codecs,
     /// Frames of the active segment written but not yet fsynced and verified.
     unverified: Vec<FrameEntry>,
-    frame_buf: Vec<u8>,
     /// Where frames are re-read for verification, kept between syncs (bounded by the
     /// largest frame, at most `FRAME_BYTES_MAX` plus its header).
     verify_buf: Vec<u8>,
 }
 
 impl<F: Fs> Io<F> {
-    pub(super) fn new(
-        active: Arc<F::File>,
-        active_base: u64,
-        allocated: u64,
-        codecs: Codecs,
-    ) -> Self {
+    pub(super) fn new(active: Arc<F::File>, active_base: u64, allocated: u64) -> Self {
         Io {
             active,
             active_base,
             allocated,
             preallocate: true,
-            codecs,
             unverified: Vec::new(),
-            frame_buf: Vec::new(),
             verify_buf: Vec::new(),
         }
     }
 }
 
 impl<F: Fs, C: Clock> Log<F, C> {
-    /// Drains up to one frame's worth of buffered records below `limit` (at most
-    /// `flush_records` records and about `flush_bytes`), encodes them as one frame and
-    /// writes it to the active segment, rolling first when it would overflow.
+    /// Drains up to one frame's worth of buffered records (at most `flush_records`
+    /// records and about `flush_bytes`) when records below `limit` are still buffered,
+    /// encodes them as one frame and queues it for [`Log::write_encoded`]. No lock is
+    /// held while compressing: the drain reserves the frame's place in the queue (in
+    /// offset order) under the state lock, so concurrent commits compress on as many
+    /// cores as there are, and one compresses while another's fsync is in flight.
     /// Returns `false` when there was nothing to drain.
-    pub(super) async fn write_frame(&self, io: &mut Io<F>, limit: u64) -> Result<bool, LogError> {
+    pub(super) async fn encode_frame(&self, limit: u64) -> Result<bool, LogError> {
         let config = &self.inner.config;
-        let (base, payload, take, bytes, last_committed_at_ms) = {
+        let (base, slot, payload, take, bytes, last_committed_at_ms, mut frame, mut codecs) = {
             let mut st = self.state();
             st.check_not_poisoned()?;
-            if st.buffer.is_empty() || st.written_end >= limit || st.in_flight > 0 {
+            if !st.has_undrained_below(limit) {
                 return Ok(false);
             }
+            let base = st.written_end + st.in_flight;
             let mut take = 0usize;
             let mut bytes = 0usize;
             for &(_, size) in &st.buffer.records {
@@ -75,24 +85,118 @@ impl<F: Fs, C: Clock> Log<F, C> {
             } else {
                 Some(self.inner.clock.now())
             };
-            // The records leave the buffer here; until the frame is written they are in
-            // flight, and `written_end` still marks where they go.
-            st.in_flight = take as u64;
-            (st.written_end, payload, take, bytes, last)
+            // The records leave the buffer here; until their frame is written they are
+            // in flight (encoding or queued), and `written_end` still marks where the
+            // first of them goes.
+            st.in_flight += take as u64;
+            let slot = st.encoded_next_seq;
+            st.encoded_next_seq += 1;
+            st.encoded.push_back(None);
+            let frame = st.spare_frames.pop().unwrap_or_default();
+            let codecs = st
+                .spare_codecs
+                .pop()
+                .unwrap_or_else(|| Codecs::new(config.zstd_level));
+            (base, slot, payload, take, bytes, last, frame, codecs)
         };
-        io.frame_buf.clear();
+        frame.clear();
         let record_count = u32::try_from(take).expect("flush_records fits a frame's count");
-        let header = io
-            .codecs
-            .encode_payload_frame(
-                config.codec,
-                base,
-                record_count,
-                &payload,
-                &mut io.frame_buf,
-            )
-            .map_err(|e| self.poison("encode frame", std::io::Error::other(e)))?;
-        self.state().buffer.recycle(payload);
+        let encoded =
+            codecs.encode_payload_frame(config.codec, base, record_count, &payload, &mut frame);
+        {
+            let mut st = self.state();
+            st.buffer.recycle(payload);
+            st.spare_codecs.push(codecs);
+            match encoded {
+                Ok(header) => {
+                    let index = (slot - st.encoded_front_seq) as usize;
+                    *st.encoded
+                        .get_mut(index)
+                        .expect("a reserved slot stays until it is filled") = Some(Encoded {
+                        header,
+                        bytes: frame,
+                        uncompressed: bytes,
+                        last_committed_at_ms,
+                    });
+                }
+                Err(e) => {
+                    drop(st);
+                    let error = self.poison("encode frame", std::io::Error::other(e));
+                    self.inner.encoded_ready.notify_all();
+                    return Err(error);
+                }
+            }
+        }
+        self.inner.encoded_ready.notify_all();
+        Ok(true)
+    }
+
+    /// Writes the queued frames to the active segment, in order, up to the first one
+    /// still being encoded, rolling first when one would overflow the segment. With
+    /// `sync_each`, fsyncs and commits after each frame.
+    pub(super) async fn write_encoded(
+        &self,
+        io: &mut Io<F>,
+        sync_each: bool,
+    ) -> Result<(), LogError> {
+        loop {
+            let frame = {
+                let mut st = self.state();
+                st.check_not_poisoned()?;
+                if !matches!(st.encoded.front(), Some(Some(_))) {
+                    return Ok(());
+                }
+                st.encoded_front_seq += 1;
+                st.encoded
+                    .pop_front()
+                    .flatten()
+                    .expect("the front frame is encoded")
+            };
+            self.write_frame(io, frame).await?;
+            if sync_each {
+                self.sync_locked(io).await?;
+            }
+        }
+    }
+
+    /// Writes queued frames until every record below `target` is written, waiting for
+    /// frames other callers are still encoding (they hold no lock this waits for).
+    pub(super) async fn write_encoded_through(
+        &self,
+        io: &mut Io<F>,
+        target: u64,
+    ) -> Result<(), LogError> {
+        loop {
+            let ready = self.inner.encoded_ready.listen();
+            self.write_encoded(io, false).await?;
+            let encode_here = {
+                let st = self.state();
+                st.check_not_poisoned()?;
+                if st.hwm >= target || st.written_end >= target {
+                    return Ok(());
+                }
+                // Nothing in flight covers the rest (a caller drained only part of it):
+                // encode it here instead of waiting.
+                st.encoded.is_empty() && st.has_undrained_below(target)
+            };
+            if encode_here {
+                self.encode_frame(target).await?;
+            } else {
+                ready.await;
+            }
+        }
+    }
+
+    /// Writes one encoded frame where the active segment's frames end.
+    async fn write_frame(&self, io: &mut Io<F>, frame: Encoded) -> Result<(), LogError> {
+        let config = &self.inner.config;
+        let Encoded {
+            header,
+            bytes: frame_bytes,
+            uncompressed,
+            last_committed_at_ms,
+        } = frame;
+        let base = header.base_offset;
         let frame_len = header.frame_len();
 
         let active_len = self.segment_len(io.active_base);
@@ -103,7 +207,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         if position + frame_len > io.allocated {
             self.preallocate(io, position + frame_len).await;
         }
-        if let Err(e) = io.active.write_at(&io.frame_buf, position).await {
+        if let Err(e) = io.active.write_at(&frame_bytes, position).await {
             return Err(self.poison("write frame", e));
         }
         io.allocated = io.allocated.max(position + frame_len);
@@ -131,9 +235,13 @@ impl<F: Fs, C: Clock> Log<F, C> {
             segment.len += frame_len;
             segment.end_offset = header.end_offset();
             segment.last_committed_at_ms = last_committed_at_ms.or(segment.last_committed_at_ms);
+            assert_eq!(st.written_end, base, "frames are written in offset order");
             st.written_end = header.end_offset();
-            st.in_flight = 0;
+            st.in_flight -= u64::from(header.record_count);
             st.unsynced_bytes += frame_len;
+            if st.spare_frames.len() < SPARE_FRAMES {
+                st.spare_frames.push(frame_bytes);
+            }
             st.check_invariants();
         }
         io.unverified.push(entry);
@@ -141,14 +249,14 @@ impl<F: Fs, C: Clock> Log<F, C> {
         add(&m.frames_written, 1);
         add(&m.records_written, u64::from(header.record_count));
         add(&m.bytes_stored, frame_len);
-        add(&m.bytes_uncompressed, bytes as u64);
+        add(&m.bytes_uncompressed, uncompressed as u64);
         tracing::trace!(
             base,
             records = header.record_count,
             frame_len,
             "frame written"
         );
-        Ok(true)
+        Ok(())
     }
 
     /// Zero-fills `preallocate_bytes` of the active segment after `frame_end`, where the

@@ -8,6 +8,11 @@
 //! first must pair with the previous copy lying in some crash's hidden tail, that
 //! crash coming before the later copy was first delivered. A crash explains at most
 //! its bound `sum over partitions of (durable_tail - persisted_hwm)`.
+//!
+//! Also explained: a pair whose earlier copy was damaged at rest (a bit flip or
+//! misdirected write covering its offset) after it was delivered and before the later
+//! copy was: that copy is unreadable from then on, so the replay's check for visible
+//! copies does not find it and the WAL commits the record again (default seed 196).
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -39,6 +44,11 @@ pub struct DuplicatesReport {
     /// Duplicates accepted only by the per-partition total (hidden tails summed over
     /// the crashes before them), not by a single crash's hidden tail.
     pub aggregated: u64,
+    /// Duplicates whose earlier copy was damaged at rest before the later copy was
+    /// delivered: the earlier copy became unreadable (skipped, or not seen by the
+    /// replay's check for visible copies), and the ingress WAL committed the record
+    /// again rather than lose it.
+    pub after_damage: u64,
     pub violations: Vec<Violation>,
 }
 
@@ -70,6 +80,7 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
             })
             .collect(),
         aggregated: 0,
+        after_damage: 0,
         violations: Vec::new(),
     };
     let wal_damage = first_wal_damage(facts);
@@ -86,6 +97,11 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
                 .or_else(|| attribute(facts, &report.crashes, wal_damage, later, earlier));
             match slot {
                 Some(slot) => report.crashes[slot].count += 1,
+                None if damaged_before(facts, earlier, later.first_delivery)
+                    || damaged_before(facts, later, earlier.first_delivery) =>
+                {
+                    report.after_damage += 1;
+                }
                 None => leftovers.push((*id, earlier, later)),
             }
         }
@@ -128,6 +144,25 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
         report.violations.push(violation);
     }
     report
+}
+
+/// Whether damage at rest to a segment hit `copy`'s offset after the copy was first
+/// delivered and before `until` (a history index).
+fn damaged_before(facts: &Facts<'_>, copy: &Copy, until: usize) -> bool {
+    let Some(damage) = facts.segment_damage.get(&copy.tp) else {
+        return false;
+    };
+    let events = facts.history.events();
+    damage
+        .iter()
+        .filter(|d| **d > copy.first_delivery && **d < until)
+        .any(|d| match &events[*d].kind {
+            crate::history::EventKind::Fault { kind, .. } => kind
+                .segment_damage()
+                .and_then(|(offsets, _)| offsets)
+                .is_some_and(|range| range.contains(copy.offset)),
+            _ => false,
+        })
 }
 
 /// Damage at rest in the WAL (its checkpoint or an entry) before `index`: the engine

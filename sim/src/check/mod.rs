@@ -21,7 +21,9 @@
 //!   earlier copy, the crash preceding the later copy's first delivery; each crash
 //!   explains at most `sum(durable_tail - persisted_hwm)` duplicates. A crash-free run
 //!   therefore has none. Excused: a partition with an out-of-contract fault in the
-//!   incarnation the crash ended has no bound (reported as unbounded).
+//!   incarnation the crash ended has no bound (reported as unbounded); a pair whose
+//!   earlier copy was damaged at rest between the two deliveries (the WAL re-commits a
+//!   record whose visible copy became unreadable, reported as `after_damage`).
 //! - `monotonic_commit_time`: per partition, `committed_at_ms` (from deliveries and
 //!   acks) never decreases along offsets, whichever incarnation observed it. The
 //!   engine must hold this against a wall clock stepping backwards; the only thing

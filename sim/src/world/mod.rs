@@ -939,7 +939,11 @@ async fn consumer(world: Arc<World>, index: usize, plan: workload::ConsumerPlan)
             })
             .await;
         }
-        if plan.think_ms.1 > 0 {
+        // After the heal the consumer drains without thinking: the run now measures
+        // whether every acknowledged record comes back within the delivery bound, and
+        // a think time chosen for the faulty phase must not decide that.
+        let healed = world.recorder.lock().healed;
+        if plan.think_ms.1 > 0 && !healed {
             madsim::time::sleep(Duration::from_millis(
                 dice.range(plan.think_ms.0..=plan.think_ms.1).max(1),
             ))

@@ -573,7 +573,23 @@ impl<F: Fs, C: Clock> Log<F, C> {
         // Encode what is buffered below the target before taking the write lock: this
         // commit compresses while another one's fsync is in flight.
         while self.encode_frame(target).await? {}
-        let mut io = self.inner.io.lock().await;
+        // Wait for the write lock, or for another caller's fsync to cover the target,
+        // whichever comes first: a commit already durable returns without queueing for
+        // the lock (which a caller looping on commits could hold again and again).
+        let mut io = loop {
+            let committed = self.inner.notify.listen();
+            {
+                let st = self.state();
+                st.check_not_poisoned()?;
+                if st.hwm >= target {
+                    return Ok(start..st.hwm);
+                }
+            }
+            match notify::race(self.inner.io.lock(), committed).await {
+                notify::Either::Left(io) => break io,
+                notify::Either::Right(()) => {}
+            }
+        };
         self.write_encoded_through(&mut io, target).await?;
         self.sync_locked(&mut io).await?;
         let st = self.state();

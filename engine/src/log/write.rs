@@ -23,6 +23,28 @@ pub(super) struct Encoded {
     last_committed_at_ms: Option<u64>,
 }
 
+/// A reserved queue slot not yet filled. Dropped armed (an encode error, a panic, a
+/// dropped future), it poisons the log: the records in flight are never written, so
+/// nothing past them can be, and writers waiting for the slot wake to the poison.
+struct Reserved<'l, F: Fs, C: Clock> {
+    log: &'l Log<F, C>,
+    armed: bool,
+}
+
+impl<F: Fs, C: Clock> Drop for Reserved<'_, F, C> {
+    fn drop(&mut self) {
+        if self.armed {
+            if self.log.state().poisoned.is_none() {
+                let _ = self.log.poison(
+                    "encode frame",
+                    std::io::Error::other("encoding stopped before its frame was queued"),
+                );
+            }
+            self.log.inner.encoded_ready.notify_all();
+        }
+    }
+}
+
 /// State owned by whoever holds the write lock.
 pub(super) struct Io<F: Fs> {
     active: Arc<F::File>,
@@ -99,6 +121,12 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 .unwrap_or_else(|| Codecs::new(config.zstd_level));
             (base, slot, payload, take, bytes, last, frame, codecs)
         };
+        // Whatever happens to this call from here on (an error, a panic, a dropped
+        // future), the reserved slot must not stay empty: writers would wait on it.
+        let mut reserved = Reserved {
+            log: self,
+            armed: true,
+        };
         frame.clear();
         let record_count = u32::try_from(take).expect("flush_records fits a frame's count");
         let encoded =
@@ -121,12 +149,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 }
                 Err(e) => {
                     drop(st);
-                    let error = self.poison("encode frame", std::io::Error::other(e));
-                    self.inner.encoded_ready.notify_all();
-                    return Err(error);
+                    return Err(self.poison("encode frame", std::io::Error::other(e)));
                 }
             }
         }
+        reserved.armed = false;
         self.inner.encoded_ready.notify_all();
         Ok(true)
     }

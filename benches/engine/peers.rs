@@ -27,7 +27,9 @@ fn value(r: &Record) -> Vec<u8> {
 }
 
 pub struct RaftEngine {
-    engine: raft_engine::Engine,
+    engine: std::sync::Arc<raft_engine::Engine>,
+    /// The raft group this writer appends to (1 unless made by [`RaftEngine::writer`]).
+    group: u64,
     next_index: u64,
     batch: raft_engine::LogBatch,
     entries: Vec<protobuf::well_known_types::BytesValue>,
@@ -51,7 +53,23 @@ impl RaftEngine {
             ..Default::default()
         };
         RaftEngine {
-            engine: raft_engine::Engine::open(config).expect("open raft-engine"),
+            engine: std::sync::Arc::new(
+                raft_engine::Engine::open(config).expect("open raft-engine"),
+            ),
+            group: 1,
+            next_index: 1,
+            batch: raft_engine::LogBatch::default(),
+            entries: Vec::new(),
+        }
+    }
+
+    /// Another writer on the same engine, appending to raft group `group`: concurrent
+    /// writers share the engine's write group (one fsync for several batches), each
+    /// compressing its own batch first.
+    pub fn writer(&self, group: u64) -> Self {
+        RaftEngine {
+            engine: self.engine.clone(),
+            group,
             next_index: 1,
             batch: raft_engine::LogBatch::default(),
             entries: Vec::new(),
@@ -77,7 +95,7 @@ impl Peer for RaftEngine {
             self.next_index += 1;
         }
         self.batch
-            .add_entries::<IndexInValue>(1, &self.entries)
+            .add_entries::<IndexInValue>(self.group, &self.entries)
             .expect("add entries");
         self.engine.write(&mut self.batch, true).expect("write");
         assert!(self.batch.is_empty(), "raft-engine drains the batch");

@@ -3,6 +3,11 @@
 use crate::format::frame::{Codec, FRAME_BYTES_MAX, ZSTD_LEVEL_DEFAULT};
 use std::time::Duration;
 
+/// The zstd levels a log accepts: zstd's fast levels (-7..=-1, faster and larger)
+/// through its strongest (22). Level 0 would mean zstd's own default (3); it is not
+/// accepted, so that a level always says what it does.
+pub const ZSTD_LEVELS: std::ops::RangeInclusive<i32> = -7..=22;
+
 /// When written frames are fsynced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FsyncPolicy {
@@ -116,8 +121,13 @@ impl LogConfig {
         if self.buffer_bytes_max < self.flush_bytes {
             return Err("buffer_bytes_max must be at least flush_bytes".into());
         }
-        if !(1..=22).contains(&self.zstd_level) {
-            return Err(format!("zstd_level {} outside 1..=22", self.zstd_level));
+        if !ZSTD_LEVELS.contains(&self.zstd_level) || self.zstd_level == 0 {
+            return Err(format!(
+                "zstd_level {} outside {}..={} (0 is not accepted)",
+                self.zstd_level,
+                ZSTD_LEVELS.start(),
+                ZSTD_LEVELS.end()
+            ));
         }
         Ok(())
     }
@@ -125,5 +135,25 @@ impl LogConfig {
     /// The largest record (enveloped) an append accepts: one record must fit a frame.
     pub fn record_bytes_max(&self) -> usize {
         (FRAME_BYTES_MAX as usize / 2).min(self.buffer_bytes_max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zstd_levels_from_the_fast_ones_to_22_are_accepted_and_0_is_not() {
+        let with = |zstd_level| LogConfig {
+            zstd_level,
+            ..LogConfig::default()
+        };
+        for level in [-7, -3, -1, 1, 3, 22] {
+            assert_eq!(with(level).validate(), Ok(()), "level {level}");
+        }
+        for level in [-8, 0, 23] {
+            let error = with(level).validate().expect_err("rejected");
+            assert!(error.contains("zstd_level"), "{error}");
+        }
     }
 }

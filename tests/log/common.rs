@@ -5,6 +5,9 @@ use cafelog_engine::fs::StdFs;
 use cafelog_engine::log::{Log, LogConfig, OpenReport};
 use std::path::Path;
 
+#[path = "../shared/frames.rs"]
+mod frames;
+
 pub type TestLog = Log<StdFs, ManualClock>;
 
 pub const WALL_START_MS: u64 = 1_700_000_000_000;
@@ -45,20 +48,9 @@ pub fn read_all(log: &TestLog, from: u64) -> Vec<cafelog_engine::log::Record> {
     }
 }
 
-/// Where the frames of segment `name` end (its zero-filled preallocated space, if any,
-/// follows): where a crash mid-write would leave its torn bytes.
+/// Where the frames of segment `name` in `dir` end.
 pub fn frames_end(dir: &Path, name: &str) -> u64 {
-    let scan = pollster::block_on(cafelog_engine::recovery::scan_partition(
-        &StdFs,
-        dir,
-        cafelog_engine::recovery::ScanDepth::Frames,
-    ))
-    .expect("scan");
-    scan.segments
-        .iter()
-        .find(|s| s.file_name == name)
-        .map(|s| s.valid_len)
-        .expect("segment scanned")
+    frames::frames_end(&dir.join(name))
 }
 
 pub fn segment_files(dir: &Path) -> Vec<String> {

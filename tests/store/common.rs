@@ -43,25 +43,6 @@ pub fn drain(store: &TestStore, topic: &str, partition: u32) -> Vec<Delivery> {
     }
 }
 
-/// Where the frames of the segment file at `segment` end (the writer's preallocated
-/// zeros, if any, follow).
-pub fn frames_end(segment: &Path) -> u64 {
-    let dir = segment
-        .parent()
-        .expect("a segment lives in a partition directory");
-    let name = segment
-        .file_name()
-        .and_then(|n| n.to_str())
-        .expect("a file name");
-    let scan = block(cafelog_engine::recovery::scan_partition(
-        &StdFs,
-        dir,
-        cafelog_engine::recovery::ScanDepth::Frames,
-    ))
-    .expect("scan");
-    scan.segments
-        .iter()
-        .find(|s| s.file_name == name)
-        .map(|s| s.valid_len)
-        .expect("segment scanned")
-}
+#[path = "../shared/frames.rs"]
+mod frames;
+pub use frames::frames_end;

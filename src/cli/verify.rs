@@ -41,6 +41,9 @@ pub struct Report {
     /// Zero-filled (preallocated, unused) bytes after the last frame of each segment:
     /// the normal end of a segment, not a torn tail.
     pub zero_tail_bytes: u64,
+    /// Damaged unused bytes after the last frame of sealed segments whose successor
+    /// starts at their end offset (nothing missing): trimmed at open, not a torn tail.
+    pub junk_tail_bytes: u64,
     /// Records below the HWM inside valid frames whose envelope does not parse.
     pub skipped_records: u64,
     /// Unparseable records anywhere in the valid extent (also above the HWM).
@@ -81,6 +84,8 @@ pub struct SegmentReport {
     pub valid_len: u64,
     /// Zero-filled bytes after the last frame (preallocated space).
     pub zero_tail: u64,
+    /// Damaged unused bytes after the last frame (see `junk_tail_bytes`).
+    pub junk_tail: u64,
     pub frames: usize,
 }
 
@@ -106,6 +111,7 @@ impl Report {
             recorded_loss_records: scan.recorded_loss_records(),
             torn_tail_bytes: scan.torn_tail_bytes(),
             zero_tail_bytes: scan.zero_tail_bytes(),
+            junk_tail_bytes: scan.junk_tail_bytes(),
             skipped_records: scan.skipped_records(),
             unparseable_offsets: scan.unparseable.clone(),
             last_committed_at_ms: scan.last_committed_at_ms,
@@ -134,6 +140,7 @@ impl Report {
                     file_len: s.file_len,
                     valid_len: s.valid_len,
                     zero_tail: s.zero_tail,
+                    junk_tail: s.junk_tail,
                     frames: s.frames.len(),
                 })
                 .collect(),
@@ -156,6 +163,13 @@ impl Report {
             )?;
             if s.zero_tail > 0 {
                 write!(out, ", then {} zero bytes (preallocated)", s.zero_tail)?;
+            }
+            if s.junk_tail > 0 {
+                write!(
+                    out,
+                    ", then {} damaged unused bytes (trimmed at open)",
+                    s.junk_tail
+                )?;
             }
             writeln!(out)?;
         }

@@ -74,6 +74,14 @@ pub const CASES: &[Case] = &[
         tail_offset: 9,
     },
     Case {
+        name: "flip_in_sealed_zero_tail",
+        build: flip_in_sealed_zero_tail,
+        exit_code: 0,
+        rule: None,
+        hwm: 9,
+        tail_offset: 9,
+    },
+    Case {
         name: "flip_in_zero_tail",
         build: flip_in_zero_tail,
         exit_code: 0,
@@ -249,6 +257,24 @@ fn zero_tail_in_sealed_segment() -> Files {
     b.frame(Codec::Zstd, 3);
     b.frame(Codec::Zstd, 3);
     b.bytes().extend_from_slice(&[0; 4096]);
+    b.segment();
+    b.frame(Codec::Zstd, 3);
+    b.hwm(9).files.clone()
+}
+
+/// A sealed segment left with its preallocated zeros, one bit flipped in them, then the
+/// segment that starts at the first one's end offset. Not zeros, so not a zero tail; but
+/// no frame follows in that segment and offsets continue in the next, so nothing is
+/// missing: damaged unused space, trimmed at open. (Read as a bad region it would be
+/// an R3 refusal below the HWM with every record intact.)
+fn flip_in_sealed_zero_tail() -> Files {
+    let mut b = Builder::new();
+    b.segment();
+    b.frame(Codec::Zstd, 3);
+    b.frame(Codec::Zstd, 3);
+    let mut zeros = vec![0; 4096];
+    zeros[3096] = 0x20;
+    b.bytes().extend_from_slice(&zeros);
     b.segment();
     b.frame(Codec::Zstd, 3);
     b.hwm(9).files.clone()

@@ -68,6 +68,16 @@ pub fn segment_files(dir: &Path) -> Vec<String> {
 pub struct FailingFs {
     pub fail_sync: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub fail_write: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// While set, `write_at` (or `read_at`) never completes: a caller can only drop it.
+    pub hang_write: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub hang_read: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Pending forever while `flag` is set when first polled.
+async fn hang_while(flag: &std::sync::atomic::AtomicBool) {
+    if flag.load(std::sync::atomic::Ordering::SeqCst) {
+        std::future::pending::<()>().await;
+    }
 }
 
 pub struct FailingFile {
@@ -85,10 +95,12 @@ fn injected(flag: &std::sync::atomic::AtomicBool) -> std::io::Result<()> {
 
 impl cafelog_engine::fs::File for FailingFile {
     async fn read_at(&self, buf: &mut [u8], position: u64) -> std::io::Result<usize> {
+        hang_while(&self.fs.hang_read).await;
         self.inner.read_at(buf, position).await
     }
     async fn write_at(&self, data: &[u8], position: u64) -> std::io::Result<()> {
         injected(&self.fs.fail_write)?;
+        hang_while(&self.fs.hang_write).await;
         self.inner.write_at(data, position).await
     }
     async fn len(&self) -> std::io::Result<u64> {

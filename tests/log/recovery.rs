@@ -214,6 +214,40 @@ fn a_sealed_segment_left_with_its_zeros_is_trimmed_at_open() {
     assert_records(&log, 20);
 }
 
+#[test]
+fn a_bit_flip_in_a_sealed_segments_leftover_zeros_is_trimmed_not_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let config = LogConfig {
+        segment_bytes: 2_000,
+        ..LogConfig::default()
+    };
+    let (log, _) = open(dir.path(), &clock, config.clone());
+    commit_n(&log, 0, 20);
+    pollster::block_on(log.close()).unwrap();
+    drop(log);
+    // Leftover zeros (an untrimmed seal), one bit flipped at rest.
+    let first = segment_files(dir.path())[0].clone();
+    let path = dir.path().join(&first);
+    let len = std::fs::metadata(&path).unwrap().len();
+    let mut junk = vec![0u8; 3_000];
+    junk[1_234] = 0x08;
+    OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .write_all_at(&junk, len)
+        .unwrap();
+    let (log, report) = open(dir.path(), &clock, config);
+    assert_eq!(
+        report.truncation, None,
+        "offsets continue: nothing is missing"
+    );
+    assert_eq!(report.recorded_loss_records, 0);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), len, "trimmed");
+    assert_records(&log, 20);
+}
+
 /// Writes frames for offsets `5..8` by hand after a partition holding `0..5`, with a
 /// garbage frame between, and returns the segment path.
 fn partition_with_bad_frame_then_valid(dir: &Path, persisted_hwm: u64) -> std::path::PathBuf {

@@ -84,13 +84,29 @@ struct Inner<F: Fs, C: Clock> {
     wall_floor: (u64, Duration),
 }
 
+/// Truncates a buffer back to `mark` when dropped armed.
+struct Rollback<'b> {
+    buffer: &'b mut Buffer,
+    mark: (usize, usize),
+    armed: bool,
+}
+
+impl Drop for Rollback<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.buffer.truncate(self.mark);
+        }
+    }
+}
+
 /// Records appended but not yet drained into a frame, in offset order.
 #[derive(Default)]
 struct Buffer {
     /// Each record's envelope behind its 4-byte big-endian length, back to back: the
     /// payload layout of a frame (FORMAT.md), so a drain hands the codec one slice
-    /// instead of one allocation per record.
+    /// instead of one allocation per record. Bytes before `start` are drained.
     payload: Vec<u8>,
+    start: usize,
     /// Per record: the commit time inside its envelope, and the envelope's length.
     records: VecDeque<(u64, usize)>,
 }
@@ -104,6 +120,11 @@ impl Buffer {
         self.records.is_empty()
     }
 
+    /// A mark to [`Buffer::truncate`] back to.
+    fn mark(&self) -> (usize, usize) {
+        (self.records.len(), self.payload.len())
+    }
+
     fn push(&mut self, key: &[u8], committed_at_ms: u64, payload: &[u8], size: usize) {
         let len = u32::try_from(size).expect("records are bounded below 4 GiB");
         self.payload.extend_from_slice(&len.to_be_bytes());
@@ -111,14 +132,16 @@ impl Buffer {
         self.records.push_back((committed_at_ms, size));
     }
 
-    /// Drops the records pushed after the first `records`, `payload_len` bytes.
-    fn truncate(&mut self, records: usize, payload_len: usize) {
+    /// Drops the records pushed since `mark` (no take may have run in between).
+    fn truncate(&mut self, (records, payload_len): (usize, usize)) {
         self.records.truncate(records);
         self.payload.truncate(payload_len);
     }
 
     /// Takes the first `count` records: their payload bytes and the last one's commit
-    /// time. Taking everything moves the buffer out without copying it.
+    /// time. Taking everything moves the buffer out without copying it; taking a part
+    /// copies only that part (the rest is compacted once the drained prefix is at least
+    /// half the buffer), so draining a backlog frame by frame stays linear.
     fn take(&mut self, count: usize) -> (Vec<u8>, Option<u64>) {
         let mut last = None;
         let len: usize = self
@@ -129,18 +152,29 @@ impl Buffer {
                 RECORD_LEN_PREFIX + size
             })
             .sum();
-        let payload = if len == self.payload.len() {
-            std::mem::take(&mut self.payload)
-        } else {
-            let rest = self.payload.split_off(len);
-            std::mem::replace(&mut self.payload, rest)
-        };
-        (payload, last)
+        if self.start == 0 && len == self.payload.len() {
+            return (std::mem::take(&mut self.payload), last);
+        }
+        let taken = self
+            .payload
+            .get(self.start..self.start + len)
+            .expect("records index the payload")
+            .to_vec();
+        self.start += len;
+        if self.start == self.payload.len() {
+            self.payload.clear();
+            self.start = 0;
+        } else if self.start >= self.payload.len() / 2 {
+            self.payload.drain(..self.start);
+            self.start = 0;
+        }
+        (taken, last)
     }
 
     /// Gives back a drained payload's allocation for the next appends to fill.
     fn recycle(&mut self, mut spent: Vec<u8>) {
         if self.payload.is_empty() && spent.capacity() > self.payload.capacity() {
+            debug_assert_eq!(self.start, 0);
             spent.clear();
             self.payload = spent;
         }
@@ -161,6 +195,9 @@ struct State<F: Fs> {
     buffer: Buffer,
     /// Bytes of the buffered envelopes (without their length prefixes).
     buffer_bytes: usize,
+    /// Bytes of the envelopes drained into frames not yet written: they still count
+    /// against `buffer_bytes_max`.
+    in_flight_bytes: usize,
     oldest_buffered_at: Option<Duration>,
     /// Records drained from the buffer into frames not yet written (being encoded, or
     /// queued in `encoded`). A failed encode or write leaves them here: never written,
@@ -313,6 +350,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
             report.truncation = Some((t.rule, t.bytes));
         }
         report.zero_tail_bytes = scan.zero_tail_bytes();
+        for s in scan.segments.iter().filter(|s| s.junk_tail > 0) {
+            tracing::warn!(dir = %dir.display(), segment = %s.file_name, bytes = s.junk_tail,
+                reason = s.junk_reason.as_deref().unwrap_or(""),
+                "damaged unused space after a sealed segment's last frame; trimming it");
+        }
         add(&metrics.zero_tail_bytes_at_open, report.zero_tail_bytes);
         recovery::apply(&fs, &dir, &mut scan)
             .await
@@ -371,6 +413,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         let state = State {
             buffer: Buffer::default(),
             buffer_bytes: 0,
+            in_flight_bytes: 0,
             oldest_buffered_at: None,
             in_flight: 0,
             encoded: VecDeque::new(),
@@ -507,24 +550,34 @@ impl<F: Fs, C: Clock> Log<F, C> {
         st.check_writable()?;
         let start = st.next_offset;
         let committed_at_ms = wall_ms.max(st.last_commit_ms);
-        let (records_before, payload_before) = (st.buffer.len(), st.buffer.payload.len());
+        let records_before = st.buffer.len();
+        let held = st.buffer_bytes + st.in_flight_bytes;
+        let buffer_max = self.inner.config.buffer_bytes_max;
         let mut batch_bytes = 0usize;
-        for (key, payload) in records {
-            let size = envelope::encoded_len(key.len(), payload.len());
-            if size > max {
-                st.buffer.truncate(records_before, payload_before);
-                return Err(LogError::RecordTooLarge { size, max });
+        {
+            // Undoes the pushes if the batch fails, or if the caller's iterator panics.
+            let mut pushed = Rollback {
+                mark: st.buffer.mark(),
+                buffer: &mut st.buffer,
+                armed: true,
+            };
+            for (key, payload) in records {
+                let size = envelope::encoded_len(key.len(), payload.len());
+                if size > max {
+                    return Err(LogError::RecordTooLarge { size, max });
+                }
+                batch_bytes += size;
+                // Checked as the batch grows, so an oversized batch is never copied
+                // whole. Records drained into frames not yet written still count.
+                if held + batch_bytes > buffer_max {
+                    return Err(LogError::BufferFull {
+                        buffered_bytes: held,
+                        max: buffer_max,
+                    });
+                }
+                pushed.buffer.push(key, committed_at_ms, payload, size);
             }
-            batch_bytes += size;
-            // Checked as the batch grows, so an oversized batch is never copied whole.
-            if st.buffer_bytes + batch_bytes > self.inner.config.buffer_bytes_max {
-                st.buffer.truncate(records_before, payload_before);
-                return Err(LogError::BufferFull {
-                    buffered_bytes: st.buffer_bytes,
-                    max: self.inner.config.buffer_bytes_max,
-                });
-            }
-            st.buffer.push(key, committed_at_ms, payload, size);
+            pushed.armed = false;
         }
         let appended = (st.buffer.len() - records_before) as u64;
         st.last_commit_ms = committed_at_ms;
@@ -593,6 +646,17 @@ impl<F: Fs, C: Clock> Log<F, C> {
         self.write_encoded_through(&mut io, target).await?;
         self.sync_locked(&mut io).await?;
         let st = self.state();
+        // Everything below the target is fsynced and verified now (a hidden tail from
+        // recovery stays hidden until new commits pass it, so the HWM may be lower).
+        if st.durable_end < target {
+            drop(st);
+            return Err(self.poison(
+                "sync",
+                std::io::Error::other(format!(
+                    "returned with the durable end below its target {target}"
+                )),
+            ));
+        }
         Ok(start..st.hwm.max(start))
     }
 

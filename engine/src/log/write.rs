@@ -23,9 +23,10 @@ pub(super) struct Encoded {
     last_committed_at_ms: Option<u64>,
 }
 
-/// A reserved queue slot not yet filled. Dropped armed (an encode error, a panic, a
-/// dropped future), it poisons the log: the records in flight are never written, so
-/// nothing past them can be, and writers waiting for the slot wake to the poison.
+/// Records in flight that must reach the file: a reserved queue slot not yet filled, or
+/// a frame taken off the queue and not yet written. Dropped armed (an encode error, a
+/// panic, a `sync` future dropped during the write), it poisons the log: those records
+/// are never written, so nothing past them can be, and every waiter wakes to the poison.
 struct Reserved<'l, F: Fs, C: Clock> {
     log: &'l Log<F, C>,
     armed: bool,
@@ -36,11 +37,12 @@ impl<F: Fs, C: Clock> Drop for Reserved<'_, F, C> {
         if self.armed {
             if self.log.state().poisoned.is_none() {
                 let _ = self.log.poison(
-                    "encode frame",
-                    std::io::Error::other("encoding stopped before its frame was queued"),
+                    "write path",
+                    std::io::Error::other("stopped with records in flight (cancelled or panicked)"),
                 );
             }
             self.log.inner.encoded_ready.notify_all();
+            self.log.inner.notify.notify_all();
         }
     }
 }
@@ -111,6 +113,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             // in flight (encoding or queued), and `written_end` still marks where the
             // first of them goes.
             st.in_flight += take as u64;
+            st.in_flight_bytes += bytes;
             let slot = st.encoded_next_seq;
             st.encoded_next_seq += 1;
             st.encoded.push_back(None);
@@ -179,7 +182,15 @@ impl<F: Fs, C: Clock> Log<F, C> {
                     .flatten()
                     .expect("the front frame is encoded")
             };
+            // Off the queue and not yet in the file: a call dropped in between (a
+            // cancelled `sync`) would leave its records in flight for good, and every
+            // later commit waiting for them. The guard poisons the log instead.
+            let mut taken = Reserved {
+                log: self,
+                armed: true,
+            };
             self.write_frame(io, frame).await?;
+            taken.armed = false;
             if sync_each {
                 self.sync_locked(io).await?;
             }
@@ -265,6 +276,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             assert_eq!(st.written_end, base, "frames are written in offset order");
             st.written_end = header.end_offset();
             st.in_flight -= u64::from(header.record_count);
+            st.in_flight_bytes -= uncompressed;
             st.unsynced_bytes += frame_len;
             if st.spare_frames.len() < SPARE_FRAMES {
                 st.spare_frames.push(frame_bytes);
@@ -317,6 +329,8 @@ impl<F: Fs, C: Clock> Log<F, C> {
             Err(e) => {
                 tracing::warn!(error = %e, segment = io.active_base, "preallocation failed; writing without it");
                 io.preallocate = false;
+                // Part of the zeros may have landed: sealing must trim whatever did.
+                io.allocated = io.active.len().await.unwrap_or(u64::MAX).max(frame_end);
             }
         }
     }
@@ -376,7 +390,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
             return Err(self.poison("fsync segment", e));
         }
         add(&self.inner.metrics.fsyncs, 1);
-        for entry in std::mem::take(&mut io.unverified) {
+        // The list is cleared only once every frame passed: a call dropped part-way
+        // (a cancelled `sync`) leaves it whole, and the next sync fsyncs and verifies
+        // again (both are idempotent) before anything is committed.
+        for index in 0..io.unverified.len() {
+            let entry = io.unverified[index];
             if let Err(reason) = verify_frame(io.active.as_ref(), &entry, &mut io.verify_buf).await
             {
                 return Err(self.poison(
@@ -385,6 +403,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 ));
             }
         }
+        io.unverified.clear();
         {
             let mut st = self.state();
             st.check_not_poisoned()?;

@@ -13,8 +13,8 @@ use crate::fs::{File, Fs, OpenMode};
 use std::io;
 use std::path::Path;
 
-/// Carries out a scan's plan: trims the zero-filled (preallocated) tail of every kept
-/// segment but the last, cuts the bad segment back to its valid extent, removes the
+/// Carries out a scan's plan: trims the zero-filled (preallocated) or damaged unused
+/// tail of every kept segment but the last, cuts the bad segment back to its valid extent, removes the
 /// segments after it, and makes each change durable (file fsync, then directory fsync)
 /// before returning. Refuses (returns the corruption) when the scan says R3.
 ///
@@ -31,7 +31,7 @@ pub async fn apply<F: Fs>(fs: &F, dir: &Path, scan: &mut PartitionScan) -> io::R
     }
     let sealed = scan.segments.len().saturating_sub(1);
     for segment in scan.segments.iter_mut().take(sealed) {
-        if segment.zero_tail > 0 {
+        if segment.zero_tail > 0 || segment.junk_tail > 0 {
             let file = fs
                 .open(&dir.join(&segment.file_name), OpenMode::ReadWrite)
                 .await?;
@@ -39,6 +39,7 @@ pub async fn apply<F: Fs>(fs: &F, dir: &Path, scan: &mut PartitionScan) -> io::R
             file.sync_data().await?;
             segment.file_len = segment.valid_len;
             segment.zero_tail = 0;
+            segment.junk_tail = 0;
         }
     }
     let Some(truncation) = &scan.truncation else {

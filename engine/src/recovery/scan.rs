@@ -60,6 +60,12 @@ pub struct SegmentScan {
     /// writer preallocated and had not used yet. The normal end of the segment, not a
     /// torn tail (a frame starts with its magic, so it is never all zeros).
     pub zero_tail: u64,
+    /// Bytes after the last valid frame of a sealed segment that are neither zeros nor a
+    /// frame, when the next segment starts at this one's end offset (so nothing is
+    /// missing): damaged preallocated space. Trimmed at open like a zero tail.
+    pub junk_tail: u64,
+    /// Why the junk tail is not a frame.
+    pub junk_reason: Option<String>,
     /// One past the last valid record's offset.
     pub end_offset: u64,
     pub frames: Vec<FrameEntry>,
@@ -183,6 +189,12 @@ impl PartitionScan {
         self.segments.iter().map(|s| s.zero_tail).sum()
     }
 
+    /// Damaged preallocated bytes after the last frame of sealed segments (see
+    /// [`SegmentScan::junk_tail`]).
+    pub fn junk_tail_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.junk_tail).sum()
+    }
+
     /// Records in the valid extent.
     pub fn records(&self) -> u64 {
         self.tail_offset - self.log_start
@@ -275,12 +287,15 @@ pub async fn scan_partition<F: Fs>(
         let file = fs.open(&dir.join(name), OpenMode::Read).await?;
         let file_len = file.len().await?;
         let mut reader = SegmentReader::new(&file, file_len);
+        let next_base = names.get(index + 1).map(|(base, _)| *base);
         let mut segment = SegmentScan {
             file_name: name.clone(),
             base_offset: *base,
             file_len,
             valid_len: 0,
             zero_tail: 0,
+            junk_tail: 0,
+            junk_reason: None,
             end_offset: *base,
             frames: Vec::new(),
             last_committed_at_ms: None,
@@ -304,6 +319,19 @@ pub async fn scan_partition<F: Fs>(
                 }
                 Err(_) if reader.zero_from(position).await? => {
                     segment.zero_tail = file_len - position;
+                    break;
+                }
+                // Not zeros, but after the last frame of a segment whose successor starts
+                // exactly where its frames end, with no valid frame further in: a flip in
+                // preallocated space a crash kept from being trimmed. Offset continuity
+                // proves no record is missing, so this is no bad region (which R3 would
+                // refuse below the HWM, or R2 would cut with every later segment).
+                Err(e)
+                    if next_base == Some(segment.end_offset)
+                        && reader.hunt(position).await?.is_none() =>
+                {
+                    segment.junk_tail = file_len - position;
+                    segment.junk_reason = Some(e.to_string());
                     break;
                 }
                 Err(e) => {
@@ -359,6 +387,8 @@ pub async fn scan_partition<F: Fs>(
                     let entry = segment.frames.pop().expect("last frame was pushed");
                     segment.valid_len = entry.position;
                     segment.zero_tail = 0;
+                    segment.junk_tail = 0;
+                    segment.junk_reason = None;
                     segment.end_offset = entry.base_offset;
                     bad = Some(BadRegion {
                         segment_index: index,

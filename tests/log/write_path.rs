@@ -429,3 +429,25 @@ fn a_sync_dropped_during_verification_leaves_the_frames_to_verify_again() {
         "after fsyncing (and verifying) them again"
     );
 }
+
+#[test]
+fn a_batch_whose_iterator_panics_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, _clock) = open_default(dir.path());
+    log.append(b"k", b"before").unwrap();
+    let records: Vec<(&[u8], &[u8])> = vec![(b"k", b"one"), (b"k", b"two"), (b"k", b"three")];
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut n = 0;
+        log.append_batch(records.iter().map(|r| {
+            n += 1;
+            assert!(n < 3, "the caller's iterator panics at its third record");
+            *r
+        }))
+    }));
+    assert!(result.is_err(), "the panic reaches the caller");
+    // The two records pushed before the panic are gone: offsets continue from 1.
+    let range = pollster::block_on(log.commit([(&b"k"[..], &b"after"[..])])).unwrap();
+    assert_eq!(range, 1..2);
+    let payloads: Vec<Vec<u8>> = read_all(&log, 0).into_iter().map(|r| r.payload).collect();
+    assert_eq!(payloads, vec![b"before".to_vec(), b"after".to_vec()]);
+}

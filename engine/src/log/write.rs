@@ -1,7 +1,8 @@
-//! The write side, in two stages: encoding (drain one frame's worth of the buffer and
-//! compress it, under the encoder lock) and writing (frames in offset order, segment
-//! roll, fsync and verification, under the write lock). The stages have separate locks
-//! so that one commit can compress while another's fsync is in flight.
+//! The write side, in two stages: encoding (drain one frame's worth of the buffer into
+//! a reserved slot of an offset-ordered queue, then compress it with no lock held) and
+//! writing (the queue's ready prefix in order, segment roll, fsync and verification,
+//! under the write lock). So one commit can compress while another's fsync is in
+//! flight, and concurrent commits compress on every core.
 
 use super::metrics::add;
 use super::{Log, LogError, Segment, create_segment_file};
@@ -124,8 +125,9 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 .unwrap_or_else(|| Codecs::new(config.zstd_level));
             (base, slot, payload, take, bytes, last, frame, codecs)
         };
-        // Whatever happens to this call from here on (an error, a panic, a dropped
-        // future), the reserved slot must not stay empty: writers would wait on it.
+        // Whatever happens from here on (an encode error, a panic), the reserved slot
+        // must not stay empty: writers would wait on it. (There is no await before it
+        // is filled, so a dropped future cannot leave it.)
         let mut reserved = Reserved {
             log: self,
             armed: true,

@@ -71,6 +71,9 @@ pub struct FailingFs {
     /// While set, `write_at` (or `read_at`) never completes: a caller can only drop it.
     pub hang_write: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub hang_read: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// While set, `write_at` blocks its thread (and sets `write_blocked`) until cleared.
+    pub block_write: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub write_blocked: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Pending forever while `flag` is set when first polled.
@@ -101,6 +104,16 @@ impl cafelog_engine::fs::File for FailingFile {
     async fn write_at(&self, data: &[u8], position: u64) -> std::io::Result<()> {
         injected(&self.fs.fail_write)?;
         hang_while(&self.fs.hang_write).await;
+        while self
+            .fs
+            .block_write
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            self.fs
+                .write_blocked
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         self.inner.write_at(data, position).await
     }
     async fn len(&self) -> std::io::Result<u64> {

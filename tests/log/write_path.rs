@@ -451,3 +451,43 @@ fn a_batch_whose_iterator_panics_leaves_nothing_behind() {
     let payloads: Vec<Vec<u8>> = read_all(&log, 0).into_iter().map(|r| r.payload).collect();
     assert_eq!(payloads, vec![b"before".to_vec(), b"after".to_vec()]);
 }
+
+#[test]
+fn records_drained_but_not_yet_written_still_count_against_the_buffer_bound() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FailingFs::default();
+    let clock = ManualClock::new(WALL_START_MS);
+    let config = LogConfig {
+        flush_bytes: 4096,
+        buffer_bytes_max: 4096,
+        ..LogConfig::default()
+    };
+    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
+        fs.clone(),
+        clock,
+        dir.path(),
+        config,
+    ))
+    .unwrap();
+    let record = vec![b'x'; 1000];
+    fs.block_write.store(true, Ordering::SeqCst);
+    let committer = {
+        let (log, record) = (log.clone(), record.clone());
+        std::thread::spawn(move || {
+            log.append_batch([(&b"k"[..], &record[..]); 3]).unwrap();
+            pollster::block_on(log.sync()).unwrap();
+        })
+    };
+    while !fs.write_blocked.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // ~3000 bytes are drained into a frame whose write is blocked: the buffer itself is
+    // empty, but those bytes are still held in memory.
+    let err = log.append_batch([(&b"k"[..], &record[..]); 2]).unwrap_err();
+    assert!(matches!(err, LogError::BufferFull { .. }), "{err}");
+    fs.block_write.store(false, Ordering::SeqCst);
+    committer.join().unwrap();
+    assert_eq!(log.hwm(), 3);
+    log.append_batch([(&b"k"[..], &record[..]); 2]).unwrap();
+}

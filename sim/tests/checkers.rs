@@ -1309,22 +1309,18 @@ fn commit_times_superseded_by_an_r2_truncation_after_damage_are_left_out_and_not
     );
 }
 
-fn wal_flip_run(flip: bool) -> Run {
+/// Id 1 is committed at offset 0 and delivered; a crash with no hidden tail (so it
+/// explains no duplicate) follows, then `damage` (when given), then the restart, and
+/// the WAL commits id 1 again at offset 1.
+fn recommitted_after_crash_run(damage: Option<(FaultKind, Option<u32>)>) -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)
         .hwm(0, 1, 1, 1)
         .deliver(1, 0, 0, 1_000)
         .consume(0, 0)
-        .crash(&[(0, 1, 1, 1)]); // no hidden tail: this crash explains no duplicate
-    if flip {
-        r.fault(
-            FaultKind::BitFlip {
-                file: FileKind::Wal,
-                offsets: None,
-                below_hwm: None,
-            },
-            None,
-        );
+        .crash(&[(0, 1, 1, 1)]);
+    if let Some((kind, partition)) = damage {
+        r.fault(kind, partition);
     }
     r.restart()
         .hwm(0, 2, 2, 2)
@@ -1333,11 +1329,37 @@ fn wal_flip_run(flip: bool) -> Run {
     r
 }
 
+/// A bit flip in the WAL (say its checkpoint: replay then re-commits every entry it
+/// still holds).
+fn wal_flip() -> (FaultKind, Option<u32>) {
+    (
+        FaultKind::BitFlip {
+            file: FileKind::Wal,
+            offsets: None,
+            below_hwm: None,
+        },
+        None,
+    )
+}
+
+/// A bit flip at rest in the copy at offset 0: the restart's replay finds no readable
+/// copy of id 1 and commits it again.
+fn visible_copy_flip() -> (FaultKind, Option<u32>) {
+    (
+        FaultKind::BitFlip {
+            file: FileKind::Segment,
+            offsets: Some(OffsetRange { start: 0, end: 1 }),
+            below_hwm: Some(true),
+        },
+        Some(0),
+    )
+}
+
 #[test]
 fn duplicates_after_damage_to_the_wal_are_not_held_to_the_hidden_tails() {
     // A bit flip in the WAL (say its checkpoint: replay then re-commits every entry it
     // still holds) lets a copy come back past an empty hidden tail.
-    let report = wal_flip_run(true).report();
+    let report = recommitted_after_crash_run(Some(wal_flip())).report();
     assert!(
         report.bounded_duplicates.violations.is_empty(),
         "{:?}",
@@ -1346,39 +1368,15 @@ fn duplicates_after_damage_to_the_wal_are_not_held_to_the_hidden_tails() {
     assert_eq!(report.bounded_duplicates.duplicates, 1);
     // Without the damage the same copy is an unexplained duplicate.
     let messages = fires_only(
-        &wal_flip_run(false).report(),
+        &recommitted_after_crash_run(None).report(),
         CheckerName::BoundedDuplicates,
     );
     assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
 }
 
-/// Offset 0 (id 1) is delivered, then damaged at rest (when `damaged`); the restart's
-/// replay cannot see a readable copy and the WAL commits id 1 again at offset 1.
-fn visible_copy_damaged_run(damaged: bool) -> Run {
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .hwm(0, 1, 1, 1)
-        .deliver(1, 0, 0, 1_000)
-        .consume(0, 0)
-        .crash(&[(0, 1, 1, 1)]); // no hidden tail: this crash explains no duplicate
-    r.restart();
-    if damaged {
-        r.fault(
-            FaultKind::BitFlip {
-                file: FileKind::Segment,
-                offsets: Some(OffsetRange { start: 0, end: 1 }),
-                below_hwm: Some(true),
-            },
-            Some(0),
-        );
-    }
-    r.hwm(0, 2, 2, 2).deliver(1, 0, 1, 1_100).consume(0, 1);
-    r
-}
-
 #[test]
 fn a_duplicate_of_a_copy_damaged_at_rest_is_explained_and_not_otherwise() {
-    let report = visible_copy_damaged_run(true).report();
+    let report = recommitted_after_crash_run(Some(visible_copy_flip())).report();
     assert!(
         report.bounded_duplicates.violations.is_empty(),
         "{:?}",
@@ -1386,7 +1384,7 @@ fn a_duplicate_of_a_copy_damaged_at_rest_is_explained_and_not_otherwise() {
     );
     assert_eq!(report.bounded_duplicates.after_damage, 1);
     let messages = fires_only(
-        &visible_copy_damaged_run(false).report(),
+        &recommitted_after_crash_run(None).report(),
         CheckerName::BoundedDuplicates,
     );
     assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);

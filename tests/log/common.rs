@@ -76,6 +76,14 @@ pub struct FailingFs {
     pub write_blocked: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// Opens a log in `dir` on a [`FailingFs`] (no faults set yet), returning both.
+pub fn open_failing(dir: &Path, config: LogConfig) -> (Log<FailingFs, ManualClock>, FailingFs) {
+    let fs = FailingFs::default();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (log, _) = pollster::block_on(Log::open(fs.clone(), clock, dir, config)).expect("open log");
+    (log, fs)
+}
+
 /// Pending forever while `flag` is set when first polled.
 async fn hang_while(flag: &std::sync::atomic::AtomicBool) {
     if flag.load(std::sync::atomic::Ordering::SeqCst) {

@@ -231,15 +231,7 @@ fn invalid_configuration_is_rejected() {
 fn an_fsync_error_poisons_the_partition_but_committed_reads_keep_working() {
     use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
-    let fs = FailingFs::default();
-    let clock = ManualClock::new(WALL_START_MS);
-    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
-        fs.clone(),
-        clock,
-        dir.path(),
-        LogConfig::default(),
-    ))
-    .unwrap();
+    let (log, fs) = open_failing(dir.path(), LogConfig::default());
     pollster::block_on(log.commit([(&b"k"[..], &b"committed"[..])])).unwrap();
     fs.fail_sync.store(true, Ordering::SeqCst);
     let err = pollster::block_on(log.commit([(&b"k"[..], &b"lost"[..])])).unwrap_err();
@@ -267,14 +259,7 @@ fn an_fsync_error_poisons_the_partition_but_committed_reads_keep_working() {
 fn a_write_error_poisons_too() {
     use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
-    let fs = FailingFs::default();
-    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
-        fs.clone(),
-        ManualClock::new(WALL_START_MS),
-        dir.path(),
-        LogConfig::default(),
-    ))
-    .unwrap();
+    let (log, fs) = open_failing(dir.path(), LogConfig::default());
     fs.fail_write.store(true, Ordering::SeqCst);
     assert!(pollster::block_on(log.commit([(&b"k"[..], &b"v"[..])])).is_err());
     fs.fail_write.store(false, Ordering::SeqCst);
@@ -367,15 +352,7 @@ fn poll_once<F: std::future::Future>(future: F) -> bool {
 fn a_sync_dropped_while_its_frame_is_written_poisons_instead_of_hanging_later_commits() {
     use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
-    let fs = FailingFs::default();
-    let clock = ManualClock::new(WALL_START_MS);
-    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
-        fs.clone(),
-        clock,
-        dir.path(),
-        LogConfig::default(),
-    ))
-    .unwrap();
+    let (log, fs) = open_failing(dir.path(), LogConfig::default());
     pollster::block_on(log.commit([(&b"k"[..], &b"committed"[..])])).unwrap();
     log.append(b"k", b"in flight").unwrap();
     fs.hang_write.store(true, Ordering::SeqCst);
@@ -401,18 +378,13 @@ fn a_sync_dropped_while_its_frame_is_written_poisons_instead_of_hanging_later_co
 fn a_sync_dropped_during_verification_leaves_the_frames_to_verify_again() {
     use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
-    let fs = FailingFs::default();
-    let clock = ManualClock::new(WALL_START_MS);
-    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
-        fs.clone(),
-        clock,
+    let (log, fs) = open_failing(
         dir.path(),
         LogConfig {
             flush_records: 1,
             ..LogConfig::default()
         },
-    ))
-    .unwrap();
+    );
     log.append_batch([(&b"k"[..], &b"one"[..]), (b"k", b"two")])
         .unwrap();
     fs.hang_read.store(true, Ordering::SeqCst);
@@ -456,20 +428,12 @@ fn a_batch_whose_iterator_panics_leaves_nothing_behind() {
 fn records_drained_but_not_yet_written_still_count_against_the_buffer_bound() {
     use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
-    let fs = FailingFs::default();
-    let clock = ManualClock::new(WALL_START_MS);
     let config = LogConfig {
         flush_bytes: 4096,
         buffer_bytes_max: 4096,
         ..LogConfig::default()
     };
-    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
-        fs.clone(),
-        clock,
-        dir.path(),
-        config,
-    ))
-    .unwrap();
+    let (log, fs) = open_failing(dir.path(), config);
     let record = vec![b'x'; 1000];
     fs.block_write.store(true, Ordering::SeqCst);
     let committer = {

@@ -245,7 +245,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         }
         let position = self.segment_len(io.active_base);
         if position + frame_len > io.allocated {
-            self.preallocate(io, position + frame_len).await;
+            self.preallocate(io, position + frame_len, frame_len).await;
         }
         if let Err(e) = io.active.write_at(&frame_bytes, position).await {
             return Err(self.poison("write frame", e));
@@ -308,10 +308,9 @@ impl<F: Fs, C: Clock> Log<F, C> {
     /// quarter of the chunk are written past the end as they are: zero-filling first
     /// would write every byte twice to save one journal commit per frame, and at that
     /// size the write costs more than the journal commit.
-    async fn preallocate(&self, io: &mut Io<F>, frame_end: u64) {
+    async fn preallocate(&self, io: &mut Io<F>, frame_end: u64, frame_len: u64) {
         let config = &self.inner.config;
         let chunk = config.preallocate_bytes;
-        let frame_len = frame_end - self.segment_len(io.active_base);
         if !io.preallocate || chunk == 0 || frame_len > chunk / 4 {
             return;
         }

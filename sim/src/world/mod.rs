@@ -228,6 +228,18 @@ struct World {
     restart_requested: Arc<std::sync::atomic::AtomicBool>,
 }
 
+impl World {
+    /// The running incarnation's store slot (`None` while the node is down).
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<SimStore>> {
+        self.current.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A handle to the running incarnation's store, if the node is up.
+    fn store(&self) -> Option<SimStore> {
+        self.slot().clone()
+    }
+}
+
 async fn world(spec: RunSpec, sink: Sink) {
     let fs =
         SimFs::new(sub_seed(spec.seed, 3), spec.mix.fs.clone()).expect("fault options are valid");
@@ -483,18 +495,13 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
     let profile = &world.spec.profile;
     // A fatal error from before the heal (noticed or not yet) is served first: the
     // restart it needs is a crash, and no crash happens after the heal.
-    let poisoned = world
-        .current
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .is_some_and(|store| {
-            store.wal().poisoned().is_some()
-                || store
-                    .partition_statuses()
-                    .iter()
-                    .any(|(_, s, _)| s.poisoned.is_some())
-        });
+    let poisoned = world.store().is_some_and(|store| {
+        store.wal().poisoned().is_some()
+            || store
+                .partition_statuses()
+                .iter()
+                .any(|(_, s, _)| s.poisoned.is_some())
+    });
     if poisoned {
         world.restart_requested.store(true, Ordering::SeqCst);
     }
@@ -513,11 +520,7 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
         sleep_serving(world, node, 50).await;
         // Done once every acknowledged record is delivered and the engine is up: the
         // last restart's recovery has run, so the checkers see what it found.
-        let up = world
-            .current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some();
+        let up = world.slot().is_some();
         let done = {
             let rec = world.recorder.lock();
             up && world.producers_running.load(Ordering::SeqCst) == 0
@@ -546,9 +549,7 @@ async fn kill(world: &Arc<World>, node: madsim::task::NodeId) {
         add_incarnation_paths(&mut rec, world);
     }
     let memory: BTreeMap<TopicPartition, u64> = world
-        .current
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+        .slot()
         .take()
         .map(|store| {
             store
@@ -594,12 +595,7 @@ fn restart(world: &World, node: madsim::task::NodeId) {
 
 /// Adds the dying incarnation's engine counters to the run's paths.
 fn add_incarnation_paths(rec: &mut recorder::Recorder, world: &World) {
-    let Some(store) = world
-        .current
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
-    else {
+    let Some(store) = world.store() else {
         return;
     };
     let m = store.metrics();
@@ -792,12 +788,7 @@ fn locate(
 
 /// Samples the engine: HWMs, log starts, counters, poison.
 fn sample(world: &World) {
-    let Some(store) = world
-        .current
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
-    else {
+    let Some(store) = world.store() else {
         return;
     };
     let mut rec = world.recorder.lock();

@@ -308,7 +308,7 @@ impl Bench {
             }
         }
         println!("  targets: batch 1000 engine / (a) >= 1.00; batch 1 rec/s >= raft-engine's");
-        self.zstd_levels();
+        self.knobs();
 
         section("Compression saved (LogMetrics bytes_stored vs bytes_uncompressed)");
         header(&[
@@ -351,7 +351,7 @@ impl Bench {
     /// The knobs at batch 1000, where compression is the commit path's largest cost:
     /// the default (zstd level 1, preallocation on) against level 3 and against
     /// preallocation off, all beside pipeline (a).
-    fn zstd_levels(&mut self) {
+    fn knobs(&mut self) {
         section("Knobs at batch 1000 (LogConfig), one producer");
         header(&["contender", "records/s", "saved on disk", "/ (a) raw"]);
         let batch = 1000;

@@ -13,6 +13,11 @@
 //! a temp dir under `CAFELOG_BENCH_DIR` (default: the system temp dir). The last
 //! section is the simulator's speed (`cafelog-sim`, whole seeds, no files).
 
+/// The allocator `cafelog` itself runs with, so the simulator section measures what a
+/// sweep does; the engine, its baselines and the peers all share it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 // Helpers live in `benches/engine/` so cargo does not take them for bench targets.
 #[path = "engine/bare.rs"]
 mod bare;

@@ -5,6 +5,11 @@
 
 mod cli;
 
+/// mimalloc: the simulator allocates per simulated operation, and glibc malloc was
+/// ~12% of a seed's instructions (see BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 

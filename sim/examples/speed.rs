@@ -1,3 +1,8 @@
+//! Seeds per second for one profile, as `cafelog sweep` runs them (same allocator).
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use cafelog_sim::profile::Profile;
 use cafelog_sim::world::{RunSpec, run};
 fn main() {

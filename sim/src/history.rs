@@ -207,7 +207,9 @@ pub enum EventKind {
         id: ProduceId,
         topic: String,
         partition: Option<u32>,
+        #[serde(serialize_with = "as_bytes")]
         key: Vec<u8>,
+        #[serde(serialize_with = "as_bytes")]
         payload: Vec<u8>,
     },
     /// Producer, when produce returned success: the record must eventually be
@@ -225,7 +227,9 @@ pub enum EventKind {
     Delivery {
         tp: TopicPartition,
         offset: Offset,
+        #[serde(serialize_with = "as_bytes")]
         key: Vec<u8>,
+        #[serde(serialize_with = "as_bytes")]
         payload: Vec<u8>,
         committed_at_ms: u64,
         attempt: u32,
@@ -287,6 +291,12 @@ pub enum EventKind {
     },
     /// World: from here on no fault is injected. Liveness is measured from here.
     Heal,
+}
+
+/// Keys and payloads serialize as byte strings: JSON writes them as the same array of
+/// numbers a `Vec<u8>` gives, and the trace hash takes them eight bytes at a time.
+fn as_bytes<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_bytes(bytes)
 }
 
 /// One history entry.
@@ -481,8 +491,7 @@ impl History {
         String::from_utf8(out).expect("JSON is UTF-8")
     }
 
-    /// [`History::to_json_lines`], streamed into `out` without building the string
-    /// (the trace hash reads the same bytes: see `world::trace_hash`).
+    /// [`History::to_json_lines`], streamed into `out` without building the string.
     pub fn write_json_lines(&self, mut out: impl std::io::Write) -> std::io::Result<()> {
         for event in &self.events {
             // Serialising plain data with string keys cannot fail; only `out` can.

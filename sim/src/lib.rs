@@ -18,4 +18,5 @@ pub mod scenario;
 pub mod shrink;
 pub mod swarm;
 pub mod timeline;
+pub mod trace_hash;
 pub mod world;

@@ -44,7 +44,7 @@ impl<'f, F: File> SegmentReader<'f, F> {
         let window_end = self.window_start + self.window.len() as u64;
         if position < self.window_start || end > window_end {
             let fill = (len.max(WINDOW_BYTES) as u64).min(self.file_len - position) as usize;
-            self.window.clear();
+            // No `clear` first: only growth is zero-filled; the read overwrites the rest.
             self.window.resize(fill, 0);
             read_exact_at(self.file, &mut self.window, position).await?;
             self.window_start = position;
@@ -95,7 +95,7 @@ impl<'f, F: File> SegmentReader<'f, F> {
         let mut cursor = position;
         while cursor < self.file_len {
             let chunk_len = ((self.file_len - cursor) as usize).min(WINDOW_BYTES);
-            if self.bytes(cursor, chunk_len).await?.iter().any(|b| *b != 0) {
+            if !all_zero(self.bytes(cursor, chunk_len).await?) {
                 return Ok(false);
             }
             cursor += chunk_len as u64;
@@ -125,5 +125,35 @@ impl<'f, F: File> SegmentReader<'f, F> {
             }
         }
         Ok(None)
+    }
+}
+
+/// Whether every byte is zero, sixteen bytes at a time (a preallocated megabyte is
+/// checked at every open).
+fn all_zero(bytes: &[u8]) -> bool {
+    let mut words = bytes.chunks_exact(16);
+    let mut acc = 0u128;
+    for word in &mut words {
+        acc |= u128::from_ne_bytes(word.try_into().expect("16 bytes"));
+    }
+    acc == 0 && words.remainder().iter().all(|b| *b == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::all_zero;
+
+    #[test]
+    fn all_zero_sees_one_set_bit_anywhere() {
+        assert!(all_zero(&[]));
+        for len in [1, 15, 16, 17, 100, 4096] {
+            let mut bytes = vec![0u8; len];
+            assert!(all_zero(&bytes));
+            for at in [0, len / 2, len - 1] {
+                bytes[at] = 0x10;
+                assert!(!all_zero(&bytes), "len {len}, byte {at}");
+                bytes[at] = 0;
+            }
+        }
     }
 }

@@ -129,37 +129,7 @@ pub struct RunOutcome {
     pub records_produced: u64,
 }
 
-/// FNV-1a over the history's JSON lines ([`History::to_json_lines`]): the run's trace
-/// hash. The lines are streamed into the hash, never built: a default run's history is
-/// megabytes of JSON.
-pub fn trace_hash(history: &History) -> u64 {
-    let mut hash = Fnv1a(0xcbf2_9ce4_8422_2325);
-    history
-        .write_json_lines(&mut hash)
-        .expect("hashing cannot fail");
-    hash.0
-}
-
-/// An FNV-1a (64-bit) state that bytes are written into.
-struct Fnv1a(u64);
-
-impl std::io::Write for Fnv1a {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        for &byte in bytes {
-            self.0 ^= u64::from(byte);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01B3);
-        }
-        Ok(bytes.len())
-    }
-
-    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.write(bytes).map(drop)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+pub use crate::trace_hash::trace_hash;
 
 /// Runs one seed to its verdict. Panics in the engine or the world become
 /// [`Verdict::SimulatorCrash`].

@@ -13,6 +13,9 @@ pub struct SegmentReader<'f, F: File> {
     file: &'f F,
     file_len: u64,
     window_start: u64,
+    /// How many bytes of `window` hold the file from `window_start`; the buffer past
+    /// them is stale (another file's, or an earlier fill's).
+    window_len: usize,
     window: Vec<u8>,
 }
 
@@ -23,13 +26,22 @@ pub struct ProbedFrame {
     pub stored: Vec<u8>,
 }
 
+thread_local! {
+    /// The last dropped reader's window, for the next reader on this thread: an open
+    /// scans every segment of every partition, and zero-filling a fresh megabyte for
+    /// each cost as much as reading it.
+    static SPARE_WINDOW: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 impl<'f, F: File> SegmentReader<'f, F> {
     pub fn new(file: &'f F, file_len: u64) -> Self {
         SegmentReader {
             file,
             file_len,
+            // Nothing is cached yet (`window_len` 0): only the buffer is reused.
             window_start: 0,
-            window: Vec::new(),
+            window_len: 0,
+            window: SPARE_WINDOW.take(),
         }
     }
 
@@ -41,16 +53,26 @@ impl<'f, F: File> SegmentReader<'f, F> {
     async fn bytes(&mut self, position: u64, len: usize) -> io::Result<&[u8]> {
         let end = position + len as u64;
         assert!(end <= self.file_len, "read past the scanned file length");
-        let window_end = self.window_start + self.window.len() as u64;
+        let window_end = self.window_start + self.window_len as u64;
         if position < self.window_start || end > window_end {
             let fill = (len.max(WINDOW_BYTES) as u64).min(self.file_len - position) as usize;
-            // No `clear` first: only growth is zero-filled; the read overwrites the rest.
-            self.window.resize(fill, 0);
-            read_exact_at(self.file, &mut self.window, position).await?;
+            // The buffer only grows (growth is zero-filled once); the read overwrites
+            // the `fill` bytes the window then holds, and nothing past them is read.
+            if self.window.len() < fill {
+                self.window.resize(fill, 0);
+            }
+            self.window_len = 0;
+            let window = self.window.get_mut(..fill).unwrap_or_default();
+            read_exact_at(self.file, window, position).await?;
             self.window_start = position;
+            self.window_len = fill;
         }
         let from = (position - self.window_start) as usize;
-        Ok(self.window.get(from..from + len).unwrap_or_default())
+        Ok(self
+            .window
+            .get(from..from + len)
+            .filter(|_| from + len <= self.window_len)
+            .unwrap_or_default())
     }
 
     /// Reads and checks the frame at `position`: header, bounds against the file length
@@ -128,6 +150,15 @@ impl<'f, F: File> SegmentReader<'f, F> {
     }
 }
 
+impl<F: File> Drop for SegmentReader<'_, F> {
+    fn drop(&mut self) {
+        let window = std::mem::take(&mut self.window);
+        if window.capacity() <= 2 * WINDOW_BYTES {
+            SPARE_WINDOW.set(window);
+        }
+    }
+}
+
 /// Whether every byte is zero, sixteen bytes at a time (a preallocated megabyte is
 /// checked at every open).
 fn all_zero(bytes: &[u8]) -> bool {
@@ -141,7 +172,27 @@ fn all_zero(bytes: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::all_zero;
+    use super::{SegmentReader, all_zero};
+    use crate::fs::{Fs, OpenMode, StdFs};
+
+    #[test]
+    fn a_reused_window_never_serves_the_previous_files_bytes() {
+        pollster::block_on(async {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+            std::fs::write(&a, vec![0xaa; 4096]).expect("write a");
+            std::fs::write(&b, vec![0u8; 64]).expect("write b");
+            let file_a = StdFs.open(&a, OpenMode::Read).await.expect("open a");
+            let mut reader = SegmentReader::new(&file_a, 4096);
+            assert!(!reader.zero_from(0).await.expect("read a"));
+            drop(reader);
+            // The next reader gets a's 4096-byte buffer; b holds 64 zero bytes.
+            let file_b = StdFs.open(&b, OpenMode::Read).await.expect("open b");
+            let mut reader = SegmentReader::new(&file_b, 64);
+            assert!(reader.zero_from(0).await.expect("read b"));
+            assert_eq!(reader.bytes(0, 64).await.expect("bytes"), &[0u8; 64][..]);
+        });
+    }
 
     #[test]
     fn all_zero_sees_one_set_bit_anywhere() {

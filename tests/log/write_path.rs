@@ -455,3 +455,34 @@ fn records_drained_but_not_yet_written_still_count_against_the_buffer_bound() {
     assert_eq!(log.hwm(), 3);
     log.append_batch([(&b"k"[..], &record[..]); 2]).unwrap();
 }
+
+#[test]
+fn frames_below_compress_min_bytes_are_stored_raw_and_larger_ones_compress() {
+    use cafelog_engine::format::frame::{FRAME_HEADER_LEN, FrameHeader};
+    use cafelog_engine::log::config::COMPRESS_MIN_BYTES_LONE_RECORD;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let config = LogConfig {
+        compress_min_bytes: COMPRESS_MIN_BYTES_LONE_RECORD,
+        ..LogConfig::default()
+    };
+    let (log, _) = open(dir.path(), &clock, config);
+    let records: Vec<Vec<u8>> = (0..3).map(json_record).collect();
+    pollster::block_on(log.commit([(&b"k"[..], records[0].as_slice())])).unwrap();
+    pollster::block_on(log.commit(records[1..].iter().map(|r| (&b"k"[..], r.as_slice())))).unwrap();
+    let segment = std::fs::read(dir.path().join(&segment_files(dir.path())[0])).unwrap();
+    let header = |at: usize| {
+        FrameHeader::parse(segment[at..at + FRAME_HEADER_LEN].try_into().unwrap()).unwrap()
+    };
+    let lone = header(0);
+    assert_eq!(lone.codec, Codec::None, "a lone record is stored raw");
+    assert!((lone.uncompressed_size as usize) < COMPRESS_MIN_BYTES_LONE_RECORD);
+    let pair = header(lone.frame_len() as usize);
+    assert_eq!(
+        pair.codec,
+        Codec::Zstd,
+        "two records reach the bound and compress"
+    );
+    let read: Vec<Vec<u8>> = read_all(&log, 0).into_iter().map(|r| r.payload).collect();
+    assert_eq!(read, records);
+}

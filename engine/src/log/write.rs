@@ -7,7 +7,7 @@
 use super::metrics::add;
 use super::{Log, LogError, Segment, create_segment_file};
 use crate::clock::Clock;
-use crate::format::frame::{Codecs, FRAME_HEADER_LEN, FrameHeader};
+use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, FrameHeader};
 use crate::fs::{File, Fs, read_exact_at};
 use crate::recovery::FrameEntry;
 use std::sync::Arc;
@@ -134,8 +134,12 @@ impl<F: Fs, C: Clock> Log<F, C> {
         };
         frame.clear();
         let record_count = u32::try_from(take).expect("flush_records fits a frame's count");
-        let encoded =
-            codecs.encode_payload_frame(config.codec, base, record_count, &payload, &mut frame);
+        let codec = if payload.len() < config.compress_min_bytes {
+            Codec::None
+        } else {
+            config.codec
+        };
+        let encoded = codecs.encode_payload_frame(codec, base, record_count, &payload, &mut frame);
         {
             let mut st = self.state();
             st.buffer.recycle(payload);

@@ -3,6 +3,9 @@
 use crate::format::frame::{Codec, FRAME_BYTES_MAX, ZSTD_LEVEL_DEFAULT};
 use std::time::Duration;
 
+/// Default of [`LogConfig::preallocate_bytes`] (1 MiB).
+pub const PREALLOCATE_BYTES_DEFAULT: u64 = 1024 * 1024;
+
 /// A value for [`LogConfig::compress_min_bytes`] that stores a lone record of the bench's
 /// JSON-like events (about 180 bytes enveloped) raw: measured with callgrind, zstd level 1
 /// spends about 43,000 instructions on such a record (most of it building Huffman and FSE
@@ -89,7 +92,7 @@ impl Default for LogConfig {
             zstd_level: ZSTD_LEVEL_DEFAULT,
             compress_min_bytes: 0,
             segment_bytes: 64 * 1024 * 1024,
-            preallocate_bytes: 1024 * 1024,
+            preallocate_bytes: PREALLOCATE_BYTES_DEFAULT,
             flush_bytes: 1024 * 1024,
             flush_records: 1000,
             flush_interval: Duration::from_millis(100),

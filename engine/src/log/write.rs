@@ -4,16 +4,24 @@
 //! under the write lock). So one commit can compress while another's fsync is in
 //! flight, and concurrent commits compress on every core.
 
+use super::config::PREALLOCATE_BYTES_DEFAULT;
 use super::metrics::add;
 use super::{Log, LogError, Segment, create_segment_file};
 use crate::clock::Clock;
 use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, FrameHeader};
 use crate::fs::{File, Fs, read_exact_at};
 use crate::recovery::FrameEntry;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 /// Frame buffers kept for reuse between encodes (two stages in flight need two).
 const SPARE_FRAMES: usize = 2;
+
+/// Zeros for preallocation (the default chunk's worth), shared by every log and never
+/// written. A fresh `vec![0; 1 MiB]` per zero-fill is a 1 MiB memset once the allocator
+/// serves it from its heap (about 30,000 instructions per commit at batch 1000, by
+/// callgrind); this one is allocated once, as pages the kernel zero-fills on first use.
+static ZEROS: LazyLock<Box<[u8]>> =
+    LazyLock::new(|| vec![0u8; PREALLOCATE_BYTES_DEFAULT as usize].into_boxed_slice());
 
 /// A frame encoded for writing.
 pub(super) struct Encoded {
@@ -322,8 +330,16 @@ impl<F: Fs, C: Clock> Log<F, C> {
         if target <= frame_end {
             return;
         }
-        let zeros = vec![0u8; (target - frame_end) as usize];
-        match io.active.write_at(&zeros, frame_end).await {
+        let len = (target - frame_end) as usize;
+        let fresh;
+        let zeros = match ZEROS.get(..len) {
+            Some(shared) => shared,
+            None => {
+                fresh = vec![0u8; len];
+                fresh.as_slice()
+            }
+        };
+        match io.active.write_at(zeros, frame_end).await {
             Ok(()) => {
                 io.allocated = target;
                 add(&self.inner.metrics.bytes_preallocated, target - frame_end);

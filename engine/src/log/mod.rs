@@ -505,8 +505,13 @@ impl<F: Fs, C: Clock> Log<F, C> {
     /// (across a restart, or while running) therefore neither freezes commit times at
     /// the old maximum nor holds delay gates and retention until it catches up.
     pub fn wall_ms(&self) -> u64 {
+        self.wall_ms_at(self.inner.clock.now())
+    }
+
+    /// [`Log::wall_ms`] with the monotonic time `now` already read.
+    fn wall_ms_at(&self, now: Duration) -> u64 {
         let (floor_ms, at) = self.inner.wall_floor;
-        let since = self.inner.clock.now().saturating_sub(at);
+        let since = now.saturating_sub(at);
         let floor = floor_ms.saturating_add(u64::try_from(since.as_millis()).unwrap_or(u64::MAX));
         self.inner.clock.wall_ms().max(floor)
     }
@@ -544,8 +549,8 @@ impl<F: Fs, C: Clock> Log<F, C> {
         records: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
     ) -> Result<Range<u64>, LogError> {
         let max = self.inner.config.record_bytes_max();
-        let wall_ms = self.wall_ms();
         let now = self.inner.clock.now();
+        let wall_ms = self.wall_ms_at(now);
         let mut st = self.state();
         st.check_writable()?;
         let start = st.next_offset;

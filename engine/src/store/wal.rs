@@ -316,6 +316,11 @@ impl<F: Fs> Wal<F> {
             next_seq = next_seq.max(if len > 0 { *base + 1 } else { *base });
             segments.insert(*base, segment);
         }
+        // Never hand out a seq the checkpoint has passed: entries a checkpoint covered
+        // (their records committed through the log) may never have reached the WAL's
+        // disk (a failed WAL fsync), and a reused seq below a checkpoint's would be
+        // skipped by the next replay: an acknowledged record lost.
+        next_seq = next_seq.max(checkpoint.values().map(|c| c.seq).max().unwrap_or(0));
         report.segments = segments.len();
         report.entries = entries.len() as u64;
         if report.corrupt_entries > 0 {
@@ -665,6 +670,38 @@ mod tests {
             let (_, cp2, entries, _) = Wal::open(StdFs, dir.path(), 64).await.unwrap();
             assert_eq!(cp2, cp);
             assert!(entries.is_empty());
+        });
+    }
+
+    #[test]
+    fn seqs_a_checkpoint_passed_are_never_handed_out_again() {
+        // Entries whose records were committed through the log are covered and a
+        // checkpoint passes them, even when their WAL write never became durable (here:
+        // never synced). After a reopen, a new entry must get a seq above the
+        // checkpoint's, or the next replay would skip it as covered.
+        let dir = tempfile::tempdir().unwrap();
+        pollster::block_on(async {
+            let (wal, _, _, _) = Wal::open(StdFs, dir.path(), 1 << 20).await.unwrap();
+            for i in 0..3u64 {
+                wal.append(&pid(0), b"k", &[i as u8; 40]).unwrap();
+            }
+            let mut cp = BTreeMap::new();
+            cp.insert(pid(0), Checkpoint { seq: 3, offset: 3 });
+            wal.checkpoint(&cp).await.unwrap();
+            drop(wal);
+            let (wal, cp2, entries, _) = Wal::open(StdFs, dir.path(), 1 << 20).await.unwrap();
+            assert_eq!(cp2, cp);
+            assert!(
+                entries.is_empty(),
+                "the unsynced entries never reached the disk"
+            );
+            let seq = wal.append(&pid(0), b"k", b"new").unwrap();
+            assert!(seq >= 3, "seq {seq} reused below the checkpoint's 3");
+            wal.sync_to(seq).await.unwrap();
+            drop(wal);
+            let (_, cp3, entries, _) = Wal::open(StdFs, dir.path(), 1 << 20).await.unwrap();
+            assert_eq!(entries.len(), 1);
+            assert!(entries[0].seq >= cp3[&pid(0)].seq, "replay would skip it");
         });
     }
 

@@ -52,7 +52,9 @@ fn main() {
     let config = LogConfig {
         compress_min_bytes: args
             .get(5)
-            .map_or(0, |a| a.parse().expect("compress_min_bytes")),
+            .map_or(LogConfig::default().compress_min_bytes, |a| {
+                a.parse().expect("compress_min_bytes")
+            }),
         ..LogConfig::default()
     };
     let _ = std::fs::remove_dir_all(&dir);

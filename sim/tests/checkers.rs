@@ -32,6 +32,7 @@ const CONFIG: CheckConfig = CheckConfig {
 };
 
 /// A history under construction with its own clock: every event 10 ms after the last.
+#[derive(Clone)]
 struct Run {
     h: History,
     t: u64,
@@ -867,6 +868,71 @@ fn no_corrupt_delivery_fires_on_a_bit_flip_scanned_but_never_detected() {
         &messages,
         &["position relative to the persisted HWM unknown"],
     );
+}
+
+#[test]
+fn a_restart_whose_open_failed_scanned_nothing() {
+    // The flip, then a restart whose store open failed (no counters, no refusal: the
+    // world restarts the node after a fatal error) and a crash: nothing has scanned the
+    // flip yet, so nothing is owed.
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 0, end: 1 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        )
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .crash(&[(0, 1, 1, 1)]);
+    let failed_open = r.clone();
+    assert_clean(&failed_open.report());
+    // A later restart that opens the partition and misses the flip is judged.
+    r.restart().hwm(0, 1, 1, 1).counters(0, 0, 0);
+    let messages = fires_only(&r.report(), CheckerName::NoCorruptDelivery);
+    assert_mentions(&messages, &["never detected"]);
+}
+
+#[test]
+fn a_flipped_segment_retention_deleted_before_the_scan_owes_nothing() {
+    // Retention deleted the flipped segment after the last sample and before the crash:
+    // only the log start the next open found (recorded with its counters) shows it.
+    let tp = TopicPartition::new("orders", 0);
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 0, end: 1 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        )
+        .crash(&[(0, 2, 2, 2)])
+        .restart();
+    let mut deleted = r.clone();
+    deleted
+        .with(|at, h| {
+            h.log_start_observed(at, &tp, 1);
+        })
+        .counters(0, 0, 0);
+    assert_clean(&deleted.report());
+    // The same open, with the segment still there, missed the flip.
+    r.with(|at, h| {
+        h.log_start_observed(at, &tp, 0);
+    })
+    .counters(0, 0, 0);
+    let messages = fires_only(&r.report(), CheckerName::NoCorruptDelivery);
+    assert_mentions(&messages, &["never detected"]);
 }
 
 #[test]

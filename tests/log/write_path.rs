@@ -459,13 +459,11 @@ fn records_drained_but_not_yet_written_still_count_against_the_buffer_bound() {
 #[test]
 fn frames_below_compress_min_bytes_are_stored_raw_and_larger_ones_compress() {
     use cafelog_engine::format::frame::{FRAME_HEADER_LEN, FrameHeader};
-    use cafelog_engine::log::config::COMPRESS_MIN_BYTES_LONE_RECORD;
+    use cafelog_engine::log::config::COMPRESS_MIN_BYTES_DEFAULT;
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);
-    let config = LogConfig {
-        compress_min_bytes: COMPRESS_MIN_BYTES_LONE_RECORD,
-        ..LogConfig::default()
-    };
+    let config = LogConfig::default();
+    assert_eq!(config.compress_min_bytes, COMPRESS_MIN_BYTES_DEFAULT);
     let (log, _) = open(dir.path(), &clock, config);
     let records: Vec<Vec<u8>> = (0..3).map(json_record).collect();
     pollster::block_on(log.commit([(&b"k"[..], records[0].as_slice())])).unwrap();
@@ -476,7 +474,7 @@ fn frames_below_compress_min_bytes_are_stored_raw_and_larger_ones_compress() {
     };
     let lone = header(0);
     assert_eq!(lone.codec, Codec::None, "a lone record is stored raw");
-    assert!((lone.uncompressed_size as usize) < COMPRESS_MIN_BYTES_LONE_RECORD);
+    assert!((lone.uncompressed_size as usize) < COMPRESS_MIN_BYTES_DEFAULT);
     let pair = header(lone.frame_len() as usize);
     assert_eq!(
         pair.codec,

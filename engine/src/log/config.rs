@@ -1,19 +1,22 @@
 //! The knobs of a partition log, with the spec's defaults.
 
-use crate::format::frame::{Codec, FRAME_BYTES_MAX, ZSTD_LEVEL_DEFAULT};
+use crate::format::frame::{Codec, FRAME_BYTES_MAX, ZSTD_HASH_LOG_DEFAULT, ZSTD_LEVEL_DEFAULT};
 use std::time::Duration;
 
 /// Default of [`LogConfig::preallocate_bytes`] (1 MiB).
 pub const PREALLOCATE_BYTES_DEFAULT: u64 = 1024 * 1024;
 
-/// A value for [`LogConfig::compress_min_bytes`] that stores a lone record of the bench's
-/// JSON-like events (about 180 bytes enveloped) raw: measured with callgrind, zstd level 1
-/// spends about 43,000 instructions on such a record (most of it building Huffman and FSE
-/// tables for one tiny block) to save about 10% of its payload, while two records already
-/// save 36%. At batch 1 a commit then costs about 4,700 instructions instead of 48,000,
-/// for about 10% more bytes on disk. Not the default: it changes the bytes written, and
-/// with them the simulator's runs.
-pub const COMPRESS_MIN_BYTES_LONE_RECORD: usize = 256;
+/// Default of [`LogConfig::compress_min_bytes`]: a lone record of the bench's JSON-like
+/// events (about 200 bytes enveloped, with its length prefix) is stored raw. Measured with
+/// callgrind, zstd level 1 spends about 43,000 instructions on such a record (most of it
+/// building Huffman and FSE tables for one tiny block) to save about 10% of its payload,
+/// while two records already save 36%. A batch-1 commit then costs about 4,700
+/// instructions instead of 48,000, for about 10% more bytes on disk per lone record.
+/// tikv's raft-engine makes the same trade at 8 KiB.
+pub const COMPRESS_MIN_BYTES_DEFAULT: usize = 256;
+
+/// The zstd hash logs a log accepts besides 0 (zstd's own bounds on 64-bit targets).
+pub const ZSTD_HASH_LOGS: std::ops::RangeInclusive<u32> = 6..=30;
 
 /// The zstd levels a log accepts: zstd's fast levels (-7..=-1, faster and larger)
 /// through its strongest (22). Level 0 would mean zstd's own default (3); it is not
@@ -49,10 +52,15 @@ pub struct LogConfig {
     /// Codec for new frames (a frame that would not shrink is stored uncompressed).
     pub codec: Codec,
     pub zstd_level: i32,
+    /// zstd's hash table size, as log2 of its entries; 0 leaves it to zstd's table for
+    /// the level, as zstd's own parameter does (default 11: see
+    /// [`ZSTD_HASH_LOG_DEFAULT`]). It is tuned for level 1: with a higher level, set 0 or
+    /// a larger log.
+    pub zstd_hash_log: u32,
     /// Frames whose payload (length prefixes included) is shorter than this are stored
     /// with codec `none` even when `codec` is zstd: on a lone small record zstd costs far
-    /// more CPU than the few bytes it saves (0, the default, compresses every frame; see
-    /// [`COMPRESS_MIN_BYTES_LONE_RECORD`]).
+    /// more CPU than the few bytes it saves (256; 0 compresses every frame; see
+    /// [`COMPRESS_MIN_BYTES_DEFAULT`]).
     pub compress_min_bytes: usize,
     /// Segment cap; an append that would overflow it rolls a new segment (64 MiB).
     pub segment_bytes: u64,
@@ -90,7 +98,8 @@ impl Default for LogConfig {
         LogConfig {
             codec: Codec::Zstd,
             zstd_level: ZSTD_LEVEL_DEFAULT,
-            compress_min_bytes: 0,
+            zstd_hash_log: ZSTD_HASH_LOG_DEFAULT,
+            compress_min_bytes: COMPRESS_MIN_BYTES_DEFAULT,
             segment_bytes: 64 * 1024 * 1024,
             preallocate_bytes: PREALLOCATE_BYTES_DEFAULT,
             flush_bytes: 1024 * 1024,
@@ -147,6 +156,14 @@ impl LogConfig {
                 ZSTD_LEVELS.end()
             ));
         }
+        if self.zstd_hash_log != 0 && !ZSTD_HASH_LOGS.contains(&self.zstd_hash_log) {
+            return Err(format!(
+                "zstd_hash_log {} outside {}..={} (0: zstd's own for the level)",
+                self.zstd_hash_log,
+                ZSTD_HASH_LOGS.start(),
+                ZSTD_HASH_LOGS.end()
+            ));
+        }
         Ok(())
     }
 
@@ -159,6 +176,21 @@ impl LogConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zstd_hash_logs_within_zstds_bounds_are_accepted() {
+        let with = |zstd_hash_log| LogConfig {
+            zstd_hash_log,
+            ..LogConfig::default()
+        };
+        for log in [0, 6, 11, 30] {
+            assert_eq!(with(log).validate(), Ok(()), "hash log {log}");
+        }
+        for log in [1, 5, 31] {
+            let error = with(log).validate().expect_err("rejected");
+            assert!(error.contains("zstd_hash_log"), "{error}");
+        }
+    }
 
     #[test]
     fn zstd_levels_from_the_fast_ones_to_22_are_accepted_and_0_is_not() {

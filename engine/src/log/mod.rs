@@ -420,7 +420,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             encoded_front_seq: 0,
             encoded_next_seq: 0,
             spare_frames: Vec::new(),
-            spare_codecs: vec![Codecs::new(config.zstd_level)],
+            spare_codecs: vec![Codecs::new(config.zstd_level, config.zstd_hash_log)],
             next_offset: tail,
             written_end: tail,
             durable_end: tail,

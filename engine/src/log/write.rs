@@ -130,7 +130,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             let codecs = st
                 .spare_codecs
                 .pop()
-                .unwrap_or_else(|| Codecs::new(config.zstd_level));
+                .unwrap_or_else(|| Codecs::new(config.zstd_level, config.zstd_hash_log));
             (base, slot, payload, take, bytes, last, frame, codecs)
         };
         // Whatever happens from here on (an encode error, a panic), the reserved slot

@@ -91,6 +91,9 @@ impl TopicConfig {
         line("segment_bytes", l.segment_bytes.to_string());
         line("codec", l.codec.name().to_string());
         line("zstd_level", l.zstd_level.to_string());
+        line("zstd_hash_log", l.zstd_hash_log.to_string());
+        line("compress_min_bytes", l.compress_min_bytes.to_string());
+        line("preallocate_bytes", l.preallocate_bytes.to_string());
         line(
             "fsync",
             match l.fsync {
@@ -151,6 +154,14 @@ impl TopicConfig {
                 "zstd_level" => {
                     c.log.zstd_level = value.parse().map_err(|e| format!("zstd_level: {e}"))?
                 }
+                "zstd_hash_log" => {
+                    c.log.zstd_hash_log = u32::try_from(num(value)?).map_err(|e| e.to_string())?
+                }
+                "compress_min_bytes" => {
+                    c.log.compress_min_bytes =
+                        usize::try_from(num(value)?).map_err(|e| e.to_string())?
+                }
+                "preallocate_bytes" => c.log.preallocate_bytes = num(value)?,
                 "fsync" => c.log.fsync = value.parse()?,
                 "flush_bytes" => {
                     c.log.flush_bytes = usize::try_from(num(value)?).map_err(|e| e.to_string())?
@@ -205,10 +216,20 @@ mod tests {
                 segment_bytes: 4096,
                 codec: Codec::None,
                 fsync: FsyncPolicy::PerWrite,
+                zstd_hash_log: 0,
+                compress_min_bytes: 0,
+                preallocate_bytes: 4096,
                 ..LogConfig::default()
             },
         };
         assert_eq!(TopicConfig::decode(&config.encode()), Ok(config));
+        // A topic.conf written before a key existed opens with that key's default.
+        let old = TopicConfig::decode(
+            "partitions=3
+",
+        )
+        .expect("decodes");
+        assert_eq!(old.log, LogConfig::default());
         assert!(
             TopicConfig::decode("partitons=3\n")
                 .unwrap_err()

@@ -157,11 +157,36 @@ fn judge(
         return DamageOutcome::AboveHwm;
     }
     let events = facts.history.events();
-    let Some(restart_index) = facts.restarts.values().copied().find(|r| *r > fault_index) else {
+    // The first restart that opened the partition scans it. A restart whose store open
+    // failed (a fatal error: the world restarts the node again) scanned nothing. At an
+    // open the world records, per partition, its log start and counters (or its
+    // refusal): `scan` is the index of that counters or refusal event.
+    let scanned = |restart: usize| -> Option<usize> {
+        let incarnation = events[restart].incarnation;
+        events
+            .iter()
+            .enumerate()
+            .skip(restart + 1)
+            .take_while(|(_, e)| e.incarnation == incarnation)
+            .find(|(_, e)| match &e.kind {
+                EventKind::EngineCounters { tp: t, .. }
+                | EventKind::PartitionRefused { tp: t, .. } => tp.is_none_or(|tp| tp == t),
+                _ => false,
+            })
+            .map(|(index, _)| index)
+    };
+    let Some((restart_index, scan_index)) = facts
+        .restarts
+        .values()
+        .filter(|index| **index > fault_index)
+        .find_map(|index| scanned(*index).map(|scan| (*index, scan)))
+    else {
         return DamageOutcome::NeverScanned;
     };
     if let (Some(tp), Some(range)) = (tp, offsets) {
-        let deleted = events[fault_index..restart_index].iter().position(|e| {
+        // Deleted before the scan, as the log start the scan found shows (or one
+        // sampled earlier).
+        let deleted = events[fault_index..=scan_index].iter().position(|e| {
             matches!(&e.kind, EventKind::LogStartObserved { tp: t, log_start }
                     if t == tp && *log_start >= range.end)
         });

@@ -668,12 +668,18 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
             .insert(tp.clone());
     }
     let (offsets, below_hwm) = match (&tp, want) {
-        (Some(_), FileKind::Segment) => locate(
-            &before,
-            &flip.path,
-            flip.position,
-            world.fs.visible_bytes(&flip.path).as_deref(),
-        ),
+        (Some(_), FileKind::Segment) => {
+            // The file as it was before the flip (headers are walked in it below).
+            let bytes = world.fs.visible_bytes(&flip.path).map(|mut bytes| {
+                if let Some(byte) = bytes.get_mut(flip.position as usize)
+                    && *byte == flip.after
+                {
+                    *byte = flip.before;
+                }
+                bytes
+            });
+            locate(&before, &flip.path, flip.position, bytes.as_deref())
+        }
         _ => (None, None),
     };
     let mut rec = world.recorder.lock();
@@ -691,69 +697,78 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
 }
 
 /// The records of the frame that holds byte `position` of a segment, and whether that
-/// frame starts below the persisted HWM, from scans taken before the damage.
+/// frame starts below the persisted HWM, from scans taken before the damage and the
+/// file's bytes before it (`bytes`).
 fn locate(
     scans: &BTreeMap<PathBuf, cafelog_engine::recovery::PartitionScan>,
     path: &Path,
     position: u64,
     bytes: Option<&[u8]>,
 ) -> (Option<OffsetRange>, Option<bool>) {
-    let Some(scan) = path.parent().and_then(|dir| scans.get(dir)) else {
-        return (None, None);
-    };
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(scan) = path.parent().and_then(|dir| scans.get(dir)) else {
+        // No scan before the flip: it raced with the engine's recovery, which was
+        // trimming the file as the scan read it. Walk the headers from the start; where
+        // the persisted HWM stood is unknown.
+        let placed = layout::parse_segment_file_name(name)
+            .zip(bytes)
+            .and_then(|(base, bytes)| walk_headers(bytes, 0, base, position));
+        return (placed, None);
+    };
     let persisted = scan.persisted_hwm.unwrap_or(0);
-    for segment in &scan.segments {
-        if segment.file_name != name {
-            continue;
-        }
-        for frame in &segment.frames {
-            if position >= frame.position && position < frame.end_position() {
-                return (
-                    Some(OffsetRange {
-                        start: frame.base_offset,
-                        end: frame.end_offset(),
-                    }),
-                    Some(frame.base_offset < persisted),
-                );
+    let walked = match scan.segments.iter().find(|s| s.file_name == name) {
+        Some(segment) => {
+            for frame in &segment.frames {
+                if position >= frame.position && position < frame.end_position() {
+                    return (
+                        Some(OffsetRange {
+                            start: frame.base_offset,
+                            end: frame.end_offset(),
+                        }),
+                        Some(frame.base_offset < persisted),
+                    );
+                }
             }
+            // Past the extent the scan saw: the frame may have been written while the
+            // scan ran. Walk the headers from there.
+            bytes.and_then(|b| walk_headers(b, segment.valid_len, segment.end_offset, position))
         }
-    }
-    // Past the extent the scan saw: the frame may have been written while the scan
-    // ran. Walk the headers from there in the file's current bytes (a header is
-    // parsed without its CRC: the flip may be in the payload).
-    let start = scan
-        .segments
-        .iter()
-        .find(|s| s.file_name == name)
-        .map(|s| (s.valid_len, s.end_offset));
-    if let (Some((mut at, mut base)), Some(bytes)) = (start, bytes) {
-        use cafelog_engine::format::frame::{FRAME_HEADER_LEN, FrameHeader};
-        while let Some(head) = bytes
-            .get(at as usize..at as usize + FRAME_HEADER_LEN)
-            .and_then(|h| <&[u8; FRAME_HEADER_LEN]>::try_from(h).ok())
-        {
-            let Ok(header) = FrameHeader::parse(head) else {
-                break;
-            };
-            if header.base_offset != base {
-                break;
-            }
-            if position >= at && position < at + header.frame_len() {
-                return (
-                    Some(OffsetRange {
-                        start: header.base_offset,
-                        end: header.end_offset(),
-                    }),
-                    Some(header.base_offset < persisted),
-                );
-            }
-            at += header.frame_len();
-            base = header.end_offset();
-        }
+        // A segment the scan did not see (rolled while it ran): walk it from its start.
+        None => layout::parse_segment_file_name(name)
+            .zip(bytes)
+            .and_then(|(base, b)| walk_headers(b, 0, base, position)),
+    };
+    if let Some(range) = walked {
+        return (Some(range), Some(range.start < persisted));
     }
     // Past every frame: garbage or a torn tail nobody acknowledged.
     (None, Some(false))
+}
+
+/// Walks frame headers in `bytes` from `at` (where the frame with base offset `base`
+/// starts) to the frame holding byte `position`, and returns its records. A header
+/// is parsed without its CRC (the walk only needs lengths and offsets); the walk stops
+/// at a header that does not parse or does not continue the offsets.
+fn walk_headers(bytes: &[u8], mut at: u64, mut base: u64, position: u64) -> Option<OffsetRange> {
+    use cafelog_engine::format::frame::{FRAME_HEADER_LEN, FrameHeader};
+    while let Some(head) = bytes
+        .get(at as usize..at as usize + FRAME_HEADER_LEN)
+        .and_then(|h| <&[u8; FRAME_HEADER_LEN]>::try_from(h).ok())
+    {
+        let header = FrameHeader::parse(head).ok()?;
+        if header.base_offset != base {
+            return None;
+        }
+        if position >= at && position < at + header.frame_len() {
+            return Some(OffsetRange {
+                start: header.base_offset,
+                end: header.end_offset(),
+            });
+        }
+        at += header.frame_len();
+        base = header.end_offset();
+    }
+    None
 }
 
 /// Samples the engine: HWMs, log starts, counters, poison.

@@ -170,7 +170,12 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
             .frontier(&part.id.0, part.id.1)
             .await
             .map_err(|e| e.to_string())?;
-        frontiers.push((part.id.clone(), raw, part.log.metrics().snapshot()));
+        frontiers.push((
+            part.id.clone(),
+            raw,
+            part.log.log_start(),
+            part.log.metrics().snapshot(),
+        ));
     }
     let mut rec = ctx.recorder.lock();
     let now = rec.now_ms();
@@ -198,9 +203,12 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
         rec.paths.hidden_records += open.hidden_records;
     }
     rec.paths.wal_replayed += report.replayed;
-    for ((topic, partition), frontier, metrics) in frontiers {
+    for ((topic, partition), frontier, log_start, metrics) in frontiers {
         let tp = TopicPartition::new(topic, partition);
         rec.history.frontier_observed(now, &tp, frontier);
+        // The log start recovery found, before the reaper can move it: a segment gone by
+        // now was deleted before this open scanned the partition.
+        rec.history.log_start_observed(now, &tp, log_start);
         rec.history.engine_counters(
             now,
             &tp,

@@ -153,6 +153,17 @@ impl Workload {
                 _ => LogConfig::default().preallocate_bytes,
             };
         }
+        // Drawn after preallocation, for the same reason. Mostly the defaults (lone
+        // records stored raw, zstd's hash log tuned), sometimes every frame compressed
+        // or zstd's own hash log.
+        for plan in &mut topics {
+            if dice.below(4) == 0 {
+                plan.config.log.compress_min_bytes = 0;
+            }
+            if dice.below(4) == 0 {
+                plan.config.log.zstd_hash_log = 0;
+            }
+        }
         Workload {
             topics,
             producers,

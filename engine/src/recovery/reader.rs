@@ -176,6 +176,10 @@ mod tests {
     use crate::fs::{Fs, OpenMode, StdFs};
 
     #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test writes its two files behind the engine's back"
+    )]
     fn a_reused_window_never_serves_the_previous_files_bytes() {
         pollster::block_on(async {
             let dir = tempfile::tempdir().expect("temp dir");

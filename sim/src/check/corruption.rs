@@ -184,16 +184,15 @@ fn judge(
         return DamageOutcome::NeverScanned;
     };
     if let (Some(tp), Some(range)) = (tp, offsets) {
-        // Deleted before the scan, as the log start the scan found shows (or one
-        // sampled earlier).
-        let deleted = events[fault_index..=scan_index].iter().position(|e| {
-            matches!(&e.kind, EventKind::LogStartObserved { tp: t, log_start }
+        // Deleted before the scan, as the log start that open found shows. Only that
+        // one: a sample taken before the crash may show a deletion the disk had not
+        // made durable yet, which the crash undid.
+        let deleted = (restart_index + 1..=scan_index).find(|index| {
+            matches!(&events[*index].kind, EventKind::LogStartObserved { tp: t, log_start }
                     if t == tp && *log_start >= range.end)
         });
-        if let Some(position) = deleted {
-            return DamageOutcome::DeletedBeforeScan {
-                log_start_index: fault_index + position,
-            };
+        if let Some(log_start_index) = deleted {
+            return DamageOutcome::DeletedBeforeScan { log_start_index };
         }
     }
     // Damage the world could not place: any partition's detection will do.

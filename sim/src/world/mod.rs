@@ -669,11 +669,11 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
     }
     let (offsets, below_hwm) = match (&tp, want) {
         (Some(_), FileKind::Segment) => {
-            // The file as it was before the flip (headers are walked in it below).
-            let bytes = world.fs.visible_bytes(&flip.path).map(|mut bytes| {
-                if let Some(byte) = bytes.get_mut(flip.position as usize)
-                    && *byte == flip.after
-                {
+            // The durable image the flip hit, as it was before (headers are walked in it
+            // below). Not the visible file: a segment the reaper has unlinked but not yet
+            // made durably gone has no visible name, and a crash brings it back.
+            let bytes = world.fs.durable_bytes(&flip.path).map(|mut bytes| {
+                if let Some(byte) = bytes.get_mut(flip.position as usize) {
                     *byte = flip.before;
                 }
                 bytes
@@ -698,7 +698,7 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
 
 /// The records of the frame that holds byte `position` of a segment, and whether that
 /// frame starts below the persisted HWM, from scans taken before the damage and the
-/// file's bytes before it (`bytes`).
+/// file's durable bytes before it (`bytes`).
 fn locate(
     scans: &BTreeMap<PathBuf, cafelog_engine::recovery::PartitionScan>,
     path: &Path,
@@ -733,10 +733,15 @@ fn locate(
             // scan ran. Walk the headers from there.
             bytes.and_then(|b| walk_headers(b, segment.valid_len, segment.end_offset, position))
         }
-        // A segment the scan did not see (rolled while it ran): walk it from its start.
-        None => layout::parse_segment_file_name(name)
-            .zip(bytes)
-            .and_then(|(base, b)| walk_headers(b, 0, base, position)),
+        // A segment the scan did not see (rolled while it ran, or unlinked by the
+        // reaper but durably still there): walk it from its start. Without its bytes,
+        // where the flip stands against the HWM is unknown.
+        None => {
+            let (Some(base), Some(bytes)) = (layout::parse_segment_file_name(name), bytes) else {
+                return (None, None);
+            };
+            walk_headers(bytes, 0, base, position)
+        }
     };
     if let Some(range) = walked {
         return (Some(range), Some(range.start < persisted));

@@ -823,7 +823,8 @@ fn no_corrupt_delivery_fires_on_a_record_never_produced() {
     assert_eq!(report.accounting.counts().unexpected, 1);
 }
 
-fn flip_run(detected: bool, below_hwm: Option<bool>) -> Run {
+/// Two records produced and delivered, then a bit flip at rest in the frame of offset 0.
+fn flipped(below_hwm: Option<bool>) -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)
         .produce(2, 0, 1, 1_001)
@@ -837,8 +838,13 @@ fn flip_run(detected: bool, below_hwm: Option<bool>) -> Run {
                 below_hwm,
             },
             Some(0),
-        )
-        .crash(&[(0, 2, 2, 2)])
+        );
+    r
+}
+
+fn flip_run(detected: bool, below_hwm: Option<bool>) -> Run {
+    let mut r = flipped(below_hwm);
+    r.crash(&[(0, 2, 2, 2)])
         .restart()
         .hwm(0, 2, 2, 2)
         .counters(0, 0, u64::from(detected));
@@ -875,25 +881,12 @@ fn a_restart_whose_open_failed_scanned_nothing() {
     // The flip, then a restart whose store open failed (no counters, no refusal: the
     // world restarts the node after a fatal error) and a crash: nothing has scanned the
     // flip yet, so nothing is owed.
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .hwm(0, 1, 1, 1)
-        .deliver(1, 0, 0, 1_000)
-        .fault(
-            FaultKind::BitFlip {
-                file: FileKind::Segment,
-                offsets: Some(OffsetRange { start: 0, end: 1 }),
-                below_hwm: Some(true),
-            },
-            Some(0),
-        )
-        .crash(&[(0, 1, 1, 1)])
-        .restart()
-        .crash(&[(0, 1, 1, 1)]);
+    let mut r = flipped(Some(true));
+    r.crash(&[(0, 2, 2, 2)]).restart().crash(&[(0, 2, 2, 2)]);
     let failed_open = r.clone();
     assert_clean(&failed_open.report());
     // A later restart that opens the partition and misses the flip is judged.
-    r.restart().hwm(0, 1, 1, 1).counters(0, 0, 0);
+    r.restart().hwm(0, 2, 2, 2).counters(0, 0, 0);
     let messages = fires_only(&r.report(), CheckerName::NoCorruptDelivery);
     assert_mentions(&messages, &["never detected"]);
 }
@@ -903,22 +896,8 @@ fn a_flipped_segment_retention_deleted_before_the_scan_owes_nothing() {
     // Retention deleted the flipped segment after the last sample and before the crash:
     // only the log start the next open found (recorded with its counters) shows it.
     let tp = TopicPartition::new("orders", 0);
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .produce(2, 0, 1, 1_001)
-        .hwm(0, 2, 2, 2)
-        .deliver(1, 0, 0, 1_000)
-        .deliver(2, 0, 1, 1_001)
-        .fault(
-            FaultKind::BitFlip {
-                file: FileKind::Segment,
-                offsets: Some(OffsetRange { start: 0, end: 1 }),
-                below_hwm: Some(true),
-            },
-            Some(0),
-        )
-        .crash(&[(0, 2, 2, 2)])
-        .restart();
+    let mut r = flipped(Some(true));
+    r.crash(&[(0, 2, 2, 2)]).restart();
     let mut deleted = r.clone();
     deleted
         .with(|at, h| {
@@ -942,29 +921,16 @@ fn a_deletion_sampled_before_a_crash_that_undid_it_excuses_nothing() {
     // durable: the crash brought the segment back, the open scanned it (log start 0)
     // and missed the flip.
     let tp = TopicPartition::new("orders", 0);
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .produce(2, 0, 1, 1_001)
-        .hwm(0, 2, 2, 2)
-        .deliver(1, 0, 0, 1_000)
-        .deliver(2, 0, 1, 1_001)
-        .fault(
-            FaultKind::BitFlip {
-                file: FileKind::Segment,
-                offsets: Some(OffsetRange { start: 0, end: 1 }),
-                below_hwm: Some(true),
-            },
-            Some(0),
-        )
-        .with(|at, h| {
-            h.log_start_observed(at, &tp, 1);
-        })
-        .crash(&[(0, 2, 2, 2)])
-        .restart()
-        .with(|at, h| {
-            h.log_start_observed(at, &tp, 0);
-        })
-        .counters(0, 0, 0);
+    let mut r = flipped(Some(true));
+    r.with(|at, h| {
+        h.log_start_observed(at, &tp, 1);
+    })
+    .crash(&[(0, 2, 2, 2)])
+    .restart()
+    .with(|at, h| {
+        h.log_start_observed(at, &tp, 0);
+    })
+    .counters(0, 0, 0);
     // (stable_offsets also fires: the log start moved backwards.)
     let messages: Vec<String> = r
         .report()

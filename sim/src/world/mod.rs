@@ -706,18 +706,10 @@ fn locate(
     bytes: Option<&[u8]>,
 ) -> (Option<OffsetRange>, Option<bool>) {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let Some(scan) = path.parent().and_then(|dir| scans.get(dir)) else {
-        // No scan before the flip: it raced with the engine's recovery, which was
-        // trimming the file as the scan read it. Walk the headers from the start; where
-        // the persisted HWM stood is unknown.
-        let placed = layout::parse_segment_file_name(name)
-            .zip(bytes)
-            .and_then(|(base, bytes)| walk_headers(bytes, 0, base, position));
-        return (placed, None);
-    };
-    let persisted = scan.persisted_hwm.unwrap_or(0);
-    let walked = match scan.segments.iter().find(|s| s.file_name == name) {
+    let scan = path.parent().and_then(|dir| scans.get(dir));
+    let walked = match scan.and_then(|scan| scan.segments.iter().find(|s| s.file_name == name)) {
         Some(segment) => {
+            let persisted = scan.and_then(|s| s.persisted_hwm).unwrap_or(0);
             for frame in &segment.frames {
                 if position >= frame.position && position < frame.end_position() {
                     return (
@@ -734,8 +726,9 @@ fn locate(
             bytes.and_then(|b| walk_headers(b, segment.valid_len, segment.end_offset, position))
         }
         // A segment the scan did not see (rolled while it ran, or unlinked by the
-        // reaper but durably still there): walk it from its start. Without its bytes,
-        // where the flip stands against the HWM is unknown.
+        // reaper but durably still there), or no scan at all (it raced with the
+        // engine's recovery, which was trimming the file as the scan read it): walk it
+        // from its start. Without its bytes, where the flip stands is unknown.
         None => {
             let (Some(base), Some(bytes)) = (layout::parse_segment_file_name(name), bytes) else {
                 return (None, None);
@@ -743,8 +736,15 @@ fn locate(
             walk_headers(bytes, 0, base, position)
         }
     };
+    let Some(scan) = scan else {
+        // Where the persisted HWM stood is unknown.
+        return (walked, None);
+    };
     if let Some(range) = walked {
-        return (Some(range), Some(range.start < persisted));
+        return (
+            Some(range),
+            Some(range.start < scan.persisted_hwm.unwrap_or(0)),
+        );
     }
     // Past every frame: garbage or a torn tail nobody acknowledged.
     (None, Some(false))

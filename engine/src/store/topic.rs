@@ -137,9 +137,7 @@ impl TopicConfig {
             };
             let ms = |v: &str| num(v).map(Duration::from_millis);
             match key {
-                "partitions" => {
-                    c.partitions = u32::try_from(num(value)?).map_err(|e| e.to_string())?
-                }
+                "partitions" => c.partitions = narrow(num(value)?)?,
                 "delay_ms" => c.delay_ms = num(value)?,
                 "lease_ms" => c.lease_ms = num(value)?,
                 "retention_ms" => {
@@ -154,21 +152,12 @@ impl TopicConfig {
                 "zstd_level" => {
                     c.log.zstd_level = value.parse().map_err(|e| format!("zstd_level: {e}"))?
                 }
-                "zstd_hash_log" => {
-                    c.log.zstd_hash_log = u32::try_from(num(value)?).map_err(|e| e.to_string())?
-                }
-                "compress_min_bytes" => {
-                    c.log.compress_min_bytes =
-                        usize::try_from(num(value)?).map_err(|e| e.to_string())?
-                }
+                "zstd_hash_log" => c.log.zstd_hash_log = narrow(num(value)?)?,
+                "compress_min_bytes" => c.log.compress_min_bytes = narrow(num(value)?)?,
                 "preallocate_bytes" => c.log.preallocate_bytes = num(value)?,
                 "fsync" => c.log.fsync = value.parse()?,
-                "flush_bytes" => {
-                    c.log.flush_bytes = usize::try_from(num(value)?).map_err(|e| e.to_string())?
-                }
-                "flush_records" => {
-                    c.log.flush_records = usize::try_from(num(value)?).map_err(|e| e.to_string())?
-                }
+                "flush_bytes" => c.log.flush_bytes = narrow(num(value)?)?,
+                "flush_records" => c.log.flush_records = narrow(num(value)?)?,
                 "flush_interval_ms" => c.log.flush_interval = ms(value)?,
                 "sync_interval_ms" => c.log.sync_interval = ms(value)?,
                 "sync_bytes" => c.log.sync_bytes = num(value)?,
@@ -180,6 +169,14 @@ impl TopicConfig {
         c.validate()?;
         Ok(c)
     }
+}
+
+/// A parsed `u64` in a narrower integer type, or why it does not fit.
+fn narrow<T: TryFrom<u64>>(value: u64) -> Result<T, String>
+where
+    T::Error: std::fmt::Display,
+{
+    T::try_from(value).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //! Everything random comes from the seed: madsim's scheduler, the workload and the
 //! fault mix (ChaCha streams derived from it), and the disk's own dice.
 
+pub mod engine_call;
 pub mod node;
 pub mod observe;
 pub mod recorder;

@@ -2,6 +2,7 @@
 //! outside the node. Killing the node drops every task here, with the store in it;
 //! requests in flight lose their reply channel, so a client sees "unknown outcome".
 
+use super::engine_call::{engine, engine_pinned};
 use super::observe::ObservingFs;
 use super::recorder::Shared;
 use super::workload::Workload;
@@ -63,7 +64,7 @@ struct NodeSpawner;
 impl Spawn for NodeSpawner {
     fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send + 'static>>) {
         // Spawned on the current node: killed with it.
-        drop(madsim::task::spawn(future));
+        drop(madsim::task::spawn(engine_pinned(future)));
     }
 }
 
@@ -135,19 +136,18 @@ async fn watchdog(store: SimStore, recorder: Shared, restart_requested: Arc<Atom
 const WATCHDOG_PERIOD: Duration = Duration::from_millis(100);
 
 async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
-    let (store, report) = Store::open(
+    let (store, report) = engine(Store::open(
         ctx.fs.clone(),
         ctx.clock.clone(),
         PathBuf::from(DATA_ROOT),
         StoreConfig::default(),
-    )
+    ))
     .await
     .map_err(|e| e.to_string())?;
     let existing: Vec<String> = store.topics().into_iter().map(|(n, _)| n).collect();
     for plan in &ctx.workload.topics {
         if !existing.contains(&plan.name) {
-            store
-                .create_topic(&plan.name, plan.config.clone())
+            engine(store.create_topic(&plan.name, plan.config.clone()))
                 .await
                 .map_err(|e| e.to_string())?;
         }
@@ -166,8 +166,7 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
             Ok(Err(_)) => u64::MAX,
             Err(e) => return Err(e.to_string()),
         };
-        store
-            .frontier(&part.id.0, part.id.1)
+        engine(store.frontier(&part.id.0, part.id.1))
             .await
             .map_err(|e| e.to_string())?;
         frontiers.push((
@@ -220,9 +219,9 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     Ok(store)
 }
 
-/// One request, served in its own task. The engine's futures are boxed so that this
-/// future stays small: madsim copies a task's whole future when it spawns it (several
-/// times, inside `async_task`), and `serve` is spawned once per request.
+/// One request, served in its own task. The engine's futures are boxed (by [`engine`])
+/// so that this future stays small: madsim copies a task's whole future when it spawns
+/// it (several times, inside `async_task`), and `serve` is spawned once per request.
 async fn serve(store: SimStore, recorder: Shared, request: Request) {
     match request {
         Request::Produce {
@@ -231,7 +230,7 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
             payload,
             reply,
         } => {
-            let result = Box::pin(store.produce(&topic, None, &key, &payload))
+            let result = engine(store.produce(&topic, None, &key, &payload))
                 .await
                 .map_err(|e| e.to_string());
             drop(reply.send(result).await);
@@ -242,7 +241,7 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
             max,
             reply,
         } => {
-            let result = Box::pin(
+            let result = engine(
                 store.with_timeout(RECEIVE_PARK, store.receive_wait(&topic, partition, max)),
             )
             .await
@@ -279,9 +278,9 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
             reply,
         } => {
             let result = if ack {
-                Box::pin(store.ack(&topic, partition, offset)).await
+                engine(store.ack(&topic, partition, offset)).await
             } else {
-                Box::pin(store.nack(&topic, partition, offset)).await
+                engine(store.nack(&topic, partition, offset)).await
             };
             if result.is_ok() {
                 // Recorded here, before any other task runs, so the history never shows

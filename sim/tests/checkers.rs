@@ -942,6 +942,67 @@ fn a_deletion_sampled_before_a_crash_that_undid_it_excuses_nothing() {
 }
 
 #[test]
+fn a_flip_under_a_flipped_hwm_may_be_truncated_as_above_it() {
+    // The segment flip sat below the HWM when injected; then a flip in the partition's
+    // `hwm` file (undetectable) lowered the HWM the next open read, so R2 truncated the
+    // damage as a hole above it: no refusal, no counter, nothing owed.
+    let hwm_flip = FaultKind::BitFlip {
+        file: FileKind::Hwm,
+        offsets: None,
+        below_hwm: None,
+    };
+    let mut r = flipped(Some(true));
+    r.fault(hwm_flip.clone(), Some(0));
+    let mut read = r.clone();
+    read.crash(&[(0, 2, 2, 2)])
+        .restart()
+        .hwm(0, 2, 2, 2)
+        .counters(0, 0, 0);
+    let report = read.report();
+    // (no_lost_ack and the others have nothing to say: both records were delivered.)
+    assert!(
+        report
+            .violations_of(CheckerName::NoCorruptDelivery)
+            .is_empty(),
+        "{:?}",
+        report.violations_of(CheckerName::NoCorruptDelivery)
+    );
+    // An `hwm` flip from an incarnation before the crash that preceded the scan was
+    // rewritten or read by an earlier open: it excuses nothing.
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .fault(hwm_flip, Some(0))
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .hwm(0, 1, 1, 1)
+        .counters(0, 0, 0)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(2, 0, 1, 1_001)
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 0, end: 1 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        )
+        .crash(&[(0, 2, 2, 2)])
+        .restart()
+        .hwm(0, 2, 2, 2)
+        .counters(0, 0, 0);
+    let messages: Vec<String> = r
+        .report()
+        .violations_of(CheckerName::NoCorruptDelivery)
+        .iter()
+        .map(|v| v.message.clone())
+        .collect();
+    assert_mentions(&messages, &["never detected"]);
+}
+
+#[test]
 fn bit_flip_detected_by_a_skip_counter_or_above_the_hwm_passes() {
     assert_clean(&flip_run(true, Some(true)).report());
     assert_clean(&flip_run(false, Some(false)).report());

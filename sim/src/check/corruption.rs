@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::accounting::CorruptReason;
 use super::facts::{Facts, fault_name};
 use super::{Accounting, RecordRef, Violation};
-use crate::history::{EventKind, TopicPartition};
+use crate::history::{EventKind, FaultKind, FileKind, TopicPartition};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum DamageOutcome {
@@ -28,6 +28,10 @@ pub enum DamageOutcome {
     DeletedBeforeScan { log_start_index: usize },
     /// Above the persisted HWM: truncation at recovery is the designed outcome.
     AboveHwm,
+    /// A flip in the partition's `hwm` file (undetectable: 8 bare bytes) before the
+    /// crash that preceded the scan, with no crash in between: the scan may have read a
+    /// lower HWM, under which this damage sits above it and R2 truncates it as designed.
+    HwmDamaged { hwm_fault_index: usize },
     /// Scanned and not detected (a violation).
     Undetected { restart_index: usize },
 }
@@ -195,6 +199,9 @@ fn judge(
             return DamageOutcome::DeletedBeforeScan { log_start_index };
         }
     }
+    if let Some(hwm_fault_index) = tp.and_then(|tp| hwm_flip_read_by(facts, tp, restart_index)) {
+        return DamageOutcome::HwmDamaged { hwm_fault_index };
+    }
     // Damage the world could not place: any partition's detection will do.
     let evidence = match tp {
         Some(tp) => facts.detection_after(tp, fault_index),
@@ -209,4 +216,38 @@ fn judge(
         Some(evidence_index) => DamageOutcome::Detected { evidence_index },
         None => DamageOutcome::Undetected { restart_index },
     }
+}
+
+/// A flip in `tp`'s `hwm` file that the open at `restart_index` may have read: injected
+/// after the previous crash and before the one that `restart_index` follows. (An HWM
+/// persist in between would have rewritten it; the history does not record persists, so
+/// this errs toward excusing, within that one incarnation.)
+fn hwm_flip_read_by(facts: &Facts<'_>, tp: &TopicPartition, restart_index: usize) -> Option<usize> {
+    let events = facts.history.events();
+    let previous_crash = facts
+        .crashes
+        .iter()
+        .map(|c| c.index)
+        .filter(|index| *index < restart_index)
+        .nth_back(1)
+        .unwrap_or(0);
+    facts
+        .metadata_damage
+        .get(tp)?
+        .iter()
+        .copied()
+        .find(|index| {
+            previous_crash < *index
+                && *index < restart_index
+                && matches!(
+                    &events[*index].kind,
+                    EventKind::Fault {
+                        kind: FaultKind::BitFlip {
+                            file: FileKind::Hwm,
+                            ..
+                        },
+                        ..
+                    }
+                )
+        })
 }

@@ -1522,3 +1522,49 @@ fn a_duplicate_of_a_copy_damaged_at_rest_is_explained_and_not_otherwise() {
     );
     assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
 }
+
+/// Id 1 committed at offset 0 and delivered, a crash with no hidden tail, the restart,
+/// then a flip in `hwm` of `flipped` (before the open read it: opens take time), and
+/// the WAL commits id 1 again at offset 1.
+fn hwm_flipped_after_restart_run(flipped: u32) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Hwm,
+                offsets: None,
+                below_hwm: None,
+            },
+            Some(flipped),
+        )
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 1, 1_100)
+        .consume(0, 1);
+    r
+}
+
+#[test]
+fn a_duplicate_after_a_flipped_hwm_the_open_read_is_explained() {
+    // The open read a lower HWM and replayed from further back than the crash's (empty)
+    // hidden tail.
+    let report = hwm_flipped_after_restart_run(0).report();
+    assert!(
+        report.bounded_duplicates.violations.is_empty(),
+        "{:?}",
+        report.bounded_duplicates.violations
+    );
+    assert_eq!(report.bounded_duplicates.duplicates, 1);
+    // The same flip on another partition explains nothing here.
+    let messages: Vec<String> = hwm_flipped_after_restart_run(1)
+        .report()
+        .violations_of(CheckerName::BoundedDuplicates)
+        .iter()
+        .map(|v| v.message.clone())
+        .collect();
+    assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
+}

@@ -197,18 +197,6 @@ fn attribute(
         let Some(state) = crash.partitions.get(&earlier.tp) else {
             return false;
         };
-        // An out-of-contract fault leaves the durable image wrong until something
-        // rewrites it, so it unbinds every later crash on that partition, not only the
-        // one that ended its incarnation.
-        let unbounded = budget.unbounded.iter().any(|(tp, _)| *tp == earlier.tp)
-            || facts
-                .out_of_contract_on(&earlier.tp)
-                .into_iter()
-                .any(|f| f < crash.index)
-            || wal_damage.is_some_and(|d| d < later.first_delivery);
-        // Re-commits land past the durable tail, unless damage at rest injected before
-        // the restart made recovery truncate the hidden tail (R2): then they land
-        // anywhere past the persisted HWM.
         // Damage until the next crash can reach this crash's recovery (the open after
         // the restart may still be scanning when it lands).
         let until = facts
@@ -216,6 +204,25 @@ fn attribute(
             .iter()
             .find(|n| n.index > crash.index)
             .map_or(usize::MAX, |n| n.index);
+        // An out-of-contract fault leaves the durable image wrong until something
+        // rewrites it, so it unbinds every later crash on that partition, not only the
+        // one that ended its incarnation. A flip in `hwm` or `consumer.offset` after the
+        // crash unbinds it too if the open may have read it: a lowered HWM replays from
+        // further back than the hidden tail the crash left.
+        let metadata_read = facts
+            .metadata_damage
+            .get(&earlier.tp)
+            .is_some_and(|d| d.iter().any(|f| crash.index < *f && *f < until));
+        let unbounded = budget.unbounded.iter().any(|(tp, _)| *tp == earlier.tp)
+            || facts
+                .out_of_contract_on(&earlier.tp)
+                .into_iter()
+                .any(|f| f < crash.index)
+            || metadata_read
+            || wal_damage.is_some_and(|d| d < later.first_delivery);
+        // Re-commits land past the durable tail, unless damage at rest injected before
+        // the restart made recovery truncate the hidden tail (R2): then they land
+        // anywhere past the persisted HWM.
         let truncated = facts
             .segment_damage
             .get(&earlier.tp)

@@ -7,7 +7,7 @@ use super::observe::ObservingFs;
 use super::recorder::Shared;
 use super::workload::Workload;
 use crate::clock::SimClock;
-use crate::history::TopicPartition;
+use crate::history::{ProduceId, TopicPartition};
 use cafelog_engine::log::Spawn;
 use cafelog_engine::store::{Delivery, Produced, Store, StoreConfig};
 use std::future::Future;
@@ -25,6 +25,8 @@ pub const DATA_ROOT: &str = "/data";
 /// A request from a client.
 pub enum Request {
     Produce {
+        /// The produce id the payload carries, for the history.
+        id: ProduceId,
         topic: String,
         key: Vec<u8>,
         payload: Vec<u8>,
@@ -225,6 +227,7 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
 async fn serve(store: SimStore, recorder: Shared, request: Request) {
     match request {
         Request::Produce {
+            id,
             topic,
             key,
             payload,
@@ -233,7 +236,20 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
             let result = engine(store.produce(&topic, None, &key, &payload))
                 .await
                 .map_err(|e| e.to_string());
-            drop(reply.send(result).await);
+            let produced = result.as_ref().ok().copied();
+            // Recorded in the same step as the send, like a delivery: a reply the
+            // producer only reads after a crash (and the restart, and whatever recovery
+            // did) was still made by this incarnation, at this moment.
+            if reply.send(result).await.is_ok()
+                && let Some(produced) = produced
+            {
+                let mut rec = recorder.lock();
+                let now = rec.now_ms();
+                let tp = TopicPartition::new(topic.clone(), produced.partition);
+                rec.history
+                    .produce_ack(now, id, &tp, Some(produced.offset), None);
+                rec.acked.insert(id);
+            }
         }
         Request::Receive {
             topic,

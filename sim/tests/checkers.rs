@@ -157,11 +157,25 @@ fn fires_only(report: &CheckReport, checker: CheckerName) -> Vec<String> {
         "violations: {:#?}",
         report.violations()
     );
+    messages_of(report, checker)
+}
+
+/// The messages of `checker`'s violations (other checkers may fire too).
+fn messages_of(report: &CheckReport, checker: CheckerName) -> Vec<String> {
     report
         .violations_of(checker)
         .iter()
         .map(|v| v.message.clone())
         .collect()
+}
+
+/// Asserts that `bounded_duplicates` explained every duplicate in `report`.
+fn assert_duplicates_explained(report: &CheckReport) {
+    assert!(
+        report.bounded_duplicates.violations.is_empty(),
+        "{:?}",
+        report.bounded_duplicates.violations
+    );
 }
 
 fn assert_mentions(messages: &[String], parts: &[&str]) {
@@ -351,11 +365,7 @@ fn recorded_loss_excuses_exactly_the_recorded_number_of_records() {
         report.failed_checkers(),
         vec![CheckerName::NoLostAck, CheckerName::StableOffsets]
     );
-    let loss: Vec<String> = report
-        .violations_of(CheckerName::NoLostAck)
-        .iter()
-        .map(|v| v.message.clone())
-        .collect();
+    let loss = messages_of(&report, CheckerName::NoLostAck);
     assert_mentions(
         &loss,
         &["id 3 at offset 2", "recorded loss on orders/0 is 1"],
@@ -663,11 +673,7 @@ fn stable_offsets_fires_when_a_read_offset_vanishes() {
     let report = r.report();
     // The restart below the persisted HWM fires too, in the same checker.
     assert_eq!(report.failed_checkers(), vec![CheckerName::StableOffsets]);
-    let messages: Vec<String> = report
-        .violations_of(CheckerName::StableOffsets)
-        .iter()
-        .map(|v| v.message.clone())
-        .collect();
+    let messages = messages_of(&report, CheckerName::StableOffsets);
     assert_mentions(
         &messages,
         &[
@@ -719,11 +725,7 @@ fn a_read_offset_cut_from_an_earlier_damaged_hidden_tail_may_vanish_and_not_othe
         report.stable_offsets.violations
     );
     let report = vanished_after_an_earlier_damaged_hidden_tail(false).report();
-    let messages: Vec<String> = report
-        .violations_of(CheckerName::StableOffsets)
-        .iter()
-        .map(|v| v.message.clone())
-        .collect();
+    let messages = messages_of(&report, CheckerName::StableOffsets);
     assert_mentions(
         &messages,
         &["1 read offset(s) of orders/0 vanished: offsets 2"],
@@ -932,13 +934,26 @@ fn a_deletion_sampled_before_a_crash_that_undid_it_excuses_nothing() {
     })
     .counters(0, 0, 0);
     // (stable_offsets also fires: the log start moved backwards.)
-    let messages: Vec<String> = r
-        .report()
-        .violations_of(CheckerName::NoCorruptDelivery)
-        .iter()
-        .map(|v| v.message.clone())
-        .collect();
+    let messages = messages_of(&r.report(), CheckerName::NoCorruptDelivery);
     assert_mentions(&messages, &["never detected"]);
+}
+
+/// A bit flip in partition `hwm` file (8 bare bytes: undetectable).
+fn hwm_flip() -> FaultKind {
+    FaultKind::BitFlip {
+        file: FileKind::Hwm,
+        offsets: None,
+        below_hwm: None,
+    }
+}
+
+/// A bit flip at rest in a segment, in the frames of `offsets`.
+fn segment_flip(offsets: OffsetRange, below_hwm: Option<bool>) -> FaultKind {
+    FaultKind::BitFlip {
+        file: FileKind::Segment,
+        offsets: Some(offsets),
+        below_hwm,
+    }
 }
 
 #[test]
@@ -946,13 +961,8 @@ fn a_flip_under_a_flipped_hwm_may_be_truncated_as_above_it() {
     // The segment flip sat below the HWM when injected; then a flip in the partition's
     // `hwm` file (undetectable) lowered the HWM the next open read, so R2 truncated the
     // damage as a hole above it: no refusal, no counter, nothing owed.
-    let hwm_flip = FaultKind::BitFlip {
-        file: FileKind::Hwm,
-        offsets: None,
-        below_hwm: None,
-    };
     let mut r = flipped(Some(true));
-    r.fault(hwm_flip.clone(), Some(0));
+    r.fault(hwm_flip(), Some(0));
     let mut read = r.clone();
     read.crash(&[(0, 2, 2, 2)])
         .restart()
@@ -973,7 +983,7 @@ fn a_flip_under_a_flipped_hwm_may_be_truncated_as_above_it() {
     r.produce(1, 0, 0, 1_000)
         .hwm(0, 1, 1, 1)
         .deliver(1, 0, 0, 1_000)
-        .fault(hwm_flip, Some(0))
+        .fault(hwm_flip(), Some(0))
         .crash(&[(0, 1, 1, 1)])
         .restart()
         .hwm(0, 1, 1, 1)
@@ -982,23 +992,14 @@ fn a_flip_under_a_flipped_hwm_may_be_truncated_as_above_it() {
         .hwm(0, 2, 2, 2)
         .deliver(2, 0, 1, 1_001)
         .fault(
-            FaultKind::BitFlip {
-                file: FileKind::Segment,
-                offsets: Some(OffsetRange { start: 0, end: 1 }),
-                below_hwm: Some(true),
-            },
+            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
             Some(0),
         )
         .crash(&[(0, 2, 2, 2)])
         .restart()
         .hwm(0, 2, 2, 2)
         .counters(0, 0, 0);
-    let messages: Vec<String> = r
-        .report()
-        .violations_of(CheckerName::NoCorruptDelivery)
-        .iter()
-        .map(|v| v.message.clone())
-        .collect();
+    let messages = messages_of(&r.report(), CheckerName::NoCorruptDelivery);
     assert_mentions(&messages, &["never detected"]);
 }
 
@@ -1442,16 +1443,23 @@ fn commit_times_superseded_by_an_r2_truncation_after_damage_are_left_out_and_not
     );
 }
 
-/// Id 1 is committed at offset 0 and delivered; a crash with no hidden tail (so it
-/// explains no duplicate) follows, then `damage` (when given), then the restart, and
-/// the WAL commits id 1 again at offset 1.
-fn recommitted_after_crash_run(damage: Option<(FaultKind, Option<u32>)>) -> Run {
+/// Id 1 committed at offset 0, delivered and acknowledged, then a crash with no hidden
+/// tail.
+fn delivered_then_crashed() -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)
         .hwm(0, 1, 1, 1)
         .deliver(1, 0, 0, 1_000)
         .consume(0, 0)
         .crash(&[(0, 1, 1, 1)]);
+    r
+}
+
+/// Id 1 is committed at offset 0 and delivered; a crash with no hidden tail (so it
+/// explains no duplicate) follows, then `damage` (when given), then the restart, and
+/// the WAL commits id 1 again at offset 1.
+fn recommitted_after_crash_run(damage: Option<(FaultKind, Option<u32>)>) -> Run {
+    let mut r = delivered_then_crashed();
     if let Some((kind, partition)) = damage {
         r.fault(kind, partition);
     }
@@ -1493,11 +1501,7 @@ fn duplicates_after_damage_to_the_wal_are_not_held_to_the_hidden_tails() {
     // A bit flip in the WAL (say its checkpoint: replay then re-commits every entry it
     // still holds) lets a copy come back past an empty hidden tail.
     let report = recommitted_after_crash_run(Some(wal_flip())).report();
-    assert!(
-        report.bounded_duplicates.violations.is_empty(),
-        "{:?}",
-        report.bounded_duplicates.violations
-    );
+    assert_duplicates_explained(&report);
     assert_eq!(report.bounded_duplicates.duplicates, 1);
     // Without the damage the same copy is an unexplained duplicate.
     let messages = fires_only(
@@ -1510,11 +1514,7 @@ fn duplicates_after_damage_to_the_wal_are_not_held_to_the_hidden_tails() {
 #[test]
 fn a_duplicate_of_a_copy_damaged_at_rest_is_explained_and_not_otherwise() {
     let report = recommitted_after_crash_run(Some(visible_copy_flip())).report();
-    assert!(
-        report.bounded_duplicates.violations.is_empty(),
-        "{:?}",
-        report.bounded_duplicates.violations
-    );
+    assert_duplicates_explained(&report);
     assert_eq!(report.bounded_duplicates.after_damage, 1);
     let messages = fires_only(
         &recommitted_after_crash_run(None).report(),
@@ -1527,21 +1527,9 @@ fn a_duplicate_of_a_copy_damaged_at_rest_is_explained_and_not_otherwise() {
 /// then a flip in `hwm` of `flipped` (before the open read it: opens take time), and
 /// the WAL commits id 1 again at offset 1.
 fn hwm_flipped_after_restart_run(flipped: u32) -> Run {
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .hwm(0, 1, 1, 1)
-        .deliver(1, 0, 0, 1_000)
-        .consume(0, 0)
-        .crash(&[(0, 1, 1, 1)])
-        .restart()
-        .fault(
-            FaultKind::BitFlip {
-                file: FileKind::Hwm,
-                offsets: None,
-                below_hwm: None,
-            },
-            Some(flipped),
-        )
+    let mut r = delivered_then_crashed();
+    r.restart()
+        .fault(hwm_flip(), Some(flipped))
         .hwm(0, 2, 2, 2)
         .deliver(1, 0, 1, 1_100)
         .consume(0, 1);
@@ -1553,18 +1541,12 @@ fn a_duplicate_after_a_flipped_hwm_the_open_read_is_explained() {
     // The open read a lower HWM and replayed from further back than the crash's (empty)
     // hidden tail.
     let report = hwm_flipped_after_restart_run(0).report();
-    assert!(
-        report.bounded_duplicates.violations.is_empty(),
-        "{:?}",
-        report.bounded_duplicates.violations
-    );
+    assert_duplicates_explained(&report);
     assert_eq!(report.bounded_duplicates.duplicates, 1);
     // The same flip on another partition explains nothing here.
-    let messages: Vec<String> = hwm_flipped_after_restart_run(1)
-        .report()
-        .violations_of(CheckerName::BoundedDuplicates)
-        .iter()
-        .map(|v| v.message.clone())
-        .collect();
+    let messages = messages_of(
+        &hwm_flipped_after_restart_run(1).report(),
+        CheckerName::BoundedDuplicates,
+    );
     assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
 }

@@ -947,17 +947,33 @@ mod tests {
                 Some(&tp),
                 None,
             )
+            .wal_entries_damaged(
+                3,
+                2,
+                0,
+                vec![DamagedWalEntry {
+                    seq: 9,
+                    tp: tp.clone(),
+                    id: 7,
+                }],
+            )
             .crash(4, vec![])
             .restart(5)
             .heal(6);
         let json = serde_json::to_string(&history).expect("serialises");
         let back: History = serde_json::from_str(&json).expect("deserialises");
         assert_eq!(back, history);
-        assert_eq!(back.events()[4].incarnation, 1);
+        assert_eq!(back.events()[5].incarnation, 1);
         let lines = history.to_json_lines();
-        assert_eq!(lines.lines().count(), 6);
+        assert_eq!(lines.lines().count(), 7);
         assert!(lines.contains(r#""event":"produce_ack""#), "{lines}");
         assert!(lines.contains(r#""fault":"bit_flip""#), "{lines}");
+        assert!(
+            lines.contains(
+                r#""event":"wal_entries_damaged","fault_index":2,"first_replay":0,"entries":[{"seq":9,"tp":{"topic":"orders","partition":3},"id":7}]"#
+            ),
+            "{lines}"
+        );
     }
 
     #[test]
@@ -981,6 +997,14 @@ mod tests {
         History::new()
             .heal(1)
             .fault(2, FaultKind::ClockStep { back_ms: 5 }, None, None);
+    }
+
+    #[test]
+    #[should_panic(expected = "WAL damage names event 0, which is not a fault")]
+    fn wal_damage_must_name_a_fault() {
+        History::new()
+            .heal(1)
+            .wal_entries_damaged(2, 0, 0, Vec::new());
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! - a [`EventKind::Crash`] is stamped with the incarnation that dies, a
 //!   [`EventKind::Restart`] with the new one;
 //! - no [`EventKind::Fault`] follows [`EventKind::Heal`] (heal means "no faults from
-//!   here on"; a fault after it is a simulator bug, so it panics).
+//!   here on"; a fault after it is a simulator bug, so it panics);
+//! - a [`EventKind::WalEntriesDamaged`] names an earlier [`EventKind::Fault`].
 //!
 //! Who records what: producers and consumers live outside the simulated node and
 //! survive crashes; they record produce and consume events. The world (the driver
@@ -291,6 +292,29 @@ pub enum EventKind {
     },
     /// World: from here on no fault is injected. Liveness is measured from here.
     Heal,
+    /// World, right after the [`EventKind::Fault`] at `fault_index` when that fault
+    /// (a bit flip or a misdirected write) destroyed frames of an ingress WAL segment:
+    /// the entries those frames held, decoded from the file's durable bytes as they were
+    /// just before. A frame is checked by one CRC, so damage anywhere in it loses all of
+    /// its entries. `first_replay` is the first incarnation whose open reads the file
+    /// after the damage (the running one if its open has not opened the file yet).
+    /// Recorded only when the damage hit at least one entry; last in the enum so that
+    /// the other variants keep their trace-hash encoding.
+    WalEntriesDamaged {
+        fault_index: usize,
+        first_replay: Incarnation,
+        entries: Vec<DamagedWalEntry>,
+    },
+}
+
+/// One ingress WAL entry destroyed by damage at rest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DamagedWalEntry {
+    /// WAL sequence number of the entry.
+    pub seq: u64,
+    pub tp: TopicPartition,
+    /// The produce id its payload carries.
+    pub id: ProduceId,
 }
 
 /// Keys and payloads serialize as byte strings: JSON writes them as the same array of
@@ -411,6 +435,21 @@ impl fmt::Display for Event {
                 Ok(())
             }
             EventKind::Heal => write!(f, "heal"),
+            EventKind::WalEntriesDamaged {
+                fault_index,
+                first_replay,
+                entries,
+            } => {
+                write!(
+                    f,
+                    "wal_entries_damaged by event #{fault_index} (first replay inc \
+                     {first_replay}):"
+                )?;
+                for e in entries {
+                    write!(f, " {} id={} seq={};", e.tp, e.id, e.seq)?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -468,6 +507,13 @@ impl History {
                 assert!(!self.healed, "fault injected after heal at {at_ms} ms");
             }
             EventKind::Heal => self.healed = true,
+            EventKind::WalEntriesDamaged { fault_index, .. } => assert!(
+                matches!(
+                    self.events.get(*fault_index).map(|e| &e.kind),
+                    Some(EventKind::Fault { .. })
+                ),
+                "WAL damage names event {fault_index}, which is not a fault"
+            ),
             _ => {}
         }
         let event = Event {
@@ -730,6 +776,23 @@ impl History {
     pub fn heal(&mut self, at_ms: u64) -> &mut Self {
         self.record(at_ms, EventKind::Heal)
     }
+
+    pub fn wal_entries_damaged(
+        &mut self,
+        at_ms: u64,
+        fault_index: usize,
+        first_replay: Incarnation,
+        entries: Vec<DamagedWalEntry>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::WalEntriesDamaged {
+                fault_index,
+                first_replay,
+                entries,
+            },
+        )
+    }
 }
 
 // Payload layout: the produce id travels inside the payload so any delivery can be
@@ -884,17 +947,33 @@ mod tests {
                 Some(&tp),
                 None,
             )
+            .wal_entries_damaged(
+                3,
+                2,
+                0,
+                vec![DamagedWalEntry {
+                    seq: 9,
+                    tp: tp.clone(),
+                    id: 7,
+                }],
+            )
             .crash(4, vec![])
             .restart(5)
             .heal(6);
         let json = serde_json::to_string(&history).expect("serialises");
         let back: History = serde_json::from_str(&json).expect("deserialises");
         assert_eq!(back, history);
-        assert_eq!(back.events()[4].incarnation, 1);
+        assert_eq!(back.events()[5].incarnation, 1);
         let lines = history.to_json_lines();
-        assert_eq!(lines.lines().count(), 6);
+        assert_eq!(lines.lines().count(), 7);
         assert!(lines.contains(r#""event":"produce_ack""#), "{lines}");
         assert!(lines.contains(r#""fault":"bit_flip""#), "{lines}");
+        assert!(
+            lines.contains(
+                r#""event":"wal_entries_damaged","fault_index":2,"first_replay":0,"entries":[{"seq":9,"tp":{"topic":"orders","partition":3},"id":7}]"#
+            ),
+            "{lines}"
+        );
     }
 
     #[test]
@@ -918,6 +997,14 @@ mod tests {
         History::new()
             .heal(1)
             .fault(2, FaultKind::ClockStep { back_ms: 5 }, None, None);
+    }
+
+    #[test]
+    #[should_panic(expected = "WAL damage names event 0, which is not a fault")]
+    fn wal_damage_must_name_a_fault() {
+        History::new()
+            .heal(1)
+            .wal_entries_damaged(2, 0, 0, Vec::new());
     }
 
     #[test]

@@ -422,6 +422,34 @@ mod tests {
     }
 
     #[test]
+    fn every_field_of_a_wal_damage_event_is_hashed() {
+        use crate::history::{DamagedWalEntry, FaultKind, FileKind};
+        let damaged = |fault_index: usize, first_replay: u32, seq: u64, id: u64| {
+            let mut h = History::new();
+            let flip = FaultKind::BitFlip {
+                file: FileKind::Wal,
+                offsets: None,
+                below_hwm: None,
+            };
+            let entry = DamagedWalEntry {
+                seq,
+                tp: TopicPartition::new("orders", 1),
+                id,
+            };
+            h.fault(7, flip.clone(), None, None)
+                .fault(7, flip, None, None)
+                .wal_entries_damaged(8, fault_index, first_replay, vec![entry]);
+            trace_hash(&h)
+        };
+        let base = damaged(0, 2, 0, 7);
+        assert_eq!(base, damaged(0, 2, 0, 7));
+        assert_ne!(base, damaged(1, 2, 0, 7), "fault_index");
+        assert_ne!(base, damaged(0, 3, 0, 7), "first_replay");
+        assert_ne!(base, damaged(0, 2, 1, 7), "seq");
+        assert_ne!(base, damaged(0, 2, 0, 8), "id");
+    }
+
+    #[test]
     fn field_boundaries_are_unambiguous() {
         // The same bytes split differently between key and payload must differ.
         let tp = TopicPartition::new("t", 0);

@@ -312,6 +312,56 @@ fn misdirected_write_lands_elsewhere_in_the_durable_image() {
     assert_eq!(misdirected.len(), 1);
     assert_eq!(misdirected[0].position, Some(2048));
     assert!(!FsEventKind::MisdirectedWrite.in_contract());
+    // The event says where the bytes landed and what the durable image held before, so
+    // the world can tell which frames the write destroyed.
+    let over = misdirected[0]
+        .overwritten
+        .as_ref()
+        .expect("a misdirected write reports what it overwrote");
+    assert_eq!(over.landed, vec![at as u64..at as u64 + 512]);
+    assert_eq!(over.durable_before, vec![0u8; 8192]);
+}
+
+#[test]
+fn a_misdirected_write_at_a_crash_reports_exactly_the_sectors_that_landed() {
+    // Kept whole or torn, the surviving sectors land shifted: the event's ranges are
+    // exactly the bytes of the image that now hold the write.
+    let mut torn_seen = false;
+    let mut misdirected_seen = 0;
+    for seed in 0..64 {
+        let fs = sim(seed);
+        let file = durable_file(&fs, "f", &[0u8; 8192]);
+        let mut options = FaultOptions::none();
+        options.misdirect_probability = 1.0;
+        options.misdirect_max = 1;
+        options.misdirect_shift_sectors_max = 4;
+        fs.set_options(options).expect("options");
+        block(file.write_at(&[0xEE; 2048], 2048)).expect("write");
+        fs.take_events();
+        fs.crash();
+        let image = fs.durable_bytes(Path::new("/d/f")).expect("file");
+        let events = fs.take_events();
+        let Some(event) = events
+            .iter()
+            .find(|e| e.kind == FsEventKind::MisdirectedWrite)
+        else {
+            continue;
+        };
+        misdirected_seen += 1;
+        let over = event.overwritten.as_ref().expect("what it overwrote");
+        assert_eq!(over.durable_before, vec![0u8; 8192], "seed {seed}");
+        let written: Vec<u64> = (0..image.len() as u64)
+            .filter(|&p| image[p as usize] == 0xEE)
+            .collect();
+        let reported: Vec<u64> = over.landed.iter().flat_map(|r| r.clone()).collect();
+        assert_eq!(written, reported, "seed {seed}: {over:?}");
+        torn_seen |= events.iter().any(|e| e.kind == FsEventKind::CrashWriteTorn);
+    }
+    assert!(
+        misdirected_seen > 10,
+        "{misdirected_seen} misdirected crashes"
+    );
+    assert!(torn_seen, "no torn misdirected write in 64 seeds");
 }
 
 #[test]

@@ -130,7 +130,8 @@ pub fn segment_name(base: u64) -> String {
     format!("{base:020}{WAL_SUFFIX}")
 }
 
-fn parse_segment_name(name: &str) -> Option<u64> {
+/// The base sequence number a WAL segment file name carries (`None` for other names).
+pub fn parse_segment_name(name: &str) -> Option<u64> {
     let digits = name.strip_suffix(WAL_SUFFIX)?;
     (digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit()))
         .then(|| digits.parse().ok())

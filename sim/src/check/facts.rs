@@ -1,6 +1,7 @@
 //! An index over a history, built once, that every checker reads: where the crashes,
-//! restarts, refusals, counters, clamps and out-of-contract faults are. Keeping these
-//! answers in one place keeps the excuses identical across checkers.
+//! restarts, refusals, counters, clamps, out-of-contract faults, WAL damage and
+//! completed opens are. Keeping these answers in one place keeps the excuses identical
+//! across checkers.
 //!
 //! Invariants asserted while indexing (a violation is a simulator bug): produce ids
 //! are attempted at most once; every restart follows a crash of the previous
@@ -58,6 +59,23 @@ pub struct Facts<'h> {
     pub segment_damage: BTreeMap<TopicPartition, Vec<usize>>,
     /// Indices of bit flips in a partition's `hwm` or `consumer.offset` (undetectable).
     pub metadata_damage: BTreeMap<TopicPartition, Vec<usize>>,
+    /// Per produce id, the [`EventKind::WalEntriesDamaged`] events that name it.
+    pub wal_damage: BTreeMap<ProduceId, Vec<usize>>,
+    /// Incarnations whose store open completed: the world recorded what it found (a
+    /// frontier or a refusal per partition). Such an open replayed the whole WAL.
+    pub opened: BTreeSet<Incarnation>,
+}
+
+/// Why both durable copies of an acknowledged record are gone: its ingress WAL entry and
+/// its frame in the partition log (see [`Facts::both_copies_damaged`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BothCopies {
+    /// The [`EventKind::WalEntriesDamaged`] event that names the record.
+    pub wal_damage_index: usize,
+    /// The crash whose recovery found the log copy destroyed (or never durable).
+    pub crash_index: usize,
+    /// Both halves, in words, for the report.
+    pub detail: String,
 }
 
 impl<'h> Facts<'h> {
@@ -121,6 +139,130 @@ impl<'h> Facts<'h> {
             })
     }
 
+    /// Whether both durable copies of the record `id`, acknowledged at `ack_index` at
+    /// `offset` of `tp`, were destroyed at rest, so that no engine could bring it back.
+    /// All of:
+    /// - `at_risk`, the first crash after the ack at which `offset` was not below the
+    ///   persisted HWM: from the open after it the WAL entry is what restores the record
+    ///   (the hidden copy is not visible, so replay re-commits the entry);
+    /// - a [`EventKind::WalEntriesDamaged`] names `id` on `tp` with a `first_replay` no
+    ///   later than the first open after `at_risk` that completed, and every open in
+    ///   between (killed or failed, so the world saw no frontier) left `tp`'s durable
+    ///   tail where it was: no replay copied the record while its entry was readable;
+    /// - its log copy was destroyed at a crash from `at_risk` on: `offset` at or past
+    ///   the durable tail (the frame never became durable, or a bad frame ends the log
+    ///   below it), a damaged hidden tail that holds it (R2, see
+    ///   [`Facts::damaged_hidden_tail`]), or segment damage whose offsets hold it,
+    ///   injected after the crash before the ack (so the frame it hit was this record's)
+    ///   and before that crash.
+    ///
+    /// What stays approximate: an open killed right after its replay made the copy
+    /// durable but before the world saw its frontier, with no net growth of the tail.
+    pub fn both_copies_damaged(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        offset: Offset,
+        ack_index: usize,
+    ) -> Option<BothCopies> {
+        let events = self.history.events();
+        let (wal_damage_index, first_replay, wal_fault_index, seq) = self
+            .wal_damage
+            .get(&id)?
+            .iter()
+            .filter_map(|&index| match &events[index].kind {
+                EventKind::WalEntriesDamaged {
+                    fault_index,
+                    first_replay,
+                    entries,
+                } => entries
+                    .iter()
+                    .find(|e| e.id == id && e.tp == *tp)
+                    .map(|e| (index, *first_replay, *fault_index, e.seq)),
+                _ => unreachable!("wal_damage indexes WalEntriesDamaged events"),
+            })
+            .min_by_key(|&(index, first_replay, _, _)| (first_replay, index))?;
+        let after_ack: Vec<&CrashFact> = self
+            .crashes
+            .iter()
+            .filter(|c| c.index > ack_index)
+            .collect();
+        let at_risk = after_ack.iter().position(|c| {
+            c.partitions
+                .get(tp)
+                .is_some_and(|p| offset >= p.persisted_hwm)
+        })?;
+        let mut tail = after_ack[at_risk].partitions.get(tp)?.durable_tail;
+        for incarnation in after_ack[at_risk].incarnation + 1..first_replay {
+            if self.opened.contains(&incarnation) {
+                // That open replayed the WAL while the entry was still readable.
+                return None;
+            }
+            // Killed or failed while opening: did anything become durable on `tp`?
+            let ended = self.crashes.iter().find(|c| c.incarnation == incarnation)?;
+            let ended_tail = ended.partitions.get(tp)?.durable_tail;
+            if ended_tail > tail {
+                return None;
+            }
+            tail = ended_tail;
+        }
+        let floor = self.crash_before(ack_index).map(|c| c.index);
+        let (crash, log_copy) = after_ack[at_risk..].iter().find_map(|c| {
+            let p = c.partitions.get(tp)?;
+            let why = if offset >= p.durable_tail {
+                format!(
+                    "not in the durable log at the crash at t={}ms (durable tail {})",
+                    c.at_ms, p.durable_tail
+                )
+            } else if let Some(why) = self.damaged_hidden_tail(tp, offset, c.index - 1, c.index + 1)
+            {
+                why
+            } else {
+                let d = self.segment_damage_holding(tp, offset, floor, c.index)?;
+                format!(
+                    "{} (event {d}) hit its frame before the crash at t={}ms",
+                    self.describe_fault(d),
+                    c.at_ms
+                )
+            };
+            Some((c, why))
+        })?;
+        Some(BothCopies {
+            wal_damage_index,
+            crash_index: crash.index,
+            detail: format!(
+                "both durable copies destroyed: its WAL entry (seq {seq}) by the {} (event \
+                 {wal_fault_index}) before the open of incarnation {first_replay} read the \
+                 WAL; its log copy: {log_copy}",
+                self.describe_fault(wal_fault_index)
+            ),
+        })
+    }
+
+    /// The first segment damage on `tp` after `after` (from the start: `None`) and before
+    /// `before` whose offsets hold `offset` (a bit flip or a misdirected write).
+    fn segment_damage_holding(
+        &self,
+        tp: &TopicPartition,
+        offset: Offset,
+        after: Option<usize>,
+        before: usize,
+    ) -> Option<usize> {
+        let events = self.history.events();
+        (after.map_or(0, |a| a + 1)..before).find(|index| match &events[*index].kind {
+            EventKind::Fault {
+                kind, tp: Some(t), ..
+            } => {
+                t == tp
+                    && kind
+                        .segment_damage()
+                        .and_then(|(offsets, _)| offsets)
+                        .is_some_and(|range| range.contains(offset))
+            }
+            _ => false,
+        })
+    }
+
     pub fn new(history: &'h History) -> Self {
         let mut facts = Facts {
             history,
@@ -135,6 +277,8 @@ impl<'h> Facts<'h> {
             acks: BTreeMap::new(),
             segment_damage: BTreeMap::new(),
             metadata_damage: BTreeMap::new(),
+            wal_damage: BTreeMap::new(),
+            opened: BTreeSet::new(),
         };
         // First HWM observation per (partition, incarnation): where a clamp starts.
         let mut first_hwm: BTreeMap<(TopicPartition, Incarnation), Offset> = BTreeMap::new();
@@ -167,11 +311,14 @@ impl<'h> Facts<'h> {
                     );
                     facts.restarts.insert(*incarnation, index);
                 }
-                EventKind::PartitionRefused { tp, reason } => facts
-                    .refusals
-                    .entry(tp.clone())
-                    .or_default()
-                    .push((index, reason.clone())),
+                EventKind::PartitionRefused { tp, reason } => {
+                    facts
+                        .refusals
+                        .entry(tp.clone())
+                        .or_default()
+                        .push((index, reason.clone()));
+                    facts.opened.insert(event.incarnation);
+                }
                 EventKind::Fault {
                     kind, tp: Some(tp), ..
                 } if kind.segment_damage().is_some() && !kind.is_out_of_contract() => facts
@@ -226,6 +373,17 @@ impl<'h> Facts<'h> {
                 }
                 EventKind::Heal => {
                     facts.heal.get_or_insert((index, event.at_ms));
+                }
+                EventKind::WalEntriesDamaged { entries, .. } => {
+                    for entry in entries {
+                        let named = facts.wal_damage.entry(entry.id).or_default();
+                        if named.last() != Some(&index) {
+                            named.push(index);
+                        }
+                    }
+                }
+                EventKind::FrontierObserved { .. } => {
+                    facts.opened.insert(event.incarnation);
                 }
                 _ => {}
             }

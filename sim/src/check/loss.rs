@@ -1,12 +1,14 @@
 //! `no_lost_ack`: every acknowledged record is delivered intact at least once by the
-//! end of the run, unless its loss is recorded by the engine or attributable to an
-//! out-of-contract fault. The report names the excuse of every excused record.
+//! end of the run, unless its loss is recorded by the engine, attributable to an
+//! out-of-contract fault, or the damage at rest destroyed both of its durable copies
+//! (WAL entry and log frame) before an open could use either. The report names the
+//! excuse of every excused record.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::facts::{Facts, fault_name};
+use super::facts::{BothCopies, Facts, fault_name};
 use super::{Accounting, RecordRef, Violation, list};
 use crate::history::{EventKind, FaultKind, Offset, ProduceId, TopicPartition};
 
@@ -26,6 +28,15 @@ pub enum LossExcuse {
     OutOfContract {
         fault_index: usize,
         fault: FaultKind,
+    },
+    /// Damage at rest destroyed both durable copies before one open could use either:
+    /// the WAL entry (`wal_damage_index`, a `WalEntriesDamaged` event) and the frame in
+    /// the log, found gone by the recovery after the crash at `crash_index`. `detail`
+    /// says which faults and how.
+    BothCopiesDamaged {
+        wal_damage_index: usize,
+        crash_index: usize,
+        detail: String,
     },
 }
 
@@ -59,6 +70,7 @@ struct Lost {
     offset: Option<Offset>,
     ack_index: usize,
     fault: Option<usize>,
+    both_copies: Option<BothCopies>,
 }
 
 pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> LossReport {
@@ -91,6 +103,7 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> LossReport {
             id: *id,
             offset: *offset,
             ack_index,
+            both_copies: offset.and_then(|o| facts.both_copies_damaged(tp, *id, o, ack_index)),
             // A flip in `hwm` or `consumer.offset` is undetectable and its effect (a
             // frontier or HWM moved past records) lasts until the file is rewritten,
             // across crashes: it excuses loss on its partition wherever it falls.
@@ -108,7 +121,7 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> LossReport {
     for (tp, mut lost) in per_tp {
         // Spend recorded loss first on records no fault explains, lowest offset first,
         // so that a record is blamed on a fault only when the engine's count runs out.
-        lost.sort_by_key(|l| (l.fault.is_some(), l.offset, l.id));
+        lost.sort_by_key(|l| (l.fault.is_some() || l.both_copies.is_some(), l.offset, l.id));
         let budget = facts.recorded_loss_total(&tp);
         let mut spent = 0;
         let mut unexcused = Vec::new();
@@ -126,6 +139,12 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> LossReport {
                 LossExcuse::OutOfContract {
                     fault_index,
                     fault: kind.clone(),
+                }
+            } else if let Some(both) = l.both_copies {
+                LossExcuse::BothCopiesDamaged {
+                    wal_damage_index: both.wal_damage_index,
+                    crash_index: both.crash_index,
+                    detail: both.detail,
                 }
             } else {
                 unexcused.push(l);

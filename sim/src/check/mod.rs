@@ -13,8 +13,12 @@
 //!   recorded on that partition (clamp counter R4 plus consume-time skips, one record
 //!   per unit, spent first on records no fault could explain); an out-of-contract
 //!   fault (lost fsync, torn HWM write) on that partition injected before the ack with
-//!   no crash in between (the only acks such a fault can undo). Why: loss is allowed
-//!   only when it is recorded or attributable; silent loss is the bug.
+//!   no crash in between (the only acks such a fault can undo); damage at rest that
+//!   destroyed both durable copies (a `WalEntriesDamaged` event names the record's WAL
+//!   entry, unread before the first open that needed it, and that open's recovery found
+//!   its log frame gone: never durable, an R2-cut damaged hidden tail, or damage naming
+//!   its offset). Why: loss is allowed only when it is recorded or attributable; silent
+//!   loss is the bug.
 //! - `bounded_duplicates`: a duplicate is one produce id delivered from two offsets
 //!   (redelivery of one offset is not). Each extra copy must be explained by a crash
 //!   whose hidden tail `[persisted_hwm, durable_tail)` on that partition held the

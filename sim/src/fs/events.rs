@@ -3,6 +3,7 @@
 //! the fault that caused it.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -72,6 +73,29 @@ pub struct FsEvent {
     pub len: Option<u64>,
     /// Human-readable specifics (sectors kept, shift, bit, ...).
     pub detail: String,
+    /// For a [`FsEventKind::MisdirectedWrite`]: where it landed and what was there.
+    pub overwritten: Option<Overwritten>,
+}
+
+/// What a misdirected write destroyed: the bytes it landed on, in the durable image
+/// as it stood just before, so a caller can tell which frames (and records) were there.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Overwritten {
+    /// Byte ranges of the file the write's surviving bytes landed on (one range at
+    /// fsync; one per run of kept sectors when a crash tore the write), ascending.
+    pub landed: Vec<Range<u64>>,
+    /// The file's whole durable image just before the write landed.
+    pub durable_before: Vec<u8>,
+}
+
+impl std::fmt::Debug for Overwritten {
+    // The image is most of a segment: its length says enough in a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Overwritten")
+            .field("landed", &self.landed)
+            .field("durable_before_len", &self.durable_before.len())
+            .finish()
+    }
 }
 
 /// Most events kept between two [`super::SimFs::take_events`] calls; beyond it events are
@@ -98,6 +122,21 @@ impl FsEventLog {
         len: Option<u64>,
         detail: String,
     ) {
+        self.record_overwrite(epoch, kind, path, position, len, detail, None);
+    }
+
+    /// [`FsEventLog::record`], with what a misdirected write overwrote.
+    #[expect(clippy::too_many_arguments, reason = "mirrors the FsEvent fields")]
+    pub(crate) fn record_overwrite(
+        &mut self,
+        epoch: u64,
+        kind: FsEventKind,
+        path: PathBuf,
+        position: Option<u64>,
+        len: Option<u64>,
+        detail: String,
+        overwritten: Option<Overwritten>,
+    ) {
         let seq = self.next_seq;
         self.next_seq += 1;
         *self.counts.entry(kind).or_insert(0) += 1;
@@ -115,6 +154,7 @@ impl FsEventLog {
             position,
             len,
             detail,
+            overwritten,
         });
     }
 

@@ -3,7 +3,7 @@
 //! strike. Everything draws from the `SimFs`'s [`Dice`] and is logged.
 
 use super::dice::Dice;
-use super::events::{FsEventKind, FsEventLog};
+use super::events::{FsEventKind, FsEventLog, Overwritten};
 use super::inode::{FILE_SIZE_MAX, Inode, Pending, SECTOR_SIZE, set_len_of, write_into};
 use super::options::FaultOptions;
 use std::path::{Path, PathBuf};
@@ -92,9 +92,20 @@ impl Faults<'_> {
         for op in std::mem::take(&mut inode.pending) {
             match op {
                 Pending::Write { position, data } => {
-                    let shift = self.misdirect_shift(path, position, data.len() as u64);
+                    let len = data.len() as u64;
+                    let shift = self.misdirect_shift(position, len);
                     if shift != 0 {
                         inode.diverged = true;
+                        let at = shifted(position, shift);
+                        let before = inode.durable.clone();
+                        self.record_misdirect(
+                            &path(),
+                            position,
+                            len,
+                            shift,
+                            std::iter::once(at..at + len).collect(),
+                            before,
+                        );
                     }
                     write_into(&mut inode.durable, shifted(position, shift), &data);
                 }
@@ -138,19 +149,34 @@ impl Faults<'_> {
                     let shift = if kept_count == 0 {
                         0
                     } else {
-                        self.misdirect_shift(&|| path.to_owned(), position, len)
+                        self.misdirect_shift(position, len)
                     };
-                    let mut runs = Vec::new();
+                    // Runs of kept sectors, and the bytes of the write each one holds.
+                    let mut runs: Vec<(u64, u64)> = Vec::new();
                     for (index, _) in kept.iter().enumerate().filter(|(_, k)| **k) {
                         let sector = first + index as u64;
-                        let start = (sector * SECTOR_SIZE).max(position);
-                        let end = ((sector + 1) * SECTOR_SIZE).min(position + len);
-                        let bytes = &data[(start - position) as usize..(end - position) as usize];
-                        write_into(&mut inode.durable, shifted(start, shift), bytes);
                         match runs.last_mut() {
                             Some((_, run_end)) if *run_end == sector => *run_end = sector + 1,
                             _ => runs.push((sector, sector + 1)),
                         }
+                    }
+                    let run_bytes = |&(a, b): &(u64, u64)| {
+                        (a * SECTOR_SIZE).max(position)..(b * SECTOR_SIZE).min(position + len)
+                    };
+                    if shift != 0 {
+                        let landed = runs
+                            .iter()
+                            .map(run_bytes)
+                            .map(|r| shifted(r.start, shift)..shifted(r.end, shift))
+                            .collect();
+                        let before = inode.durable.clone();
+                        self.record_misdirect(path, position, len, shift, landed, before);
+                    }
+                    for run in &runs {
+                        let bytes = run_bytes(run);
+                        let data = &data
+                            [(bytes.start - position) as usize..(bytes.end - position) as usize];
+                        write_into(&mut inode.durable, shifted(bytes.start, shift), data);
                     }
                     let detail = if kind == FsEventKind::CrashWriteTorn {
                         let runs: Vec<String> =
@@ -205,8 +231,9 @@ impl Faults<'_> {
     }
 
     /// The shift, in bytes, of a misdirected write (0 when the fault does not fire or no
-    /// shift keeps the write inside `0..FILE_SIZE_MAX`).
-    fn misdirect_shift(&mut self, path: &dyn Fn() -> PathBuf, position: u64, len: u64) -> i64 {
+    /// shift keeps the write inside `0..FILE_SIZE_MAX`). A non-zero shift must be logged
+    /// with [`Faults::record_misdirect`] before the write lands (the cap counts logs).
+    fn misdirect_shift(&mut self, position: u64, len: u64) -> i64 {
         let options = self.options;
         if !self.fires(
             FsEventKind::MisdirectedWrite,
@@ -227,18 +254,40 @@ impl Faults<'_> {
             (false, true) => false,
             (false, false) => return 0,
         };
-        let shift = if up { bytes as i64 } else { -(bytes as i64) };
-        self.record(
+        if up { bytes as i64 } else { -(bytes as i64) }
+    }
+
+    /// Logs a misdirected write of `len` bytes meant for `position`, with the ranges it
+    /// `landed` on and the durable image `before` it landed.
+    fn record_misdirect(
+        &mut self,
+        path: &Path,
+        position: u64,
+        len: u64,
+        shift: i64,
+        landed: Vec<std::ops::Range<u64>>,
+        before: Vec<u8>,
+    ) {
+        assert!(
+            shift != 0,
+            "a write that landed where it was meant is not misdirected"
+        );
+        debug_assert!(landed.iter().all(|r| r.start < r.end), "{landed:?}");
+        self.log.record_overwrite(
+            self.epoch,
             FsEventKind::MisdirectedWrite,
-            &path(),
-            position,
-            len,
+            path.to_owned(),
+            Some(position),
+            Some(len),
             format!(
                 "landed at {} (shift {shift:+} bytes)",
                 shifted(position, shift)
             ),
+            Some(Overwritten {
+                landed,
+                durable_before: before,
+            }),
         );
-        shift
     }
 }
 

@@ -75,7 +75,7 @@ mod namespace;
 mod options;
 pub mod plugin;
 
-pub use events::{EVENTS_BUFFERED_MAX, FsEvent, FsEventKind};
+pub use events::{EVENTS_BUFFERED_MAX, FsEvent, FsEventKind, Overwritten};
 pub use inode::{FILE_SIZE_MAX, SECTOR_SIZE};
 pub use options::{FaultOptions, FaultOptionsError, LATENCY_MAX, MISDIRECT_SHIFT_SECTORS_LIMIT};
 

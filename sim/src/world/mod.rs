@@ -11,6 +11,7 @@
 //! Everything random comes from the seed: madsim's scheduler, the workload and the
 //! fault mix (ChaCha streams derived from it), and the disk's own dice.
 
+pub mod damage;
 pub mod engine_call;
 pub mod node;
 pub mod observe;
@@ -544,6 +545,7 @@ async fn kill(world: &Arc<World>, node: madsim::task::NodeId) {
     rec.poisoned_seen.clear();
     let now = rec.now_ms();
     rec.history.crash(now, partitions);
+    rec.node_down = true;
 }
 
 /// Steps the wall clock back by `back_ms` (while the node is down).
@@ -562,6 +564,7 @@ fn restart(world: &World, node: madsim::task::NodeId) {
     let mut rec = world.recorder.lock();
     let now = rec.now_ms();
     rec.history.restart(now);
+    rec.node_down = false;
 }
 
 /// Adds the dying incarnation's engine counters to the run's paths.
@@ -685,7 +688,7 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
     };
     let mut rec = world.recorder.lock();
     rec.paths.bit_flips += 1;
-    rec.fault(
+    let fault_index = rec.fault(
         FaultKind::BitFlip {
             file: want,
             offsets,
@@ -694,6 +697,16 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
         tp.as_ref(),
         Some(&flip.path.display().to_string()),
     );
+    if want == FileKind::Wal
+        && let Some(mut before) = world.fs.durable_bytes(&flip.path)
+    {
+        // The entries of the frame the flip hit, from the image as it was before.
+        if let Some(byte) = before.get_mut(flip.position as usize) {
+            *byte = flip.before;
+        }
+        let hit = flip.position..flip.position + 1;
+        rec.wal_damaged(fault_index, &flip.path, &before, &[hit]);
+    }
     true
 }
 
@@ -755,26 +768,13 @@ fn locate(
 /// starts) to the frame holding byte `position`, and returns its records. A header
 /// is parsed without its CRC (the walk only needs lengths and offsets); the walk stops
 /// at a header that does not parse or does not continue the offsets.
-fn walk_headers(bytes: &[u8], mut at: u64, mut base: u64, position: u64) -> Option<OffsetRange> {
-    use cafelog_engine::format::frame::{FRAME_HEADER_LEN, FrameHeader};
-    while let Some(head) = bytes
-        .get(at as usize..at as usize + FRAME_HEADER_LEN)
-        .and_then(|h| <&[u8; FRAME_HEADER_LEN]>::try_from(h).ok())
-    {
-        let header = FrameHeader::parse(head).ok()?;
-        if header.base_offset != base {
-            return None;
-        }
-        if position >= at && position < at + header.frame_len() {
-            return Some(OffsetRange {
-                start: header.base_offset,
-                end: header.end_offset(),
-            });
-        }
-        at += header.frame_len();
-        base = header.end_offset();
-    }
-    None
+fn walk_headers(bytes: &[u8], at: u64, base: u64, position: u64) -> Option<OffsetRange> {
+    damage::segment_headers(bytes, at, base)
+        .find(|(at, header)| position >= *at && position < at + header.frame_len())
+        .map(|(_, header)| OffsetRange {
+            start: header.base_offset,
+            end: header.end_offset(),
+        })
 }
 
 /// Samples the engine: HWMs, log starts, counters, poison.

@@ -1,7 +1,8 @@
 //! [`ObservingFs`]: the engine's view of the simulated disk. It passes every call to
 //! [`SimFs`] and, before the call returns to the engine, moves the faults the disk
 //! injected into the run's history (so everything a fault can affect comes after it),
-//! and records every candidate `consumer.offset` value the engine writes.
+//! records every candidate `consumer.offset` value the engine writes, and notes which
+//! WAL files each incarnation has opened (what damage its open can still read).
 
 use super::recorder::Shared;
 use crate::fs::{SimFile, SimFs};
@@ -91,6 +92,9 @@ impl Fs for ObservingFs {
     type File = ObservingFile;
 
     async fn open(&self, path: &Path, mode: OpenMode) -> io::Result<ObservingFile> {
+        if super::recorder::file_kind(path) == crate::history::FileKind::Wal {
+            self.recorder.lock().wal_opening(path);
+        }
         let r = self.inner.open(path, mode).await;
         self.after(r).map(|inner| ObservingFile {
             inner,

@@ -2,11 +2,13 @@
 //! Shared by the world's tasks and the engine node (it lives outside the node, so it
 //! survives crashes).
 
-use crate::fs::{FsEventKind, SimFs};
-use crate::history::{FaultKind, FileKind, History, TopicPartition};
-use cafelog_engine::format::layout;
+use super::damage;
+use crate::fs::{FsEvent, FsEventKind, SimFs};
+use crate::history::{FaultKind, FileKind, History, Incarnation, OffsetRange, TopicPartition};
+use cafelog_engine::format::{layout, word};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How often each interesting path was reached in a run.
@@ -76,6 +78,12 @@ pub struct Recorder {
     pub faults: BTreeMap<String, u64>,
     pub poisoned_seen: BTreeSet<TopicPartition>,
     pub healed: bool,
+    /// Between a crash and the next restart: no open is running.
+    pub node_down: bool,
+    /// Per WAL file, the last incarnation whose engine opened it (to read it at open,
+    /// or to write it). An incarnation reads a WAL file once, at open, right after it
+    /// opens it; so damage the file takes after that is first read by the next one.
+    wal_opened: BTreeMap<PathBuf, Incarnation>,
 }
 
 /// A handle to the recorder.
@@ -94,6 +102,8 @@ impl Shared {
             faults: BTreeMap::new(),
             poisoned_seen: BTreeSet::new(),
             healed: false,
+            node_down: false,
+            wal_opened: BTreeMap::new(),
         })))
     }
 
@@ -139,14 +149,80 @@ impl Recorder {
         u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    pub fn fault(&mut self, kind: FaultKind, tp: Option<&TopicPartition>, path: Option<&str>) {
+    /// Records a fault; returns its history index.
+    pub fn fault(
+        &mut self,
+        kind: FaultKind,
+        tp: Option<&TopicPartition>,
+        path: Option<&str>,
+    ) -> usize {
         let name = serde_json::to_value(&kind)
             .ok()
             .and_then(|v| v.get("fault").and_then(|f| f.as_str()).map(str::to_owned))
             .unwrap_or_else(|| "unknown".into());
         *self.faults.entry(name).or_insert(0) += 1;
         let now = self.now_ms();
+        let index = self.history.len();
         self.history.fault(now, kind, tp, path);
+        index
+    }
+
+    /// The engine is opening the WAL file at `path` (before the call takes effect, so
+    /// damage landing while the open runs counts as after it: that errs toward the
+    /// later incarnation, which excuses less).
+    pub fn wal_opening(&mut self, path: &Path) {
+        let incarnation = self.history.incarnation();
+        self.wal_opened.insert(path.to_owned(), incarnation);
+    }
+
+    /// The first incarnation whose open reads the WAL file at `path` as it is now.
+    fn wal_first_replay(&self, path: &Path) -> Incarnation {
+        let current = self.history.incarnation();
+        if self.node_down || self.wal_opened.get(path) == Some(&current) {
+            current + 1
+        } else {
+            current
+        }
+    }
+
+    /// After the fault at `fault_index` damaged the `hit` byte ranges of the WAL file at
+    /// `path`, whose durable image was `before`: records the entries it destroyed.
+    pub fn wal_damaged(
+        &mut self,
+        fault_index: usize,
+        path: &Path,
+        before: &[u8],
+        hit: &[Range<u64>],
+    ) {
+        let entries = damage::wal_entries_hit(path, before, hit);
+        if entries.is_empty() {
+            return;
+        }
+        let first_replay = self.wal_first_replay(path);
+        let now = self.now_ms();
+        self.history
+            .wal_entries_damaged(now, fault_index, first_replay, entries);
+    }
+
+    /// What a misdirected write into a segment overwrote: the offsets of the frames it
+    /// landed on and whether the first of them starts below the persisted HWM (the
+    /// durable `hwm` file now; a missing one means 0). `(None, None)` when unknown or
+    /// when it hit no frame.
+    fn misdirected_segment(&self, event: &FsEvent) -> (Option<OffsetRange>, Option<bool>) {
+        let Some(over) = &event.overwritten else {
+            return (None, None);
+        };
+        let Some(offsets) =
+            damage::segment_offsets_hit(&event.path, &over.durable_before, &over.landed)
+        else {
+            return (None, None);
+        };
+        let persisted = event
+            .path
+            .parent()
+            .and_then(|dir| self.fs.durable_bytes(&dir.join(layout::HWM_FILE)))
+            .map_or(Some(0), |bytes| word::decode(&bytes));
+        (Some(offsets), persisted.map(|p| offsets.start < p))
     }
 
     /// Moves the disk's injected faults into the history.
@@ -170,11 +246,18 @@ impl Recorder {
                 FsEventKind::FsyncEio => FaultKind::FsyncEio { file },
                 FsEventKind::LostFsync => FaultKind::LostFsync { file },
                 FsEventKind::Enospc => FaultKind::Enospc { file },
-                FsEventKind::MisdirectedWrite => FaultKind::Misdirected {
-                    file,
-                    offsets: None,
-                    below_hwm: None,
-                },
+                FsEventKind::MisdirectedWrite => {
+                    let (offsets, below_hwm) = if file == FileKind::Segment {
+                        self.misdirected_segment(&event)
+                    } else {
+                        (None, None)
+                    };
+                    FaultKind::Misdirected {
+                        file,
+                        offsets,
+                        below_hwm,
+                    }
+                }
                 FsEventKind::CrashWriteTorn => FaultKind::TornWrite { file },
                 FsEventKind::CrashWriteLost => FaultKind::LostWrite { file },
                 FsEventKind::CrashDirOpLost => FaultKind::LostWrite {
@@ -186,7 +269,10 @@ impl Recorder {
             };
             let tp = partition_of(&event.path);
             let path = event.path.display().to_string();
-            self.fault(kind, tp.as_ref(), Some(&path));
+            let fault_index = self.fault(kind, tp.as_ref(), Some(&path));
+            if let (FileKind::Wal, Some(over)) = (file, &event.overwritten) {
+                self.wal_damaged(fault_index, &event.path, &over.durable_before, &over.landed);
+            }
         }
     }
 

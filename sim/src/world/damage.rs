@@ -1,0 +1,285 @@
+//! What damage at rest destroyed, read from a file's durable bytes as they stood just
+//! before it: the ingress WAL entries a bit flip or a misdirected write hit, and the
+//! segment frames a misdirected write landed on. The checkers need both to tell a
+//! record whose two durable copies were destroyed (no engine can recover it) from a
+//! record the engine lost.
+//!
+//! Invariants:
+//! - an entry or frame is named only if the bytes before the damage held it whole and
+//!   readable: a WAL frame that parses, passes its CRC and decodes, a segment frame
+//!   whose header parses and continues the offsets from the file name's base; so every
+//!   name is a fact about the old image, never a guess;
+//! - a WAL frame is one CRC unit: damage to any of its bytes names all of its entries
+//!   (the engine can read none of them);
+//! - every walk moves forward by at least one byte per step, so it ends within the
+//!   file's length.
+
+use crate::history::{DamagedWalEntry, OffsetRange, TopicPartition, parse_payload_id};
+use cafelog_engine::format::frame::{Codecs, FRAME_HEADER_LEN, FrameHeader, MAGIC, split_records};
+use cafelog_engine::format::layout;
+use cafelog_engine::store::wal;
+use std::ops::Range;
+use std::path::Path;
+
+/// Whether two byte ranges share a byte.
+fn overlaps(a: &Range<u64>, b: &Range<u64>) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+/// The entries of the WAL segment at `path` whose frames, in the image `before`, share a
+/// byte with one of the `hit` ranges. Empty for a WAL file that is not a segment (the
+/// checkpoint: damage there makes the replay start over, it loses nothing).
+pub fn wal_entries_hit(path: &Path, before: &[u8], hit: &[Range<u64>]) -> Vec<DamagedWalEntry> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if wal::parse_segment_name(name).is_none() {
+        return Vec::new();
+    }
+    wal_frames(before)
+        .into_iter()
+        .filter(|frame| hit.iter().any(|h| overlaps(&frame.position, h)))
+        .flat_map(|frame| frame.entries)
+        .collect()
+}
+
+/// One readable WAL frame: its bytes in the file and the entries it holds.
+struct WalFrame {
+    position: Range<u64>,
+    entries: Vec<DamagedWalEntry>,
+}
+
+/// Every readable frame of a WAL segment image, the way `Wal::open` reads it: frames
+/// from byte 0, and past an unreadable region the next `0xCAFE` that starts a readable
+/// frame.
+fn wal_frames(bytes: &[u8]) -> Vec<WalFrame> {
+    let mut codecs = Codecs::default();
+    let mut frames = Vec::new();
+    let mut at = 0u64;
+    let len = bytes.len() as u64;
+    while at < len {
+        if let Some(frame) = wal_frame_at(&mut codecs, bytes, at) {
+            assert!(frame.position.end > at, "a frame has a header");
+            at = frame.position.end;
+            frames.push(frame);
+            continue;
+        }
+        // Resynchronise, as the engine's hunt does.
+        let next = (at + 1..len.saturating_sub(1)).find(|&p| {
+            bytes.get(p as usize..p as usize + MAGIC.len()) == Some(&MAGIC[..])
+                && wal_frame_at(&mut codecs, bytes, p).is_some()
+        });
+        match next {
+            Some(next) => at = next,
+            None => break,
+        }
+    }
+    frames
+}
+
+/// The readable WAL frame starting at byte `at` of `bytes`, if one does.
+fn wal_frame_at(codecs: &mut Codecs, bytes: &[u8], at: u64) -> Option<WalFrame> {
+    let start = usize::try_from(at).ok()?;
+    let head: &[u8; FRAME_HEADER_LEN] = bytes
+        .get(start..start + FRAME_HEADER_LEN)?
+        .try_into()
+        .ok()?;
+    let header = FrameHeader::parse(head).ok()?;
+    let end = start.checked_add(usize::try_from(header.frame_len()).ok()?)?;
+    let stored = bytes.get(start + FRAME_HEADER_LEN..end)?;
+    header.check_crc(stored).ok()?;
+    let payload = codecs.decode_payload(&header, stored).ok()?;
+    let records = split_records(&payload, header.record_count).ok()?;
+    let entries = records
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, range)| {
+            // A record that does not decode is lost to the engine already (it counts it
+            // corrupt at open): the damage did not destroy it.
+            let ((topic, partition), _key, value) = wal::decode_record(payload.get(range)?)?;
+            Some(DamagedWalEntry {
+                seq: header.base_offset + index as u64,
+                tp: TopicPartition::new(topic, partition),
+                id: parse_payload_id(value).ok()?,
+            })
+        })
+        .collect();
+    Some(WalFrame {
+        position: at..at + header.frame_len(),
+        entries,
+    })
+}
+
+/// Frame headers of a segment image from byte `at`, where the frame with base offset
+/// `base` starts: `(position, header)` for each header that parses (its CRC unchecked:
+/// only lengths and offsets are needed) and continues the offsets, in file order.
+pub fn segment_headers(
+    bytes: &[u8],
+    at: u64,
+    base: u64,
+) -> impl Iterator<Item = (u64, FrameHeader)> + '_ {
+    let mut next = Some((at, base));
+    std::iter::from_fn(move || {
+        let (at, base) = next.take()?;
+        let start = usize::try_from(at).ok()?;
+        let head: &[u8; FRAME_HEADER_LEN] = bytes
+            .get(start..start + FRAME_HEADER_LEN)?
+            .try_into()
+            .ok()?;
+        let header = FrameHeader::parse(head).ok()?;
+        if header.base_offset != base {
+            return None;
+        }
+        next = Some((at + header.frame_len(), header.end_offset()));
+        Some((at, header))
+    })
+}
+
+/// The offsets of the frames of the segment at `path` that, in the image `before`,
+/// share a byte with one of the `hit` ranges (from the first such frame's base to the
+/// last one's end). `None` when the write hit no frame the walk from the file's start
+/// reaches (garbage past the last frame, or past earlier damage), or the file is not a
+/// segment.
+pub fn segment_offsets_hit(path: &Path, before: &[u8], hit: &[Range<u64>]) -> Option<OffsetRange> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let base = layout::parse_segment_file_name(name)?;
+    let mut found: Option<OffsetRange> = None;
+    for (at, header) in segment_headers(before, 0, base) {
+        let frame = at..at + header.frame_len();
+        if hit.iter().any(|h| overlaps(&frame, h)) {
+            let range = found.get_or_insert(OffsetRange {
+                start: header.base_offset,
+                end: header.end_offset(),
+            });
+            range.end = header.end_offset();
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+#[expect(
+    clippy::single_range_in_vec_init,
+    reason = "a list of one damaged byte range, not a range meant as its elements"
+)]
+mod tests {
+    use super::*;
+    use crate::history::encode_payload;
+    use cafelog_engine::format::frame::Codec;
+
+    fn frame(codecs: &mut Codecs, base: u64, records: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        codecs
+            .encode_frame(
+                Codec::None,
+                base,
+                records.iter().map(Vec::as_slice),
+                &mut out,
+            )
+            .expect("encodes");
+        out
+    }
+
+    fn wal_record(topic: &str, partition: u32, id: u64) -> Vec<u8> {
+        wal::encode_record(
+            &(topic.to_owned(), partition),
+            b"k",
+            &encode_payload(id, b"body"),
+        )
+    }
+
+    /// A WAL segment named for seq 10 with three frames: seqs 10-11 (ids 1, 2), 12 (id 3)
+    /// and 13 (id 4); returns the image and each frame's byte range.
+    fn wal_image() -> (Vec<u8>, Vec<Range<u64>>) {
+        let mut codecs = Codecs::default();
+        let frames = [
+            frame(
+                &mut codecs,
+                10,
+                &[wal_record("orders", 0, 1), wal_record("orders", 1, 2)],
+            ),
+            frame(&mut codecs, 12, &[wal_record("orders", 0, 3)]),
+            frame(&mut codecs, 13, &[wal_record("orders", 1, 4)]),
+        ];
+        let mut image = Vec::new();
+        let mut ranges = Vec::new();
+        for f in &frames {
+            let at = image.len() as u64;
+            image.extend_from_slice(f);
+            ranges.push(at..image.len() as u64);
+        }
+        (image, ranges)
+    }
+
+    fn ids(entries: &[DamagedWalEntry]) -> Vec<(u64, u32, u64)> {
+        entries
+            .iter()
+            .map(|e| (e.seq, e.tp.partition, e.id))
+            .collect()
+    }
+
+    #[test]
+    fn a_wal_hit_names_every_entry_of_each_frame_it_touches() {
+        let (image, frames) = wal_image();
+        let path = Path::new("/data/wal").join(wal::segment_name(10));
+        // One byte in the first frame's payload: both of its entries, nothing else.
+        let flip = frames[0].end - 3;
+        assert_eq!(
+            ids(&wal_entries_hit(&path, &image, &[flip..flip + 1])),
+            vec![(10, 0, 1), (11, 1, 2)]
+        );
+        // A range straddling the second and third frames names both.
+        let straddle = frames[1].end - 2..frames[2].start + 2;
+        assert_eq!(
+            ids(&wal_entries_hit(&path, &image, &[straddle])),
+            vec![(12, 0, 3), (13, 1, 4)]
+        );
+        // Past the last frame: nothing was there.
+        let past = frames[2].end;
+        assert!(wal_entries_hit(&path, &image, &[past..past + 512]).is_empty());
+        // The checkpoint is not a segment.
+        assert!(wal_entries_hit(Path::new("/data/wal/checkpoint"), &image, &[0..1]).is_empty());
+    }
+
+    #[test]
+    fn a_wal_hit_past_earlier_damage_is_still_named() {
+        // The first frame was already unreadable (an earlier flip): the walk resyncs on
+        // the next frame, like the engine, and a hit there names its entry; the earlier
+        // frame's entries are not named again.
+        let (mut image, frames) = wal_image();
+        let earlier = (frames[0].start + 30) as usize;
+        image[earlier] ^= 0x04;
+        let path = Path::new("/data/wal").join(wal::segment_name(10));
+        assert_eq!(
+            ids(&wal_entries_hit(
+                &path,
+                &image,
+                &[frames[1].start..frames[1].start + 1]
+            )),
+            vec![(12, 0, 3)]
+        );
+        assert!(wal_entries_hit(&path, &image, &[frames[0].start..frames[0].end]).is_empty());
+    }
+
+    #[test]
+    fn a_segment_hit_names_the_offsets_of_the_frames_it_touches() {
+        let mut codecs = Codecs::default();
+        let mut image = frame(&mut codecs, 5, &[b"a".to_vec(), b"b".to_vec()]);
+        let second = image.len() as u64;
+        image.extend(frame(&mut codecs, 7, &[b"c".to_vec()]));
+        let third = image.len() as u64;
+        image.extend(frame(&mut codecs, 8, &[b"d".to_vec()]));
+        let end = image.len() as u64;
+        let path = Path::new("/data/topics/orders/p00000").join("00000000000000000005.log");
+        assert_eq!(
+            segment_offsets_hit(&path, &image, &[second + 1..second + 2]),
+            Some(OffsetRange { start: 7, end: 8 })
+        );
+        assert_eq!(
+            segment_offsets_hit(&path, &image, &[0..1, third..third + 1]),
+            Some(OffsetRange { start: 5, end: 9 })
+        );
+        assert_eq!(segment_offsets_hit(&path, &image, &[end..end + 512]), None);
+        // A file named for another base: its frames do not continue, nothing is named.
+        let wrong = Path::new("/data/topics/orders/p00000").join("00000000000000000004.log");
+        assert_eq!(segment_offsets_hit(&wrong, &image, &[0..1]), None);
+    }
+}

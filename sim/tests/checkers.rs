@@ -520,16 +520,15 @@ fn double_damage_run(segment: Option<FaultKind>, wal_damaged: bool, id4: (u64, u
     r
 }
 
-/// A bit flip at rest in the frame at `offsets` of orders/0, above the persisted HWM.
-fn segment_flip(start: u64) -> FaultKind {
-    FaultKind::BitFlip {
-        file: FileKind::Segment,
-        offsets: Some(OffsetRange {
+/// A bit flip at rest in the frame at `start` of orders/0, above the persisted HWM.
+fn flip_above_hwm(start: u64) -> FaultKind {
+    segment_flip(
+        OffsetRange {
             start,
             end: start + 1,
-        }),
-        below_hwm: Some(false),
-    }
+        },
+        Some(false),
+    )
 }
 
 /// A misdirected write that landed on the frame at `start` of orders/0 (above the
@@ -562,7 +561,7 @@ fn a_record_whose_wal_entry_and_log_frame_were_both_destroyed_is_excused() {
     // lets recovery cut it (R2), and a second flip destroyed the record's WAL frame
     // before the open read the WAL. No engine can bring id 3 back; the replay puts id 4
     // where the cut began.
-    let report = double_damage_run(Some(segment_flip(2)), true, (2, 1_100)).report();
+    let report = double_damage_run(Some(flip_above_hwm(2)), true, (2, 1_100)).report();
     assert_both_copies_excused(&report, 3, "in the hidden tail 1..4 of the crash");
 }
 
@@ -574,10 +573,10 @@ fn a_record_whose_wal_entry_alone_was_destroyed_must_still_be_delivered() {
     let messages = fires_only(&report, CheckerName::NoLostAck);
     assert_mentions(&messages, &["orders/0", "id 3 at offset 2"]);
     // With the log copy cut as well, the same loss is excused.
-    let report = double_damage_run(Some(segment_flip(2)), true, (2, 1_100)).report();
+    let report = double_damage_run(Some(flip_above_hwm(2)), true, (2, 1_100)).report();
     assert_both_copies_excused(&report, 3, "hidden tail");
     // And a damaged log copy with an intact WAL entry excuses nothing: replay restores it.
-    let report = double_damage_run(Some(segment_flip(2)), false, (2, 1_100)).report();
+    let report = double_damage_run(Some(flip_above_hwm(2)), false, (2, 1_100)).report();
     let messages = fires_only(&report, CheckerName::NoLostAck);
     assert_mentions(&messages, &["id 3 at offset 2"]);
 }
@@ -624,7 +623,7 @@ fn wal_damaged_after_an_open_run(completed: bool, tail: u64) -> Run {
         .counters(0, 0, 0);
     }
     r.crash(&[(0, 1, tail, tail)])
-        .fault(segment_flip(2), Some(0))
+        .fault(flip_above_hwm(2), Some(0))
         .fault(
             FaultKind::BitFlip {
                 file: FileKind::Wal,

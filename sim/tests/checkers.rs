@@ -10,8 +10,8 @@ use cafelog_sim::check::{
     EXIT_SIMULATOR_CRASH, Verdict, check,
 };
 use cafelog_sim::history::{
-    CrashPartition, DamagedWalEntry, FaultKind, FileKind, History, OffsetRange, ProduceId,
-    TopicPartition, encode_payload,
+    CrashPartition, DamagedWalEntry, FaultKind, FileKind, History, Incarnation, OffsetRange,
+    ProduceId, TopicPartition, encode_payload,
 };
 
 fn tp(partition: u32) -> TopicPartition {
@@ -138,10 +138,42 @@ impl Run {
         self
     }
 
+    /// Ids 1..=n produced at offsets 0..n of orders/0, committed at 1_000 + offset ms.
+    fn produced(&mut self, n: u64) -> &mut Self {
+        for offset in 0..n {
+            self.produce(offset + 1, 0, offset, 1_000 + offset);
+        }
+        self
+    }
+
+    /// The first `n` records of [`Run::produced`] delivered, in order.
+    fn delivered(&mut self, n: u64) -> &mut Self {
+        for offset in 0..n {
+            self.deliver(offset + 1, 0, offset, 1_000 + offset);
+        }
+        self
+    }
+
     fn with(&mut self, f: impl FnOnce(u64, &mut History)) -> &mut Self {
         let t = self.now();
         f(t, &mut self.h);
         self
+    }
+
+    /// A bit flip in the WAL that destroyed the entry `seq` of produce id `id` on
+    /// orders/0, first read by the open of incarnation `first_replay`.
+    fn wal_entry_flipped(
+        &mut self,
+        seq: u64,
+        id: ProduceId,
+        first_replay: Incarnation,
+    ) -> &mut Self {
+        let (kind, partition) = wal_flip();
+        self.fault(kind, partition).with(|t, h| {
+            let fault_index = h.len() - 1;
+            let entries = vec![DamagedWalEntry { seq, tp: tp(0), id }];
+            h.wal_entries_damaged(t, fault_index, first_replay, entries);
+        })
     }
 
     fn report(&self) -> CheckReport {
@@ -481,35 +513,13 @@ fn refusal_excuses_loss_and_is_reported_as_refused_by_liveness() {
 /// a cut); id 3 never does.
 fn double_damage_run(segment: Option<FaultKind>, wal_damaged: bool, id4: (u64, u64)) -> Run {
     let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .produce(2, 0, 1, 1_001)
-        .produce(3, 0, 2, 1_002)
-        .produce(4, 0, 3, 1_003)
-        .hwm(0, 4, 1, 4)
-        .deliver(1, 0, 0, 1_000)
-        .deliver(2, 0, 1, 1_001);
+    r.produced(4).hwm(0, 4, 1, 4).delivered(2);
     if let Some(kind) = segment {
         r.fault(kind, Some(0));
     }
     r.crash(&[(0, 1, 4, 4)]);
     if wal_damaged {
-        r.fault(
-            FaultKind::BitFlip {
-                file: FileKind::Wal,
-                offsets: None,
-                below_hwm: None,
-            },
-            None,
-        )
-        .with(|t, h| {
-            let fault_index = h.len() - 1;
-            let entries = vec![DamagedWalEntry {
-                seq: 2,
-                tp: tp(0),
-                id: 3,
-            }];
-            h.wal_entries_damaged(t, fault_index, 1, entries);
-        });
+        r.wal_entry_flipped(2, 3, 1);
     }
     r.restart()
         .with(|t, h| {
@@ -608,12 +618,9 @@ fn segment_damage_that_names_another_offset_does_not_excuse_the_loss() {
 /// of incarnation 2.
 fn wal_damaged_after_an_open_run(completed: bool, tail: u64) -> Run {
     let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .produce(2, 0, 1, 1_001)
-        .produce(3, 0, 2, 1_002)
+    r.produced(3)
         .hwm(0, 3, 1, 3)
-        .deliver(1, 0, 0, 1_000)
-        .deliver(2, 0, 1, 1_001)
+        .delivered(2)
         .crash(&[(0, 1, 3, 3)])
         .restart();
     if completed {
@@ -624,23 +631,7 @@ fn wal_damaged_after_an_open_run(completed: bool, tail: u64) -> Run {
     }
     r.crash(&[(0, 1, tail, tail)])
         .fault(flip_above_hwm(2), Some(0))
-        .fault(
-            FaultKind::BitFlip {
-                file: FileKind::Wal,
-                offsets: None,
-                below_hwm: None,
-            },
-            None,
-        )
-        .with(|t, h| {
-            let fault_index = h.len() - 1;
-            let entries = vec![DamagedWalEntry {
-                seq: 2,
-                tp: tp(0),
-                id: 3,
-            }];
-            h.wal_entries_damaged(t, fault_index, 2, entries);
-        })
+        .wal_entry_flipped(2, 3, 2)
         .restart()
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 0);
@@ -884,13 +875,9 @@ fn stable_offsets_fires_when_a_read_offset_vanishes() {
 /// vanished read (the last crash's hidden tail does not hold it).
 fn vanished_after_an_earlier_damaged_hidden_tail(damaged: bool) -> Run {
     let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .produce(2, 0, 1, 1_001)
-        .produce(3, 0, 2, 1_002)
+    r.produced(3)
         .hwm(0, 3, 1, 3)
-        .deliver(1, 0, 0, 1_000)
-        .deliver(2, 0, 1, 1_001)
-        .deliver(3, 0, 2, 1_002)
+        .delivered(3)
         .crash(&[(0, 1, 3, 3)]);
     if damaged {
         r.fault(

@@ -276,15 +276,20 @@ fn enospc_writes_nothing_and_is_capped() {
     assert_eq!(fs.event_counts().get(&FsEventKind::Enospc), Some(&2));
 }
 
-#[test]
-fn misdirected_write_lands_elsewhere_in_the_durable_image() {
-    let fs = sim(6);
-    let file = durable_file(&fs, "seg.log", &[0u8; 8192]);
+/// Makes the next synced write land up to 4 sectors away from where it was aimed.
+fn misdirect_next_sync(fs: &SimFs) {
     let mut options = FaultOptions::none();
     options.misdirect_probability = 1.0;
     options.misdirect_max = 1;
     options.misdirect_shift_sectors_max = 4;
     fs.set_options(options).expect("options");
+}
+
+#[test]
+fn misdirected_write_lands_elsewhere_in_the_durable_image() {
+    let fs = sim(6);
+    let file = durable_file(&fs, "seg.log", &[0u8; 8192]);
+    misdirect_next_sync(&fs);
     block(file.write_at(&[0xEE; 512], 2048)).expect("write");
     block(file.sync_data()).expect("sync");
     let image = fs.durable_bytes(Path::new("/d/seg.log")).expect("file");
@@ -331,11 +336,7 @@ fn a_misdirected_write_at_a_crash_reports_exactly_the_sectors_that_landed() {
     for seed in 0..64 {
         let fs = sim(seed);
         let file = durable_file(&fs, "f", &[0u8; 8192]);
-        let mut options = FaultOptions::none();
-        options.misdirect_probability = 1.0;
-        options.misdirect_max = 1;
-        options.misdirect_shift_sectors_max = 4;
-        fs.set_options(options).expect("options");
+        misdirect_next_sync(&fs);
         block(file.write_at(&[0xEE; 2048], 2048)).expect("write");
         fs.take_events();
         fs.crash();

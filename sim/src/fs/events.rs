@@ -122,21 +122,6 @@ impl FsEventLog {
         len: Option<u64>,
         detail: String,
     ) {
-        self.record_overwrite(epoch, kind, path, position, len, detail, None);
-    }
-
-    /// [`FsEventLog::record`], with what a misdirected write overwrote.
-    #[expect(clippy::too_many_arguments, reason = "mirrors the FsEvent fields")]
-    pub(crate) fn record_overwrite(
-        &mut self,
-        epoch: u64,
-        kind: FsEventKind,
-        path: PathBuf,
-        position: Option<u64>,
-        len: Option<u64>,
-        detail: String,
-        overwritten: Option<Overwritten>,
-    ) {
         let seq = self.next_seq;
         self.next_seq += 1;
         *self.counts.entry(kind).or_insert(0) += 1;
@@ -154,8 +139,18 @@ impl FsEventLog {
             position,
             len,
             detail,
-            overwritten,
+            overwritten: None,
         });
+    }
+
+    /// Attaches to the event just recorded (a misdirected write) what it overwrote;
+    /// nothing when that event was not stored (the buffer was full).
+    pub(crate) fn overwrote(&mut self, overwritten: Overwritten) {
+        if let Some(last) = self.events.last_mut()
+            && last.seq + 1 == self.next_seq
+        {
+            last.overwritten = Some(overwritten);
+        }
     }
 
     pub(crate) fn take(&mut self) -> Vec<FsEvent> {

@@ -273,7 +273,7 @@ impl Faults<'_> {
             "a write that landed where it was meant is not misdirected"
         );
         debug_assert!(landed.iter().all(|r| r.start < r.end), "{landed:?}");
-        self.log.record_overwrite(
+        self.log.record(
             self.epoch,
             FsEventKind::MisdirectedWrite,
             path.to_owned(),
@@ -283,11 +283,11 @@ impl Faults<'_> {
                 "landed at {} (shift {shift:+} bytes)",
                 shifted(position, shift)
             ),
-            Some(Overwritten {
-                landed,
-                durable_before: before,
-            }),
         );
+        self.log.overwrote(Overwritten {
+            landed,
+            durable_before: before,
+        });
     }
 }
 

@@ -75,14 +75,20 @@ fn wal_frames(bytes: &[u8]) -> Vec<WalFrame> {
     frames
 }
 
-/// The readable WAL frame starting at byte `at` of `bytes`, if one does.
-fn wal_frame_at(codecs: &mut Codecs, bytes: &[u8], at: u64) -> Option<WalFrame> {
+/// The frame header that parses at byte `at` of `bytes` (its CRC unchecked), with `at`
+/// as an index.
+fn header_at(bytes: &[u8], at: u64) -> Option<(usize, FrameHeader)> {
     let start = usize::try_from(at).ok()?;
     let head: &[u8; FRAME_HEADER_LEN] = bytes
-        .get(start..start + FRAME_HEADER_LEN)?
+        .get(start..start.checked_add(FRAME_HEADER_LEN)?)?
         .try_into()
         .ok()?;
-    let header = FrameHeader::parse(head).ok()?;
+    Some((start, FrameHeader::parse(head).ok()?))
+}
+
+/// The readable WAL frame starting at byte `at` of `bytes`, if one does.
+fn wal_frame_at(codecs: &mut Codecs, bytes: &[u8], at: u64) -> Option<WalFrame> {
+    let (start, header) = header_at(bytes, at)?;
     let end = start.checked_add(usize::try_from(header.frame_len()).ok()?)?;
     let stored = bytes.get(start + FRAME_HEADER_LEN..end)?;
     header.check_crc(stored).ok()?;
@@ -119,12 +125,7 @@ pub fn segment_headers(
     let mut next = Some((at, base));
     std::iter::from_fn(move || {
         let (at, base) = next.take()?;
-        let start = usize::try_from(at).ok()?;
-        let head: &[u8; FRAME_HEADER_LEN] = bytes
-            .get(start..start + FRAME_HEADER_LEN)?
-            .try_into()
-            .ok()?;
-        let header = FrameHeader::parse(head).ok()?;
+        let (_, header) = header_at(bytes, at)?;
         if header.base_offset != base {
             return None;
         }

@@ -1137,29 +1137,46 @@ fn segment_flip(offsets: OffsetRange, below_hwm: Option<bool>) -> FaultKind {
     }
 }
 
-#[test]
-fn a_flip_under_a_flipped_hwm_may_be_truncated_as_above_it() {
-    // The segment flip sat below the HWM when injected; then a flip in the partition's
-    // `hwm` file (undetectable) lowered the HWM the next open read, so R2 truncated the
-    // damage as a hole above it: no refusal, no counter, nothing owed.
+/// The `flipped` prefix (a flip below the HWM at offset 0), then a flip in `hwm` before
+/// the crash, which records `crash_hwm` as the persisted HWM (the flipped value, or the
+/// true 2 if a persist rewrote the file), then maybe another `hwm` flip after the crash,
+/// then the restart that scans without detecting anything.
+fn flipped_under_hwm_flip_run(crash_hwm: u64, flip_after_crash: bool) -> Run {
     let mut r = flipped(Some(true));
-    r.fault(hwm_flip(), Some(0));
-    let mut read = r.clone();
-    read.crash(&[(0, 2, 2, 2)])
-        .restart()
-        .hwm(0, 2, 2, 2)
-        .counters(0, 0, 0);
-    let report = read.report();
-    // (no_lost_ack and the others have nothing to say: both records were delivered.)
-    assert!(
-        report
-            .violations_of(CheckerName::NoCorruptDelivery)
-            .is_empty(),
-        "{:?}",
-        report.violations_of(CheckerName::NoCorruptDelivery)
+    r.fault(hwm_flip(), Some(0)).crash(&[(0, crash_hwm, 2, 2)]);
+    if flip_after_crash {
+        r.fault(hwm_flip(), Some(0));
+    }
+    r.restart().hwm(0, 2, 2, 2).counters(0, 0, 0);
+    r
+}
+
+#[test]
+fn a_flip_above_the_hwm_the_scan_read_owes_no_detection() {
+    // The segment flip sat below the HWM when injected; a flip in `hwm` (undetectable)
+    // then lowered it to 0 at the crash, so the scan saw the damage above its HWM and R2
+    // truncated it as designed.
+    let messages = messages_of(
+        &flipped_under_hwm_flip_run(0, false).report(),
+        CheckerName::NoCorruptDelivery,
     );
-    // An `hwm` flip from an incarnation before the crash that preceded the scan was
-    // rewritten or read by an earlier open: it excuses nothing.
+    assert!(messages.is_empty(), "{messages:?}");
+    // A flip in `hwm` after the crash: the scan may have read a value the crash record
+    // does not show.
+    let messages = messages_of(
+        &flipped_under_hwm_flip_run(2, true).report(),
+        CheckerName::NoCorruptDelivery,
+    );
+    assert!(messages.is_empty(), "{messages:?}");
+    // The `hwm` flip was rewritten before the crash (persisted HWM 2 there): the scan
+    // read 2, the damage was below it, and nothing detected it.
+    let messages = messages_of(
+        &flipped_under_hwm_flip_run(2, false).report(),
+        CheckerName::NoCorruptDelivery,
+    );
+    assert_mentions(&messages, &["never detected"]);
+    // An `hwm` flip from an incarnation before the crash that preceded the scan excuses
+    // nothing either.
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)
         .hwm(0, 1, 1, 1)

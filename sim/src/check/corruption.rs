@@ -28,9 +28,11 @@ pub enum DamageOutcome {
     DeletedBeforeScan { log_start_index: usize },
     /// Above the persisted HWM: truncation at recovery is the designed outcome.
     AboveHwm,
-    /// A flip in the partition's `hwm` file (undetectable: 8 bare bytes) before the
-    /// crash that preceded the scan, with no crash in between: the scan may have read a
-    /// lower HWM, under which this damage sits above it and R2 truncates it as designed.
+    /// A flip in the partition's `hwm` file (undetectable: 8 bare bytes) between the
+    /// crash before the scan and the scan: the scan may have read a lower HWM than the
+    /// crash recorded, under which this damage sits above it and R2 truncates it as
+    /// designed. (A flip before that crash shows in the crash's persisted HWM, and is
+    /// judged as `AboveHwm`.)
     HwmDamaged { hwm_fault_index: usize },
     /// Scanned and not detected (a violation).
     Undetected { restart_index: usize },
@@ -199,9 +201,6 @@ fn judge(
             return DamageOutcome::DeletedBeforeScan { log_start_index };
         }
     }
-    if let Some(hwm_fault_index) = tp.and_then(|tp| hwm_flip_read_by(facts, tp, restart_index)) {
-        return DamageOutcome::HwmDamaged { hwm_fault_index };
-    }
     // Damage the world could not place: any partition's detection will do.
     let evidence = match tp {
         Some(tp) => facts.detection_after(tp, fault_index),
@@ -212,33 +211,45 @@ fn judge(
             .filter_map(|tp| facts.detection_after(tp, fault_index))
             .min(),
     };
-    match evidence {
-        Some(evidence_index) => DamageOutcome::Detected { evidence_index },
-        None => DamageOutcome::Undetected { restart_index },
+    if let Some(evidence_index) = evidence {
+        return DamageOutcome::Detected { evidence_index };
     }
+    if let (Some(tp), Some(range)) = (tp, offsets) {
+        // Judged against the HWM the scan read: the durable `hwm` at the crash before it
+        // (lower than at injection only if a flip lowered it; a persist in between
+        // rewrote any older flip), unless a flip after that crash changed it again.
+        let crash = facts.crash_before(restart_index);
+        if crash
+            .and_then(|c| c.partitions.get(tp))
+            .is_some_and(|p| range.start >= p.persisted_hwm)
+        {
+            return DamageOutcome::AboveHwm;
+        }
+        let after = crash.map_or(0, |c| c.index);
+        if let Some(hwm_fault_index) = hwm_flip_between(facts, tp, after, scan_index) {
+            return DamageOutcome::HwmDamaged { hwm_fault_index };
+        }
+    }
+    DamageOutcome::Undetected { restart_index }
 }
 
-/// A flip in `tp`'s `hwm` file that the open at `restart_index` may have read: injected
-/// after the previous crash and before the one that `restart_index` follows. (An HWM
-/// persist in between would have rewritten it; the history does not record persists, so
-/// this errs toward excusing, within that one incarnation.)
-fn hwm_flip_read_by(facts: &Facts<'_>, tp: &TopicPartition, restart_index: usize) -> Option<usize> {
+/// A flip in `tp`'s `hwm` file after `after` and before `before` (history indices): the
+/// scan in between may have read the flipped value, which the crash record does not show.
+fn hwm_flip_between(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    after: usize,
+    before: usize,
+) -> Option<usize> {
     let events = facts.history.events();
-    let previous_crash = facts
-        .crashes
-        .iter()
-        .map(|c| c.index)
-        .filter(|index| *index < restart_index)
-        .nth_back(1)
-        .unwrap_or(0);
     facts
         .metadata_damage
         .get(tp)?
         .iter()
         .copied()
         .find(|index| {
-            previous_crash < *index
-                && *index < restart_index
+            after < *index
+                && *index < before
                 && matches!(
                     &events[*index].kind,
                     EventKind::Fault {

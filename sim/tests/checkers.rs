@@ -572,7 +572,11 @@ fn a_record_whose_wal_entry_and_log_frame_were_both_destroyed_is_excused() {
     // before the open read the WAL. No engine can bring id 3 back; the replay puts id 4
     // where the cut began.
     let report = double_damage_run(Some(flip_above_hwm(2)), true, (2, 1_100)).report();
-    assert_both_copies_excused(&report, 3, "in the hidden tail 1..4 of the crash");
+    assert_both_copies_excused(
+        &report,
+        3,
+        "above the persisted HWM 1: recovery after the crash at t=",
+    );
 }
 
 #[test]
@@ -584,10 +588,46 @@ fn a_record_whose_wal_entry_alone_was_destroyed_must_still_be_delivered() {
     assert_mentions(&messages, &["orders/0", "id 3 at offset 2"]);
     // With the log copy cut as well, the same loss is excused.
     let report = double_damage_run(Some(flip_above_hwm(2)), true, (2, 1_100)).report();
-    assert_both_copies_excused(&report, 3, "hidden tail");
+    assert_both_copies_excused(&report, 3, "cut the log there (R2)");
     // And a damaged log copy with an intact WAL entry excuses nothing: replay restores it.
     let report = double_damage_run(Some(flip_above_hwm(2)), false, (2, 1_100)).report();
     let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 3 at offset 2"]);
+}
+
+#[test]
+fn a_flip_above_the_record_does_not_excuse_losing_it() {
+    // The flip at offset 3 makes recovery cut the log from 3: id 3's hidden copy at
+    // offset 2 survives it (and is exposed, since the WAL lost entries), so losing it is
+    // the engine's bug even though its WAL entry is gone.
+    let report = double_damage_run(Some(flip_above_hwm(3)), true, (3, 1_100)).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 3 at offset 2"]);
+}
+
+#[test]
+fn a_log_copy_lost_after_the_open_that_needed_it_is_not_excused() {
+    // Id 3's WAL entry is destroyed before the first open, but its log copy is intact
+    // in the hidden tail: that open completes (it must expose the copy). A later crash
+    // finds offset 2 gone with no damage at all: the engine dropped it.
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(2)
+        .crash(&[(0, 1, 3, 3)])
+        .wal_entry_flipped(2, 3, 1)
+        .restart()
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .counters(0, 0, 0)
+        .crash(&[(0, 1, 2, 2)])
+        .restart()
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .counters(0, 0, 0);
+    let messages = messages_of(&r.report(), CheckerName::NoLostAck);
     assert_mentions(&messages, &["id 3 at offset 2"]);
 }
 
@@ -645,7 +685,11 @@ fn a_wal_entry_destroyed_after_an_open_replayed_it_excuses_nothing() {
     // Default seed 13174: the open after the first crash was killed before it finished
     // and nothing became durable; the damage came before the next open read the WAL.
     let report = wal_damaged_after_an_open_run(false, 3).report();
-    assert_both_copies_excused(&report, 3, "hidden tail 1..3");
+    assert_both_copies_excused(
+        &report,
+        3,
+        "above the persisted HWM 1: recovery after the crash at t=120ms",
+    );
     // An open that completed in between replayed id 3 from its intact entry: its fresh
     // copy is not one the damage destroyed.
     let report = wal_damaged_after_an_open_run(true, 3).report();

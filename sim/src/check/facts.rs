@@ -142,19 +142,18 @@ impl<'h> Facts<'h> {
     /// Whether both durable copies of the record `id`, acknowledged at `ack_index` at
     /// `offset` of `tp`, were destroyed at rest, so that no engine could bring it back.
     /// All of:
-    /// - `at_risk`, the first crash after the ack at which `offset` was not below the
-    ///   persisted HWM: from the open after it the WAL entry is what restores the record
-    ///   (the hidden copy is not visible, so replay re-commits the entry);
+    /// - the first crash after the ack finds `offset` at or above the persisted HWM:
+    ///   from the open after it the WAL entry is what restores the record;
     /// - a [`EventKind::WalEntriesDamaged`] names `id` on `tp` with a `first_replay` no
-    ///   later than the first open after `at_risk` that completed, and every open in
+    ///   later than the first open after that crash that completed, and every open in
     ///   between (killed or failed, so the world saw no frontier) left `tp`'s durable
     ///   tail where it was: no replay copied the record while its entry was readable;
-    /// - its log copy was destroyed at a crash from `at_risk` on: `offset` at or past
-    ///   the durable tail (the frame never became durable, or a bad frame ends the log
-    ///   below it), a damaged hidden tail that holds it (R2, see
-    ///   [`Facts::damaged_hidden_tail`]), or segment damage whose offsets hold it,
-    ///   injected after the crash before the ack (so the frame it hit was this record's)
-    ///   and before that crash.
+    /// - at that crash, or one ending such a killed open, with `offset` still at or above
+    ///   the persisted HWM, its log copy was gone: `offset` at or past the durable tail
+    ///   (the frame never became durable, or a bad frame ends the log below it), or
+    ///   segment damage (a bit flip or a misdirected write) injected since the crash
+    ///   before the ack and before the next crash, whose frames start at or below
+    ///   `offset` and at or above the persisted HWM, so recovery cut the log there.
     ///
     /// What stays approximate: an open killed right after its replay made the copy
     /// durable but before the world saw its frontier, with no net growth of the tail.
@@ -187,13 +186,23 @@ impl<'h> Facts<'h> {
             .iter()
             .filter(|c| c.index > ack_index)
             .collect();
-        let at_risk = after_ack.iter().position(|c| {
-            c.partitions
-                .get(tp)
-                .is_some_and(|p| offset >= p.persisted_hwm)
-        })?;
-        let mut tail = after_ack[at_risk].partitions.get(tp)?.durable_tail;
-        for incarnation in after_ack[at_risk].incarnation + 1..first_replay {
+        // The first crash after the ack, with the record above its persisted HWM: below
+        // it, R3 protects the log copy (and a checkpoint may have dropped the entry); a
+        // later crash that finds it above the HWM again means the HWM fell, which the
+        // clamp and `hwm`-flip rules judge.
+        let first = *after_ack.first()?;
+        if first
+            .partitions
+            .get(tp)
+            .is_none_or(|p| offset < p.persisted_hwm)
+        {
+            return None;
+        }
+        // The crashes whose recovery may have lost the log copy: that one, and those that
+        // ended opens killed before they replayed, up to the one that read the damage.
+        let mut candidates = vec![first];
+        let mut tail = first.partitions.get(tp)?.durable_tail;
+        for incarnation in first.incarnation + 1..first_replay {
             if self.opened.contains(&incarnation) {
                 // That open replayed the WAL while the entry was still readable.
                 return None;
@@ -205,23 +214,32 @@ impl<'h> Facts<'h> {
                 return None;
             }
             tail = ended_tail;
+            candidates.push(ended);
         }
         let floor = self.crash_before(ack_index).map(|c| c.index);
-        let (crash, log_copy) = after_ack[at_risk..].iter().find_map(|c| {
+        let (crash, log_copy) = candidates.iter().find_map(|c| {
             let p = c.partitions.get(tp)?;
+            if offset < p.persisted_hwm {
+                return None;
+            }
             let why = if offset >= p.durable_tail {
                 format!(
                     "not in the durable log at the crash at t={}ms (durable tail {})",
                     c.at_ms, p.durable_tail
                 )
-            } else if let Some(why) = self.damaged_hidden_tail(tp, offset, c.index - 1, c.index + 1)
-            {
-                why
             } else {
-                let d = self.segment_damage_holding(tp, offset, floor, c.index)?;
+                // Damage until the next crash can reach this crash's recovery scan.
+                let until = self
+                    .crashes
+                    .iter()
+                    .find(|n| n.index > c.index)
+                    .map_or(usize::MAX, |n| n.index);
+                let d = self.segment_cut(tp, offset, p.persisted_hwm, floor, until)?;
                 format!(
-                    "{} (event {d}) hit its frame before the crash at t={}ms",
+                    "{} (event {d}) at or below its offset and above the persisted HWM {}: \
+                     recovery after the crash at t={}ms cut the log there (R2)",
                     self.describe_fault(d),
+                    p.persisted_hwm,
                     c.at_ms
                 )
             };
@@ -240,16 +258,20 @@ impl<'h> Facts<'h> {
     }
 
     /// The first segment damage on `tp` after `after` (from the start: `None`) and before
-    /// `before` whose offsets hold `offset` (a bit flip or a misdirected write).
-    fn segment_damage_holding(
+    /// `before` (a bit flip or a misdirected write) whose frames start at or below
+    /// `offset` and at or above `persisted_hwm`: recovery truncates the log at that bad
+    /// frame (R1 or R2), which discards the frame at `offset` too.
+    fn segment_cut(
         &self,
         tp: &TopicPartition,
         offset: Offset,
+        persisted_hwm: Offset,
         after: Option<usize>,
         before: usize,
     ) -> Option<usize> {
         let events = self.history.events();
-        (after.map_or(0, |a| a + 1)..before).find(|index| match &events[*index].kind {
+        let from = after.map_or(0, |a| a + 1);
+        (from..before.min(events.len())).find(|index| match &events[*index].kind {
             EventKind::Fault {
                 kind, tp: Some(t), ..
             } => {
@@ -257,7 +279,7 @@ impl<'h> Facts<'h> {
                     && kind
                         .segment_damage()
                         .and_then(|(offsets, _)| offsets)
-                        .is_some_and(|range| range.contains(offset))
+                        .is_some_and(|range| range.start <= offset && range.start >= persisted_hwm)
             }
             _ => false,
         })

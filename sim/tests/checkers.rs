@@ -1779,6 +1779,40 @@ fn hwm_flipped_after_restart_run(flipped: u32) -> Run {
 }
 
 #[test]
+fn an_hwm_flip_the_open_did_not_read_explains_no_duplicate() {
+    // The open recorded what it found before the flip, and the copy came back before the
+    // flip too: the flip changed neither.
+    let mut r = delivered_then_crashed();
+    r.restart()
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .counters(0, 0, 0)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 1, 1_100)
+        .consume(0, 1)
+        .fault(hwm_flip(), Some(0));
+    let messages = messages_of(&r.report(), CheckerName::BoundedDuplicates);
+    assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
+    // A flip in `consumer.offset` only redelivers offsets: it explains no duplicate.
+    let mut r = delivered_then_crashed();
+    r.restart()
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::ConsumerOffset,
+                offsets: None,
+                below_hwm: None,
+            },
+            Some(0),
+        )
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 1, 1_100)
+        .consume(0, 1);
+    let messages = messages_of(&r.report(), CheckerName::BoundedDuplicates);
+    assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
+}
+
+#[test]
 fn a_duplicate_after_a_flipped_hwm_the_open_read_is_explained() {
     // The open read a lower HWM and replayed from further back than the crash's (empty)
     // hidden tail.

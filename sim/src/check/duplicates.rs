@@ -18,9 +18,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 use super::accounting::Copy;
-use super::facts::Facts;
+use super::facts::{CrashFact, Facts};
 use super::{Accounting, RecordRef, Violation, list};
-use crate::history::{Incarnation, ProduceId, TopicPartition};
+use crate::history::{EventKind, FaultKind, FileKind, Incarnation, ProduceId, TopicPartition};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CrashBudget {
@@ -184,6 +184,39 @@ fn first_wal_damage(facts: &Facts<'_>) -> Option<usize> {
     })
 }
 
+/// A flip in `tp`'s `hwm` file after `crash` and before `until` that the open following
+/// the crash read: injected before that open recorded its frontier or refusal for `tp`
+/// (or the open never did).
+fn hwm_flip_read_after(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    crash: &CrashFact,
+    until: usize,
+) -> Option<usize> {
+    let events = facts.history.events();
+    let opened = (crash.index..until.min(events.len())).find(|index| {
+        let event = &events[*index];
+        event.incarnation == crash.incarnation + 1
+            && matches!(&event.kind,
+                EventKind::FrontierObserved { tp: t, .. } | EventKind::PartitionRefused { tp: t, .. }
+                    if t == tp)
+    });
+    facts.metadata_damage.get(tp)?.iter().copied().find(|f| {
+        crash.index < *f
+            && *f < opened.unwrap_or(until)
+            && matches!(
+                &events[*f].kind,
+                EventKind::Fault {
+                    kind: FaultKind::BitFlip {
+                        file: FileKind::Hwm,
+                        ..
+                    },
+                    ..
+                }
+            )
+    })
+}
+
 /// The crash (index into `budgets`) that explains `later` as a re-commit of `earlier`.
 fn attribute(
     facts: &Facts<'_>,
@@ -206,13 +239,12 @@ fn attribute(
             .map_or(usize::MAX, |n| n.index);
         // An out-of-contract fault leaves the durable image wrong until something
         // rewrites it, so it unbinds every later crash on that partition, not only the
-        // one that ended its incarnation. A flip in `hwm` or `consumer.offset` after the
-        // crash unbinds it too if the open may have read it: a lowered HWM replays from
-        // further back than the hidden tail the crash left.
-        let metadata_read = facts
-            .metadata_damage
-            .get(&earlier.tp)
-            .is_some_and(|d| d.iter().any(|f| crash.index < *f && *f < until));
+        // one that ended its incarnation. A flip in `hwm` after the crash unbinds it too
+        // if the open read it (before the open recorded what it found on the partition),
+        // for copies delivered after it: a lowered HWM replays from further back than the
+        // hidden tail the crash left.
+        let metadata_read = hwm_flip_read_after(facts, &earlier.tp, crash, until)
+            .is_some_and(|flip| flip < later.first_delivery);
         let unbounded = budget.unbounded.iter().any(|(tp, _)| *tp == earlier.tp)
             || facts
                 .out_of_contract_on(&earlier.tp)

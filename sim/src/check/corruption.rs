@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::accounting::CorruptReason;
 use super::facts::{Facts, fault_name};
 use super::{Accounting, RecordRef, Violation};
-use crate::history::{EventKind, FaultKind, FileKind, TopicPartition};
+use crate::history::{EventKind, TopicPartition};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum DamageOutcome {
@@ -226,39 +226,9 @@ fn judge(
             return DamageOutcome::AboveHwm;
         }
         let after = crash.map_or(0, |c| c.index);
-        if let Some(hwm_fault_index) = hwm_flip_between(facts, tp, after, scan_index) {
+        if let Some(hwm_fault_index) = facts.hwm_flip_between(tp, after, scan_index) {
             return DamageOutcome::HwmDamaged { hwm_fault_index };
         }
     }
     DamageOutcome::Undetected { restart_index }
-}
-
-/// A flip in `tp`'s `hwm` file after `after` and before `before` (history indices): the
-/// scan in between may have read the flipped value, which the crash record does not show.
-fn hwm_flip_between(
-    facts: &Facts<'_>,
-    tp: &TopicPartition,
-    after: usize,
-    before: usize,
-) -> Option<usize> {
-    let events = facts.history.events();
-    facts
-        .metadata_damage
-        .get(tp)?
-        .iter()
-        .copied()
-        .find(|index| {
-            after < *index
-                && *index < before
-                && matches!(
-                    &events[*index].kind,
-                    EventKind::Fault {
-                        kind: FaultKind::BitFlip {
-                            file: FileKind::Hwm,
-                            ..
-                        },
-                        ..
-                    }
-                )
-        })
 }

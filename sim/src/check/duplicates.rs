@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use super::accounting::Copy;
 use super::facts::{CrashFact, Facts};
 use super::{Accounting, RecordRef, Violation, list};
-use crate::history::{EventKind, FaultKind, FileKind, Incarnation, ProduceId, TopicPartition};
+use crate::history::{EventKind, Incarnation, ProduceId, TopicPartition};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CrashBudget {
@@ -201,20 +201,7 @@ fn hwm_flip_read_after(
                 EventKind::FrontierObserved { tp: t, .. } | EventKind::PartitionRefused { tp: t, .. }
                     if t == tp)
     });
-    facts.metadata_damage.get(tp)?.iter().copied().find(|f| {
-        crash.index < *f
-            && *f < opened.unwrap_or(until)
-            && matches!(
-                &events[*f].kind,
-                EventKind::Fault {
-                    kind: FaultKind::BitFlip {
-                        file: FileKind::Hwm,
-                        ..
-                    },
-                    ..
-                }
-            )
-    })
+    facts.hwm_flip_between(tp, crash.index, opened.unwrap_or(until))
 }
 
 /// The crash (index into `budgets`) that explains `later` as a re-commit of `earlier`.
@@ -230,13 +217,8 @@ fn attribute(
         let Some(state) = crash.partitions.get(&earlier.tp) else {
             return false;
         };
-        // Damage until the next crash can reach this crash's recovery (the open after
-        // the restart may still be scanning when it lands).
-        let until = facts
-            .crashes
-            .iter()
-            .find(|n| n.index > crash.index)
-            .map_or(usize::MAX, |n| n.index);
+        // Damage until the next crash can reach this crash's recovery.
+        let until = facts.next_crash_after(crash.index);
         // An out-of-contract fault leaves the durable image wrong until something
         // rewrites it, so it unbinds every later crash on that partition, not only the
         // one that ended its incarnation. A flip in `hwm` after the crash unbinds it too

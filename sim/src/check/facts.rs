@@ -122,13 +122,7 @@ impl<'h> Facts<'h> {
                 if !p.hidden_tail().contains(offset) {
                     return None;
                 }
-                // Damage until the next crash can reach this restart's recovery: the
-                // open that follows a restart may still be scanning when it lands.
-                let until = self
-                    .crashes
-                    .iter()
-                    .find(|n| n.index > c.index)
-                    .map_or(usize::MAX, |n| n.index);
+                let until = self.next_crash_after(c.index);
                 damage.iter().find(|d| **d < until).map(|d| {
                     format!(
                         "damage at rest (event {d}) in the hidden tail {}..{} of the crash at t={}ms \
@@ -228,12 +222,7 @@ impl<'h> Facts<'h> {
                     c.at_ms, p.durable_tail
                 )
             } else {
-                // Damage until the next crash can reach this crash's recovery scan.
-                let until = self
-                    .crashes
-                    .iter()
-                    .find(|n| n.index > c.index)
-                    .map_or(usize::MAX, |n| n.index);
+                let until = self.next_crash_after(c.index);
                 let d = self.segment_cut(tp, offset, p.persisted_hwm, floor, until)?;
                 format!(
                     "{} (event {d}) at or below its offset and above the persisted HWM {}: \
@@ -456,6 +445,40 @@ impl<'h> Facts<'h> {
     /// The last crash recorded before `index`.
     pub fn crash_before(&self, index: usize) -> Option<&CrashFact> {
         self.crashes.iter().rev().find(|c| c.index < index)
+    }
+
+    /// The index of the first crash after `index`, or `usize::MAX` when none follows:
+    /// damage injected before it can still reach the recovery after the crash before it
+    /// (the open that follows a restart may still be scanning when it lands).
+    pub fn next_crash_after(&self, index: usize) -> usize {
+        self.crashes
+            .iter()
+            .find(|c| c.index > index)
+            .map_or(usize::MAX, |c| c.index)
+    }
+
+    /// The first flip in `tp`'s `hwm` file strictly between two history indices.
+    pub fn hwm_flip_between(
+        &self,
+        tp: &TopicPartition,
+        after: usize,
+        before: usize,
+    ) -> Option<usize> {
+        let events = self.history.events();
+        self.metadata_damage.get(tp)?.iter().copied().find(|index| {
+            after < *index
+                && *index < before
+                && matches!(
+                    &events[*index].kind,
+                    EventKind::Fault {
+                        kind: FaultKind::BitFlip {
+                            file: FileKind::Hwm,
+                            ..
+                        },
+                        ..
+                    }
+                )
+        })
     }
 
     /// Whether a crash lies strictly between two history indices.

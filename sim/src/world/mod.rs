@@ -673,15 +673,8 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
     }
     let (offsets, below_hwm) = match (&tp, want) {
         (Some(_), FileKind::Segment) => {
-            // The durable image the flip hit, as it was before (headers are walked in it
-            // below). Not the visible file: a segment the reaper has unlinked but not yet
-            // made durably gone has no visible name, and a crash brings it back.
-            let bytes = world.fs.durable_bytes(&flip.path).map(|mut bytes| {
-                if let Some(byte) = bytes.get_mut(flip.position as usize) {
-                    *byte = flip.before;
-                }
-                bytes
-            });
+            // Headers are walked in the durable image as it was before the flip.
+            let bytes = durable_before_flip(&world.fs, &flip);
             locate(&before, &flip.path, flip.position, bytes.as_deref())
         }
         _ => (None, None),
@@ -698,16 +691,24 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
         Some(&flip.path.display().to_string()),
     );
     if want == FileKind::Wal
-        && let Some(mut before) = world.fs.durable_bytes(&flip.path)
+        && let Some(before) = durable_before_flip(&world.fs, &flip)
     {
         // The entries of the frame the flip hit, from the image as it was before.
-        if let Some(byte) = before.get_mut(flip.position as usize) {
-            *byte = flip.before;
-        }
         let hit = flip.position..flip.position + 1;
         rec.wal_damaged(fault_index, &flip.path, &before, &[hit]);
     }
     true
+}
+
+/// The durable image of the file `flip` hit, as it was before the flip. Not the visible
+/// file: a segment the reaper has unlinked but not yet made durably gone has no visible
+/// name, and a crash brings it back.
+fn durable_before_flip(fs: &SimFs, flip: &crate::fs::BitFlip) -> Option<Vec<u8>> {
+    let mut bytes = fs.durable_bytes(&flip.path)?;
+    if let Some(byte) = bytes.get_mut(flip.position as usize) {
+        *byte = flip.before;
+    }
+    Some(bytes)
 }
 
 /// The records of the frame that holds byte `position` of a segment, and whether that

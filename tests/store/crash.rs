@@ -196,3 +196,66 @@ fn a_clamp_below_the_checkpoint_offset_does_not_make_replay_duplicate_later() {
     let seen = delivered(&store);
     assert_eq!(seen.get(&3), Some(&1), "id 3 exactly once: {seen:?}");
 }
+
+/// Flips one bit inside the first occurrence of `needle` in the file at `path`: the
+/// frame holding it then fails its CRC.
+fn flip_inside(path: &std::path::Path, needle: &[u8]) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .unwrap_or_else(|| panic!("{needle:?} not in {}", path.display()));
+    bytes[at + needle.len() - 1] ^= 0x01;
+    std::fs::write(path, &bytes).unwrap();
+}
+
+/// Found by the simulator (quick seeds 105536 and 115839, fresh ranges): two bit flips
+/// at rest, both in contract. One destroyed a record's ingress WAL entry; the other hit
+/// a log frame below that record but above the persisted HWM, so recovery cut the log
+/// there by R2, discarding the record's readable log copy on the strength of a WAL
+/// entry that no longer existed: an acknowledged record lost. The cut now keeps (writes
+/// into the WAL again) every readable record past the hole whose entry is gone.
+#[test]
+fn an_r2_cut_keeps_a_record_whose_wal_entry_was_damaged_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    // Each produce is one WAL frame and one log frame; the HWM is never persisted, so
+    // every record is above the persisted HWM 0 after the crash.
+    let acked = produce_ids(&store, 0, 6);
+    drop(store);
+    flip_inside(&dir.path().join("wal/00000000000000000000.wal"), b"id:4");
+    flip_inside(
+        &dir.path().join("topics/t/p00000/00000000000000000000.log"),
+        b"id:1",
+    );
+    let (store, report) = open(dir.path(), &clock);
+    let part = &report.partitions[&("t".to_string(), 0)];
+    assert_eq!(
+        part.truncation.map(|t| t.0),
+        Some(cafelog_engine::recovery::TruncationRule::HoleAboveHwm),
+        "offset 1's frame is bad and valid frames follow: R2"
+    );
+    assert_eq!(report.wal.corrupt_entries, 1, "id 4's WAL entry is gone");
+    let seen = delivered(&store);
+    for id in &acked {
+        assert!(seen.contains_key(id), "acknowledged id {id} lost: {seen:?}");
+    }
+    assert_eq!(
+        (part.salvage_offered, part.salvaged, report.salvaged),
+        (4, 1, 1),
+        "of ids 2..6 past the hole, only id 4 lacks a WAL entry"
+    );
+    drop(store);
+    // The kept copy is an ordinary WAL entry now: the next open finds no hole and
+    // salvages nothing, and id 4 is still there.
+    let (store, report) = open(dir.path(), &clock);
+    assert_eq!(report.salvaged, 0);
+    assert!(
+        report.partitions[&("t".to_string(), 0)]
+            .truncation
+            .is_none()
+    );
+    assert!(delivered(&store).contains_key(&4));
+}

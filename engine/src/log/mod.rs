@@ -313,6 +313,10 @@ pub struct OpenReport {
     pub tail_offset: u64,
     /// Zero-filled (preallocated, unused) bytes found after the segments' last frames.
     pub zero_tail_bytes: u64,
+    /// Readable records past an R2 hole, handed to the salvage before the truncation.
+    pub salvage_offered: u64,
+    /// Of them, the ones the salvage kept (made durable elsewhere for re-commit).
+    pub salvaged: u64,
 }
 
 impl<F: Fs, C: Clock> Log<F, C> {
@@ -324,6 +328,19 @@ impl<F: Fs, C: Clock> Log<F, C> {
         clock: C,
         dir: impl Into<PathBuf>,
         config: LogConfig,
+    ) -> Result<(Self, OpenReport), LogError> {
+        Self::open_salvaging(fs, clock, dir, config, &mut recovery::Discard).await
+    }
+
+    /// [`Log::open`], handing the records an R2 truncation would discard to `salvage`
+    /// before the truncation runs (see [`recovery::Salvage`]): the store keeps those its
+    /// WAL no longer holds.
+    pub async fn open_salvaging(
+        fs: F,
+        clock: C,
+        dir: impl Into<PathBuf>,
+        config: LogConfig,
+        salvage: &mut impl recovery::Salvage,
     ) -> Result<(Self, OpenReport), LogError> {
         config.validate().map_err(LogError::InvalidConfig)?;
         let dir = dir.into();
@@ -356,6 +373,22 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 "damaged unused space after a sealed segment's last frame; trimming it");
         }
         add(&metrics.zero_tail_bytes_at_open, report.zero_tail_bytes);
+        let discarded = recovery::read_discarded(&fs, &dir, &scan)
+            .await
+            .map_err(LogError::io("read the frames R2 discards"))?;
+        if !discarded.is_empty() {
+            report.salvage_offered = discarded.len() as u64;
+            report.salvaged = salvage
+                .keep(discarded)
+                .await
+                .map_err(LogError::io("salvage before R2"))?;
+            assert!(report.salvaged <= report.salvage_offered);
+            if report.salvaged > 0 {
+                tracing::warn!(dir = %dir.display(), kept = report.salvaged,
+                    offered = report.salvage_offered,
+                    "records past an R2 hole with no other copy kept for re-commit");
+            }
+        }
         recovery::apply(&fs, &dir, &mut scan)
             .await
             .map_err(LogError::io("truncate during recovery"))?;

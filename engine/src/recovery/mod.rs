@@ -1,9 +1,11 @@
 //! Recovery: scan a partition ([`scan_partition`]), then carry out the plan ([`apply`]).
 
 mod reader;
+mod salvage;
 mod scan;
 
 pub use reader::{ProbedFrame, SegmentReader, WINDOW_BYTES};
+pub use salvage::{Discard, Salvage, SalvagedRecord, read_discarded};
 pub use scan::{
     Corruption, FrameEntry, PartitionScan, ScanDepth, SegmentScan, Truncation, TruncationRule,
     read_word_file, scan_partition,

@@ -13,9 +13,12 @@
 //! across any in-contract crash.
 //!
 //! **Recovery order on open.** (1) every partition log recovers (R1-R4; a refusal
-//! marks that partition unavailable, the others open); (2) the WAL is read, and every
-//! entry past its partition's checkpoint is re-committed at a fresh offset; (3) only
-//! then does `open` return, so no new produce is accepted before the replay.
+//! marks that partition unavailable, the others open); before an R2 cut, the readable
+//! records past the hole whose WAL entry is gone are written into the WAL again
+//! (`salvage`, which opens the WAL early for it: a double fault costs a duplicate, not a
+//! loss); (2) the WAL is read, and every entry past its partition's checkpoint is
+//! re-committed at a fresh offset; (3) only then does `open` return, so no new produce
+//! is accepted before the replay.
 //!
 //! **Ordering.** Within a partition, the WAL append and the log append happen under one
 //! produce lock, so WAL order is offset order: every record at or above a checkpoint's
@@ -36,6 +39,7 @@
 
 pub mod error;
 mod queue;
+mod salvage;
 pub mod topic;
 pub mod wal;
 
@@ -114,6 +118,9 @@ pub struct StoreOpenReport {
     pub replayed: u64,
     /// Hidden-tail records made visible because the WAL had lost entries.
     pub hidden_exposed: u64,
+    /// Records past an R2 hole whose WAL entry was gone, written into the WAL before
+    /// the cut and re-committed by the replay (counted in `replayed` too).
+    pub salvaged: u64,
     /// Per partition log: what recovery did.
     pub partitions: BTreeMap<PartitionId, crate::log::OpenReport>,
 }
@@ -206,7 +213,8 @@ fn log_err(id: &PartitionId) -> impl FnOnce(LogError) -> StoreError + '_ {
 }
 
 impl<F: Fs, C: Clock> Store<F, C> {
-    /// Opens the store at `root`: partitions recover, then the WAL replays.
+    /// Opens the store at `root`: partitions recover (salvaging into the WAL what an R2
+    /// cut would lose), then the WAL replays.
     pub async fn open(
         fs: F,
         clock: C,
@@ -222,6 +230,10 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 source,
             })?;
         let mut report = StoreOpenReport::default();
+        // An R2 cut discards records the WAL is trusted to re-commit; the salvage keeps
+        // those whose entry it lost, opening the WAL at the first cut that needs it.
+        let mut opening =
+            salvage::OpeningWal::new(fs.clone(), root.join("wal"), config.wal_segment_bytes);
         let mut topics = BTreeMap::new();
         let names = fs
             .list_dir(&topics_dir)
@@ -249,15 +261,28 @@ impl<F: Fs, C: Clock> Store<F, C> {
             let text = read_text(&fs, &conf_path).await?;
             let config = TopicConfig::decode(&text)
                 .map_err(|e| StoreError::InvalidConfig(format!("{}: {e}", conf_path.display())))?;
-            let state = open_topic(&fs, &clock, &root, &name, config, &mut report).await?;
+            let state = open_topic(
+                &fs,
+                &clock,
+                &root,
+                &name,
+                config,
+                &mut report,
+                Some(&mut opening),
+            )
+            .await?;
             topics.insert(name, Arc::new(state));
         }
-
-        let (wal, checkpoint, entries, wal_report) =
-            Wal::open(fs.clone(), root.join("wal"), config.wal_segment_bytes)
-                .await
-                .map_err(StoreError::Wal)?;
+        let salvage::OpenedWal {
+            wal,
+            checkpoint,
+            entries,
+            report: wal_report,
+            salvaged,
+        } = opening.finish().await.map_err(StoreError::Wal)?;
         report.wal = wal_report;
+        report.salvaged = salvaged;
+
         // A recovery clamp (R4) may have cut a partition below its checkpoint's offset:
         // the records it writes there next are copies of entries past the checkpoint,
         // which replay must see. Lower the offset to the recovered HWM, durably, before
@@ -423,6 +448,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
             .await
             .map_err(io("sync topic directory"))?;
         let mut report = StoreOpenReport::default();
+        // A new topic's partitions hold nothing to salvage.
         let state = open_topic(
             fs,
             &self.inner.clock,
@@ -430,6 +456,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
             name,
             config,
             &mut report,
+            None,
         )
         .await?;
         // A new partition has no checkpoint yet: retention waits for the first one.
@@ -975,12 +1002,21 @@ async fn open_topic<F: Fs, C: Clock>(
     name: &str,
     config: TopicConfig,
     report: &mut StoreOpenReport,
+    mut salvage: Option<&mut salvage::OpeningWal<F>>,
 ) -> Result<TopicState<F, C>, StoreError> {
     let mut partitions = Vec::new();
     for index in 0..config.partitions {
         let dir = layout::partition_dir(root, name, index);
         let id = (name.to_string(), index);
-        match Log::open(fs.clone(), clock.clone(), &dir, config.log.clone()).await {
+        let (fs, clock, log_config) = (fs.clone(), clock.clone(), config.log.clone());
+        let opened = match salvage.as_deref_mut() {
+            Some(salvage) => {
+                let mut salvage = salvage.partition(&id);
+                Log::open_salvaging(fs, clock, &dir, log_config, &mut salvage).await
+            }
+            None => Log::open(fs, clock, &dir, log_config).await,
+        };
+        match opened {
             Ok((log, open_report)) => {
                 report.partitions_opened += 1;
                 report.partitions.insert(id.clone(), open_report);

@@ -204,6 +204,7 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
         rec.paths.hidden_records += open.hidden_records;
     }
     rec.paths.wal_replayed += report.replayed;
+    rec.paths.records_salvaged += report.salvaged;
     for ((topic, partition), frontier, log_start, metrics) in frontiers {
         let tp = TopicPartition::new(topic, partition);
         rec.history.frontier_observed(now, &tp, frontier);

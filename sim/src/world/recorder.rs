@@ -20,6 +20,8 @@ pub struct Paths {
     /// Partitions opened with preallocated zeros after their last frame.
     pub zero_tails_at_open: u64,
     pub holes_truncated: u64,
+    /// Records past an R2 hole whose WAL entry was gone, kept by the salvage.
+    pub records_salvaged: u64,
     pub refusals: u64,
     pub recorded_clamps: u64,
     pub hidden_records: u64,
@@ -44,6 +46,7 @@ impl Paths {
             ("torn_tails_truncated_r1", self.torn_tails_truncated),
             ("zero_tails_at_open", self.zero_tails_at_open),
             ("holes_truncated_r2", self.holes_truncated),
+            ("records_salvaged_r2", self.records_salvaged),
             ("refusals_r3", self.refusals),
             ("recorded_clamps_r4", self.recorded_clamps),
             ("hidden_tail_records", self.hidden_records),

@@ -606,6 +606,20 @@ fn a_flip_above_the_record_does_not_excuse_losing_it() {
 }
 
 #[test]
+fn a_flip_below_the_record_does_not_excuse_losing_it() {
+    // Quick seeds 105536 and 115839: the flip at offset 1 makes recovery cut the log
+    // from 1 (R2), but id 3's frame at offset 2 is readable and its WAL entry is gone, so
+    // the cut salvages it; losing it is the engine's bug.
+    let report = double_damage_run(Some(flip_above_hwm(1)), true, (1, 1_100)).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 3 at offset 2"]);
+    // A misdirected write that began below it without reaching its frame, likewise.
+    let report = double_damage_run(Some(segment_misdirect(1)), true, (1, 1_100)).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 3 at offset 2"]);
+}
+
+#[test]
 fn a_log_copy_lost_after_the_open_that_needed_it_is_not_excused() {
     // Id 3's WAL entry is destroyed before the first open, but its log copy is intact
     // in the hidden tail: that open completes (it must expose the copy). A later crash

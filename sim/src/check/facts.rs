@@ -146,8 +146,9 @@ impl<'h> Facts<'h> {
     ///   the persisted HWM, its log copy was gone: `offset` at or past the durable tail
     ///   (the frame never became durable, or a bad frame ends the log below it), or
     ///   segment damage (a bit flip or a misdirected write) injected since the crash
-    ///   before the ack and before the next crash, whose frames start at or below
-    ///   `offset` and at or above the persisted HWM, so recovery cut the log there.
+    ///   before the ack and before the next crash, to the frame holding `offset`, at or
+    ///   above the persisted HWM, so recovery cut the log there (a cut below it salvages
+    ///   the record's readable frame when its WAL entry is gone).
     ///
     /// What stays approximate: an open killed right after its replay made the copy
     /// durable but before the world saw its frontier, with no net growth of the tail.
@@ -225,7 +226,7 @@ impl<'h> Facts<'h> {
                 let until = self.next_crash_after(c.index);
                 let d = self.segment_cut(tp, offset, p.persisted_hwm, floor, until)?;
                 format!(
-                    "{} (event {d}) at or below its offset and above the persisted HWM {}: \
+                    "{} (event {d}) in its frame, above the persisted HWM {}: \
                      recovery after the crash at t={}ms cut the log there (R2)",
                     self.describe_fault(d),
                     p.persisted_hwm,
@@ -247,9 +248,10 @@ impl<'h> Facts<'h> {
     }
 
     /// The first segment damage on `tp` after `after` (from the start: `None`) and before
-    /// `before` (a bit flip or a misdirected write) whose frames start at or below
-    /// `offset` and at or above `persisted_hwm`: recovery truncates the log at that bad
-    /// frame (R1 or R2), which discards the frame at `offset` too.
+    /// `before` (a bit flip or a misdirected write) that hit the frame holding `offset`,
+    /// starting at or above `persisted_hwm`: recovery truncates the log at that bad frame
+    /// (R1 or R2). Damage to a frame below it does not reach the record: the cut then
+    /// salvages every readable record past it whose WAL entry is gone.
     fn segment_cut(
         &self,
         tp: &TopicPartition,
@@ -268,7 +270,7 @@ impl<'h> Facts<'h> {
                     && kind
                         .segment_damage()
                         .and_then(|(offsets, _)| offsets)
-                        .is_some_and(|range| range.start <= offset && range.start >= persisted_hwm)
+                        .is_some_and(|range| range.contains(offset) && range.start >= persisted_hwm)
             }
             _ => false,
         })

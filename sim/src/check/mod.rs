@@ -16,8 +16,9 @@
 //!   no crash in between (the only acks such a fault can undo); damage at rest that
 //!   destroyed both durable copies (a `WalEntriesDamaged` event names the record's WAL
 //!   entry, unread before the first open that needed it, and that open's recovery found
-//!   its log frame gone: never durable, an R2-cut damaged hidden tail, or damage naming
-//!   its offset). Why: loss is allowed only when it is recorded or attributable; silent
+//!   its log frame gone: never durable, or damage at rest to its own frame; damage to
+//!   a frame below it excuses nothing, since the R2 cut salvages readable records whose
+//!   WAL entry is gone). Why: loss is allowed only when it is recorded or attributable; silent
 //!   loss is the bug.
 //! - `bounded_duplicates`: a duplicate is one produce id delivered from two offsets
 //!   (redelivery of one offset is not). Each extra copy must be explained by a crash

@@ -14,6 +14,7 @@ pub mod corpus;
 pub mod fs;
 pub mod history;
 pub mod profile;
+pub mod reference;
 pub mod scenario;
 pub mod shrink;
 pub mod swarm;

@@ -351,14 +351,26 @@ impl<F: Fs, C: Clock> Log<F, C> {
             .await
             .map_err(LogError::io("scan partition"))?;
         if let Some(corruption) = scan.corruption.clone() {
-            tracing::error!(dir = %dir.display(), %corruption, "refusing to open partition");
+            crate::alarm::refused(
+                &dir,
+                &corruption.segment,
+                corruption.position,
+                &corruption.reason,
+            );
             return Err(LogError::Corruption(corruption));
         }
         let metrics = LogMetrics::default();
         let mut report = OpenReport::default();
         if let Some(t) = &scan.truncation {
-            tracing::warn!(dir = %dir.display(), rule = t.rule.name(), segment = %t.segment,
-                position = t.position, bytes = t.bytes, reason = %t.reason, "truncating");
+            crate::alarm::truncated(
+                &dir,
+                t.rule == TruncationRule::TornTail,
+                &t.segment,
+                t.position,
+                t.offset,
+                t.bytes,
+                &t.reason,
+            );
             match t.rule {
                 TruncationRule::TornTail => add(&metrics.truncations_torn_tail, 1),
                 TruncationRule::HoleAboveHwm => add(&metrics.truncations_hole, 1),
@@ -368,9 +380,12 @@ impl<F: Fs, C: Clock> Log<F, C> {
         }
         report.zero_tail_bytes = scan.zero_tail_bytes();
         for s in scan.segments.iter().filter(|s| s.junk_tail > 0) {
-            tracing::warn!(dir = %dir.display(), segment = %s.file_name, bytes = s.junk_tail,
-                reason = s.junk_reason.as_deref().unwrap_or(""),
-                "damaged unused space after a sealed segment's last frame; trimming it");
+            crate::alarm::junk_trimmed(
+                &dir,
+                &s.file_name,
+                s.junk_tail,
+                s.junk_reason.as_deref().unwrap_or(""),
+            );
         }
         add(&metrics.zero_tail_bytes_at_open, report.zero_tail_bytes);
         let discarded = recovery::read_discarded(&fs, &dir, &scan)
@@ -383,11 +398,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 .await
                 .map_err(LogError::io("salvage before R2"))?;
             assert!(report.salvaged <= report.salvage_offered);
-            if report.salvaged > 0 {
-                tracing::warn!(dir = %dir.display(), kept = report.salvaged,
-                    offered = report.salvage_offered,
-                    "records past an R2 hole with no other copy kept for re-commit");
-            }
+            crate::alarm::salvaged(&dir, report.salvage_offered, report.salvaged);
         }
         recovery::apply(&fs, &dir, &mut scan)
             .await
@@ -398,9 +409,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         report.recorded_loss_records = scan.recorded_loss_records();
         report.hidden_records = scan.hidden_records();
         if report.recorded_loss_records > 0 {
-            tracing::error!(dir = %dir.display(), persisted_hwm = ?scan.persisted_hwm,
-                tail = scan.tail_offset, lost = report.recorded_loss_records,
-                "persisted HWM ahead of the recovered tail: recorded loss (R4 clamp)");
+            crate::alarm::clamp(&dir, scan.persisted_hwm.unwrap_or(0), hwm);
         }
         add(&metrics.recorded_loss_records, report.recorded_loss_records);
         add(&metrics.hidden_records_at_open, report.hidden_records);
@@ -496,6 +505,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 wall_floor: (scan.last_committed_at_ms.unwrap_or(0), now),
             }),
         };
+        crate::alarm::log_opened(log.dir(), scan.log_start, hwm, tail);
         Ok((log, report))
     }
 
@@ -735,16 +745,17 @@ impl<F: Fs, C: Clock> Log<F, C> {
     /// duplicates for certain loss. Returns how many records became visible.
     pub async fn expose_hidden_tail(&self) -> Result<u64, LogError> {
         let _io = self.inner.io.lock().await;
-        let exposed = {
+        let (from, exposed) = {
             let mut st = self.state();
             st.check_not_poisoned()?;
             let exposed = st.durable_end - st.hwm;
+            let from = st.hwm;
             st.hwm = st.durable_end;
             st.check_invariants();
-            exposed
+            (from, exposed)
         };
         if exposed > 0 {
-            tracing::warn!(dir = %self.inner.dir.display(), exposed, "hidden tail exposed");
+            crate::alarm::hidden_exposed(&self.inner.dir, from, from + exposed);
             self.inner.notify.notify_all();
             self.persist_hwm().await?;
         }
@@ -800,7 +811,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         {
             let mut st = self.state();
             if st.poisoned.is_none() {
-                tracing::error!(dir = %self.inner.dir.display(), %reason, "partition poisoned");
+                crate::alarm::poisoned(&self.inner.dir, &reason);
                 st.poisoned = Some(reason);
                 st.hwm_at_poison = Some(st.hwm);
             }

@@ -202,10 +202,10 @@ impl<F: Fs, C: Clock> Log<F, C> {
                         &self.inner.metrics.records_skipped,
                         u64::from(entry.record_count),
                     );
-                    tracing::error!(
-                        base = entry.base_offset,
-                        records = entry.record_count,
-                        "frame unreadable at consume time; records skipped"
+                    crate::alarm::frame_skipped(
+                        &self.inner.dir,
+                        entry.base_offset,
+                        u64::from(entry.record_count),
                     );
                 }
                 drop(st);
@@ -268,6 +268,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         if unparseable > 0 && st.skip_counted.insert(entry.base_offset) {
             // Count unparseable records once, the first time the frame is decoded.
             add(&self.inner.metrics.records_skipped, unparseable);
+            crate::alarm::records_skipped(&self.inner.dir, entry.base_offset, unparseable);
         }
         st.cache.insert(entry.base_offset, Arc::clone(&decoded));
         Ok(Some(decoded))

@@ -594,14 +594,14 @@ impl<F: Fs, C: Clock> Store<F, C> {
             let value = match stored {
                 Ok(v) => v.unwrap_or(status.log_start),
                 Err(reason) => {
-                    tracing::error!(partition = ?part.id, %reason, "consumer.offset unreadable; restarting at the log start");
+                    crate::alarm::frontier_reset(part.log.dir(), status.log_start, &reason);
                     add(&self.inner.metrics.frontier_clamps, 1);
                     status.log_start
                 }
             };
             let clamped = value.clamp(status.log_start, status.hwm);
             if clamped != value {
-                tracing::warn!(partition = ?part.id, value, clamped, "consumer frontier outside [log start, HWM] clamped");
+                crate::alarm::frontier_clamped(part.log.dir(), value, clamped);
                 add(&self.inner.metrics.frontier_clamps, 1);
             }
             let mut q = Queue::new(clamped);

@@ -232,7 +232,7 @@ impl<F: Fs> Wal<F> {
         let checkpoint = match read_all(&fs, &dir.join(CHECKPOINT_FILE)).await? {
             None => BTreeMap::new(),
             Some(bytes) => decode_checkpoint(&bytes).unwrap_or_else(|| {
-                tracing::error!("WAL checkpoint unreadable; replaying every entry");
+                crate::alarm::wal_checkpoint_unreadable();
                 report.checkpoint_corrupt = true;
                 BTreeMap::new()
             }),
@@ -324,8 +324,8 @@ impl<F: Fs> Wal<F> {
         next_seq = next_seq.max(checkpoint.values().map(|c| c.seq).max().unwrap_or(0));
         report.segments = segments.len();
         report.entries = entries.len() as u64;
-        if report.corrupt_entries > 0 {
-            tracing::error!(lost = report.corrupt_entries, "corrupt WAL entries skipped");
+        if report.corrupt_entries > 0 || report.skipped_bytes > 0 {
+            crate::alarm::wal_damaged(report.corrupt_entries, report.skipped_bytes);
         }
         // A fresh segment for this incarnation.
         let active_name = segment_name(next_seq);
@@ -445,7 +445,7 @@ impl<F: Fs> Wal<F> {
             }
             Err(e) => {
                 st.poisoned.get_or_insert_with(|| e.to_string());
-                tracing::error!(error = %e, "ingress WAL poisoned");
+                crate::alarm::wal_poisoned(&e.to_string());
                 Err(e)
             }
         }

@@ -15,9 +15,9 @@
 //!   file's length.
 
 use crate::history::{DamagedWalEntry, OffsetRange, TopicPartition, parse_payload_id};
-use cafelog_engine::format::frame::{Codecs, FRAME_HEADER_LEN, FrameHeader, MAGIC, split_records};
-use cafelog_engine::format::layout;
-use cafelog_engine::store::wal;
+use crate::reference::frame::{self, Header};
+use crate::reference::partition::segment_base;
+use crate::reference::wal;
 use std::ops::Range;
 use std::path::Path;
 
@@ -26,92 +26,36 @@ fn overlaps(a: &Range<u64>, b: &Range<u64>) -> bool {
     a.start < b.end && b.start < a.end
 }
 
+/// The base seq a WAL segment file name carries: 20 digits and `.wal`.
+fn wal_segment_base(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".wal")?;
+    (digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
 /// The entries of the WAL segment at `path` whose frames, in the image `before`, share a
 /// byte with one of the `hit` ranges. Empty for a WAL file that is not a segment (the
 /// checkpoint: damage there makes the replay start over, it loses nothing).
 pub fn wal_entries_hit(path: &Path, before: &[u8], hit: &[Range<u64>]) -> Vec<DamagedWalEntry> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if wal::parse_segment_name(name).is_none() {
+    if wal_segment_base(name).is_none() {
         return Vec::new();
     }
-    wal_frames(before)
+    wal::frames(before)
         .into_iter()
         .filter(|frame| hit.iter().any(|h| overlaps(&frame.position, h)))
         .flat_map(|frame| frame.entries)
-        .collect()
-}
-
-/// One readable WAL frame: its bytes in the file and the entries it holds.
-struct WalFrame {
-    position: Range<u64>,
-    entries: Vec<DamagedWalEntry>,
-}
-
-/// Every readable frame of a WAL segment image, the way `Wal::open` reads it: frames
-/// from byte 0, and past an unreadable region the next `0xCAFE` that starts a readable
-/// frame.
-fn wal_frames(bytes: &[u8]) -> Vec<WalFrame> {
-    let mut codecs = Codecs::default();
-    let mut frames = Vec::new();
-    let mut at = 0u64;
-    let len = bytes.len() as u64;
-    while at < len {
-        if let Some(frame) = wal_frame_at(&mut codecs, bytes, at) {
-            assert!(frame.position.end > at, "a frame has a header");
-            at = frame.position.end;
-            frames.push(frame);
-            continue;
-        }
-        // Resynchronise, as the engine's hunt does.
-        let next = (at + 1..len.saturating_sub(1)).find(|&p| {
-            bytes.get(p as usize..p as usize + MAGIC.len()) == Some(&MAGIC[..])
-                && wal_frame_at(&mut codecs, bytes, p).is_some()
-        });
-        match next {
-            Some(next) => at = next,
-            None => break,
-        }
-    }
-    frames
-}
-
-/// The frame header that parses at byte `at` of `bytes` (its CRC unchecked), with `at`
-/// as an index.
-fn header_at(bytes: &[u8], at: u64) -> Option<(usize, FrameHeader)> {
-    let start = usize::try_from(at).ok()?;
-    let head: &[u8; FRAME_HEADER_LEN] = bytes
-        .get(start..start.checked_add(FRAME_HEADER_LEN)?)?
-        .try_into()
-        .ok()?;
-    Some((start, FrameHeader::parse(head).ok()?))
-}
-
-/// The readable WAL frame starting at byte `at` of `bytes`, if one does.
-fn wal_frame_at(codecs: &mut Codecs, bytes: &[u8], at: u64) -> Option<WalFrame> {
-    let (start, header) = header_at(bytes, at)?;
-    let end = start.checked_add(usize::try_from(header.frame_len()).ok()?)?;
-    let stored = bytes.get(start + FRAME_HEADER_LEN..end)?;
-    header.check_crc(stored).ok()?;
-    let payload = codecs.decode_payload(&header, stored).ok()?;
-    let records = split_records(&payload, header.record_count).ok()?;
-    let entries = records
-        .into_iter()
-        .enumerate()
-        .filter_map(|(index, range)| {
-            // A record that does not decode is lost to the engine already (it counts it
-            // corrupt at open): the damage did not destroy it.
-            let ((topic, partition), _key, value) = wal::decode_record(payload.get(range)?)?;
+        .filter_map(|entry| {
+            // An entry whose payload carries no id is no produce of this run's: the
+            // damage destroyed nothing the checkers account for.
             Some(DamagedWalEntry {
-                seq: header.base_offset + index as u64,
-                tp: TopicPartition::new(topic, partition),
-                id: parse_payload_id(value).ok()?,
+                seq: entry.seq,
+                tp: TopicPartition::new(entry.topic, entry.partition),
+                id: parse_payload_id(&entry.payload).ok()?,
             })
         })
-        .collect();
-    Some(WalFrame {
-        position: at..at + header.frame_len(),
-        entries,
-    })
+        .collect()
 }
 
 /// Frame headers of a segment image from byte `at`, where the frame with base offset
@@ -121,11 +65,11 @@ pub fn segment_headers(
     bytes: &[u8],
     at: u64,
     base: u64,
-) -> impl Iterator<Item = (u64, FrameHeader)> + '_ {
+) -> impl Iterator<Item = (u64, Header)> + '_ {
     let mut next = Some((at, base));
     std::iter::from_fn(move || {
         let (at, base) = next.take()?;
-        let (_, header) = header_at(bytes, at)?;
+        let header = frame::header_at(bytes, at)?;
         if header.base_offset != base {
             return None;
         }
@@ -141,7 +85,7 @@ pub fn segment_headers(
 /// segment.
 pub fn segment_offsets_hit(path: &Path, before: &[u8], hit: &[Range<u64>]) -> Option<OffsetRange> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let base = layout::parse_segment_file_name(name)?;
+    let base = segment_base(name)?;
     let mut found: Option<OffsetRange> = None;
     for (at, header) in segment_headers(before, 0, base) {
         let frame = at..at + header.frame_len();
@@ -164,7 +108,8 @@ pub fn segment_offsets_hit(path: &Path, before: &[u8], hit: &[Range<u64>]) -> Op
 mod tests {
     use super::*;
     use crate::history::encode_payload;
-    use cafelog_engine::format::frame::Codec;
+    use cafelog_engine::format::frame::{Codec, Codecs};
+    use cafelog_engine::store::wal;
 
     fn frame(codecs: &mut Codecs, base: u64, records: &[Vec<u8>]) -> Vec<u8> {
         let mut out = Vec::new();

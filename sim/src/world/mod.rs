@@ -11,7 +11,9 @@
 //! Everything random comes from the seed: madsim's scheduler, the workload and the
 //! fault mix (ChaCha streams derived from it), and the disk's own dice.
 
+pub mod alarms;
 pub mod damage;
+pub mod disk;
 pub mod engine_call;
 pub mod node;
 pub mod observe;
@@ -23,14 +25,11 @@ use crate::clock::SimClock;
 use crate::fs::SimFs;
 use crate::fs::dice::Dice;
 use crate::fs::plugin::{SimFsPlugin, attach};
-use crate::history::{
-    CrashPartition, FaultKind, FileKind, History, OffsetRange, TopicPartition, encode_payload,
-};
+use crate::history::{DiskView, FaultKind, FileKind, History, TopicPartition, encode_payload};
 use crate::profile::Profile;
 use crate::swarm::FaultMix;
 use cafelog_engine::format::layout;
 use cafelog_engine::log::Notify;
-use cafelog_engine::recovery::{ScanDepth, scan_partition};
 use node::{DATA_ROOT, NodeContext, Request, SimStore};
 use observe::ObservingFs;
 use recorder::{Paths, Shared};
@@ -146,7 +145,10 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         );
         rt.add_simulator::<SimFsPlugin>();
         rt.set_time_limit(Duration::from_millis(spec_inner.profile.end_ms() + 60_000));
-        rt.block_on(world(spec_inner, sink))
+        // The engine's alarms reach the history through this run's subscriber.
+        let slot = alarms::RecorderSlot::default();
+        let subscriber = alarms::AlarmSubscriber::new(Arc::clone(&slot));
+        tracing::subscriber::with_default(subscriber, || rt.block_on(world(spec_inner, sink, slot)))
     }));
     let (history, paths, faults, produced) = captured
         .lock()
@@ -212,10 +214,11 @@ impl World {
     }
 }
 
-async fn world(spec: RunSpec, sink: Sink) {
+async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
     let fs =
         SimFs::new(sub_seed(spec.seed, 3), spec.mix.fs.clone()).expect("fault options are valid");
     let recorder = Shared::new(fs.clone());
+    *alarms.lock().unwrap_or_else(|e| e.into_inner()) = Some(recorder.clone());
     let clock = SimClock::default();
     let (tx, rx) = async_channel::unbounded();
     let current = Arc::new(Mutex::new(None));
@@ -538,7 +541,10 @@ async fn kill(world: &Arc<World>, node: madsim::task::NodeId) {
         }
     }
     madsim::runtime::Handle::current().kill(node);
-    let partitions = durable_partitions(world, &memory).await;
+    let partitions = {
+        let damaged = world.damaged.lock().unwrap_or_else(|e| e.into_inner());
+        disk::crash_partitions(&world.fs, &partition_dirs(world), &damaged, &memory)
+    };
     let mut rec = world.recorder.lock();
     rec.drain_fs();
     rec.paths.crashes += 1;
@@ -560,10 +566,21 @@ fn step_clock(world: &World, back_ms: u64) {
 
 /// Starts the next incarnation of the engine's node.
 fn restart(world: &World, node: madsim::task::NodeId) {
+    // What the open will read, decoded before the new incarnation can touch it.
+    let disks: Vec<(TopicPartition, DiskView)> = partition_dirs(world)
+        .into_iter()
+        .filter_map(|(tp, dir)| {
+            let decoded = disk::decode_durable(&world.fs, &dir)?;
+            Some((tp, DiskView::from_decoded(&decoded)))
+        })
+        .collect();
     madsim::runtime::Handle::current().restart(node);
     let mut rec = world.recorder.lock();
     let now = rec.now_ms();
     rec.history.restart(now);
+    for (tp, view) in disks {
+        rec.history.disk_at_open(now, &tp, view);
+    }
     rec.node_down = false;
 }
 
@@ -596,51 +613,6 @@ fn partition_dirs(world: &World) -> Vec<(TopicPartition, PathBuf)> {
     out
 }
 
-/// The durable state of each partition right after the crash, from the disk image.
-async fn durable_partitions(
-    world: &World,
-    memory: &BTreeMap<TopicPartition, u64>,
-) -> Vec<CrashPartition> {
-    let mut out = Vec::new();
-    for (tp, dir) in partition_dirs(world) {
-        let Some(scan) = scan_now(&world.fs, &dir).await else {
-            continue;
-        };
-        let persisted_hwm = scan.persisted_hwm.unwrap_or(0);
-        // Damage at rest ends the scan early, hiding the true durable tail. The tail is
-        // then at least what was durable for certain: the persisted HWM and the HWM the
-        // engine had in memory (it only covers fsynced, verified frames).
-        let damaged = world
-            .damaged
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(&tp);
-        let durable_tail = if damaged || scan.corruption.is_some() {
-            scan.tail_offset
-                .max(persisted_hwm)
-                .max(memory.get(&tp).copied().unwrap_or(0))
-        } else {
-            scan.tail_offset
-        };
-        out.push(CrashPartition {
-            persisted_hwm,
-            durable_tail,
-            memory_hwm: memory.get(&tp).copied(),
-            tp,
-        });
-    }
-    out
-}
-
-/// Scans a partition directory on the simulated disk, from outside the node.
-async fn scan_now(fs: &SimFs, dir: &Path) -> Option<cafelog_engine::recovery::PartitionScan> {
-    use cafelog_engine::fs::Fs as _;
-    if !fs.exists(dir).await.ok()? {
-        return None;
-    }
-    scan_partition(fs, dir, ScanDepth::Frames).await.ok()
-}
-
 /// Flips one bit of durable data at rest (segments, hwm, consumer.offset, WAL).
 async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
     let kinds = [
@@ -651,12 +623,12 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
         FileKind::Wal,
     ];
     let want = file.unwrap_or_else(|| kinds[dice.below(kinds.len() as u64) as usize]);
-    // Map frames before the flip: afterwards the scan stops at the damaged frame.
+    // Map frames before the flip: afterwards the decode stops at the damaged frame.
     let mut before = BTreeMap::new();
     if want == FileKind::Segment {
         for (_, dir) in partition_dirs(world) {
-            if let Some(scan) = scan_now(&world.fs, &dir).await {
-                before.insert(dir, scan);
+            if let Some(decoded) = disk::decode_durable(&world.fs, &dir) {
+                before.insert(dir, decoded);
             }
         }
     }
@@ -675,7 +647,7 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
         (Some(_), FileKind::Segment) => {
             // Headers are walked in the durable image as it was before the flip.
             let bytes = durable_before_flip(&world.fs, &flip);
-            locate(&before, &flip.path, flip.position, bytes.as_deref())
+            disk::locate(&before, &flip.path, flip.position, bytes.as_deref())
         }
         _ => (None, None),
     };
@@ -709,73 +681,6 @@ fn durable_before_flip(fs: &SimFs, flip: &crate::fs::BitFlip) -> Option<Vec<u8>>
         *byte = flip.before;
     }
     Some(bytes)
-}
-
-/// The records of the frame that holds byte `position` of a segment, and whether that
-/// frame starts below the persisted HWM, from scans taken before the damage and the
-/// file's durable bytes before it (`bytes`).
-fn locate(
-    scans: &BTreeMap<PathBuf, cafelog_engine::recovery::PartitionScan>,
-    path: &Path,
-    position: u64,
-    bytes: Option<&[u8]>,
-) -> (Option<OffsetRange>, Option<bool>) {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let scan = path.parent().and_then(|dir| scans.get(dir));
-    let walked = match scan.and_then(|scan| scan.segments.iter().find(|s| s.file_name == name)) {
-        Some(segment) => {
-            let persisted = scan.and_then(|s| s.persisted_hwm).unwrap_or(0);
-            for frame in &segment.frames {
-                if position >= frame.position && position < frame.end_position() {
-                    return (
-                        Some(OffsetRange {
-                            start: frame.base_offset,
-                            end: frame.end_offset(),
-                        }),
-                        Some(frame.base_offset < persisted),
-                    );
-                }
-            }
-            // Past the extent the scan saw: the frame may have been written while the
-            // scan ran. Walk the headers from there.
-            bytes.and_then(|b| walk_headers(b, segment.valid_len, segment.end_offset, position))
-        }
-        // A segment the scan did not see (rolled while it ran, or unlinked by the
-        // reaper but durably still there), or no scan at all (it raced with the
-        // engine's recovery, which was trimming the file as the scan read it): walk it
-        // from its start. Without its bytes, where the flip stands is unknown.
-        None => {
-            let (Some(base), Some(bytes)) = (layout::parse_segment_file_name(name), bytes) else {
-                return (None, None);
-            };
-            walk_headers(bytes, 0, base, position)
-        }
-    };
-    let Some(scan) = scan else {
-        // Where the persisted HWM stood is unknown.
-        return (walked, None);
-    };
-    if let Some(range) = walked {
-        return (
-            Some(range),
-            Some(range.start < scan.persisted_hwm.unwrap_or(0)),
-        );
-    }
-    // Past every frame: garbage or a torn tail nobody acknowledged.
-    (None, Some(false))
-}
-
-/// Walks frame headers in `bytes` from `at` (where the frame with base offset `base`
-/// starts) to the frame holding byte `position`, and returns its records. A header
-/// is parsed without its CRC (the walk only needs lengths and offsets); the walk stops
-/// at a header that does not parse or does not continue the offsets.
-fn walk_headers(bytes: &[u8], at: u64, base: u64, position: u64) -> Option<OffsetRange> {
-    damage::segment_headers(bytes, at, base)
-        .find(|(at, header)| position >= *at && position < at + header.frame_len())
-        .map(|(_, header)| OffsetRange {
-            start: header.base_offset,
-            end: header.end_offset(),
-        })
 }
 
 /// Samples the engine: HWMs, log starts, counters, poison.

@@ -27,6 +27,12 @@
 
 #![deny(clippy::unwrap_used)]
 
+mod alarm;
+mod disk;
+
+pub use alarm::Alarm;
+pub use disk::{BadAt, DiskView, OpenRule};
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -305,6 +311,16 @@ pub enum EventKind {
         first_replay: Incarnation,
         entries: Vec<DamagedWalEntry>,
     },
+    /// World, the moment the engine raises an alarm (read from the engine's own
+    /// `tracing` event, see [`Alarm`]): `tp` is the partition whose directory the event
+    /// names, `None` for the store-wide ones (the WAL).
+    EngineAlarm {
+        tp: Option<TopicPartition>,
+        alarm: Alarm,
+    },
+    /// World, at a restart, before the new incarnation runs: the partition's durable
+    /// image as the reference decoder reads it, which the open is about to read.
+    DiskAtOpen { tp: TopicPartition, disk: DiskView },
 }
 
 /// One ingress WAL entry destroyed by damage at rest.
@@ -450,6 +466,11 @@ impl fmt::Display for Event {
                 }
                 Ok(())
             }
+            EventKind::DiskAtOpen { tp, disk } => write!(f, "disk_at_open {tp} {disk}"),
+            EventKind::EngineAlarm { tp, alarm } => match tp {
+                Some(tp) => write!(f, "engine_alarm {tp} {alarm}"),
+                None => write!(f, "engine_alarm {alarm}"),
+            },
         }
     }
 }
@@ -775,6 +796,31 @@ impl History {
 
     pub fn heal(&mut self, at_ms: u64) -> &mut Self {
         self.record(at_ms, EventKind::Heal)
+    }
+
+    pub fn engine_alarm(
+        &mut self,
+        at_ms: u64,
+        tp: Option<&TopicPartition>,
+        alarm: Alarm,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::EngineAlarm {
+                tp: tp.cloned(),
+                alarm,
+            },
+        )
+    }
+
+    pub fn disk_at_open(&mut self, at_ms: u64, tp: &TopicPartition, disk: DiskView) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::DiskAtOpen {
+                tp: tp.clone(),
+                disk,
+            },
+        )
     }
 
     pub fn wal_entries_damaged(

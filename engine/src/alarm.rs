@@ -1,0 +1,154 @@
+//! Alarms: the events by which the engine says that it gave something up, refused, or
+//! did something a healthy disk never makes it do, and its account of each open. Each
+//! is one `tracing` event (the spec's "error-level event" for recorded loss) with the
+//! field `alarm` set to one of the names below and the numeric fields listed, so that an
+//! operator's log and a test harness read the same account. Every alarm is raised here
+//! and nowhere else.
+//!
+//! | name | level | fields | when |
+//! |---|---|---|---|
+//! | `r1_torn_tail` | warn | dir, segment, position, offset, bytes | open truncates a torn tail |
+//! | `r2_hole` | warn | dir, segment, position, offset, bytes | open truncates at a hole above the persisted HWM |
+//! | `r2_salvaged` | warn | dir, offered, kept | records past an R2 hole kept for re-commit |
+//! | `r3_refused` | error | dir, segment, position | open refuses: damage below the persisted HWM |
+//! | `r4_clamp` | error | dir, persisted_hwm, hwm, lost | the persisted HWM passed the recovered tail: recorded loss |
+//! | `junk_trimmed` | warn | dir, segment, bytes | damaged unused space after a sealed segment's last frame |
+//! | `log_opened` | info | dir, log_start, hwm, tail, hidden | an open finished: its account |
+//! | `frame_skipped` | error | dir, base, records | a frame fails its checks at consume time |
+//! | `records_skipped` | error | dir, base, records | records of a valid frame whose envelope does not parse |
+//! | `poisoned` | error | dir | a write or fsync failed: the partition acknowledges nothing more |
+//! | `hidden_exposed` | warn | dir, from, to | the hidden tail made visible (the WAL lost entries) |
+//! | `wal_damaged` | error | corrupt_entries, skipped_bytes | the WAL has unreadable regions at open |
+//! | `wal_checkpoint_unreadable` | error | | the WAL checkpoint fails its CRC: everything replays |
+//! | `wal_poisoned` | error | | a WAL write or fsync failed |
+//! | `frontier_reset` | error | dir, log_start | `consumer.offset` unreadable: restart at the log start |
+//! | `frontier_clamped` | warn | dir, value, clamped | a recovered frontier outside `[log start, HWM]` |
+
+use std::path::Path;
+
+pub const TORN_TAIL: &str = "r1_torn_tail";
+pub const HOLE: &str = "r2_hole";
+pub const SALVAGED: &str = "r2_salvaged";
+pub const REFUSED: &str = "r3_refused";
+pub const CLAMP: &str = "r4_clamp";
+pub const JUNK_TRIMMED: &str = "junk_trimmed";
+pub const LOG_OPENED: &str = "log_opened";
+pub const FRAME_SKIPPED: &str = "frame_skipped";
+pub const RECORDS_SKIPPED: &str = "records_skipped";
+pub const POISONED: &str = "poisoned";
+pub const HIDDEN_EXPOSED: &str = "hidden_exposed";
+pub const WAL_DAMAGED: &str = "wal_damaged";
+pub const WAL_CHECKPOINT_UNREADABLE: &str = "wal_checkpoint_unreadable";
+pub const WAL_POISONED: &str = "wal_poisoned";
+pub const FRONTIER_RESET: &str = "frontier_reset";
+pub const FRONTIER_CLAMPED: &str = "frontier_clamped";
+
+/// Every alarm name, for a consumer that wants to know them all.
+pub const ALL: [&str; 16] = [
+    TORN_TAIL,
+    HOLE,
+    SALVAGED,
+    REFUSED,
+    CLAMP,
+    JUNK_TRIMMED,
+    LOG_OPENED,
+    FRAME_SKIPPED,
+    RECORDS_SKIPPED,
+    POISONED,
+    HIDDEN_EXPOSED,
+    WAL_DAMAGED,
+    WAL_CHECKPOINT_UNREADABLE,
+    WAL_POISONED,
+    FRONTIER_RESET,
+    FRONTIER_CLAMPED,
+];
+
+/// Which rule a truncation followed.
+pub(crate) fn truncated(
+    dir: &Path,
+    torn_tail: bool,
+    segment: &str,
+    position: u64,
+    offset: u64,
+    bytes: u64,
+    reason: &str,
+) {
+    let alarm = if torn_tail { TORN_TAIL } else { HOLE };
+    tracing::warn!(alarm, dir = %dir.display(), segment, position, offset, bytes, reason,
+        "truncating");
+}
+
+pub(crate) fn salvaged(dir: &Path, offered: u64, kept: u64) {
+    tracing::warn!(alarm = SALVAGED, dir = %dir.display(), offered, kept,
+        "records past an R2 hole with no other copy kept for re-commit");
+}
+
+pub(crate) fn refused(dir: &Path, segment: &str, position: u64, reason: &str) {
+    tracing::error!(alarm = REFUSED, dir = %dir.display(), segment, position, reason,
+        "refusing to open partition");
+}
+
+pub(crate) fn clamp(dir: &Path, persisted_hwm: u64, hwm: u64) {
+    tracing::error!(alarm = CLAMP, dir = %dir.display(), persisted_hwm, hwm,
+        lost = persisted_hwm - hwm,
+        "persisted HWM ahead of the recovered tail: recorded loss (R4 clamp)");
+}
+
+pub(crate) fn junk_trimmed(dir: &Path, segment: &str, bytes: u64, reason: &str) {
+    tracing::warn!(alarm = JUNK_TRIMMED, dir = %dir.display(), segment, bytes, reason,
+        "damaged unused space after a sealed segment's last frame; trimming it");
+}
+
+pub(crate) fn log_opened(dir: &Path, log_start: u64, hwm: u64, tail: u64) {
+    tracing::info!(alarm = LOG_OPENED, dir = %dir.display(), log_start, hwm, tail,
+        hidden = tail - hwm, "partition log opened");
+}
+
+pub(crate) fn frame_skipped(dir: &Path, base: u64, records: u64) {
+    tracing::error!(alarm = FRAME_SKIPPED, dir = %dir.display(), base, records,
+        "frame unreadable at consume time; records skipped");
+}
+
+pub(crate) fn records_skipped(dir: &Path, base: u64, records: u64) {
+    tracing::error!(alarm = RECORDS_SKIPPED, dir = %dir.display(), base, records,
+        "records whose envelope does not parse skipped at consume time");
+}
+
+pub(crate) fn poisoned(dir: &Path, reason: &str) {
+    tracing::error!(alarm = POISONED, dir = %dir.display(), reason, "partition poisoned");
+}
+
+pub(crate) fn hidden_exposed(dir: &Path, from: u64, to: u64) {
+    tracing::warn!(alarm = HIDDEN_EXPOSED, dir = %dir.display(), from, to,
+        exposed = to - from, "hidden tail exposed");
+}
+
+pub(crate) fn wal_damaged(corrupt_entries: u64, skipped_bytes: u64) {
+    tracing::error!(
+        alarm = WAL_DAMAGED,
+        corrupt_entries,
+        skipped_bytes,
+        "unreadable WAL regions skipped"
+    );
+}
+
+pub(crate) fn wal_checkpoint_unreadable() {
+    tracing::error!(
+        alarm = WAL_CHECKPOINT_UNREADABLE,
+        "WAL checkpoint unreadable; replaying every entry"
+    );
+}
+
+pub(crate) fn wal_poisoned(reason: &str) {
+    tracing::error!(alarm = WAL_POISONED, reason, "ingress WAL poisoned");
+}
+
+pub(crate) fn frontier_reset(dir: &Path, log_start: u64, reason: &str) {
+    tracing::error!(alarm = FRONTIER_RESET, dir = %dir.display(), log_start, reason,
+        "consumer.offset unreadable; restarting at the log start");
+}
+
+pub(crate) fn frontier_clamped(dir: &Path, value: u64, clamped: u64) {
+    tracing::warn!(alarm = FRONTIER_CLAMPED, dir = %dir.display(), value, clamped,
+        "consumer frontier outside [log start, HWM] clamped");
+}

@@ -1,0 +1,238 @@
+//! The engine's alarms as the history records them: what the engine said it gave up,
+//! refused or did at an open, read from its own `tracing` events
+//! (`cafelog_engine::alarm`, one variant per alarm name there) at the moment it raised
+//! them. The oracle compares them with its own expectation; it never infers them from
+//! the engine's file writes.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One alarm. Offsets are log offsets, positions byte positions in `segment`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "alarm")]
+pub enum Alarm {
+    /// R1: an open truncates a torn tail at `offset`.
+    TornTail {
+        segment: String,
+        position: u64,
+        offset: u64,
+        bytes: u64,
+    },
+    /// R2: an open truncates at a hole above the persisted HWM, at `offset`.
+    Hole {
+        segment: String,
+        position: u64,
+        offset: u64,
+        bytes: u64,
+    },
+    /// Of `offered` readable records past an R2 hole, `kept` were written into the WAL.
+    Salvaged { offered: u64, kept: u64 },
+    /// R3: an open refuses the partition.
+    Refused { segment: String, position: u64 },
+    /// R4: the persisted HWM was clamped down to `hwm`; `lost` records are recorded loss.
+    Clamp {
+        persisted_hwm: u64,
+        hwm: u64,
+        lost: u64,
+    },
+    /// Damaged unused space after a sealed segment's last frame, trimmed at open.
+    JunkTrimmed { segment: String, bytes: u64 },
+    /// An open finished: its account of the partition.
+    LogOpened {
+        log_start: u64,
+        hwm: u64,
+        tail: u64,
+        hidden: u64,
+    },
+    /// A frame failed its checks at consume time: its records are skipped.
+    FrameSkipped { base: u64, records: u64 },
+    /// Records of a valid frame whose envelope does not parse, skipped at consume time.
+    RecordsSkipped { base: u64, records: u64 },
+    /// A write or fsync failed; the partition acknowledges nothing more.
+    Poisoned,
+    /// The hidden tail `[from, to)` made visible (the WAL lost entries).
+    HiddenExposed { from: u64, to: u64 },
+    /// The WAL had unreadable regions at open.
+    WalDamaged {
+        corrupt_entries: u64,
+        skipped_bytes: u64,
+    },
+    /// The WAL checkpoint failed its CRC: every entry replays.
+    WalCheckpointUnreadable,
+    /// A WAL write or fsync failed.
+    WalPoisoned,
+    /// `consumer.offset` was unreadable: delivery restarts at `log_start`.
+    FrontierReset { log_start: u64 },
+    /// A recovered frontier `value` outside `[log start, HWM]` was clamped.
+    FrontierClamped { value: u64, clamped: u64 },
+}
+
+impl Alarm {
+    /// The engine's name for it (`cafelog_engine::alarm`).
+    pub fn name(&self) -> &'static str {
+        use cafelog_engine::alarm as a;
+        match self {
+            Alarm::TornTail { .. } => a::TORN_TAIL,
+            Alarm::Hole { .. } => a::HOLE,
+            Alarm::Salvaged { .. } => a::SALVAGED,
+            Alarm::Refused { .. } => a::REFUSED,
+            Alarm::Clamp { .. } => a::CLAMP,
+            Alarm::JunkTrimmed { .. } => a::JUNK_TRIMMED,
+            Alarm::LogOpened { .. } => a::LOG_OPENED,
+            Alarm::FrameSkipped { .. } => a::FRAME_SKIPPED,
+            Alarm::RecordsSkipped { .. } => a::RECORDS_SKIPPED,
+            Alarm::Poisoned => a::POISONED,
+            Alarm::HiddenExposed { .. } => a::HIDDEN_EXPOSED,
+            Alarm::WalDamaged { .. } => a::WAL_DAMAGED,
+            Alarm::WalCheckpointUnreadable => a::WAL_CHECKPOINT_UNREADABLE,
+            Alarm::WalPoisoned => a::WAL_POISONED,
+            Alarm::FrontierReset { .. } => a::FRONTIER_RESET,
+            Alarm::FrontierClamped { .. } => a::FRONTIER_CLAMPED,
+        }
+    }
+
+    /// Builds the alarm an engine event names from its fields (`None` for an unknown
+    /// name or a missing field: the engine and this enum disagree, a harness bug).
+    pub fn from_fields(
+        name: &str,
+        num: impl Fn(&str) -> Option<u64>,
+        text: impl Fn(&str) -> Option<String>,
+    ) -> Option<Alarm> {
+        use cafelog_engine::alarm as a;
+        let alarm = match name {
+            a::TORN_TAIL | a::HOLE => {
+                let (segment, position, offset, bytes) = (
+                    text("segment")?,
+                    num("position")?,
+                    num("offset")?,
+                    num("bytes")?,
+                );
+                if name == a::TORN_TAIL {
+                    Alarm::TornTail {
+                        segment,
+                        position,
+                        offset,
+                        bytes,
+                    }
+                } else {
+                    Alarm::Hole {
+                        segment,
+                        position,
+                        offset,
+                        bytes,
+                    }
+                }
+            }
+            a::SALVAGED => Alarm::Salvaged {
+                offered: num("offered")?,
+                kept: num("kept")?,
+            },
+            a::REFUSED => Alarm::Refused {
+                segment: text("segment")?,
+                position: num("position")?,
+            },
+            a::CLAMP => Alarm::Clamp {
+                persisted_hwm: num("persisted_hwm")?,
+                hwm: num("hwm")?,
+                lost: num("lost")?,
+            },
+            a::JUNK_TRIMMED => Alarm::JunkTrimmed {
+                segment: text("segment")?,
+                bytes: num("bytes")?,
+            },
+            a::LOG_OPENED => Alarm::LogOpened {
+                log_start: num("log_start")?,
+                hwm: num("hwm")?,
+                tail: num("tail")?,
+                hidden: num("hidden")?,
+            },
+            a::FRAME_SKIPPED => Alarm::FrameSkipped {
+                base: num("base")?,
+                records: num("records")?,
+            },
+            a::RECORDS_SKIPPED => Alarm::RecordsSkipped {
+                base: num("base")?,
+                records: num("records")?,
+            },
+            a::POISONED => Alarm::Poisoned,
+            a::HIDDEN_EXPOSED => Alarm::HiddenExposed {
+                from: num("from")?,
+                to: num("to")?,
+            },
+            a::WAL_DAMAGED => Alarm::WalDamaged {
+                corrupt_entries: num("corrupt_entries")?,
+                skipped_bytes: num("skipped_bytes")?,
+            },
+            a::WAL_CHECKPOINT_UNREADABLE => Alarm::WalCheckpointUnreadable,
+            a::WAL_POISONED => Alarm::WalPoisoned,
+            a::FRONTIER_RESET => Alarm::FrontierReset {
+                log_start: num("log_start")?,
+            },
+            a::FRONTIER_CLAMPED => Alarm::FrontierClamped {
+                value: num("value")?,
+                clamped: num("clamped")?,
+            },
+            _ => return None,
+        };
+        Some(alarm)
+    }
+}
+
+impl fmt::Display for Alarm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())?;
+        match self {
+            Alarm::TornTail {
+                segment,
+                position,
+                offset,
+                bytes,
+            }
+            | Alarm::Hole {
+                segment,
+                position,
+                offset,
+                bytes,
+            } => {
+                write!(f, " {segment}@{position} offset={offset} bytes={bytes}")
+            }
+            Alarm::Salvaged { offered, kept } => write!(f, " offered={offered} kept={kept}"),
+            Alarm::Refused { segment, position } => write!(f, " {segment}@{position}"),
+            Alarm::Clamp {
+                persisted_hwm,
+                hwm,
+                lost,
+            } => {
+                write!(f, " persisted_hwm={persisted_hwm} hwm={hwm} lost={lost}")
+            }
+            Alarm::JunkTrimmed { segment, bytes } => write!(f, " {segment} bytes={bytes}"),
+            Alarm::LogOpened {
+                log_start,
+                hwm,
+                tail,
+                hidden,
+            } => {
+                write!(
+                    f,
+                    " log_start={log_start} hwm={hwm} tail={tail} hidden={hidden}"
+                )
+            }
+            Alarm::FrameSkipped { base, records } | Alarm::RecordsSkipped { base, records } => {
+                write!(f, " base={base} records={records}")
+            }
+            Alarm::HiddenExposed { from, to } => write!(f, " [{from}, {to})"),
+            Alarm::WalDamaged {
+                corrupt_entries,
+                skipped_bytes,
+            } => {
+                write!(
+                    f,
+                    " corrupt_entries={corrupt_entries} skipped_bytes={skipped_bytes}"
+                )
+            }
+            Alarm::FrontierReset { log_start } => write!(f, " log_start={log_start}"),
+            Alarm::FrontierClamped { value, clamped } => write!(f, " {value} -> {clamped}"),
+            Alarm::Poisoned | Alarm::WalCheckpointUnreadable | Alarm::WalPoisoned => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The engine's own account, read from the engine: a `tracing` subscriber, installed for
+//! the length of one run, that turns every alarm event the engine raises
+//! (`cafelog_engine::alarm`) into an [`EventKind::EngineAlarm`] in the history, at the
+//! moment it is raised (before the engine acts on it: a clamp is recorded before the
+//! clamped HWM is written, even if the node dies in between).
+//!
+//! Invariants:
+//! - only events from the engine's crate with an `alarm` field are looked at; every other
+//!   callsite is never enabled, so the rest of the engine's logging costs nothing;
+//! - an alarm whose fields do not build an [`Alarm`] panics: the engine and the harness
+//!   disagree on the account, which is a harness bug to fix, not a run to judge.
+//!
+//! [`EventKind::EngineAlarm`]: crate::history::EventKind::EngineAlarm
+
+use super::recorder::{Shared, partition_of};
+use crate::history::Alarm;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
+use tracing::{Event, Metadata, Subscriber};
+
+/// Where the subscriber finds the run's recorder (set once the world made it).
+pub type RecorderSlot = Arc<Mutex<Option<Shared>>>;
+
+/// The subscriber of one run.
+pub struct AlarmSubscriber {
+    recorder: RecorderSlot,
+}
+
+impl AlarmSubscriber {
+    pub fn new(recorder: RecorderSlot) -> Self {
+        AlarmSubscriber { recorder }
+    }
+}
+
+fn is_alarm(meta: &Metadata<'_>) -> bool {
+    meta.is_event()
+        && meta.target().starts_with("cafelog_engine")
+        && meta.fields().field("alarm").is_some()
+}
+
+/// An event's fields: numbers and text.
+#[derive(Default)]
+struct Fields {
+    numbers: BTreeMap<&'static str, u64>,
+    text: BTreeMap<&'static str, String>,
+}
+
+impl Visit for Fields {
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.numbers.insert(field.name(), value);
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        if let Ok(value) = u64::try_from(value) {
+            self.numbers.insert(field.name(), value);
+        }
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.text.insert(field.name(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.text.insert(field.name(), format!("{value:?}"));
+    }
+}
+
+impl Subscriber for AlarmSubscriber {
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        if is_alarm(meta) {
+            Interest::always()
+        } else {
+            Interest::never()
+        }
+    }
+
+    fn enabled(&self, meta: &Metadata<'_>) -> bool {
+        is_alarm(meta)
+    }
+
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let Some(name) = fields.text.get("alarm").cloned() else {
+            return;
+        };
+        let alarm = Alarm::from_fields(
+            &name,
+            |f| fields.numbers.get(f).copied(),
+            |f| fields.text.get(f).cloned(),
+        )
+        .unwrap_or_else(|| panic!("engine alarm {name} with fields the harness cannot read"));
+        let tp = fields
+            .text
+            .get("dir")
+            .and_then(|d| partition_of(Path::new(d)));
+        let slot = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(recorder) = slot.as_ref() {
+            let mut rec = recorder.lock();
+            let now = rec.now_ms();
+            rec.history.engine_alarm(now, tp.as_ref(), alarm);
+        }
+    }
+
+    fn enter(&self, _: &Id) {}
+
+    fn exit(&self, _: &Id) {}
+}

@@ -16,12 +16,13 @@
 //! | `log_opened` | info | dir, log_start, hwm, tail, hidden | an open finished: its account |
 //! | `frame_skipped` | error | dir, base, records | a frame fails its checks at consume time |
 //! | `records_skipped` | error | dir, base, records | records of a valid frame whose envelope does not parse |
-//! | `poisoned` | error | dir | a write or fsync failed: the partition acknowledges nothing more |
+//! | `poisoned` | error | dir, op | a write or fsync failed, or records in flight were dropped (op [`CANCELLED_OP`]): the partition acknowledges nothing more |
 //! | `hidden_exposed` | warn | dir, from, to | the hidden tail made visible (the WAL lost entries) |
 //! | `wal_damaged` | error | corrupt_entries, skipped_bytes | the WAL has unreadable regions at open |
 //! | `wal_checkpoint_unreadable` | error | | the WAL checkpoint fails its CRC: everything replays |
 //! | `wal_poisoned` | error | | a WAL write or fsync failed |
 //! | `frontier_reset` | error | dir, log_start | `consumer.offset` unreadable: restart at the log start |
+//! | `topic_refused` | error | dir | the topic's `topic.conf` is unreadable: the topic stays closed |
 //! | `frontier_clamped` | warn | dir, value, clamped | a recovered frontier outside `[log start, HWM]` |
 
 use std::path::Path;
@@ -42,9 +43,14 @@ pub const WAL_CHECKPOINT_UNREADABLE: &str = "wal_checkpoint_unreadable";
 pub const WAL_POISONED: &str = "wal_poisoned";
 pub const FRONTIER_RESET: &str = "frontier_reset";
 pub const FRONTIER_CLAMPED: &str = "frontier_clamped";
+pub const TOPIC_REFUSED: &str = "topic_refused";
+
+/// The `op` of a poison that no I/O error caused: records in flight were dropped (a
+/// cancelled `sync`, or a panic) before they reached the file.
+pub const CANCELLED_OP: &str = "records in flight dropped";
 
 /// Every alarm name, for a consumer that wants to know them all.
-pub const ALL: [&str; 16] = [
+pub const ALL: [&str; 17] = [
     TORN_TAIL,
     HOLE,
     SALVAGED,
@@ -61,6 +67,7 @@ pub const ALL: [&str; 16] = [
     WAL_POISONED,
     FRONTIER_RESET,
     FRONTIER_CLAMPED,
+    TOPIC_REFUSED,
 ];
 
 /// Which rule a truncation followed.
@@ -114,8 +121,8 @@ pub(crate) fn records_skipped(dir: &Path, base: u64, records: u64) {
         "records whose envelope does not parse skipped at consume time");
 }
 
-pub(crate) fn poisoned(dir: &Path, reason: &str) {
-    tracing::error!(alarm = POISONED, dir = %dir.display(), reason, "partition poisoned");
+pub(crate) fn poisoned(dir: &Path, op: &str, reason: &str) {
+    tracing::error!(alarm = POISONED, dir = %dir.display(), op, reason, "partition poisoned");
 }
 
 pub(crate) fn hidden_exposed(dir: &Path, from: u64, to: u64) {
@@ -151,4 +158,9 @@ pub(crate) fn frontier_reset(dir: &Path, log_start: u64, reason: &str) {
 pub(crate) fn frontier_clamped(dir: &Path, value: u64, clamped: u64) {
     tracing::warn!(alarm = FRONTIER_CLAMPED, dir = %dir.display(), value, clamped,
         "consumer frontier outside [log start, HWM] clamped");
+}
+
+pub(crate) fn topic_refused(dir: &Path, reason: &str) {
+    tracing::error!(alarm = TOPIC_REFUSED, dir = %dir.display(), reason,
+        "topic.conf unreadable; the topic stays closed");
 }

@@ -77,7 +77,7 @@ fn fault_label(kind: &FaultKind) -> String {
         | FaultKind::TornWrite { file }
         | FaultKind::LostWrite { file }
         | FaultKind::FsyncEio { file }
-        | FaultKind::LostFsync { file }
+        | FaultKind::LostFsync { file, .. }
         | FaultKind::Enospc { file } => {
             let file = serde_json::to_value(file)
                 .ok()

@@ -159,6 +159,9 @@ pub fn print_summary(out: &mut impl Write, outcome: &RunOutcome) -> std::io::Res
             paths.join(" ")
         }
     )?;
+    if let Some(report) = &outcome.report {
+        print_excuses(out, report, &outcome.history)?;
+    }
     if let Some(failure) = outcome.verdict.failure() {
         writeln!(out, "events around the failure:")?;
         for context in &failure.context {
@@ -167,4 +170,68 @@ pub fn print_summary(out: &mut impl Write, outcome: &RunOutcome) -> std::io::Res
     }
     writeln!(out, "verdict: {}", outcome.verdict)?;
     writeln!(out, "trace_hash={:016x}", outcome.trace_hash)
+}
+
+/// Lines per checker of excuses printed; the rest are counted.
+const EXCUSES_SHOWN: usize = 8;
+
+/// Every excuse the checkers made, with the events it rests on: what a green verdict
+/// (or one excused record) stands on.
+fn print_excuses(
+    out: &mut impl Write,
+    report: &cafelog_sim::check::CheckReport,
+    history: &cafelog_sim::history::History,
+) -> std::io::Result<()> {
+    let used = report.excuses_used();
+    if used.is_empty() {
+        return writeln!(out, "excuses: none");
+    }
+    let tally: Vec<String> = used.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    writeln!(out, "excuses: {}", tally.join(" "))?;
+    let cause = |c: &usize| -> String {
+        history
+            .events()
+            .get(*c)
+            .map_or_else(|| format!("#{c}"), |e| format!("#{c} ({e})"))
+    };
+    let lines: Vec<String> = report
+        .no_lost_ack
+        .excused
+        .iter()
+        .map(|e| {
+            let offset = e.offset.map_or_else(|| "?".into(), |o| o.to_string());
+            format!(
+                "lost id {} at {}@{offset}: {} [{}] resting on {}",
+                e.id,
+                e.tp,
+                e.excuse.kind,
+                e.excuse.covers,
+                e.excuse
+                    .causes
+                    .iter()
+                    .map(cause)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .chain(report.bounded_duplicates.excused.iter().map(|(id, e)| {
+            format!(
+                "duplicate of id {id}: {} [{}] resting on {}",
+                e.kind,
+                e.covers,
+                e.causes.iter().map(cause).collect::<Vec<_>>().join(", ")
+            )
+        }))
+        .collect();
+    for line in lines.iter().take(EXCUSES_SHOWN) {
+        writeln!(out, "  excused: {line}")?;
+    }
+    if lines.len() > EXCUSES_SHOWN {
+        writeln!(
+            out,
+            "  excused: ... and {} more",
+            lines.len() - EXCUSES_SHOWN
+        )?;
+    }
+    Ok(())
 }

@@ -196,7 +196,8 @@ fn lost_fsync_hit_a_segment(_: &Scenario, outcome: &RunOutcome) {
             e.kind,
             EventKind::Fault {
                 kind: FaultKind::LostFsync {
-                    file: FileKind::Segment
+                    file: FileKind::Segment,
+                    ..
                 },
                 ..
             }

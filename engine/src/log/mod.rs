@@ -811,7 +811,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         {
             let mut st = self.state();
             if st.poisoned.is_none() {
-                crate::alarm::poisoned(&self.inner.dir, &reason);
+                crate::alarm::poisoned(&self.inner.dir, op, &reason);
                 st.poisoned = Some(reason);
                 st.hwm_at_poison = Some(st.hwm);
             }

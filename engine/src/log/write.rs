@@ -46,7 +46,7 @@ impl<F: Fs, C: Clock> Drop for Reserved<'_, F, C> {
         if self.armed {
             if self.log.state().poisoned.is_none() {
                 let _ = self.log.poison(
-                    "write path",
+                    crate::alarm::CANCELLED_OP,
                     std::io::Error::other("stopped with records in flight (cancelled or panicked)"),
                 );
             }

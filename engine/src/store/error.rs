@@ -17,6 +17,12 @@ pub enum StoreError {
         partition: u32,
         partitions: u32,
     },
+    /// The topic's `topic.conf` could not be read at open: its partitions stay closed
+    /// (and untouched) until an operator repairs it.
+    TopicRefused {
+        topic: String,
+        reason: String,
+    },
     /// Recovery refused to open the partition (R3); the reason names file and position.
     PartitionRefused {
         topic: String,
@@ -60,6 +66,9 @@ impl fmt::Display for StoreError {
                 f,
                 "topic {topic:?} has {partitions} partitions; there is no partition {partition}"
             ),
+            StoreError::TopicRefused { topic, reason } => {
+                write!(f, "topic {topic:?} refused to open: {reason}")
+            }
             StoreError::PartitionRefused {
                 topic,
                 partition,

@@ -113,6 +113,8 @@ pub struct StoreOpenReport {
     pub partitions_opened: u64,
     /// Partitions recovery refused to open, with the reason.
     pub refused: Vec<(PartitionId, String)>,
+    /// Topics whose `topic.conf` could not be read, with the reason.
+    pub refused_topics: Vec<(String, String)>,
     pub wal: WalOpenReport,
     /// WAL entries re-committed at fresh offsets.
     pub replayed: u64,
@@ -182,6 +184,8 @@ struct Inner<F: Fs, C: Clock> {
     root: PathBuf,
     config: StoreConfig,
     topics: Mutex<BTreeMap<String, Arc<TopicState<F, C>>>>,
+    /// Topics whose `topic.conf` was unreadable at open, with the reason.
+    refused_topics: BTreeMap<String, String>,
     wal: Wal<F>,
     pending: Mutex<BTreeMap<PartitionId, Pending>>,
     metrics: StoreMetrics,
@@ -235,6 +239,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
         let mut opening =
             salvage::OpeningWal::new(fs.clone(), root.join("wal"), config.wal_segment_bytes);
         let mut topics = BTreeMap::new();
+        let mut refused_topics = BTreeMap::new();
         let names = fs
             .list_dir(&topics_dir)
             .await
@@ -258,9 +263,24 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 tracing::warn!(topic = %name, "topic directory without topic.conf ignored");
                 continue;
             }
-            let text = read_text(&fs, &conf_path).await?;
-            let config = TopicConfig::decode(&text)
-                .map_err(|e| StoreError::InvalidConfig(format!("{}: {e}", conf_path.display())))?;
+            // An unreadable topic.conf closes that topic, not the store: its partitions
+            // are left untouched and its WAL entries kept for a later replay.
+            let config = match read_text(&fs, &conf_path).await {
+                Ok(text) => {
+                    TopicConfig::decode(&text).map_err(|e| format!("{}: {e}", conf_path.display()))
+                }
+                Err(StoreError::InvalidConfig(reason)) => Err(reason),
+                Err(e) => return Err(e),
+            };
+            let config = match config {
+                Ok(config) => config,
+                Err(reason) => {
+                    crate::alarm::topic_refused(&topics_dir.join(&name), &reason);
+                    report.refused_topics.push((name.clone(), reason.clone()));
+                    refused_topics.insert(name, reason);
+                    continue;
+                }
+            };
             let state = open_topic(
                 &fs,
                 &clock,
@@ -316,6 +336,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 root,
                 config,
                 topics: Mutex::new(topics),
+                refused_topics,
                 wal,
                 pending: Mutex::new(pending),
                 metrics: StoreMetrics::default(),
@@ -423,6 +444,13 @@ impl<F: Fs, C: Clock> Store<F, C> {
     pub async fn create_topic(&self, name: &str, config: TopicConfig) -> Result<(), StoreError> {
         validate_topic_name(name).map_err(StoreError::InvalidTopicName)?;
         config.validate().map_err(StoreError::InvalidConfig)?;
+        if let Some(reason) = self.inner.refused_topics.get(name) {
+            // Creating it again would write a fresh topic.conf over data it cannot read.
+            return Err(StoreError::TopicRefused {
+                topic: name.to_string(),
+                reason: reason.clone(),
+            });
+        }
         if lock(&self.inner.topics).contains_key(name) {
             return Err(StoreError::TopicExists(name.to_string()));
         }
@@ -477,7 +505,22 @@ impl<F: Fs, C: Clock> Store<F, C> {
             .collect()
     }
 
+    /// Topics whose `topic.conf` was unreadable at open, with the reason.
+    pub fn refused_topics(&self) -> Vec<(String, String)> {
+        self.inner
+            .refused_topics
+            .iter()
+            .map(|(t, r)| (t.clone(), r.clone()))
+            .collect()
+    }
+
     fn topic(&self, topic: &str) -> Result<Arc<TopicState<F, C>>, StoreError> {
+        if let Some(reason) = self.inner.refused_topics.get(topic) {
+            return Err(StoreError::TopicRefused {
+                topic: topic.to_string(),
+                reason: reason.clone(),
+            });
+        }
         lock(&self.inner.topics)
             .get(topic)
             .cloned()

@@ -59,7 +59,7 @@ pub struct Accounting {
     /// Well-formed ids that no ProduceAttempt ever used: history index of each delivery.
     pub unexpected: BTreeMap<ProduceId, Vec<usize>>,
     pub corrupt: Vec<CorruptDelivery>,
-    /// Per partition: clamp counter plus skip counter, summed over incarnations.
+    /// Per partition: records the engine's clamp and skip alarms gave up.
     pub recorded_loss: BTreeMap<TopicPartition, u64>,
 }
 
@@ -164,10 +164,16 @@ impl Accounting {
                 accounting.duplicated.insert(id, list);
             }
         }
-        for tp in facts.counters.keys() {
-            accounting
-                .recorded_loss
-                .insert(tp.clone(), facts.recorded_loss_total(tp));
+        // What the engine recorded giving up: clamps and consume-time skips, by its
+        // own alarms.
+        for tp in facts.alarms.by_tp.keys() {
+            let clamped: u64 = facts.alarms.clamps(tp).map(|c| c.lost).sum();
+            let skipped: u64 = facts.alarms.skips(tp).map(|s| s.records).sum();
+            if clamped + skipped > 0 {
+                accounting
+                    .recorded_loss
+                    .insert(tp.clone(), clamped + skipped);
+            }
         }
         accounting
     }

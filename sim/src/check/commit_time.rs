@@ -4,14 +4,16 @@
 //!
 //! Observations come from deliveries and from acks that report offset and commit
 //! time; for an offset seen several times the latest observation stands (a record
-//! that changed is `stable_offsets`' business, not this checker's). An observation a
-//! recorded clamp (or a crash after an out-of-contract fault) may have superseded is
-//! left out: the offset may since hold a newer record that was never observed.
+//! that changed is `stable_offsets`' business, not this checker's). An observation
+//! that a later clamp, a cut above the HWM or an out-of-contract fault's reach may have
+//! superseded is left out (excuse rows `clamped`, `cut_above_hwm`, `out_of_contract`):
+//! the offset may since hold a newer record that was never observed.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::excuse::{ExcuseKind, Excuses};
 use super::facts::Facts;
 use super::{RecordRef, Violation};
 use crate::history::{EventKind, Offset, TopicPartition};
@@ -20,8 +22,8 @@ use crate::history::{EventKind, Offset, TopicPartition};
 pub struct CommitTimeReport {
     /// Offsets with a known commit time, per partition.
     pub observed_offsets: BTreeMap<TopicPartition, usize>,
-    /// Observations left out because a clamp or out-of-contract crash superseded them.
-    pub superseded: usize,
+    /// Observations left out because something superseded them, per excuse row.
+    pub superseded: BTreeMap<ExcuseKind, u64>,
     pub violations: Vec<Violation>,
 }
 
@@ -49,12 +51,13 @@ pub fn check(facts: &Facts<'_>) -> CommitTimeReport {
             .insert(offset, (committed_at_ms, index));
     }
     let mut report = CommitTimeReport::default();
+    let excuses = Excuses::new(facts);
     for (tp, offsets) in &seen {
         report.observed_offsets.insert(tp.clone(), offsets.len());
         let mut previous: Option<(Offset, u64, usize)> = None;
         for (offset, (committed_at_ms, index)) in offsets {
-            if facts.superseded(tp, *offset, *index) {
-                report.superseded += 1;
+            if let Some(excuse) = excuses.superseded(tp, *offset, *index) {
+                *report.superseded.entry(excuse.kind).or_insert(0) += 1;
                 continue;
             }
             if let Some((prev_offset, prev_ms, prev_index)) = previous

@@ -3,37 +3,33 @@
 //!
 //! 1. Every delivery is intact: its payload carries a produce id, that id was produced,
 //!    and key and payload equal what was produced under it.
-//! 2. Every segment damage (bit flip, misdirected write) that a later restart's
-//!    recovery scan read (every partition is opened, hence scanned, at restart) shows
-//!    up as detection on that partition: a refusal, or a rise of the recorded-loss or
-//!    skip counter. Provably unread damage needs nothing: deleted by retention first
-//!    (log start passed it), never scanned (no restart after it), or wholly above the
-//!    persisted HWM (R1/R2 truncate it by design). Consume-time reads of damage are
-//!    judged by rule 1 and by `no_lost_ack` (a silent skip loses the record).
+//! 2. Every placed segment damage (a bit flip or misdirected write whose frame the
+//!    world located) shows up in the engine's own account after it: an alarm that cuts
+//!    the log at or below the damaged frame (R1/R2, or the clamp that follows R1), a
+//!    refusal at a bad region at or below it, or a consume-time skip of its frame.
+//!    Silent truncation is not detection: since the engine reports every cut, an
+//!    above-HWM cut counts only through its alarm. Needing nothing (excuse rows
+//!    `damage_never_scanned`, `damage_deleted_before_scan`): no open scanned the
+//!    partition after the damage, or the open that did found the log start past it.
+//!    Unplaced damage (no frame held the byte) is left to rule 1 and `no_lost_ack`.
 
 use serde::Serialize;
 
 use super::accounting::CorruptReason;
 use super::facts::{Facts, fault_name};
 use super::{Accounting, RecordRef, Violation};
-use crate::history::{EventKind, TopicPartition};
+use crate::history::{Alarm, EventKind, TopicPartition};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum DamageOutcome {
-    /// Detected by the event at this history index.
+    /// Detected by the alarm at this history index.
     Detected { evidence_index: usize },
-    /// No restart scanned it.
+    /// No open scanned the partition after it (`damage_never_scanned`).
     NeverScanned,
-    /// Retention deleted it before a restart scanned it.
+    /// Retention deleted it before an open scanned it (`damage_deleted_before_scan`).
     DeletedBeforeScan { log_start_index: usize },
-    /// Above the persisted HWM: truncation at recovery is the designed outcome.
-    AboveHwm,
-    /// A flip in the partition's `hwm` file (undetectable: 8 bare bytes) between the
-    /// crash before the scan and the scan: the scan may have read a lower HWM than the
-    /// crash recorded, under which this damage sits above it and R2 truncates it as
-    /// designed. (A flip before that crash shows in the crash's persisted HWM, and is
-    /// judged as `AboveHwm`.)
-    HwmDamaged { hwm_fault_index: usize },
+    /// The world could not place it in a frame.
+    Unplaced,
     /// Scanned and not detected (a violation).
     Undetected { restart_index: usize },
 }
@@ -110,13 +106,7 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> CorruptionReport {
         let Some((offsets, below_hwm)) = kind.segment_damage() else {
             continue;
         };
-        if kind.is_out_of_contract() && offsets.is_none() {
-            // A misdirected write lands where the disk chose, maybe past the valid extent
-            // (garbage recovery truncates as a torn tail): with no known target there is
-            // no detection to demand; the byte checks above still apply.
-            continue;
-        }
-        let outcome = judge(facts, fault_index, tp.as_ref(), offsets, below_hwm);
+        let outcome = judge(facts, fault_index, tp.as_ref(), offsets);
         if let DamageOutcome::Undetected { restart_index } = outcome {
             let place = tp
                 .as_ref()
@@ -126,8 +116,8 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> CorruptionReport {
             report.violations.push(Violation {
                 message: format!(
                     "{} injected at t={}ms into a segment of {place} ({range}, {}) was scanned \
-                     by the restart at t={}ms but never detected: no refusal of {place} and no \
-                     rise of its recorded-loss or skip counters",
+                     by the restart at t={}ms but never detected: no alarm of {place} cut the \
+                     log at or below it, refused there or skipped its frame",
                     fault_name(kind),
                     event.at_ms,
                     match below_hwm {
@@ -157,78 +147,59 @@ fn judge(
     fault_index: usize,
     tp: Option<&TopicPartition>,
     offsets: Option<crate::history::OffsetRange>,
-    below_hwm: Option<bool>,
 ) -> DamageOutcome {
-    if below_hwm == Some(false) {
-        return DamageOutcome::AboveHwm;
-    }
-    let events = facts.history.events();
-    // The first restart that opened the partition scans it. A restart whose store open
-    // failed (a fatal error: the world restarts the node again) scanned nothing. At an
-    // open the world records, per partition, its log start and counters (or its
-    // refusal): `scan` is the index of that counters or refusal event.
-    let scanned = |restart: usize| -> Option<usize> {
-        let incarnation = events[restart].incarnation;
-        events
-            .iter()
-            .enumerate()
-            .skip(restart + 1)
-            .take_while(|(_, e)| e.incarnation == incarnation)
-            .find(|(_, e)| match &e.kind {
-                EventKind::EngineCounters { tp: t, .. }
-                | EventKind::PartitionRefused { tp: t, .. } => tp.is_none_or(|tp| tp == t),
-                _ => false,
-            })
-            .map(|(index, _)| index)
+    let (Some(tp), Some(range)) = (tp, offsets) else {
+        // Unplaced damage (no frame held the byte): nothing to demand detection of; the
+        // byte checks above still apply.
+        return DamageOutcome::Unplaced;
     };
-    let Some((restart_index, scan_index)) = facts
-        .restarts
-        .values()
-        .filter(|index| **index > fault_index)
-        .find_map(|index| scanned(*index).map(|scan| (*index, scan)))
-    else {
+    // Detected: an alarm after the damage that names its frame or cuts below it.
+    let alarms = &facts.alarms;
+    let evidence = alarms.of(tp).iter().find(|a| {
+        a.index > fault_index
+            && match &a.alarm {
+                Alarm::TornTail { offset, .. } | Alarm::Hole { offset, .. } => {
+                    *offset <= range.start
+                }
+                Alarm::FrameSkipped { base, records } | Alarm::RecordsSkipped { base, records } => {
+                    *base < range.end && range.start < base + records
+                }
+                // The open refused at a bad region at or below the damaged frame.
+                Alarm::Refused { .. } => alarms
+                    .disk_at(tp, a.incarnation)
+                    .and_then(|d| d.bad.as_ref())
+                    .is_some_and(|bad| bad.offset <= range.start),
+                Alarm::Clamp { hwm, .. } => *hwm <= range.start,
+                _ => false,
+            }
+    });
+    if let Some(a) = evidence {
+        return DamageOutcome::Detected {
+            evidence_index: a.index,
+        };
+    }
+    // The first open after the damage that scanned `tp` (the engine's account says it
+    // opened or refused it).
+    let scan = alarms.of(tp).iter().find(|a| {
+        a.index > fault_index
+            && facts.restarts.contains_key(&a.incarnation)
+            && facts.restarts[&a.incarnation] > fault_index
+            && matches!(a.alarm, Alarm::LogOpened { .. } | Alarm::Refused { .. })
+    });
+    let Some(scan) = scan else {
         return DamageOutcome::NeverScanned;
     };
-    if let (Some(tp), Some(range)) = (tp, offsets) {
-        // Deleted before the scan, as the log start that open found shows. Only that
-        // one: a sample taken before the crash may show a deletion the disk had not
-        // made durable yet, which the crash undid.
-        let deleted = (restart_index + 1..=scan_index).find(|index| {
-            matches!(&events[*index].kind, EventKind::LogStartObserved { tp: t, log_start }
-                    if t == tp && *log_start >= range.end)
-        });
-        if let Some(log_start_index) = deleted {
-            return DamageOutcome::DeletedBeforeScan { log_start_index };
-        }
-    }
-    // Damage the world could not place: any partition's detection will do.
-    let evidence = match tp {
-        Some(tp) => facts.detection_after(tp, fault_index),
-        None => facts
-            .counters
-            .keys()
-            .chain(facts.refusals.keys())
-            .filter_map(|tp| facts.detection_after(tp, fault_index))
-            .min(),
+    let restart_index = facts.restarts[&scan.incarnation];
+    // Deleted before the scan, as the log start that open found shows (its account, or
+    // for a refusal the disk it read).
+    let log_start = match scan.alarm {
+        Alarm::LogOpened { log_start, .. } => Some(log_start),
+        _ => alarms.disk_at(tp, scan.incarnation).map(|d| d.log_start),
     };
-    if let Some(evidence_index) = evidence {
-        return DamageOutcome::Detected { evidence_index };
-    }
-    if let (Some(tp), Some(range)) = (tp, offsets) {
-        // Judged against the HWM the scan read: the durable `hwm` at the crash before it
-        // (lower than at injection only if a flip lowered it; a persist in between
-        // rewrote any older flip), unless a flip after that crash changed it again.
-        let crash = facts.crash_before(restart_index);
-        if crash
-            .and_then(|c| c.partitions.get(tp))
-            .is_some_and(|p| range.start >= p.persisted_hwm)
-        {
-            return DamageOutcome::AboveHwm;
-        }
-        let after = crash.map_or(0, |c| c.index);
-        if let Some(hwm_fault_index) = facts.hwm_flip_between(tp, after, scan_index) {
-            return DamageOutcome::HwmDamaged { hwm_fault_index };
-        }
+    if log_start.is_some_and(|s| s >= range.end) {
+        return DamageOutcome::DeletedBeforeScan {
+            log_start_index: scan.index,
+        };
     }
     DamageOutcome::Undetected { restart_index }
 }

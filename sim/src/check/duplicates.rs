@@ -1,39 +1,44 @@
 //! `bounded_duplicates`: duplicates (one produce id at two offsets) happen only
 //! around crashes, and each crash causes at most as many as its hidden tails held.
 //!
-//! Why a hidden tail explains a duplicate: records in `[persisted_hwm, durable_tail)`
-//! at a crash are hidden by recovery and re-committed by the ingress WAL at fresh
-//! offsets, at or past the durable tail; once the HWM passes the hidden copies both are
-//! visible. So for copies of one id sorted by (partition, offset), each copy after the
-//! first must pair with the previous copy lying in some crash's hidden tail, that
-//! crash coming before the later copy was first delivered. A crash explains at most
-//! its bound `sum over partitions of (durable_tail - persisted_hwm)`.
+//! Why a hidden tail explains a duplicate (row `hidden_tail`): records in
+//! `[persisted_hwm, durable_tail)` at a crash are hidden by recovery and re-committed by
+//! the ingress WAL at fresh offsets, at or past the durable tail; once the HWM passes the
+//! hidden copies both are visible. So for copies of one id sorted by (partition,
+//! offset), each copy after the first must pair with the previous copy lying in some
+//! crash's hidden tail, that crash coming before the later copy was first delivered. A
+//! crash explains at most its bound `sum over partitions of (durable_tail -
+//! persisted_hwm)`, with the persisted HWM the next open read when that is lower (a
+//! flipped `hwm` file hides more), and up to the engine's HWM when an out-of-contract
+//! fault left a hole below it. When that open cut the log (its R1/R2 alarm), the
+//! re-commits land from the cut on, which may be below the hidden copy.
 //!
-//! Also explained: a pair whose earlier copy was damaged at rest (a bit flip or
-//! misdirected write covering its offset) after it was delivered and before the later
-//! copy was: that copy is unreadable from then on, so the replay's check for visible
-//! copies does not find it and the WAL commits the record again (default seed 196).
+//! Also explained, each by the event it names: `damaged_copy_recommitted` (the engine
+//! skipped the earlier copy's frame as unreadable before the later copy appeared: the
+//! replay's check for visible copies could not see it), `checkpoint_lost` (the later
+//! copy first appeared after an open found the WAL checkpoint unreadable and replayed
+//! every entry), `out_of_contract` (a fault whose reach names either copy's offset).
 
 use serde::Serialize;
 use std::collections::BTreeMap;
 
 use super::accounting::Copy;
+use super::excuse::{Excuse, ExcuseKind, Excuses};
 use super::facts::{CrashFact, Facts};
 use super::{Accounting, RecordRef, Violation, list};
-use crate::history::{EventKind, Incarnation, ProduceId, TopicPartition};
+use crate::history::{
+    Alarm, CrashPartition, FileKind, Incarnation, Offset, ProduceId, TopicPartition,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CrashBudget {
     pub crash_index: usize,
     pub at_ms: u64,
     pub incarnation: Incarnation,
-    /// Sum over partitions of `durable_tail - persisted_hwm`.
+    /// Sum over partitions of the hidden tail's size (see [`hidden_tail`]).
     pub bound: u64,
     /// Duplicates attributed to this crash.
     pub count: u64,
-    /// Partitions without a bound: an out-of-contract fault hit them in the
-    /// incarnation this crash ended (partition, fault index).
-    pub unbounded: Vec<(TopicPartition, usize)>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -42,14 +47,40 @@ pub struct DuplicatesReport {
     pub duplicates: u64,
     pub crashes: Vec<CrashBudget>,
     /// Duplicates accepted only by the per-partition total (hidden tails summed over
-    /// the crashes before them), not by a single crash's hidden tail.
+    /// the crashes before them), on a partition an open cut (the cut moves copies
+    /// between hidden tails).
     pub aggregated: u64,
-    /// Duplicates whose earlier copy was damaged at rest before the later copy was
-    /// delivered: the earlier copy became unreadable (skipped, or not seen by the
-    /// replay's check for visible copies), and the ingress WAL committed the record
-    /// again rather than lose it.
-    pub after_damage: u64,
+    /// Duplicates explained by an excuse other than a single crash's hidden tail.
+    pub excused: Vec<(ProduceId, Excuse)>,
     pub violations: Vec<Violation>,
+}
+
+/// The hidden tail a crash left on a partition: `[P, durable_tail)`, with `P` the lower
+/// of the persisted HWM at the crash and the one the next open read (a flip in `hwm`
+/// while the node was down hides more). When an out-of-contract fault before the crash
+/// left frames below the engine's HWM undurable (a lost fsync, a misdirected write),
+/// the valid extent stops at the hole while records the engine had made visible lie
+/// beyond it: the tail then runs to the HWM the engine had.
+fn hidden_tail(facts: &Facts<'_>, crash: &CrashFact, p: &CrashPartition) -> (Offset, Offset) {
+    // Every view the next open may have read (a flip may land while it runs).
+    let read = facts
+        .alarms
+        .views_before(&p.tp, crash.incarnation + 1, usize::MAX)
+        .iter()
+        .filter_map(|d| d.persisted_hwm)
+        .min()
+        .unwrap_or(p.persisted_hwm);
+    let start = p.persisted_hwm.min(read);
+    let memory = p.memory_hwm.unwrap_or(0);
+    let hole = facts
+        .reaches_before(&p.tp, crash.index)
+        .any(|r| r.file == FileKind::Segment && r.offsets.is_none_or(|o| o.start < memory));
+    let end = if hole {
+        p.durable_tail.max(memory)
+    } else {
+        p.durable_tail
+    };
+    (start, end.max(start))
 }
 
 pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
@@ -65,25 +96,17 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
                 bound: c
                     .partitions
                     .values()
-                    .map(|p| p.durable_tail.saturating_sub(p.persisted_hwm))
+                    .map(|p| {
+                        let (start, end) = hidden_tail(facts, c, p);
+                        end - start
+                    })
                     .sum(),
                 count: 0,
-                unbounded: c
-                    .partitions
-                    .keys()
-                    .filter_map(|tp| {
-                        facts
-                            .out_of_contract_in_incarnation(tp, c.incarnation)
-                            .map(|f| (tp.clone(), f))
-                    })
-                    .collect(),
             })
             .collect(),
-        aggregated: 0,
-        after_damage: 0,
-        violations: Vec::new(),
+        ..DuplicatesReport::default()
     };
-    let wal_damage = first_wal_damage(facts);
+    let excuses = Excuses::new(facts);
     // Attribute every pair first, then explain the leftovers with final budgets.
     let mut leftovers = Vec::new();
     for (id, copies) in &accounting.duplicated {
@@ -91,23 +114,22 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
             let [earlier, later] = pair else {
                 unreachable!("windows(2)");
             };
-            // After a truncation (R1, R2) a re-commit can land at a lower offset than
-            // the hidden copy it repeats: try the pair both ways round.
-            let slot = attribute(facts, &report.crashes, wal_damage, earlier, later)
-                .or_else(|| attribute(facts, &report.crashes, wal_damage, later, earlier));
-            match slot {
-                Some(slot) => report.crashes[slot].count += 1,
-                None if damaged_before(facts, earlier, later.first_delivery)
-                    || damaged_before(facts, later, earlier.first_delivery) =>
-                {
-                    report.after_damage += 1;
-                }
+            // After a cut (R1, R2) a re-commit can land at a lower offset than the
+            // hidden copy it repeats: try the pair both ways round.
+            let slot = attribute(facts, &report.crashes, earlier, later)
+                .or_else(|| attribute(facts, &report.crashes, later, earlier));
+            if let Some(slot) = slot {
+                report.crashes[slot].count += 1;
+                continue;
+            }
+            match explain(facts, &excuses, earlier, later) {
+                Some(excuse) => report.excused.push((*id, excuse)),
                 None => leftovers.push((*id, earlier, later)),
             }
         }
     }
-    // Pairs the per-crash attribution could not place (truncations after damage at
-    // rest move copies between hidden tails) are judged per partition and in time: at
+    // Pairs the per-crash attribution could not place, on a partition an open cut (a
+    // cut moves copies between hidden tails), are judged per partition and in time: at
     // each duplicate's first delivery, the duplicates delivered so far on its partition
     // must fit in the sum of its hidden tails over the crashes before that moment.
     let mut extra: BTreeMap<TopicPartition, Vec<usize>> = BTreeMap::new();
@@ -126,17 +148,22 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
     }
     for (id, earlier, later) in leftovers {
         let at = earlier.first_delivery.max(later.first_delivery);
+        let cut = facts.alarms.cuts(&later.tp).any(|c| c.index < at);
         let bound: u64 = facts
             .crashes
             .iter()
             .filter(|c| c.index < at)
-            .filter_map(|c| c.partitions.get(&later.tp))
-            .map(|p| p.durable_tail.saturating_sub(p.persisted_hwm))
+            .filter_map(|c| {
+                c.partitions
+                    .get(&later.tp)
+                    .map(|p| hidden_tail(facts, c, p))
+            })
+            .map(|(start, end)| end - start)
             .sum();
         let so_far = extra
             .get(&later.tp)
             .map_or(0, |v| v.partition_point(|i| *i <= at) as u64);
-        if bound > 0 && so_far <= bound {
+        if cut && bound > 0 && so_far <= bound {
             report.aggregated += 1;
             continue;
         }
@@ -146,117 +173,97 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
     report
 }
 
-/// Whether damage at rest to a segment hit `copy`'s offset after the copy was first
-/// delivered and before `until` (a history index).
-fn damaged_before(facts: &Facts<'_>, copy: &Copy, until: usize) -> bool {
-    let Some(damage) = facts.segment_damage.get(&copy.tp) else {
-        return false;
-    };
-    let events = facts.history.events();
-    damage
-        .iter()
-        .filter(|d| **d > copy.first_delivery && **d < until)
-        .any(|d| match &events[*d].kind {
-            crate::history::EventKind::Fault { kind, .. } => kind
-                .segment_damage()
-                .and_then(|(offsets, _)| offsets)
-                .is_some_and(|range| range.contains(copy.offset)),
-            _ => false,
+/// The excuse rows for a pair no single crash explains.
+fn explain(
+    facts: &Facts<'_>,
+    excuses: &Excuses<'_, '_>,
+    earlier: &Copy,
+    later: &Copy,
+) -> Option<Excuse> {
+    damaged_copy(facts, earlier, later.first_delivery)
+        .or_else(|| damaged_copy(facts, later, earlier.first_delivery))
+        .or_else(|| checkpoint_lost(facts, earlier, later))
+        .or_else(|| checkpoint_lost(facts, later, earlier))
+        .or_else(|| {
+            [earlier, later].into_iter().find_map(|c| {
+                excuses.out_of_contract(
+                    &c.tp,
+                    Some(c.offset),
+                    None,
+                    Some(c.first_delivery),
+                    usize::MAX,
+                )
+            })
         })
 }
 
-/// Damage at rest in the WAL (its checkpoint or an entry) before `index`: the engine
-/// detects it and replays more than the hidden tails (a lost checkpoint replays every
-/// entry still in the WAL), trading duplicates for loss; the hidden-tail bound does not
-/// apply after it.
-fn first_wal_damage(facts: &Facts<'_>) -> Option<usize> {
-    facts.history.events().iter().position(|e| {
-        matches!(
-            &e.kind,
-            crate::history::EventKind::Fault {
-                kind: crate::history::FaultKind::BitFlip {
-                    file: crate::history::FileKind::Wal,
-                    ..
-                },
-                ..
-            }
-        )
+/// `damaged_copy_recommitted`: the engine skipped `copy`'s frame as unreadable after the
+/// copy was first delivered and before `until` (a history index).
+fn damaged_copy(facts: &Facts<'_>, copy: &Copy, until: usize) -> Option<Excuse> {
+    let skip = facts.alarms.skips(&copy.tp).find(|s| {
+        s.frame && s.index > copy.first_delivery && s.index < until && s.contains(copy.offset)
+    })?;
+    Some(Excuse {
+        kind: ExcuseKind::DamagedCopyRecommitted,
+        causes: vec![skip.index],
+        covers: format!("{} offset {}", copy.tp, copy.offset),
     })
 }
 
-/// A flip in `tp`'s `hwm` file after `crash` and before `until` that the open following
-/// the crash read: injected before that open recorded its frontier or refusal for `tp`
-/// (or the open never did).
-fn hwm_flip_read_after(
-    facts: &Facts<'_>,
-    tp: &TopicPartition,
-    crash: &CrashFact,
-    until: usize,
-) -> Option<usize> {
-    let events = facts.history.events();
-    let opened = (crash.index..until.min(events.len())).find(|index| {
-        let event = &events[*index];
-        event.incarnation == crash.incarnation + 1
-            && matches!(&event.kind,
-                EventKind::FrontierObserved { tp: t, .. } | EventKind::PartitionRefused { tp: t, .. }
-                    if t == tp)
-    });
-    facts.hwm_flip_between(tp, crash.index, opened.unwrap_or(until))
+/// `checkpoint_lost`: `later` first appeared after an open found the WAL checkpoint
+/// unreadable, at or past that open's recovered tail (the replay commits there), and
+/// `earlier` was delivered before that open.
+fn checkpoint_lost(facts: &Facts<'_>, earlier: &Copy, later: &Copy) -> Option<Excuse> {
+    let alarm = facts.alarms.store.iter().find(|a| {
+        matches!(a.alarm, Alarm::WalCheckpointUnreadable)
+            && earlier.first_delivery < a.index
+            && a.index < later.first_delivery
+    })?;
+    let tail = facts
+        .alarms
+        .disk_at(&later.tp, alarm.incarnation)
+        .map_or(0, |d| d.tail);
+    (later.offset >= tail).then(|| Excuse {
+        kind: ExcuseKind::CheckpointLost,
+        causes: vec![alarm.index],
+        covers: format!("{} offsets from {tail}", later.tp),
+    })
 }
 
-/// The crash (index into `budgets`) that explains `later` as a re-commit of `earlier`.
+/// The crash (index into `budgets`) that explains `later` as a re-commit of `earlier`:
+/// the latest one before `later` appeared whose hidden tail held `earlier` (its replay
+/// is the one that committed `later`), with budget left.
 fn attribute(
     facts: &Facts<'_>,
     budgets: &[CrashBudget],
-    wal_damage: Option<usize>,
     earlier: &Copy,
     later: &Copy,
 ) -> Option<usize> {
-    facts.crashes.iter().enumerate().position(|(slot, crash)| {
-        let budget = &budgets[slot];
-        let Some(state) = crash.partitions.get(&earlier.tp) else {
-            return false;
-        };
-        // Damage until the next crash can reach this crash's recovery.
-        let until = facts.next_crash_after(crash.index);
-        // An out-of-contract fault leaves the durable image wrong until something
-        // rewrites it, so it unbinds every later crash on that partition, not only the
-        // one that ended its incarnation. A flip in `hwm` after the crash unbinds it too
-        // if the open read it (before the open recorded what it found on the partition),
-        // for copies delivered after it: a lowered HWM replays from further back than the
-        // hidden tail the crash left.
-        let metadata_read = hwm_flip_read_after(facts, &earlier.tp, crash, until)
-            .is_some_and(|flip| flip < later.first_delivery);
-        let unbounded = budget.unbounded.iter().any(|(tp, _)| *tp == earlier.tp)
-            || facts
-                .out_of_contract_on(&earlier.tp)
-                .into_iter()
-                .any(|f| f < crash.index)
-            || metadata_read
-            || wal_damage.is_some_and(|d| d < later.first_delivery);
-        // Re-commits land past the durable tail, unless damage at rest injected before
-        // the restart made recovery truncate the hidden tail (R2): then they land
-        // anywhere past the persisted HWM.
-        let truncated = facts
-            .segment_damage
-            .get(&earlier.tp)
-            .is_some_and(|d| d.iter().any(|d| *d < until));
-        let fresh_from = if truncated {
-            state.persisted_hwm
-        } else {
-            state.durable_tail
-        };
-        if unbounded {
-            // An out-of-contract fault (lost fsync, misdirected write) in the incarnation
-            // this crash ended: acknowledged data may have vanished and its offsets been
-            // reused, so any copy after the crash is attributable to it.
-            return crash.index < later.first_delivery;
-        }
-        crash.index < later.first_delivery
-            && state.hidden_tail().contains(earlier.offset)
-            && (later.tp != earlier.tp || later.offset >= fresh_from)
-            && budget.count < budget.bound
-    })
+    facts
+        .crashes
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(slot, crash)| {
+            let budget = &budgets[slot];
+            let state = crash.partitions.get(&earlier.tp)?;
+            let (start, end) = hidden_tail(facts, crash, state);
+            // Re-commits land past the durable tail, unless the next open cut the log (its
+            // R1/R2 alarm): then they land from the cut on.
+            let cut = facts
+                .alarms
+                .cuts(&earlier.tp)
+                .filter(|c| c.index > crash.index && c.index < facts.next_crash_after(crash.index))
+                .map(|c| c.offset)
+                .min();
+            let fresh_from = cut.map_or(state.durable_tail, |c| c.min(state.durable_tail));
+            (crash.index < later.first_delivery
+                && start <= earlier.offset
+                && earlier.offset < end
+                && (later.tp != earlier.tp || later.offset >= fresh_from)
+                && budget.count < budget.bound)
+                .then_some(slot)
+        })
 }
 
 fn unexplained(
@@ -266,29 +273,34 @@ fn unexplained(
     earlier: &Copy,
     later: &Copy,
 ) -> Violation {
-    let tails: Vec<String> = facts
+    // The crashes whose hidden tail holds the earlier copy first: those are the ones a
+    // reader needs to see.
+    let mut tails: Vec<(bool, String)> = facts
         .crashes
         .iter()
         .zip(budgets)
         .filter_map(|(crash, budget)| {
             crash.partitions.get(&earlier.tp).map(|state| {
-                let tail = state.hidden_tail();
-                format!(
-                    "crash t={}ms: {} hidden tail {tail} {} offset {}, {} of bound {} used",
-                    crash.at_ms,
-                    earlier.tp,
-                    if tail.contains(earlier.offset) {
-                        "holds"
-                    } else {
-                        "does not hold"
-                    },
-                    earlier.offset,
-                    budget.count,
-                    budget.bound
+                let (start, end) = hidden_tail(facts, crash, state);
+                let holds = start <= earlier.offset && earlier.offset < end;
+                (
+                    !holds,
+                    format!(
+                        "crash t={}ms: {} hidden tail [{start}, {end}) {} offset {}, {} of bound \
+                         {} used",
+                        crash.at_ms,
+                        earlier.tp,
+                        if holds { "holds" } else { "does not hold" },
+                        earlier.offset,
+                        budget.count,
+                        budget.bound
+                    ),
                 )
             })
         })
         .collect();
+    tails.sort_by_key(|(not_holding, _)| *not_holding);
+    let tails: Vec<String> = tails.into_iter().map(|(_, t)| t).collect();
     let why = if facts.crashes.is_empty() {
         "a crash-free run has no duplicates".to_owned()
     } else if tails.is_empty() {

@@ -4,17 +4,28 @@
 //!
 //! 1. Every `FrontierWritten` and `FrontierObserved` value `f`: each offset in
 //!    `[log_start, f)` was acked before that event (offsets below the log start were
-//!    deleted by retention, not consumed).
-//! 2. Every `FrontierObserved` value is 0 (no file yet) or a value some
-//!    `FrontierWritten` of that partition recorded earlier.
+//!    deleted by retention, not consumed), or settled by the engine as a record it
+//!    skipped with a counter (row `skipped`: its `frame_skipped`/`records_skipped`
+//!    alarm came first), or lies in the reach of an out-of-contract fault of the
+//!    partition's `consumer.offset` injected before (row `out_of_contract`: a flip or
+//!    lost fsync moves the frontier the engine loads anywhere between two values).
+//! 2. Every `FrontierObserved` value is 0 (no file yet), at or below a log start (the
+//!    engine's clamp), or a value some `FrontierWritten` of that partition recorded
+//!    earlier; else it must lie in (or be made unreadable by) the reach of such an
+//!    out-of-contract `consumer.offset` fault.
+//!
+//! A recovered value the engine itself reported unreadable (its `frontier_reset` alarm
+//! in that incarnation, whose own cause `alarms_explained` demands) is not judged: the
+//! engine restarted at the log start instead of using it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::alarms::SkipFact;
 use super::facts::Facts;
 use super::{RecordRef, Violation, list};
-use crate::history::{EventKind, Offset, TopicPartition};
+use crate::history::{EventKind, FileKind, Offset, TopicPartition};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FrontierReport {
@@ -36,9 +47,6 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
             *entry = (*entry).max(*s);
         }
     }
-    // Offsets of frames damaged at rest: the engine skips them at consume time with a
-    // counter (recorded loss), and the frontier moves over them.
-    let mut damaged: BTreeMap<TopicPartition, Vec<crate::history::OffsetRange>> = BTreeMap::new();
     for (index, event) in facts.history.events().iter().enumerate() {
         let (tp, frontier, observed) = match &event.kind {
             EventKind::Ack { tp, offset } => {
@@ -54,29 +62,27 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
                 *entry = (*entry).max(*s);
                 continue;
             }
-            EventKind::Fault {
-                kind, tp: Some(tp), ..
-            } => {
-                if let Some((Some(range), _)) = kind.segment_damage() {
-                    damaged.entry(tp.clone()).or_default().push(range);
-                }
-                continue;
-            }
             EventKind::FrontierWritten { tp, frontier } => (tp, *frontier, false),
             EventKind::FrontierObserved { tp, frontier } => (tp, *frontier, true),
             _ => continue,
         };
         report.checked += 1;
-        if facts
-            .metadata_damage
-            .get(tp)
-            .is_some_and(|d| d.iter().any(|d| *d < index))
-            || (observed && facts.out_of_contract_before(tp, index).is_some())
-        {
-            // A flip in consumer.offset (8 bare bytes) cannot be detected: the recovered
-            // frontier and every value derived from it are attributed to it. A recovered
-            // value after an out-of-contract fault on the partition is too (a
-            // misdirected write can land in the frontier file and change its length).
+        // The out-of-contract faults of this partition's `consumer.offset` so far, and
+        // the records the engine skipped (settled) with a counter so far.
+        let word_faults: Vec<&crate::check::contract::Reach> = facts
+            .reaches_before(tp, index)
+            .filter(|r| r.file == FileKind::ConsumerOffset)
+            .collect();
+        let skips: Vec<SkipFact> = facts.alarms.skips(tp).filter(|s| s.index < index).collect();
+        // A file the engine reported unreadable (`frontier_reset`, its cause judged by
+        // `alarms_explained`) gave it no frontier: it restarted at the log start.
+        let reset = observed
+            && facts.alarms.of(tp).iter().any(|a| {
+                a.incarnation == event.incarnation
+                    && a.index < index
+                    && matches!(a.alarm, crate::history::Alarm::FrontierReset { .. })
+            });
+        if reset {
             continue;
         }
         let kind = if observed { "recovered" } else { "written" };
@@ -92,13 +98,27 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
         // Walk acknowledged offsets up from the log start; the walk is bounded by the
         // number of acks, so a torn (huge) frontier costs nothing.
         let mut first_unacked = start;
-        let skipped = |o: Offset| {
-            damaged
-                .get(tp)
-                .is_some_and(|d| d.iter().any(|r| r.contains(o)))
+        let settled = |o: Offset| {
+            skips.iter().any(|s| s.contains(o))
+                || word_faults
+                    .iter()
+                    .any(|r| r.offsets.is_some_and(|range| range.contains(o)))
         };
-        while acks.is_some_and(|a| a.contains_key(&first_unacked)) || skipped(first_unacked) {
-            first_unacked += 1;
+        // Walk acknowledged (or excused) offsets up from the log start; a range a fault
+        // reaches is skipped whole, so a flipped (huge) frontier costs nothing.
+        loop {
+            if acks.is_some_and(|a| a.contains_key(&first_unacked)) {
+                first_unacked += 1;
+            } else if let Some(r) = word_faults
+                .iter()
+                .find_map(|r| r.offsets.filter(|range| range.contains(first_unacked)))
+            {
+                first_unacked = r.end;
+            } else if settled(first_unacked) {
+                first_unacked += 1;
+            } else {
+                break;
+            }
         }
         if first_unacked < frontier {
             report.violations.push(Violation {
@@ -116,7 +136,16 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
             // The engine clamps a recovered frontier up to the log start when retention
             // deleted past it (or the file is missing): a value at or below a log start
             // of the run is such a clamp.
-            if frontier != 0 && frontier > start && !values.is_some_and(|v| v.contains(&frontier)) {
+            // A value a `consumer.offset` fault moved it to (or whose file it tore).
+            let faulted = word_faults.iter().any(|r| {
+                r.offsets
+                    .is_none_or(|range| range.start <= frontier && frontier <= range.end)
+            });
+            if frontier != 0
+                && frontier > start
+                && !faulted
+                && !values.is_some_and(|v| v.contains(&frontier))
+            {
                 let values: Vec<Offset> = values
                     .map(|v| v.iter().copied().collect())
                     .unwrap_or_default();

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::excuse::ExcuseKind;
 use super::facts::Facts;
-use super::loss::{LossExcuse, LossReport};
+use super::loss::LossReport;
 use super::{Accounting, CheckConfig, RecordRef, Violation, list};
 use crate::history::{EventKind, Offset, ProduceId, TopicPartition};
 
@@ -68,7 +69,7 @@ pub fn check(
             continue;
         }
         match loss.excuse_of(*id) {
-            Some(LossExcuse::Refused { .. }) => {
+            Some(e) if e.kind == ExcuseKind::Refused => {
                 report.refused.entry(tp.clone()).or_default().push(*id);
                 continue;
             }

@@ -1,62 +1,52 @@
 //! The oracle: checkers that judge a run's [`History`] against the durability
 //! contract (DESIGN.md, "Durability contract" and "Checkers").
 //!
-//! [`check`] indexes the history once ([`facts`]), computes the [`Accounting`], runs
-//! every checker and returns a [`CheckReport`]; [`CheckReport::verdict`] turns it into
-//! a [`Verdict`] with an exit code. Each checker is named by [`CheckerName`] (stable
-//! snake_case names) and returns a typed report whose `violations` are empty on pass.
+//! [`check`] indexes the history once ([`facts`]: crashes, acknowledgements, faults, the
+//! engine's alarms and the disk each open read, the reach of every out-of-contract
+//! fault), computes the [`Accounting`], runs every checker and returns a
+//! [`CheckReport`]; [`CheckReport::verdict`] turns it into a [`Verdict`] with an exit
+//! code. Each checker is named by [`CheckerName`] (stable snake_case names) and returns a
+//! typed report whose `violations` are empty on pass.
+//!
+//! **Excuses are data.** Every excuse a checker makes is a row of [`excuse::ExcuseKind`],
+//! built by [`excuse::Excuses`]: it names the events it rests on (history indices) and
+//! covers only the records or offsets its cause reaches. An excuse rests either on
+//! something the engine recorded (an alarm: refusal, clamp, cut, skip), which
+//! `alarms_explained` in turn holds to a cause and to the oracle's own decode of the
+//! disk, or on an out-of-contract fault whose reach ([`contract`]) names the record.
+//! [`CheckReport::excuses_used`] counts them; sweeps print the table.
 //!
 //! Safety checkers:
 //! - `no_lost_ack`: every acknowledged record is delivered intact at least once by the
-//!   end of the run. Excused, in this order, and named per record in the report: the
-//!   partition was refused at open (R3: the engine said so loudly); loss the engine
-//!   recorded on that partition (clamp counter R4 plus consume-time skips, one record
-//!   per unit, spent first on records no fault could explain); an out-of-contract
-//!   fault (lost fsync, torn HWM write) on that partition injected before the ack with
-//!   no crash in between (the only acks such a fault can undo); damage at rest that
-//!   destroyed both durable copies (a `WalEntriesDamaged` event names the record's WAL
-//!   entry, unread before the first open that needed it, and that open's recovery found
-//!   its log frame gone: never durable, or damage at rest to its own frame; damage to
-//!   a frame below it excuses nothing, since the R2 cut salvages readable records whose
-//!   WAL entry is gone). Why: loss is allowed only when it is recorded or attributable; silent
-//!   loss is the bug.
+//!   end of the run. Excused (rows `refused`, `clamped`, `skipped`, `retention`,
+//!   `out_of_contract`, `both_copies_damaged`), per record, by identity.
 //! - `bounded_duplicates`: a duplicate is one produce id delivered from two offsets
 //!   (redelivery of one offset is not). Each extra copy must be explained by a crash
-//!   whose hidden tail `[persisted_hwm, durable_tail)` on that partition held the
-//!   earlier copy, the crash preceding the later copy's first delivery; each crash
-//!   explains at most `sum(durable_tail - persisted_hwm)` duplicates. A crash-free run
-//!   therefore has none. Excused: a partition with an out-of-contract fault in the
-//!   incarnation the crash ended has no bound (reported as unbounded); a pair whose
-//!   earlier copy was damaged at rest between the two deliveries (the WAL re-commits a
-//!   record whose visible copy became unreadable, reported as `after_damage`).
+//!   whose hidden tail on that partition held the earlier copy (`hidden_tail`), within
+//!   that crash's budget; a crash-free run has none. Also `damaged_copy_recommitted`,
+//!   `checkpoint_lost`, `out_of_contract`.
 //! - `monotonic_commit_time`: per partition, `committed_at_ms` (from deliveries and
-//!   acks) never decreases along offsets, whichever incarnation observed it. The
-//!   engine must hold this against a wall clock stepping backwards; the only thing
-//!   left out is an observation a recorded clamp (or a crash after an out-of-contract
-//!   fault) superseded, since that offset may now hold a newer, unobserved record.
-//! - `stable_offsets`: once read (delivered or acked at an offset), the record at an
-//!   offset never changes; a read offset does not vanish by the end of the run; the
-//!   in-memory HWM never moves backwards within an incarnation; after a restart it is
-//!   not below the persisted HWM at the crash; the persisted HWM never decreases; no
-//!   HWM exceeds the durable tail; the log start never moves backwards. Excused: a
-//!   recorded clamp (offsets at or above the clamped HWM may be reused or vanish, and
-//!   the HWM may drop by the recorded amount), a refusal, an out-of-contract fault on
-//!   the partition, retention (below the log start), the hidden tail of the last crash.
+//!   acks) never decreases along offsets, whichever incarnation observed it; an
+//!   observation a later clamp, cut above the HWM or out-of-contract fault superseded is
+//!   left out.
+//! - `stable_offsets`: once read, the record at an offset never changes or vanishes;
+//!   the in-memory HWM never moves backwards within an incarnation; after a restart it is
+//!   not below the persisted HWM at the crash; the persisted HWM never decreases; no HWM
+//!   exceeds the durable tail; the log start never moves backwards. Excused by
+//!   `clamped`, `cut_above_hwm`, `out_of_contract`, `refused`, `last_hidden_tail`.
 //! - `no_corrupt_delivery`: no delivery whose payload has no id, whose bytes differ
-//!   from the produce of its id, or whose id was never produced. And every damage at
-//!   rest to a segment (bit flip, misdirected write) that a restart's recovery scan
-//!   read is detected: a refusal or a rise of the recorded-loss / skip counters of
-//!   that partition. Excused: damage deleted by retention before it was read, damage
-//!   never scanned (no restart; consume-time reads are judged by the byte checks and
-//!   by `no_lost_ack`), and damage wholly above the persisted HWM (R1/R2 truncate it
-//!   silently by design).
+//!   from the produce of its id, or whose id was never produced; and every placed
+//!   damage at rest to a segment is detected by an alarm that names its frame or cuts
+//!   below it (`damage_never_scanned`, `damage_deleted_before_scan` owe nothing).
 //! - `frontier_safe`: every frontier written or recovered passes only acknowledged
-//!   offsets (offsets below the log start are retention's, not the consumer's); a
-//!   frontier recovered after a restart is 0 or a value the engine wrote earlier (old
-//!   or new, never torn). Nothing excused.
+//!   offsets (or ones the engine skipped with a counter, or a `consumer.offset` fault's
+//!   reach); a recovered frontier is 0 or a value the engine wrote (old or new, never
+//!   torn).
 //! - `poison_acks_nothing`: after `PartitionPoisoned`, no produce ack on that partition
-//!   and no HWM advance in the same incarnation. Nothing excused: after a failed fsync
-//!   nothing on that file can be trusted.
+//!   and no HWM advance in the same incarnation.
+//! - `alarms_explained`: every engine alarm agrees with the disk its open read (the
+//!   reference decoder's view), has an injected cause that can reach it, and the
+//!   engine's counters equal the sum of its alarms.
 //!
 //! Liveness checker:
 //! - `delivered_after_heal`: every acknowledged record is delivered by
@@ -68,9 +58,13 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod accounting;
+pub mod alarms;
 pub mod commit_time;
+pub mod contract;
 pub mod corruption;
 pub mod duplicates;
+pub mod excuse;
+pub mod explained;
 pub mod facts;
 pub mod frontier;
 pub mod liveness;
@@ -102,11 +96,12 @@ pub enum CheckerName {
     NoCorruptDelivery,
     FrontierSafe,
     PoisonAcksNothing,
+    AlarmsExplained,
     DeliveredAfterHeal,
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 8] = [
+    pub const ALL: [CheckerName; 9] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
@@ -114,6 +109,7 @@ impl CheckerName {
         CheckerName::NoCorruptDelivery,
         CheckerName::FrontierSafe,
         CheckerName::PoisonAcksNothing,
+        CheckerName::AlarmsExplained,
         CheckerName::DeliveredAfterHeal,
     ];
 
@@ -126,6 +122,7 @@ impl CheckerName {
             CheckerName::NoCorruptDelivery => "no_corrupt_delivery",
             CheckerName::FrontierSafe => "frontier_safe",
             CheckerName::PoisonAcksNothing => "poison_acks_nothing",
+            CheckerName::AlarmsExplained => "alarms_explained",
             CheckerName::DeliveredAfterHeal => "delivered_after_heal",
         }
     }
@@ -199,6 +196,7 @@ pub struct CheckReport {
     pub no_corrupt_delivery: corruption::CorruptionReport,
     pub frontier_safe: frontier::FrontierReport,
     pub poison_acks_nothing: poison::PoisonReport,
+    pub alarms_explained: explained::AlarmsReport,
     pub delivered_after_heal: liveness::LivenessReport,
 }
 
@@ -212,6 +210,7 @@ impl CheckReport {
             CheckerName::NoCorruptDelivery => &self.no_corrupt_delivery.violations,
             CheckerName::FrontierSafe => &self.frontier_safe.violations,
             CheckerName::PoisonAcksNothing => &self.poison_acks_nothing.violations,
+            CheckerName::AlarmsExplained => &self.alarms_explained.violations,
             CheckerName::DeliveredAfterHeal => &self.delivered_after_heal.violations,
         }
     }
@@ -230,6 +229,44 @@ impl CheckReport {
             .into_iter()
             .filter(|c| !self.violations_of(*c).is_empty())
             .collect()
+    }
+
+    /// How many times each excuse row fired in the run, over every checker
+    /// ([`excuse`]): what a green verdict rests on.
+    pub fn excuses_used(&self) -> std::collections::BTreeMap<excuse::ExcuseKind, u64> {
+        use excuse::ExcuseKind;
+        let mut out = excuse::tally(
+            self.no_lost_ack
+                .excused
+                .iter()
+                .map(|e| &e.excuse)
+                .chain(self.stable_offsets.excused.iter().map(|e| &e.excuse))
+                .chain(self.bounded_duplicates.excused.iter().map(|(_, e)| e)),
+        );
+        for (kind, n) in &self.monotonic_commit_time.superseded {
+            *out.entry(*kind).or_insert(0) += n;
+        }
+        let hidden: u64 = self
+            .bounded_duplicates
+            .crashes
+            .iter()
+            .map(|c| c.count)
+            .sum::<u64>()
+            + self.bounded_duplicates.aggregated;
+        if hidden > 0 {
+            *out.entry(ExcuseKind::HiddenTail).or_insert(0) += hidden;
+        }
+        for d in &self.no_corrupt_delivery.damages {
+            let kind = match d.outcome {
+                corruption::DamageOutcome::NeverScanned => ExcuseKind::DamageNeverScanned,
+                corruption::DamageOutcome::DeletedBeforeScan { .. } => {
+                    ExcuseKind::DamageDeletedBeforeScan
+                }
+                _ => continue,
+            };
+            *out.entry(kind).or_insert(0) += 1;
+        }
+        out
     }
 
     /// The first safety violation wins; else the first liveness one; else pass.
@@ -251,6 +288,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         no_corrupt_delivery: corruption::check(&facts, &accounting),
         frontier_safe: frontier::check(&facts),
         poison_acks_nothing: poison::check(&facts),
+        alarms_explained: explained::check(&facts),
         accounting,
         no_lost_ack,
         delivered_after_heal,

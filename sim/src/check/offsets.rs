@@ -12,15 +12,18 @@
 //!    never decreases; no HWM (in-memory or persisted) exceeds the durable tail.
 //! 4. The log start never moves backwards.
 //!
-//! Excuses: a recorded clamp (R4) after the read lets offsets at or above the clamped
-//! HWM change or vanish and lets the HWM drop by at most the recorded amount; a refused
-//! partition; an out-of-contract fault on the partition earlier in the run. Corrupt
-//! deliveries are left to `no_corrupt_delivery`.
+//! Excuse rows ([`super::excuse`]): `clamped` (a recorded clamp after the read lets
+//! offsets it gave up change or vanish, and the HWM drop by at most the recorded
+//! amount), `cut_above_hwm` (an open cut the offset while it lay at or above the
+//! persisted HWM it read), `out_of_contract` (a fault whose reach names the offset, or
+//! for the HWM rules starts below it), `refused`, `retention` (below the log start),
+//! `last_hidden_tail`. Corrupt deliveries are left to `no_corrupt_delivery`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::excuse::{Excuse, Excuses};
 use super::facts::Facts;
 use super::{Accounting, RecordRef, Violation, list};
 use crate::history::{EventKind, Incarnation, Offset, ProduceId, TopicPartition, parse_payload_id};
@@ -30,7 +33,7 @@ pub struct ExcusedChange {
     pub tp: TopicPartition,
     pub offset: Offset,
     pub index: usize,
-    pub excuse: String,
+    pub excuse: Excuse,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -164,20 +167,11 @@ fn check_content(
             old.merge(new);
             continue;
         }
-        let excuse = facts
-            .clamp_covering(tp, offset, old.index, index)
-            .map(|c| {
-                format!(
-                    "clamp at restart into incarnation {} from offset {}",
-                    c.incarnation, c.from_offset
-                )
-            })
-            .or_else(|| {
-                facts
-                    .out_of_contract_before(tp, index)
-                    .map(|f| facts.describe_fault(f))
-            })
-            .or_else(|| facts.damaged_hidden_tail(tp, offset, old.index, index));
+        let excuses = Excuses::new(facts);
+        let excuse = excuses
+            .clamped(tp, offset, old.index, index)
+            .or_else(|| excuses.cut_above_hwm(tp, offset, old.index, index))
+            .or_else(|| excuses.out_of_contract(tp, Some(offset), None, Some(old.index), index));
         match excuse {
             Some(excuse) => report.excused.push(ExcusedChange {
                 tp: tp.clone(),
@@ -188,8 +182,8 @@ fn check_content(
             None => report.violations.push(Violation {
                 message: format!(
                     "record at {tp} offset {offset} changed: first seen t={}ms inc {}, {source} \
-                     at t={}ms inc {} shows {}; no recorded clamp or out-of-contract fault \
-                     on {tp} in between",
+                     at t={}ms inc {} shows {}; no recorded clamp, cut above the HWM or \
+                     out-of-contract fault reaching it in between",
                     facts.at_ms(old.index),
                     facts.incarnation_at(old.index),
                     event.at_ms,
@@ -234,31 +228,34 @@ fn check_vanished(
             continue;
         };
         // An HWM from an earlier incarnation says nothing about the final state.
-        if incarnation != last_incarnation || facts.refusal(tp).is_some() {
+        if incarnation != last_incarnation {
             continue;
         }
-        let last_crash = facts.crash_before(final_index);
-        let out_of_contract = facts.out_of_contract_before(tp, final_index).is_some();
-        let vanished: Vec<Offset> = offsets
-            .range(hwm.max(log_start)..)
-            .filter(|(offset, read_index)| {
-                **read_index < final_index
-                    && facts
-                        .clamp_covering(tp, **offset, **read_index, final_index)
-                        .is_none()
-                    && !out_of_contract
-                    && facts
-                        .damaged_hidden_tail(tp, **offset, **read_index, final_index)
-                        .is_none()
-                    && !last_crash.is_some_and(|c| {
-                        c.index > **read_index
-                            && c.partitions
-                                .get(tp)
-                                .is_some_and(|p| p.hidden_tail().contains(**offset))
-                    })
-            })
-            .map(|(offset, _)| *offset)
-            .collect();
+        let excuses = Excuses::new(facts);
+        let mut vanished: Vec<Offset> = Vec::new();
+        for (offset, read_index) in offsets.range(hwm.max(log_start)..) {
+            let (offset, read_index) = (*offset, *read_index);
+            if read_index >= final_index {
+                continue;
+            }
+            let excuse = excuses
+                .refused(tp, read_index)
+                .or_else(|| excuses.clamped(tp, offset, read_index, final_index))
+                .or_else(|| excuses.cut_above_hwm(tp, offset, read_index, final_index))
+                .or_else(|| {
+                    excuses.out_of_contract(tp, Some(offset), None, Some(read_index), final_index)
+                })
+                .or_else(|| excuses.last_hidden_tail(tp, offset, read_index, final_index));
+            match excuse {
+                Some(excuse) => report.excused.push(ExcusedChange {
+                    tp: tp.clone(),
+                    offset,
+                    index: final_index,
+                    excuse,
+                }),
+                None => vanished.push(offset),
+            }
+        }
         if vanished.is_empty() {
             continue;
         }
@@ -266,7 +263,8 @@ fn check_vanished(
             message: format!(
                 "{} read offset(s) of {tp} vanished: offsets {} were delivered but the final \
                  HWM is {hwm} (t={}ms inc {incarnation}), log start {log_start}, and no \
-                 recorded clamp, refusal or hidden tail covers them",
+                 refusal, recorded clamp, cut above the HWM, out-of-contract fault or \
+                 hidden tail covers them",
                 vanished.len(),
                 list(&vanished, 8),
                 facts.at_ms(final_index),
@@ -417,15 +415,12 @@ fn beyond_tail(
     if hwm <= tail {
         return;
     }
-    if let Some(fault) = facts.out_of_contract_before(tp, index) {
+    if let Some(excuse) = Excuses::new(facts).out_of_contract_below(tp, hwm, index) {
         report.excused.push(ExcusedChange {
             tp: tp.clone(),
             offset: hwm,
             index,
-            excuse: format!(
-                "{which} beyond durable tail after {}",
-                facts.describe_fault(fault)
-            ),
+            excuse,
         });
         return;
     }
@@ -454,14 +449,17 @@ fn persisted_backwards(
         return;
     }
     let drop = before - now;
-    let clamp = facts.clamps.get(tp).and_then(|clamps| {
-        clamps.iter().find(|c| {
-            before_index < c.restart_index
-                && c.restart_index < index
-                && c.recorded_loss_records >= drop
-        })
-    });
-    if clamp.is_some() || facts.out_of_contract_before(tp, index).is_some() {
+    let excuses = Excuses::new(facts);
+    if let Some(excuse) = excuses
+        .clamped_by(tp, drop, before_index, index)
+        .or_else(|| excuses.out_of_contract_below(tp, before, index))
+    {
+        report.excused.push(ExcusedChange {
+            tp: tp.clone(),
+            offset: now,
+            index,
+            excuse,
+        });
         return;
     }
     report.violations.push(Violation {
@@ -490,11 +488,24 @@ fn below_persisted_after_restart(
     }
     let inc = facts.incarnation_at(index);
     let drop = persisted - hwm;
-    let recorded = facts.recorded_loss_in(tp, inc);
-    if recorded >= drop
-        || facts.refusal_in(tp, inc).is_some()
-        || facts.out_of_contract_before(tp, index).is_some()
+    let excuses = Excuses::new(facts);
+    let recorded: u64 = facts
+        .alarms
+        .clamps(tp)
+        .filter(|c| c.incarnation == inc)
+        .map(|c| c.lost)
+        .sum();
+    if let Some(excuse) = excuses
+        .clamped_by(tp, drop, crash_index, index)
+        .or_else(|| excuses.refused(tp, crash_index))
+        .or_else(|| excuses.out_of_contract_below(tp, persisted, index))
     {
+        report.excused.push(ExcusedChange {
+            tp: tp.clone(),
+            offset: hwm,
+            index,
+            excuse,
+        });
         return;
     }
     report.violations.push(Violation {
@@ -519,7 +530,9 @@ fn check_log_start(facts: &Facts<'_>, report: &mut OffsetsReport) {
         };
         if let Some((before, before_index)) = last.get(tp)
             && log_start < before
-            && facts.out_of_contract_before(tp, index).is_none()
+            && Excuses::new(facts)
+                .out_of_contract_below(tp, *before, index)
+                .is_none()
         {
             report.violations.push(Violation {
                 message: format!(

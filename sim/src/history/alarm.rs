@@ -48,8 +48,9 @@ pub enum Alarm {
     FrameSkipped { base: u64, records: u64 },
     /// Records of a valid frame whose envelope does not parse, skipped at consume time.
     RecordsSkipped { base: u64, records: u64 },
-    /// A write or fsync failed; the partition acknowledges nothing more.
-    Poisoned,
+    /// A write or fsync failed, or (`cancelled`) records in flight were dropped before
+    /// they reached the file; the partition acknowledges nothing more.
+    Poisoned { cancelled: bool },
     /// The hidden tail `[from, to)` made visible (the WAL lost entries).
     HiddenExposed { from: u64, to: u64 },
     /// The WAL had unreadable regions at open.
@@ -65,6 +66,8 @@ pub enum Alarm {
     FrontierReset { log_start: u64 },
     /// A recovered frontier `value` outside `[log start, HWM]` was clamped.
     FrontierClamped { value: u64, clamped: u64 },
+    /// The topic's `topic.conf` was unreadable at open: none of its partitions opened.
+    TopicRefused { topic: String },
 }
 
 impl Alarm {
@@ -81,13 +84,14 @@ impl Alarm {
             Alarm::LogOpened { .. } => a::LOG_OPENED,
             Alarm::FrameSkipped { .. } => a::FRAME_SKIPPED,
             Alarm::RecordsSkipped { .. } => a::RECORDS_SKIPPED,
-            Alarm::Poisoned => a::POISONED,
+            Alarm::Poisoned { .. } => a::POISONED,
             Alarm::HiddenExposed { .. } => a::HIDDEN_EXPOSED,
             Alarm::WalDamaged { .. } => a::WAL_DAMAGED,
             Alarm::WalCheckpointUnreadable => a::WAL_CHECKPOINT_UNREADABLE,
             Alarm::WalPoisoned => a::WAL_POISONED,
             Alarm::FrontierReset { .. } => a::FRONTIER_RESET,
             Alarm::FrontierClamped { .. } => a::FRONTIER_CLAMPED,
+            Alarm::TopicRefused { .. } => a::TOPIC_REFUSED,
         }
     }
 
@@ -154,7 +158,9 @@ impl Alarm {
                 base: num("base")?,
                 records: num("records")?,
             },
-            a::POISONED => Alarm::Poisoned,
+            a::POISONED => Alarm::Poisoned {
+                cancelled: text("op")? == a::CANCELLED_OP,
+            },
             a::HIDDEN_EXPOSED => Alarm::HiddenExposed {
                 from: num("from")?,
                 to: num("to")?,
@@ -171,6 +177,12 @@ impl Alarm {
             a::FRONTIER_CLAMPED => Alarm::FrontierClamped {
                 value: num("value")?,
                 clamped: num("clamped")?,
+            },
+            a::TOPIC_REFUSED => Alarm::TopicRefused {
+                topic: std::path::Path::new(&text("dir")?)
+                    .file_name()?
+                    .to_str()?
+                    .to_owned(),
             },
             _ => return None,
         };
@@ -232,7 +244,11 @@ impl fmt::Display for Alarm {
             }
             Alarm::FrontierReset { log_start } => write!(f, " log_start={log_start}"),
             Alarm::FrontierClamped { value, clamped } => write!(f, " {value} -> {clamped}"),
-            Alarm::Poisoned | Alarm::WalCheckpointUnreadable | Alarm::WalPoisoned => Ok(()),
+            Alarm::TopicRefused { topic } => write!(f, " {topic}"),
+            Alarm::Poisoned { cancelled: true } => f.write_str(" (records in flight dropped)"),
+            Alarm::Poisoned { cancelled: false }
+            | Alarm::WalCheckpointUnreadable
+            | Alarm::WalPoisoned => Ok(()),
         }
     }
 }

@@ -118,18 +118,27 @@ pub enum FaultKind {
     LostWrite { file: FileKind },
     /// fsync returned EIO. In contract: the partition must poison itself.
     FsyncEio { file: FileKind },
-    /// fsync reported success without persisting. Out of contract.
-    LostFsync { file: FileKind },
+    /// fsync reported success without persisting. Out of contract. `offsets`: for a
+    /// segment, the records whose frames it failed to persist; for `hwm` or
+    /// `consumer.offset`, the offsets between the durable value and the one the engine
+    /// believes durable (what the fault can move past); `None` when unknown.
+    LostFsync {
+        file: FileKind,
+        offsets: Option<OffsetRange>,
+    },
     /// A bit flipped in data at rest. `offsets` are the records whose stored bytes
-    /// were hit, when known; `below_hwm` tells whether the flipped frame starts below
-    /// the persisted HWM at injection (acknowledged data), when known.
+    /// were hit, when known (in `hwm` or `consumer.offset`: the offsets between the
+    /// value before and after the flip); `below_hwm` tells whether the flipped frame
+    /// starts below the persisted HWM at injection (acknowledged data), when known.
     BitFlip {
         file: FileKind,
         offsets: Option<OffsetRange>,
         below_hwm: Option<bool>,
     },
-    /// A write landed at the wrong position or file. Same fields as `BitFlip`
-    /// describing the data it overwrote.
+    /// A write landed at the wrong position or file. `offsets`: the records of the
+    /// frames it overwrote and of the frames it was meant to write (neither is durable
+    /// where it belongs); `below_hwm` whether the first of them starts below the
+    /// persisted HWM.
     Misdirected {
         file: FileKind,
         offsets: Option<OffsetRange>,
@@ -319,8 +328,14 @@ pub enum EventKind {
         alarm: Alarm,
     },
     /// World, at a restart, before the new incarnation runs: the partition's durable
-    /// image as the reference decoder reads it, which the open is about to read.
-    DiskAtOpen { tp: TopicPartition, disk: DiskView },
+    /// image as the reference decoder reads it, which the open is about to read. Again
+    /// (`while_open`) when damage lands on the partition while the open runs: the open
+    /// may read either image.
+    DiskAtOpen {
+        tp: TopicPartition,
+        disk: DiskView,
+        while_open: bool,
+    },
 }
 
 /// One ingress WAL entry destroyed by damage at rest.
@@ -466,7 +481,18 @@ impl fmt::Display for Event {
                 }
                 Ok(())
             }
-            EventKind::DiskAtOpen { tp, disk } => write!(f, "disk_at_open {tp} {disk}"),
+            EventKind::DiskAtOpen {
+                tp,
+                disk,
+                while_open,
+            } => {
+                let when = if *while_open {
+                    " (damage while opening)"
+                } else {
+                    ""
+                };
+                write!(f, "disk_at_open {tp} {disk}{when}")
+            }
             EventKind::EngineAlarm { tp, alarm } => match tp {
                 Some(tp) => write!(f, "engine_alarm {tp} {alarm}"),
                 None => write!(f, "engine_alarm {alarm}"),
@@ -813,12 +839,19 @@ impl History {
         )
     }
 
-    pub fn disk_at_open(&mut self, at_ms: u64, tp: &TopicPartition, disk: DiskView) -> &mut Self {
+    pub fn disk_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        disk: DiskView,
+        while_open: bool,
+    ) -> &mut Self {
         self.record(
             at_ms,
             EventKind::DiskAtOpen {
                 tp: tp.clone(),
                 disk,
+                while_open,
             },
         )
     }

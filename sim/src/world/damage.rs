@@ -21,6 +21,35 @@ use crate::reference::wal;
 use std::ops::Range;
 use std::path::Path;
 
+/// The byte ranges where `a` and `b` differ, a length difference counting as a
+/// difference from the shorter one's end; ascending, merged.
+pub fn differing(a: &[u8], b: &[u8]) -> Vec<Range<u64>> {
+    let mut out: Vec<Range<u64>> = Vec::new();
+    let common = a.len().min(b.len());
+    let mut push = |range: Range<u64>| match out.last_mut() {
+        Some(last) if last.end >= range.start => last.end = last.end.max(range.end),
+        _ => out.push(range),
+    };
+    // Compared a block at a time: a segment is mostly unchanged.
+    const BLOCK: usize = 512;
+    let mut at = 0;
+    while at < common {
+        let end = (at + BLOCK).min(common);
+        if a.get(at..end) != b.get(at..end) {
+            for i in at..end {
+                if a.get(i) != b.get(i) {
+                    push(i as u64..i as u64 + 1);
+                }
+            }
+        }
+        at = end;
+    }
+    if a.len() != b.len() {
+        push(common as u64..a.len().max(b.len()) as u64);
+    }
+    out
+}
+
 /// Whether two byte ranges share a byte.
 fn overlaps(a: &Range<u64>, b: &Range<u64>) -> bool {
     a.start < b.end && b.start < a.end

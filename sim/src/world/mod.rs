@@ -25,10 +25,12 @@ use crate::clock::SimClock;
 use crate::fs::SimFs;
 use crate::fs::dice::Dice;
 use crate::fs::plugin::{SimFsPlugin, attach};
-use crate::history::{DiskView, FaultKind, FileKind, History, TopicPartition, encode_payload};
+use crate::history::{
+    DiskView, FaultKind, FileKind, History, OffsetRange, TopicPartition, encode_payload,
+};
 use crate::profile::Profile;
 use crate::swarm::FaultMix;
-use cafelog_engine::format::layout;
+use cafelog_engine::format::{layout, word};
 use cafelog_engine::log::Notify;
 use node::{DATA_ROOT, NodeContext, Request, SimStore};
 use observe::ObservingFs;
@@ -579,7 +581,7 @@ fn restart(world: &World, node: madsim::task::NodeId) {
     let now = rec.now_ms();
     rec.history.restart(now);
     for (tp, view) in disks {
-        rec.history.disk_at_open(now, &tp, view);
+        rec.history.disk_at_open(now, &tp, view, false);
     }
     rec.node_down = false;
 }
@@ -649,6 +651,26 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
             let bytes = durable_before_flip(&world.fs, &flip);
             disk::locate(&before, &flip.path, flip.position, bytes.as_deref())
         }
+        // An 8-byte word: the flip can move what it says anywhere between its value
+        // before and after (for `hwm`, the HWM the next open trusts; for
+        // `consumer.offset`, the frontier it loads).
+        (Some(_), FileKind::Hwm | FileKind::ConsumerOffset) => {
+            let before = durable_before_flip(&world.fs, &flip).and_then(|b| word::decode(&b));
+            let after = world
+                .fs
+                .durable_bytes(&flip.path)
+                .and_then(|b| word::decode(&b));
+            match (before, after) {
+                (Some(a), Some(b)) => (
+                    Some(OffsetRange {
+                        start: a.min(b),
+                        end: a.max(b),
+                    }),
+                    None,
+                ),
+                _ => (None, None),
+            }
+        }
         _ => (None, None),
     };
     let mut rec = world.recorder.lock();
@@ -668,6 +690,21 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
         // The entries of the frame the flip hit, from the image as it was before.
         let hit = flip.position..flip.position + 1;
         rec.wal_damaged(fault_index, &flip.path, &before, &[hit]);
+    }
+    // A flip that lands while the node's open runs may be read by it or not: the open
+    // is then held to either view of the disk.
+    let opening = !rec.node_down && world.slot().is_none();
+    if opening
+        && matches!(want, FileKind::Segment | FileKind::Hwm)
+        && let Some(tp) = &tp
+        && let Some(decoded) = flip
+            .path
+            .parent()
+            .and_then(|d| disk::decode_durable(&world.fs, d))
+    {
+        let now = rec.now_ms();
+        rec.history
+            .disk_at_open(now, tp, DiskView::from_decoded(&decoded), true);
     }
     true
 }

@@ -146,7 +146,13 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     ))
     .await
     .map_err(|e| e.to_string())?;
-    let existing: Vec<String> = store.topics().into_iter().map(|(n, _)| n).collect();
+    // A topic the open refused (its topic.conf unreadable) is not created again.
+    let existing: Vec<String> = store
+        .topics()
+        .into_iter()
+        .map(|(n, _)| n)
+        .chain(store.refused_topics().into_iter().map(|(n, _)| n))
+        .collect();
     for plan in &ctx.workload.topics {
         if !existing.contains(&plan.name) {
             engine(store.create_topic(&plan.name, plan.config.clone()))
@@ -185,6 +191,7 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
             .partition_refused(now, &TopicPartition::new(topic.clone(), *partition), reason);
         rec.paths.refusals += 1;
     }
+    rec.paths.topics_refused += report.refused_topics.len() as u64;
     for open in report.partitions.values() {
         match open.truncation.map(|t| t.0) {
             Some(cafelog_engine::recovery::TruncationRule::TornTail) => {

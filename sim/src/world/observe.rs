@@ -44,23 +44,7 @@ impl File for ObservingFile {
     }
 
     async fn write_at(&self, data: &[u8], position: u64) -> io::Result<()> {
-        // An `hwm` rewrite to a lower value is recovery's clamp (R4): the engine records
-        // the loss at that moment (a counter and an error event); capture it now, since
-        // the node may crash before it reports its counters.
-        let clamp = if position == 0
-            && self.path.file_name().and_then(|n| n.to_str()) == Some(layout::HWM_FILE)
-        {
-            let old = self.recorder.lock().visible_word(&self.path);
-            word::decode(data).zip(old).filter(|(new, old)| new < old)
-        } else {
-            None
-        };
         let r = self.inner.write_at(data, position).await;
-        if r.is_ok()
-            && let Some((new, old)) = clamp
-        {
-            self.recorder.lock().clamp_written(&self.path, old - new);
-        }
         if r.is_ok()
             && position == 0
             && self.path.file_name().and_then(|n| n.to_str())

@@ -23,6 +23,8 @@ pub struct Paths {
     /// Records past an R2 hole whose WAL entry was gone, kept by the salvage.
     pub records_salvaged: u64,
     pub refusals: u64,
+    /// Topics whose topic.conf an open could not read.
+    pub topics_refused: u64,
     pub recorded_clamps: u64,
     pub hidden_records: u64,
     pub duplicates_exposed: u64,
@@ -48,6 +50,7 @@ impl Paths {
             ("holes_truncated_r2", self.holes_truncated),
             ("records_salvaged_r2", self.records_salvaged),
             ("refusals_r3", self.refusals),
+            ("topics_refused", self.topics_refused),
             ("recorded_clamps_r4", self.recorded_clamps),
             ("hidden_tail_records", self.hidden_records),
             (
@@ -215,10 +218,18 @@ impl Recorder {
         let Some(over) = &event.overwritten else {
             return (None, None);
         };
-        let Some(offsets) =
-            damage::segment_offsets_hit(&event.path, &over.durable_before, &over.landed)
-        else {
-            return (None, None);
+        let landed = damage::segment_offsets_hit(&event.path, &over.durable_before, &over.landed);
+        // The frames it was meant to write, whole in the page cache, are not durable
+        // where they belong either: those whose bytes there differ from the cache (a
+        // later write may have covered part of the range).
+        let meant = self.meant_offsets(&event.path, event.position, event.len);
+        let offsets = match (landed, meant) {
+            (Some(a), Some(b)) => OffsetRange {
+                start: a.start.min(b.start),
+                end: a.end.max(b.end),
+            },
+            (Some(r), None) | (None, Some(r)) => r,
+            (None, None) => return (None, None),
         };
         let persisted = event
             .path
@@ -226,6 +237,59 @@ impl Recorder {
             .and_then(|dir| self.fs.durable_bytes(&dir.join(layout::HWM_FILE)))
             .map_or(Some(0), |bytes| word::decode(&bytes));
         (Some(offsets), persisted.map(|p| offsets.start < p))
+    }
+
+    /// What the engine believes durable in `path` but the disk does not hold: the byte
+    /// ranges where the page cache and the durable image differ, with the page cache
+    /// (what the engine wrote). Right after a lost fsync these are the writes it did
+    /// not persist (and any earlier divergence of that file).
+    fn undurable(&self, path: &Path) -> Option<(Vec<u8>, Vec<Range<u64>>)> {
+        let visible = self.fs.visible_bytes(path)?;
+        let durable = self.fs.durable_bytes(path).unwrap_or_default();
+        let ranges = damage::differing(&visible, &durable);
+        Some((visible, ranges))
+    }
+
+    /// The frames of the segment at `path`, in the page cache, whose bytes in
+    /// `[at, at + len)` the durable image lacks: what a write meant for that range and
+    /// misdirected left undurable.
+    fn meant_offsets(&self, path: &Path, at: Option<u64>, len: Option<u64>) -> Option<OffsetRange> {
+        let (at, len) = (at?, len?);
+        let (visible, ranges) = self.undurable(path)?;
+        let within: Vec<Range<u64>> = ranges
+            .into_iter()
+            .filter_map(|r| {
+                let start = r.start.max(at);
+                let end = r.end.min(at + len);
+                (start < end).then_some(start..end)
+            })
+            .collect();
+        damage::segment_offsets_hit(path, &visible, &within)
+    }
+
+    /// The offsets a lost fsync of `path` (of `file` kind) left undurable: a segment's
+    /// frames it did not persist, or for `hwm` and `consumer.offset` the offsets between
+    /// the durable value and the one the engine wrote.
+    fn lost_fsync_offsets(&self, path: &Path, file: FileKind) -> Option<OffsetRange> {
+        match file {
+            FileKind::Segment => {
+                let (visible, ranges) = self.undurable(path)?;
+                damage::segment_offsets_hit(path, &visible, &ranges)
+            }
+            FileKind::Hwm | FileKind::ConsumerOffset => {
+                let written = self.visible_word(path)?;
+                let durable = self
+                    .fs
+                    .durable_bytes(path)
+                    .and_then(|b| word::decode(&b))
+                    .unwrap_or(0);
+                Some(OffsetRange {
+                    start: written.min(durable),
+                    end: written.max(durable),
+                })
+            }
+            _ => None,
+        }
     }
 
     /// Moves the disk's injected faults into the history.
@@ -247,7 +311,10 @@ impl Recorder {
             let file = file_kind(&event.path);
             let kind = match event.kind {
                 FsEventKind::FsyncEio => FaultKind::FsyncEio { file },
-                FsEventKind::LostFsync => FaultKind::LostFsync { file },
+                FsEventKind::LostFsync => FaultKind::LostFsync {
+                    file,
+                    offsets: self.lost_fsync_offsets(&event.path, file),
+                },
                 FsEventKind::Enospc => FaultKind::Enospc { file },
                 FsEventKind::MisdirectedWrite => {
                     let (offsets, below_hwm) = if file == FileKind::Segment {
@@ -272,9 +339,25 @@ impl Recorder {
             };
             let tp = partition_of(&event.path);
             let path = event.path.display().to_string();
+            let lost_fsync = matches!(kind, FaultKind::LostFsync { .. });
             let fault_index = self.fault(kind, tp.as_ref(), Some(&path));
-            if let (FileKind::Wal, Some(over)) = (file, &event.overwritten) {
-                self.wal_damaged(fault_index, &event.path, &over.durable_before, &over.landed);
+            if file == FileKind::Wal {
+                if let Some(over) = &event.overwritten {
+                    // What it landed on, and what it was meant to write where it belongs.
+                    self.wal_damaged(fault_index, &event.path, &over.durable_before, &over.landed);
+                    if let (Some((visible, ranges)), Some(at), Some(len)) =
+                        (self.undurable(&event.path), event.position, event.len)
+                    {
+                        let within: Vec<Range<u64>> = ranges
+                            .into_iter()
+                            .filter(|r| r.start < at + len && at < r.end)
+                            .collect();
+                        self.wal_damaged(fault_index, &event.path, &visible, &within);
+                    }
+                }
+                if lost_fsync && let Some((visible, ranges)) = self.undurable(&event.path) {
+                    self.wal_damaged(fault_index, &event.path, &visible, &ranges);
+                }
             }
         }
     }
@@ -284,14 +367,6 @@ impl Recorder {
         self.fs
             .visible_bytes(path)
             .and_then(|b| cafelog_engine::format::word::decode(&b))
-    }
-
-    /// Recovery clamped `path`'s partition HWM down by `lost` records.
-    pub fn clamp_written(&mut self, hwm_path: &Path, lost: u64) {
-        if let Some(tp) = partition_of(hwm_path) {
-            let now = self.now_ms();
-            self.history.engine_counters(now, &tp, lost, 0);
-        }
     }
 
     pub fn frontier_written(&mut self, tmp_path: &Path, value: u64) {

@@ -1,0 +1,166 @@
+//! The durability contract (DESIGN.md, "Durability contract"), fault kind by fault kind,
+//! and the *reach* of every out-of-contract fault a run injected: which partition or
+//! WAL entries it can touch and which offsets. An excuse that rests on such a fault
+//! (see [`super::excuse`]) covers only what its reach names.
+//!
+//! | fault | contract | reach |
+//! |---|---|---|
+//! | crash, lost or torn unsynced write (not `hwm`), fsync EIO, ENOSPC, latency, clock step | in | none: nothing acknowledged may be lost |
+//! | bit flip in a segment | in | the flipped frame's offsets; the engine must detect it (alarms) |
+//! | bit flip in the WAL | in | the entries of the flipped frame (`WalEntriesDamaged`) |
+//! | lost fsync of a segment | out | the frames it did not persist (`offsets`), on that partition |
+//! | lost fsync of `hwm` / `consumer.offset` | out | offsets between the durable value and the one written |
+//! | lost fsync of a WAL file | out | the entries it did not persist (`WalEntriesDamaged`) |
+//! | misdirected write to a segment | out | the frames it overwrote and the frames it was meant to write |
+//! | misdirected write to the WAL | out | the entries overwritten and meant (`WalEntriesDamaged`) |
+//! | bit flip in `hwm` / `consumer.offset` | out | offsets between the value before and after |
+//! | torn write of `hwm` | out | the whole partition (an 8-byte write lies in one sector, so the disk never tears it) |
+//! | any out-of-contract fault on a topic's `topic.conf` (or its temp file) | out | every partition of that topic: the store cannot open it again |
+//!
+//! How long a reach lasts needs no field: a reach names the records the fault can destroy
+//! or the offsets it can move a word past, and those stay destroyed (or moved) until the
+//! file is rewritten, which the engine's own account (alarms, rewrites) then shows.
+//! A fault whose reach the world could not compute (`offsets: None`) reaches the
+//! records of its partition acknowledged after it and before the next crash, the
+//! only acknowledgements a sync after it can have made on its strength; a fault
+//! not on any partition's files reaches no partition.
+
+use std::collections::BTreeSet;
+
+use super::facts::Facts;
+use crate::history::{
+    EventKind, FaultKind, FileKind, Offset, OffsetRange, ProduceId, TopicPartition,
+};
+
+/// In or out of the durability contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Contract {
+    /// The engine must keep every invariant.
+    In,
+    /// The engine cannot prevent loss, but must never hide it: every loss must be
+    /// recorded by the engine or lie in the fault's reach.
+    Out,
+}
+
+/// Where a fault kind stands.
+pub fn contract(kind: &FaultKind) -> Contract {
+    match kind {
+        FaultKind::LostFsync { .. } | FaultKind::Misdirected { .. } => Contract::Out,
+        FaultKind::BitFlip {
+            file: FileKind::Hwm | FileKind::ConsumerOffset,
+            ..
+        } => Contract::Out,
+        FaultKind::TornWrite {
+            file: FileKind::Hwm,
+        } => Contract::Out,
+        _ => Contract::In,
+    }
+}
+
+/// What one out-of-contract fault can reach.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reach {
+    /// The fault's history index.
+    pub fault_index: usize,
+    pub file: FileKind,
+    /// The partition whose file it hit; `None` for the WAL and other store files.
+    pub tp: Option<TopicPartition>,
+    /// The topic whose `topic.conf` it hit: then it reaches every partition of it.
+    pub topic: Option<String>,
+    /// The offsets it reaches on `tp`; `None` when the world could not say.
+    pub offsets: Option<OffsetRange>,
+    /// The produce ids whose WAL entries it destroyed or left undurable.
+    pub ids: BTreeSet<ProduceId>,
+    /// For a reach of unknown offsets: acknowledgements up to this history index (the
+    /// next crash after the fault).
+    pub window_end: usize,
+    /// A lost fsync reaches only what was acknowledged after it: it persisted nothing
+    /// of the writes pending then, and records acknowledged before were fsynced before.
+    pub after_only: bool,
+}
+
+impl Reach {
+    /// Whether the fault can have destroyed, changed or moved a word past the record
+    /// `id` at `offset` of `tp`, acknowledged (or first read) at `seen` (`None`: the
+    /// question is about an offset, not one acknowledgement).
+    pub fn covers(
+        &self,
+        tp: &TopicPartition,
+        offset: Option<Offset>,
+        id: Option<ProduceId>,
+        seen: Option<usize>,
+    ) -> bool {
+        if self.after_only && seen.is_some_and(|s| s < self.fault_index) {
+            return false;
+        }
+        if id.is_some_and(|id| self.ids.contains(&id)) {
+            return true;
+        }
+        if self.topic.as_deref() == Some(tp.topic.as_str()) {
+            return true;
+        }
+        if self.tp.as_ref() != Some(tp) {
+            return false;
+        }
+        match (self.offsets, offset) {
+            (Some(range), Some(offset)) => range.contains(offset),
+            // Unknown offsets: the acknowledgements a sync after the fault made on its
+            // strength, on this partition.
+            _ => seen.is_some_and(|a| self.fault_index < a && a < self.window_end),
+        }
+    }
+
+    /// Whether the reach includes the offset `offset` of `tp`, or everything there.
+    pub fn reaches_offset(&self, tp: &TopicPartition, offset: Offset) -> bool {
+        self.tp.as_ref() == Some(tp) && self.offsets.is_none_or(|r| r.contains(offset))
+    }
+}
+
+/// The reach of every out-of-contract fault in the run, in history order.
+pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
+    let events = facts.history.events();
+    let mut out = Vec::new();
+    for (index, event) in events.iter().enumerate() {
+        let EventKind::Fault { kind, tp, path } = &event.kind else {
+            continue;
+        };
+        if contract(kind) == Contract::In {
+            continue;
+        }
+        let (file, offsets) = match kind {
+            FaultKind::LostFsync { file, offsets }
+            | FaultKind::BitFlip { file, offsets, .. }
+            | FaultKind::Misdirected { file, offsets, .. } => (*file, *offsets),
+            FaultKind::TornWrite { file } => (*file, None),
+            _ => unreachable!("only these kinds are out of contract"),
+        };
+        let ids = facts
+            .wal_damage_by_fault
+            .get(&index)
+            .cloned()
+            .unwrap_or_default();
+        out.push(Reach {
+            fault_index: index,
+            file,
+            tp: tp.clone(),
+            topic: path.as_deref().and_then(config_topic),
+            offsets,
+            ids,
+            window_end: facts.next_crash_after(index),
+            after_only: matches!(kind, FaultKind::LostFsync { .. }),
+        });
+    }
+    out
+}
+
+/// The topic whose `topic.conf` (or its temp file) `path` names.
+fn config_topic(path: &str) -> Option<String> {
+    let path = std::path::Path::new(path);
+    let name = path.file_name()?.to_str()?;
+    if name != "topic.conf" && name != "topic.conf.tmp" {
+        return None;
+    }
+    let topic = path.parent()?.file_name()?.to_str()?;
+    let topics = path.parent()?.parent()?.file_name()?.to_str()?;
+    (topics == cafelog_engine::format::layout::TOPICS_DIR).then(|| topic.to_owned())
+}

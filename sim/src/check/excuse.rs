@@ -1,0 +1,492 @@
+//! Every excuse a checker may make, in one table: a typed row with its rule, the events
+//! it rests on (history indices) and exactly what it covers. Checkers ask the
+//! questions below; they do not grow excuses of their own.
+//!
+//! An excuse rests on one of two things, never on "some fault happened":
+//! - something the engine recorded (an alarm: a refusal, a clamp, a cut, a skip), which
+//!   `alarms_explained` in turn holds to an injected cause and to the oracle's own
+//!   decode of the disk; or
+//! - an out-of-contract fault whose reach ([`super::contract`]) names the record.
+//!
+//! No row switches a check off for a partition or for the rest of a run: each covers
+//! the offsets (or produce ids) its cause names, and only after that cause happened.
+//! `tests/checkers/excuses.rs` holds the decision table: for each row a history that
+//! needs it, and the same history one step wider (one offset further, one partition
+//! more, one crash later) that it must not excuse.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::alarms::SkipFact;
+use super::contract::Reach;
+use super::facts::Facts;
+use crate::history::{Offset, ProduceId, TopicPartition};
+
+/// The rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExcuseKind {
+    Refused,
+    Clamped,
+    Skipped,
+    Retention,
+    OutOfContract,
+    BothCopiesDamaged,
+    CutAboveHwm,
+    LastHiddenTail,
+    HiddenTail,
+    DamagedCopyRecommitted,
+    CheckpointLost,
+    DamageNeverScanned,
+    DamageDeletedBeforeScan,
+}
+
+impl ExcuseKind {
+    pub const ALL: [ExcuseKind; 13] = [
+        ExcuseKind::Refused,
+        ExcuseKind::Clamped,
+        ExcuseKind::Skipped,
+        ExcuseKind::Retention,
+        ExcuseKind::OutOfContract,
+        ExcuseKind::BothCopiesDamaged,
+        ExcuseKind::CutAboveHwm,
+        ExcuseKind::LastHiddenTail,
+        ExcuseKind::HiddenTail,
+        ExcuseKind::DamagedCopyRecommitted,
+        ExcuseKind::CheckpointLost,
+        ExcuseKind::DamageNeverScanned,
+        ExcuseKind::DamageDeletedBeforeScan,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ExcuseKind::Refused => "refused",
+            ExcuseKind::Clamped => "clamped",
+            ExcuseKind::Skipped => "skipped",
+            ExcuseKind::Retention => "retention",
+            ExcuseKind::OutOfContract => "out_of_contract",
+            ExcuseKind::BothCopiesDamaged => "both_copies_damaged",
+            ExcuseKind::CutAboveHwm => "cut_above_hwm",
+            ExcuseKind::LastHiddenTail => "last_hidden_tail",
+            ExcuseKind::HiddenTail => "hidden_tail",
+            ExcuseKind::DamagedCopyRecommitted => "damaged_copy_recommitted",
+            ExcuseKind::CheckpointLost => "checkpoint_lost",
+            ExcuseKind::DamageNeverScanned => "damage_never_scanned",
+            ExcuseKind::DamageDeletedBeforeScan => "damage_deleted_before_scan",
+        }
+    }
+
+    /// The row's rule, in one line.
+    pub fn rule(self) -> &'static str {
+        match self {
+            ExcuseKind::Refused => {
+                "a record acknowledged before its partition was refused (R3), or its topic \
+                 (topic.conf unreadable): nothing on it can be delivered"
+            }
+            ExcuseKind::Clamped => {
+                "a record at an offset a recorded clamp (R4) gave up, [hwm, persisted), \
+                 read or acknowledged before the clamp"
+            }
+            ExcuseKind::Skipped => {
+                "a record in a frame the engine skipped at consume time with a counter, \
+                 acknowledged before the skip"
+            }
+            ExcuseKind::Retention => {
+                "a record below a log start the reaper reached: retention deleted it"
+            }
+            ExcuseKind::OutOfContract => {
+                "a record an out-of-contract fault's reach names (its offsets on its \
+                 partition, or its WAL entry)"
+            }
+            ExcuseKind::BothCopiesDamaged => {
+                "a record whose WAL entry and own log frame were both destroyed by damage \
+                 at rest before any open could use either"
+            }
+            ExcuseKind::CutAboveHwm => {
+                "an offset an open cut (R1/R2, at or below it) while it lay at or above the \
+                 persisted HWM that open read: the WAL refills it with other records"
+            }
+            ExcuseKind::LastHiddenTail => {
+                "a read offset still in the hidden tail the last crash left, at the end of \
+                 the run"
+            }
+            ExcuseKind::HiddenTail => {
+                "a second copy of a record whose earlier copy lay in a crash's hidden tail, \
+                 within that crash's budget"
+            }
+            ExcuseKind::DamagedCopyRecommitted => {
+                "a second copy of a record whose earlier copy's frame the engine skipped as \
+                 unreadable before the second copy appeared"
+            }
+            ExcuseKind::CheckpointLost => {
+                "a second copy committed by the replay of an open that found the WAL \
+                 checkpoint unreadable"
+            }
+            ExcuseKind::DamageNeverScanned => {
+                "damage at rest that no open scanned before the run ended"
+            }
+            ExcuseKind::DamageDeletedBeforeScan => {
+                "damage at rest in a segment retention deleted before an open scanned it"
+            }
+        }
+    }
+}
+
+impl fmt::Display for ExcuseKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One excuse made: the row, the events it rests on, and what it covers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Excuse {
+    pub kind: ExcuseKind,
+    /// History indices of the events it rests on (alarms, faults, crashes).
+    pub causes: Vec<usize>,
+    /// What it covers, in words (partition, offsets, ids).
+    pub covers: String,
+}
+
+impl Excuse {
+    fn new(kind: ExcuseKind, causes: Vec<usize>, covers: String) -> Self {
+        Excuse {
+            kind,
+            causes,
+            covers,
+        }
+    }
+}
+
+impl fmt::Display for Excuse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}) resting on events", self.kind, self.covers)?;
+        for c in &self.causes {
+            write!(f, " #{c}")?;
+        }
+        Ok(())
+    }
+}
+
+/// How many times each row fired in a run.
+pub fn tally<'e>(excuses: impl IntoIterator<Item = &'e Excuse>) -> BTreeMap<ExcuseKind, u64> {
+    let mut out = BTreeMap::new();
+    for e in excuses {
+        *out.entry(e.kind).or_insert(0) += 1;
+    }
+    out
+}
+
+/// The questions checkers ask.
+pub struct Excuses<'f, 'h> {
+    facts: &'f Facts<'h>,
+}
+
+impl<'f, 'h> Excuses<'f, 'h> {
+    pub fn new(facts: &'f Facts<'h>) -> Self {
+        Excuses { facts }
+    }
+
+    /// `Refused`: the first refusal of `tp` (or of its whole topic, whose topic.conf
+    /// the open could not read) after `after`.
+    pub fn refused(&self, tp: &TopicPartition, after: usize) -> Option<Excuse> {
+        if let Some(refusal) = self.facts.alarms.refusal(tp).filter(|a| a.index > after) {
+            return Some(Excuse::new(
+                ExcuseKind::Refused,
+                vec![refusal.index],
+                format!("every record of {tp}"),
+            ));
+        }
+        let topic = self.facts.alarms.store.iter().find(|a| {
+            a.index > after
+                && matches!(&a.alarm, crate::history::Alarm::TopicRefused { topic } if *topic == tp.topic)
+        })?;
+        Some(Excuse::new(
+            ExcuseKind::Refused,
+            vec![topic.index],
+            format!("every record of topic {}", tp.topic),
+        ))
+    }
+
+    /// `Clamped`: a clamp on `tp` after `after` (and before `before`) whose given-up
+    /// range holds `offset`.
+    pub fn clamped(
+        &self,
+        tp: &TopicPartition,
+        offset: Offset,
+        after: usize,
+        before: usize,
+    ) -> Option<Excuse> {
+        let c = self.facts.alarms.clamps(tp).find(|c| {
+            after < c.index && c.index < before && c.hwm <= offset && offset < c.persisted_hwm
+        })?;
+        Some(Excuse::new(
+            ExcuseKind::Clamped,
+            vec![c.index],
+            format!("{tp} offsets [{}, {})", c.hwm, c.persisted_hwm),
+        ))
+    }
+
+    /// `Skipped`: a consume-time skip on `tp` after `after` whose frame holds `offset`.
+    pub fn skipped(&self, tp: &TopicPartition, offset: Offset, after: usize) -> Option<Excuse> {
+        let s: SkipFact = self
+            .facts
+            .alarms
+            .skips(tp)
+            .find(|s| s.index > after && s.contains(offset))?;
+        Some(Excuse::new(
+            ExcuseKind::Skipped,
+            vec![s.index],
+            format!("{tp} offsets [{}, {})", s.base, s.base + s.records),
+        ))
+    }
+
+    /// `Retention`: `offset` below the highest log start of `tp` seen in the run.
+    pub fn retention(&self, tp: &TopicPartition, offset: Offset) -> Option<Excuse> {
+        let (log_start, index) = self.facts.log_start_reached(tp)?;
+        (offset < log_start).then(|| {
+            Excuse::new(
+                ExcuseKind::Retention,
+                vec![index],
+                format!("{tp} offsets below {log_start}"),
+            )
+        })
+    }
+
+    /// `OutOfContract`: the first out-of-contract fault before `before` whose reach
+    /// covers the record.
+    pub fn out_of_contract(
+        &self,
+        tp: &TopicPartition,
+        offset: Option<Offset>,
+        id: Option<ProduceId>,
+        ack_index: Option<usize>,
+        before: usize,
+    ) -> Option<Excuse> {
+        let r: &Reach = self
+            .facts
+            .reaches
+            .iter()
+            .find(|r| r.fault_index < before && r.covers(tp, offset, id, ack_index))?;
+        let what = match (r.offsets, r.ids.is_empty()) {
+            (Some(range), _) => format!("{tp} offsets {range}"),
+            (None, false) => format!("{} WAL entries", r.ids.len()),
+            (None, true) => format!("{tp} acknowledgements until the next crash"),
+        };
+        Some(Excuse::new(
+            ExcuseKind::OutOfContract,
+            vec![r.fault_index],
+            format!(
+                "{} reaching {what}",
+                self.facts.describe_fault(r.fault_index)
+            ),
+        ))
+    }
+
+    /// `CutAboveHwm`: an open after `after` and before `before` cut `tp` at or below
+    /// `offset` while `offset` lay at or above the persisted HWM that open read (the
+    /// hidden tail, or beyond it).
+    pub fn cut_above_hwm(
+        &self,
+        tp: &TopicPartition,
+        offset: Offset,
+        after: usize,
+        before: usize,
+    ) -> Option<Excuse> {
+        let cut = self.facts.alarms.cuts(tp).find(|c| {
+            after < c.index
+                && c.index < before
+                && c.offset <= offset
+                && self
+                    .facts
+                    .alarms
+                    .disk_at(tp, c.incarnation)
+                    .is_some_and(|d| offset >= d.persisted_hwm.unwrap_or(0))
+        })?;
+        Some(Excuse::new(
+            ExcuseKind::CutAboveHwm,
+            vec![cut.index],
+            format!("{tp} offsets from {}", cut.offset),
+        ))
+    }
+
+    /// `BothCopiesDamaged`: both durable copies of the record `id`, acknowledged at
+    /// `ack_index` at `offset` of `tp`, were destroyed at rest, so that no engine could
+    /// bring it back. All of:
+    /// - the first crash after the ack finds `offset` at or above the persisted HWM:
+    ///   from the open after it the WAL entry is what restores the record;
+    /// - a `WalEntriesDamaged` event names `id` on `tp` with a `first_replay` no later
+    ///   than the first open after that crash that completed, and every open in
+    ///   between (killed or failed, so the world saw no frontier) left `tp`'s durable
+    ///   tail where it was: no replay copied the record while its entry was readable;
+    /// - at that crash, or one ending such a killed open, with `offset` still at or
+    ///   above the persisted HWM, its log copy was gone: `offset` at or past the
+    ///   durable tail (the frame never became durable, or a bad frame ends the log below
+    ///   it), or in-contract damage at rest to the frame holding `offset` (a cut below
+    ///   it salvages the record's readable frame), injected since the crash before the
+    ///   ack and before the next crash.
+    pub fn both_copies_damaged(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        offset: Offset,
+        ack_index: usize,
+    ) -> Option<Excuse> {
+        let facts = self.facts;
+        let events = facts.history.events();
+        let (wal_damage_index, first_replay, wal_fault_index) = facts
+            .wal_damage
+            .get(&id)?
+            .iter()
+            .filter_map(|&index| match &events[index].kind {
+                crate::history::EventKind::WalEntriesDamaged {
+                    fault_index,
+                    first_replay,
+                    entries,
+                } => entries
+                    .iter()
+                    .any(|e| e.id == id && e.tp == *tp)
+                    .then_some((index, *first_replay, *fault_index)),
+                _ => unreachable!("wal_damage indexes WalEntriesDamaged events"),
+            })
+            .min_by_key(|&(index, first_replay, _)| (first_replay, index))?;
+        let mut after_ack = facts.crashes.iter().filter(|c| c.index > ack_index);
+        let first = after_ack.next()?;
+        if first
+            .partitions
+            .get(tp)
+            .is_none_or(|p| offset < p.persisted_hwm)
+        {
+            return None;
+        }
+        let mut candidates = vec![first];
+        let mut tail = first.partitions.get(tp)?.durable_tail;
+        for incarnation in first.incarnation + 1..first_replay {
+            if facts.opened.contains(&incarnation) {
+                // That open replayed the WAL while the entry was still readable.
+                return None;
+            }
+            let ended = facts.crash_ending(incarnation)?;
+            let ended_tail = ended.partitions.get(tp)?.durable_tail;
+            if ended_tail > tail {
+                return None;
+            }
+            tail = ended_tail;
+            candidates.push(ended);
+        }
+        let floor = facts.crash_before(ack_index).map_or(0, |c| c.index + 1);
+        let (crash, log_cause) = candidates.iter().find_map(|c| {
+            let p = c.partitions.get(tp)?;
+            if offset < p.persisted_hwm {
+                return None;
+            }
+            if offset >= p.durable_tail {
+                return Some((c, None));
+            }
+            let until = facts.next_crash_after(c.index).min(events.len());
+            let d = facts.segment_damage.get(tp)?.iter().copied().find(|d| {
+                floor <= *d
+                    && *d < until
+                    && match &events[*d].kind {
+                        crate::history::EventKind::Fault { kind, .. } => kind
+                            .segment_damage()
+                            .and_then(|(offsets, _)| offsets)
+                            .is_some_and(|r| r.contains(offset) && r.start >= p.persisted_hwm),
+                        _ => false,
+                    }
+            })?;
+            Some((c, Some(d)))
+        })?;
+        let mut causes = vec![wal_fault_index, wal_damage_index, crash.index];
+        causes.extend(log_cause);
+        Some(Excuse::new(
+            ExcuseKind::BothCopiesDamaged,
+            causes,
+            format!(
+                "{tp} offset {offset} (id {id}): its WAL entry destroyed by the {}; its log                  copy {}",
+                facts.describe_fault(wal_fault_index),
+                match log_cause {
+                    Some(d) => format!("in the frame the {} hit", facts.describe_fault(d)),
+                    None => format!("not durable at the crash at t={}ms", crash.at_ms),
+                }
+            ),
+        ))
+    }
+
+    /// `OutOfContract`, for an HWM or durable tail out of step: the first
+    /// out-of-contract fault on `tp` before `before` whose reach starts below `offset`
+    /// (data the engine believed durable from there on is not, or a word moved past
+    /// it), or whose offsets are unknown.
+    pub fn out_of_contract_below(
+        &self,
+        tp: &TopicPartition,
+        offset: Offset,
+        before: usize,
+    ) -> Option<Excuse> {
+        let r = self
+            .facts
+            .reaches_before(tp, before)
+            .find(|r| r.offsets.is_none_or(|o| o.start < offset))?;
+        Some(Excuse::new(
+            ExcuseKind::OutOfContract,
+            vec![r.fault_index],
+            format!(
+                "{} reaching {tp} {}",
+                self.facts.describe_fault(r.fault_index),
+                r.offsets
+                    .map_or_else(|| "offsets unknown".to_owned(), |o| o.to_string())
+            ),
+        ))
+    }
+
+    /// `Clamped`, for an HWM that fell: a clamp on `tp` between `after` and `before`
+    /// that gave up at least `drop` records.
+    pub fn clamped_by(
+        &self,
+        tp: &TopicPartition,
+        drop: u64,
+        after: usize,
+        before: usize,
+    ) -> Option<Excuse> {
+        let c = self
+            .facts
+            .alarms
+            .clamps(tp)
+            .find(|c| after < c.index && c.index < before && c.lost >= drop)?;
+        Some(Excuse::new(
+            ExcuseKind::Clamped,
+            vec![c.index],
+            format!("{tp} HWM {} -> {}", c.persisted_hwm, c.hwm),
+        ))
+    }
+
+    /// `LastHiddenTail`: `offset`, read at `read_index`, lies in the hidden tail the
+    /// last crash before `final_index` left on `tp`.
+    pub fn last_hidden_tail(
+        &self,
+        tp: &TopicPartition,
+        offset: Offset,
+        read_index: usize,
+        final_index: usize,
+    ) -> Option<Excuse> {
+        let crash = self.facts.crash_before(final_index)?;
+        let p = crash.partitions.get(tp)?;
+        (crash.index > read_index && p.hidden_tail().contains(offset)).then(|| {
+            Excuse::new(
+                ExcuseKind::LastHiddenTail,
+                vec![crash.index],
+                format!("{tp} hidden tail {}", p.hidden_tail()),
+            )
+        })
+    }
+
+    /// Whether the record at `offset` of `tp`, observed at `index`, may since hold
+    /// another record or be gone, legitimately: a clamp, a cut above the HWM, or an
+    /// out-of-contract fault reaching it, after the observation.
+    pub fn superseded(&self, tp: &TopicPartition, offset: Offset, index: usize) -> Option<Excuse> {
+        self.clamped(tp, offset, index, usize::MAX)
+            .or_else(|| self.cut_above_hwm(tp, offset, index, usize::MAX))
+            .or_else(|| self.out_of_contract(tp, Some(offset), None, Some(index), usize::MAX))
+    }
+}

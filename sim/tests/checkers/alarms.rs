@@ -1,0 +1,426 @@
+//! `alarms_explained`: each engine alarm agrees with the disk its open read, has an
+//! injected cause that can reach it, and the engine's counters add up.
+
+use super::*;
+
+fn torn_tail(offset: u64) -> Alarm {
+    Alarm::TornTail {
+        segment: "00000000000000000000.log".into(),
+        position: 100 * offset,
+        offset,
+        bytes: 100,
+    }
+}
+
+/// Ids 1-3 at offsets 0-2, persisted HWM 3; `damage` (a flip) before the crash; the
+/// restart's disk says R1 at 1 with the HWM clamped to 1, and the open raises `alarms`.
+fn clamp_run(damage: Option<FaultKind>, alarms: Vec<Alarm>) -> Run {
+    let mut r = Run::new();
+    r.produced(3).hwm(0, 3, 3, 3).delivered(1);
+    if let Some(kind) = damage {
+        r.fault(kind, Some(0));
+    }
+    r.crash(&[(0, 3, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::TornTail, 3, 1, Some(1));
+    for a in alarms {
+        r.alarm(Some(0), a);
+    }
+    r
+}
+
+fn clamp_alarms(lost: u64) -> Vec<Alarm> {
+    vec![
+        torn_tail(1),
+        Alarm::Clamp {
+            persisted_hwm: 3,
+            hwm: 3 - lost,
+            lost,
+        },
+        Alarm::LogOpened {
+            log_start: 0,
+            hwm: 3 - lost,
+            tail: 3 - lost,
+            hidden: 0,
+        },
+    ]
+}
+
+#[test]
+fn a_clamp_needs_damage_at_the_new_hwm_and_the_disks_amount() {
+    let flip_at_1 = segment_flip(OffsetRange { start: 1, end: 3 }, Some(true));
+    // Caused and agreeing: clean (the loss itself is no_lost_ack's, excused there).
+    assert!(
+        clamp_run(Some(flip_at_1.clone()), clamp_alarms(2))
+            .report()
+            .alarms_explained
+            .violations
+            .is_empty()
+    );
+    // No damage at all: the missing tail has no cause.
+    let report = clamp_run(None, clamp_alarms(2)).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &[
+            "r4_clamp persisted_hwm=3 hwm=1 lost=2",
+            "the missing tail has no cause",
+        ],
+    );
+    // Damage one frame further (at 2, not at the new HWM 1): no cause either.
+    let flip_at_2 = segment_flip(OffsetRange { start: 2, end: 3 }, Some(true));
+    let report = clamp_run(Some(flip_at_2), clamp_alarms(2)).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &["the missing tail has no cause"],
+    );
+    // Damage injected after the open raised the clamp causes nothing.
+    let mut late = clamp_run(None, clamp_alarms(2));
+    late.fault(
+        segment_flip(OffsetRange { start: 1, end: 3 }, Some(true)),
+        Some(0),
+    );
+    assert_mentions(
+        &messages_of(&late.report(), CheckerName::AlarmsExplained),
+        &["the missing tail has no cause"],
+    );
+    // The right cause, the wrong amount: the disk says 2 were lost.
+    let report = clamp_run(Some(flip_at_1), clamp_alarms(1)).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &["lost=1", "records a loss of 2"],
+    );
+}
+
+#[test]
+fn an_open_that_finished_must_raise_what_its_disk_demands() {
+    let flip = segment_flip(OffsetRange { start: 1, end: 3 }, Some(true));
+    // No cut and no clamp, though the disk says R1 at 1 and a loss of 2.
+    let report = clamp_run(
+        Some(flip.clone()),
+        vec![Alarm::LogOpened {
+            log_start: 0,
+            hwm: 1,
+            tail: 1,
+            hidden: 0,
+        }],
+    )
+    .report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &[
+            "finished without an R1 cut and a clamp recording the loss",
+            "R1 persisted_hwm=3",
+        ],
+    );
+    // An account that disagrees with the disk: HWM 3 over a tail of 1.
+    let report = clamp_run(
+        Some(flip),
+        vec![
+            torn_tail(1),
+            Alarm::LogOpened {
+                log_start: 0,
+                hwm: 3,
+                tail: 3,
+                hidden: 0,
+            },
+        ],
+    )
+    .report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &[
+            "log_opened log_start=0 hwm=3 tail=3",
+            "but the disk that open read says R1",
+        ],
+    );
+    // A cut at another offset than the disk's bad region.
+    let report = clamp_run(
+        Some(segment_flip(OffsetRange { start: 1, end: 3 }, Some(true))),
+        vec![torn_tail(2)],
+    )
+    .report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &[
+            "r1_torn_tail",
+            "offset=2",
+            "but the disk that open read says R1",
+        ],
+    );
+}
+
+/// Ids 1-2 at offsets 0-1, persisted HWM 2; `damage` before the crash; the restart's
+/// disk says R3 at 0 and the open refuses.
+fn refusal_run(damage: Option<(FaultKind, u32)>) -> Run {
+    let mut r = Run::new();
+    r.produced(2).hwm(0, 2, 2, 2).delivered(2);
+    if let Some((kind, p)) = damage {
+        r.fault(kind, Some(p));
+    }
+    r.crash(&[(0, 2, 2, 2)])
+        .restart()
+        .disk(0, OpenRule::Refuse, 2, 0, Some(0))
+        .alarm(
+            Some(0),
+            Alarm::Refused {
+                segment: "00000000000000000000.log".into(),
+                position: 0,
+            },
+        );
+    r
+}
+
+#[test]
+fn a_refusal_needs_damage_where_its_bad_region_starts_on_its_partition() {
+    let flip = segment_flip(OffsetRange { start: 0, end: 1 }, Some(true));
+    assert_clean(&refusal_run(Some((flip.clone(), 0))).report());
+    let report = refusal_run(None).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &[
+            "r3_refused",
+            "no damage at rest or out-of-contract fault reaching offset 0",
+        ],
+    );
+    // The same flip on another partition causes nothing here.
+    let report = refusal_run(Some((flip, 1))).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &["r3_refused"],
+    );
+}
+
+#[test]
+fn a_cut_of_durable_data_needs_a_cause_and_a_cut_of_what_was_never_durable_does_not() {
+    // The crash left a durable tail of 3; the open cut at 1: durable data.
+    let cut = |damage: Option<FaultKind>, tail: u64| {
+        let mut r = Run::new();
+        r.produced(3).hwm(0, 3, 1, 3).delivered(1);
+        if let Some(kind) = damage {
+            r.fault(kind, Some(0));
+        }
+        r.crash(&[(0, 1, tail, tail)])
+            .restart()
+            .disk(0, OpenRule::TornTail, 1, 1, Some(1))
+            .alarm(Some(0), torn_tail(1))
+            .opened(0, 1, 1);
+        r.report()
+    };
+    assert!(
+        cut(Some(flip_above_hwm(1)), 3)
+            .alarms_explained
+            .violations
+            .is_empty()
+    );
+    assert_mentions(
+        &messages_of(&cut(None, 3), CheckerName::AlarmsExplained),
+        &["cuts durable data (the crash before left the durable tail at 3)"],
+    );
+    // With the durable tail at 1, the cut removed only what a crash may tear.
+    assert!(cut(None, 1).alarms_explained.violations.is_empty());
+}
+
+#[test]
+fn a_consume_time_skip_needs_damage_in_its_frame() {
+    let skip = |damage: Option<FaultKind>| {
+        let mut r = Run::new();
+        r.produced(2).hwm(0, 2, 2, 2);
+        if let Some(kind) = damage {
+            r.fault(kind, Some(0));
+        }
+        r.alarm(
+            Some(0),
+            Alarm::FrameSkipped {
+                base: 1,
+                records: 1,
+            },
+        )
+        .counters(0, 0, 1);
+        r.report()
+    };
+    let flip_1 = segment_flip(OffsetRange { start: 1, end: 2 }, Some(true));
+    assert!(skip(Some(flip_1)).alarms_explained.violations.is_empty());
+    assert_mentions(
+        &messages_of(&skip(None), CheckerName::AlarmsExplained),
+        &["frame_skipped base=1 records=1", "no damage at rest"],
+    );
+    // Damage in the frame before it is no cause.
+    let flip_0 = segment_flip(OffsetRange { start: 0, end: 1 }, Some(true));
+    assert_mentions(
+        &messages_of(&skip(Some(flip_0)), CheckerName::AlarmsExplained),
+        &["frame_skipped"],
+    );
+}
+
+#[test]
+fn poison_needs_an_io_error_in_its_incarnation_or_the_kill_of_its_own() {
+    let poisoned = |fault: Option<FaultKind>, crash_first: bool, cancelled: bool| {
+        let mut r = Run::new();
+        r.produced(1);
+        if crash_first {
+            r.crash(&[(0, 1, 1, 1)]).restart();
+        }
+        if let Some(kind) = fault {
+            r.fault(kind, Some(0));
+        }
+        r.alarm(Some(0), Alarm::Poisoned { cancelled });
+        r.report()
+    };
+    let eio = FaultKind::FsyncEio {
+        file: FileKind::Segment,
+    };
+    assert!(
+        poisoned(Some(eio.clone()), false, false)
+            .alarms_explained
+            .violations
+            .is_empty()
+    );
+    assert_mentions(
+        &messages_of(&poisoned(None, false, false), CheckerName::AlarmsExplained),
+        &["poisoned with no fsync error, ENOSPC or damage"],
+    );
+    // An EIO in the incarnation before does not cause this one's poison.
+    let mut r = Run::new();
+    r.produced(1)
+        .fault(eio, Some(0))
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .alarm(Some(0), Alarm::Poisoned { cancelled: false });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::AlarmsExplained),
+        &["poisoned"],
+    );
+    // Dropped in-flight records: caused by the kill of the incarnation they belonged to,
+    // raised as its tasks go (before the new open reports the partition)...
+    assert!(
+        poisoned(None, true, true)
+            .alarms_explained
+            .violations
+            .is_empty()
+    );
+    // ...and by nothing in a run without a kill.
+    assert_mentions(
+        &messages_of(&poisoned(None, false, true), CheckerName::AlarmsExplained),
+        &["records in flight dropped and no kill"],
+    );
+}
+
+#[test]
+fn wal_alarms_need_a_wal_fault_and_an_exposed_tail_needs_the_wal_alarm() {
+    let (flip, _) = wal_flip();
+    let wal = |fault: bool, exposed: bool| {
+        let mut r = Run::new();
+        r.produced(2).hwm(0, 2, 1, 2).crash(&[(0, 1, 2, 2)]);
+        if fault {
+            r.fault(flip.clone(), None);
+        }
+        r.restart()
+            .alarm(
+                None,
+                Alarm::WalDamaged {
+                    corrupt_entries: 1,
+                    skipped_bytes: 40,
+                },
+            )
+            .open_clean(0, 1, 2);
+        if exposed {
+            r.alarm(Some(0), Alarm::HiddenExposed { from: 1, to: 2 });
+        }
+        r.report()
+    };
+    assert!(wal(true, true).alarms_explained.violations.is_empty());
+    assert_mentions(
+        &messages_of(&wal(false, false), CheckerName::AlarmsExplained),
+        &["wal_damaged", "no fault hit a WAL file before it"],
+    );
+    // Exposing the hidden tail without the open reporting WAL damage.
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 1, 2)
+        .crash(&[(0, 1, 2, 2)])
+        .restart()
+        .open_clean(0, 1, 2)
+        .alarm(Some(0), Alarm::HiddenExposed { from: 1, to: 2 });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::AlarmsExplained),
+        &[
+            "hidden_exposed [1, 2)",
+            "no WAL damage reported by the same open",
+        ],
+    );
+}
+
+#[test]
+fn the_engines_counters_must_add_up_to_its_alarms() {
+    let flip = segment_flip(OffsetRange { start: 1, end: 2 }, Some(true));
+    let mut r = Run::new();
+    r.produced(2).hwm(0, 2, 2, 2).fault(flip, Some(0)).alarm(
+        Some(0),
+        Alarm::FrameSkipped {
+            base: 1,
+            records: 1,
+        },
+    );
+    let mut agreeing = r.clone();
+    agreeing.counters(0, 0, 1);
+    assert!(agreeing.report().alarms_explained.violations.is_empty());
+    // A skip counted twice, or a recorded loss no alarm accounts for.
+    for (loss, skipped) in [(0, 2), (1, 1)] {
+        let mut wrong = r.clone();
+        wrong.counters(0, loss, skipped);
+        assert_mentions(
+            &messages_of(&wrong.report(), CheckerName::AlarmsExplained),
+            &[
+                "the engine's counters of orders/0",
+                "disagree with its alarms",
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_refused_topic_needs_a_fault_on_its_topic_conf() {
+    let refused = |path: Option<&str>| {
+        let mut r = Run::new();
+        r.produced(1).crash(&[(0, 1, 1, 1)]);
+        if let Some(path) = path {
+            r.with(|t, h| {
+                h.fault(
+                    t,
+                    FaultKind::Misdirected {
+                        file: FileKind::Other,
+                        offsets: None,
+                        below_hwm: None,
+                    },
+                    None,
+                    Some(path),
+                );
+            });
+        }
+        r.restart().alarm(
+            None,
+            Alarm::TopicRefused {
+                topic: "orders".into(),
+            },
+        );
+        r.report()
+    };
+    let report = refused(Some("/data/topics/orders/topic.conf.tmp"));
+    assert_clean(&report);
+    assert_eq!(
+        report.no_lost_ack.excuse_of(1).map(|e| e.kind),
+        Some(cafelog_sim::check::excuse::ExcuseKind::Refused)
+    );
+    assert_mentions(
+        &messages_of(&refused(None), CheckerName::AlarmsExplained),
+        &["no out-of-contract fault hit the topic.conf of orders"],
+    );
+    // A fault on another topic's config causes nothing here.
+    assert_mentions(
+        &messages_of(
+            &refused(Some("/data/topics/audit/topic.conf")),
+            CheckerName::AlarmsExplained,
+        ),
+        &["no out-of-contract fault hit the topic.conf of orders"],
+    );
+}

@@ -1,0 +1,233 @@
+//! `no_corrupt_delivery`: byte checks and detection of damage at rest.
+
+use super::*;
+
+/// The `flipped` prefix (a flip at offset 0, below the HWM 2), a crash, and a restart
+/// whose open finishes (its `log_opened` account: it scanned the partition) with the
+/// log start at `log_start`; `detected`: the engine later skips the flipped frame at
+/// consume time, with its alarm.
+fn flip_run(detected: bool, below_hwm: Option<bool>, log_start: u64) -> Run {
+    let mut r = flipped(below_hwm);
+    r.crash(&[(0, 2, 2, 2)]).restart().alarm(
+        Some(0),
+        Alarm::LogOpened {
+            log_start,
+            hwm: 2,
+            tail: 2,
+            hidden: 0,
+        },
+    );
+    if detected {
+        r.alarm(
+            Some(0),
+            Alarm::FrameSkipped {
+                base: 0,
+                records: 1,
+            },
+        );
+    }
+    r.hwm(0, 2, 2, 2);
+    r
+}
+
+#[test]
+fn no_corrupt_delivery_fires_on_wrong_payload_bytes() {
+    let mut bad = payload(1);
+    let last = bad.len() - 1;
+    bad[last] ^= 0x40;
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .deliver_raw(0, 0, &bad, &key(1), 1_000, 1)
+        .deliver_raw(0, 0, &payload(1), &key(1), 1_000, 2);
+    let messages = fires_only(&r.report(), CheckerName::NoCorruptDelivery);
+    assert_mentions(
+        &messages,
+        &[
+            "corrupt delivery of orders/0 offset 0 (attempt 1",
+            "payload differs from the one produced as id 1",
+        ],
+    );
+}
+
+#[test]
+fn no_corrupt_delivery_fires_on_a_payload_without_id_and_on_a_wrong_key() {
+    let mut r = Run::new();
+    r.attempt(1, 0)
+        .deliver_raw(0, 0, b"not a cafelog payload", &key(1), 1_000, 1)
+        .deliver_raw(0, 1, &payload(1), b"other key", 1_000, 1);
+    let messages = fires_only(&r.report(), CheckerName::NoCorruptDelivery);
+    assert_mentions(
+        &messages,
+        &["orders/0 offset 0", "payload carries no produce id"],
+    );
+    assert_mentions(
+        &messages,
+        &[
+            "orders/0 offset 1",
+            "key differs from the one produced as id 1",
+        ],
+    );
+}
+
+#[test]
+fn no_corrupt_delivery_fires_on_a_record_never_produced() {
+    let mut r = Run::new();
+    r.deliver(77, 0, 0, 1_000);
+    let report = r.report();
+    let messages = fires_only(&report, CheckerName::NoCorruptDelivery);
+    assert_mentions(
+        &messages,
+        &[
+            "delivered produce id 77 was never produced",
+            "orders/0 offset 0",
+        ],
+    );
+    assert_eq!(report.accounting.counts().unexpected, 1);
+}
+
+#[test]
+fn no_corrupt_delivery_fires_on_a_bit_flip_scanned_but_never_detected() {
+    let messages = fires_only(
+        &flip_run(false, Some(true), 0).report(),
+        CheckerName::NoCorruptDelivery,
+    );
+    assert_mentions(
+        &messages,
+        &[
+            "bit flip injected at t=",
+            "into a segment of orders/0 (offsets [0, 1), below the persisted HWM)",
+            "never detected: no alarm of orders/0 cut the log at or below it",
+        ],
+    );
+    // Detected: the engine skipped the flipped frame with its alarm.
+    let report = flip_run(true, Some(true), 0).report();
+    assert_clean(&report);
+    // A skip of another frame detects nothing.
+    let mut r = flipped(Some(true));
+    r.crash(&[(0, 2, 2, 2)]).restart().opened(0, 2, 2).alarm(
+        Some(0),
+        Alarm::FrameSkipped {
+            base: 1,
+            records: 1,
+        },
+    );
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::NoCorruptDelivery),
+        &["never detected"],
+    );
+}
+
+#[test]
+fn unplaced_damage_owes_no_detection() {
+    // The world could not place the flip in a frame: nothing names what to detect.
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: None,
+                below_hwm: None,
+            },
+            Some(0),
+        )
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .opened(0, 1, 1);
+    let report = r.report();
+    assert_clean(&report);
+    assert!(matches!(
+        report.no_corrupt_delivery.damages[0].outcome,
+        cafelog_sim::check::corruption::DamageOutcome::Unplaced
+    ));
+}
+
+#[test]
+fn a_restart_whose_open_failed_scanned_nothing() {
+    // The flip, then a restart whose store open failed (no account of the partition:
+    // the world restarts the node after a fatal error) and a crash: nothing has scanned
+    // the flip yet, so nothing is owed.
+    let mut r = flipped(Some(true));
+    r.crash(&[(0, 2, 2, 2)]).restart().crash(&[(0, 2, 2, 2)]);
+    let failed_open = r.clone();
+    assert_clean(&failed_open.report());
+    // A later restart that opens the partition and misses the flip is judged.
+    r.restart().opened(0, 2, 2).hwm(0, 2, 2, 2);
+    let messages = fires_only(&r.report(), CheckerName::NoCorruptDelivery);
+    assert_mentions(&messages, &["never detected"]);
+}
+
+#[test]
+fn a_flipped_segment_retention_deleted_before_the_scan_owes_nothing() {
+    // Retention deleted the flipped segment before the crash: the log start the next
+    // open reported shows it.
+    let report = flip_run(false, Some(true), 1).report();
+    assert_clean(&report);
+    // The same open, with the segment still there, missed the flip.
+    let messages = fires_only(
+        &flip_run(false, Some(true), 0).report(),
+        CheckerName::NoCorruptDelivery,
+    );
+    assert_mentions(&messages, &["never detected"]);
+}
+
+#[test]
+fn a_deletion_sampled_before_a_crash_that_undid_it_excuses_nothing() {
+    // A sample saw the log start move past the flipped segment, but the unlink was not
+    // durable: the crash brought the segment back, the open scanned it (log start 0)
+    // and missed the flip.
+    let tp = TopicPartition::new("orders", 0);
+    let mut r = flipped(Some(true));
+    r.with(|at, h| {
+        h.log_start_observed(at, &tp, 1);
+    })
+    .crash(&[(0, 2, 2, 2)])
+    .restart()
+    .opened(0, 2, 2)
+    .with(|at, h| {
+        h.log_start_observed(at, &tp, 0);
+    });
+    // (stable_offsets also fires: the log start moved backwards.)
+    let messages = messages_of(&r.report(), CheckerName::NoCorruptDelivery);
+    assert_mentions(&messages, &["never detected"]);
+}
+
+#[test]
+fn damage_above_the_hwm_is_detected_only_by_the_cut_that_removes_it() {
+    // A flip at offset 1, above the persisted HWM 1: the open must cut there (R1 here:
+    // nothing valid follows) and say so.
+    let above = |cut: Option<u64>| {
+        let mut r = Run::new();
+        r.produced(2)
+            .hwm(0, 2, 1, 2)
+            .delivered(2)
+            .fault(flip_above_hwm(1), Some(0))
+            .crash(&[(0, 1, 2, 2)])
+            .restart();
+        if let Some(offset) = cut {
+            r.alarm(
+                Some(0),
+                Alarm::TornTail {
+                    segment: "00000000000000000000.log".into(),
+                    position: 100,
+                    offset,
+                    bytes: 100,
+                },
+            );
+        }
+        r.opened(0, 1, cut.unwrap_or(2));
+        r.report()
+    };
+    assert!(above(Some(1)).no_corrupt_delivery.violations.is_empty());
+    // A cut above the damaged frame leaves it in the log: not detected.
+    assert_mentions(
+        &messages_of(&above(Some(2)), CheckerName::NoCorruptDelivery),
+        &["never detected"],
+    );
+    // No cut at all: the open never said it read the damage.
+    assert_mentions(
+        &messages_of(&above(None), CheckerName::NoCorruptDelivery),
+        &["never detected"],
+    );
+}

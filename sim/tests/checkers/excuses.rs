@@ -1,0 +1,379 @@
+//! The excuse decision table, in the style of TigerBeetle's `recovery_cases`: one row per
+//! excuse kind, each with a history that needs it (every checker passes and the row
+//! fired) and the same history one step wider (one offset further, one partition more,
+//! one frame over) that the row must not excuse (its checker fires). A row removed from
+//! the checkers fails its first half; a row widened fails its second.
+
+use super::*;
+use cafelog_sim::check::excuse::ExcuseKind;
+
+struct Row {
+    kind: ExcuseKind,
+    /// The checker that fires when the row does not apply.
+    checker: CheckerName,
+    needs: fn() -> Run,
+    wider: fn() -> Run,
+}
+
+fn hole(offset: u64) -> Alarm {
+    Alarm::Hole {
+        segment: "00000000000000000000.log".into(),
+        position: 100 * offset,
+        offset,
+        bytes: 100,
+    }
+}
+
+/// Id 1 acknowledged at offset 0 of orders/0 and id 2 at offset 0 of orders/1; a flip
+/// at offset 0 of orders/`p` and a restart whose open of it refuses. Id 1 is never
+/// delivered.
+fn refused_on(p: u32) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 1, 0, 1_000)
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
+            Some(p),
+        )
+        .crash(&[(0, 1, 1, 1), (1, 1, 1, 1)])
+        .restart()
+        .disk(p, OpenRule::Refuse, 1, 0, Some(0))
+        .alarm(
+            Some(p),
+            Alarm::Refused {
+                segment: "00000000000000000000.log".into(),
+                position: 0,
+            },
+        );
+    // orders/1 opened when orders/0 was refused: its record is delivered.
+    if p == 0 {
+        r.deliver(2, 1, 0, 1_000);
+    }
+    r
+}
+
+/// Id 2 at offset 1 lost after the engine skipped the frame at `base` (the flip at 1
+/// is its cause when `base` is 1).
+fn skipped_at(base: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .fault(
+            segment_flip(
+                OffsetRange {
+                    start: base,
+                    end: base + 1,
+                },
+                Some(true),
+            ),
+            Some(0),
+        )
+        .alarm(Some(0), Alarm::FrameSkipped { base, records: 1 })
+        .counters(0, 0, 1);
+    r
+}
+
+fn retention_to(log_start: u64) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .deliver(2, 0, 1, 1_001)
+        .with(|t, h| {
+            h.log_start_observed(t, &tp(0), log_start);
+        });
+    r
+}
+
+/// Id 2 at offset 1 acknowledged after a lost fsync of the frames `reach` on orders/0.
+fn lost_fsync_reaching(reach: OffsetRange) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .fault(
+            FaultKind::LostFsync {
+                file: FileKind::Segment,
+                offsets: Some(reach),
+            },
+            Some(0),
+        )
+        .produce(2, 0, 1, 1_001)
+        .deliver(1, 0, 0, 1_000)
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .hwm(0, 1, 1, 1);
+    r
+}
+
+/// Id 3 at offset 2: its WAL entry flipped while the node was down, and a flip at
+/// `at` (above the persisted HWM 1) that the open cut at.
+fn both_copies_with_flip_at(at: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(4)
+        .hwm(0, 4, 1, 4)
+        .delivered(2)
+        .fault(flip_above_hwm(at), Some(0))
+        .crash(&[(0, 1, 4, 4)])
+        .wal_entry_flipped(2, 3, 1)
+        .restart()
+        .disk(0, OpenRule::Hole, 1, at, Some(at))
+        .alarm(Some(0), hole(at))
+        .opened(0, 1, at)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .deliver(4, 0, at, 1_100);
+    r
+}
+
+/// Offsets 1 and 2 read, hidden by a crash (persisted HWM 1), a flip at `cut` and the
+/// open's cut there; the WAL then refills offset 1 with another commit time.
+fn cut_at(cut: u64) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 2_000)
+        .produce(3, 0, 2, 2_001)
+        .hwm(0, 3, 1, 3)
+        .delivered(1)
+        .deliver(2, 0, 1, 2_000)
+        .deliver(3, 0, 2, 2_001)
+        .fault(flip_above_hwm(cut), Some(0))
+        .crash(&[(0, 1, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::Hole, 1, cut, Some(cut))
+        .alarm(Some(0), hole(cut))
+        .opened(0, 1, cut)
+        .hwm(0, 2, 2, 2)
+        .deliver(2, 0, 1, 2_500);
+    r
+}
+
+/// Offset 2 read, then the last crash leaves the hidden tail `[1, end)` and the final
+/// HWM is 1.
+fn last_hidden_tail_to(end: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(3)
+        .crash(&[(0, 1, end, end)])
+        .restart()
+        .hwm(0, 1, 1, end);
+    r
+}
+
+/// A crash whose hidden tail `[1, 3)` held ids 2 and 3; the WAL re-commits them, and
+/// (`extra`) id 1, below the persisted HWM, shows up again too.
+fn hidden_tail_duplicates(extra: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(3)
+        .crash(&[(0, 1, 3, 3)])
+        .restart()
+        .hwm(0, 5, 5, 5)
+        .deliver(2, 0, 3, 1_003)
+        .deliver(3, 0, 4, 1_004);
+    if extra {
+        r.deliver(1, 0, 5, 1_005);
+    }
+    r
+}
+
+/// Id 1 at offset 0, a crash with no hidden tail, a flip of offset 0's frame, and the
+/// restart's replay skipping the frame at `base` before the WAL re-commits id 1.
+fn skipped_copy_at(base: u64) -> Run {
+    let mut r = delivered_then_crashed();
+    r.fault(
+        segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
+        Some(0),
+    )
+    .restart()
+    .disk(0, OpenRule::Clean, 1, 1, None)
+    .alarm(Some(0), Alarm::FrameSkipped { base, records: 1 })
+    .opened(0, 1, 1)
+    .hwm(0, 2, 2, 2)
+    .deliver(1, 0, 1, 1_100)
+    .consume(0, 1);
+    r
+}
+
+/// Id 1 at offset 0, a crash with no hidden tail, a checkpoint flip; the open that
+/// found the checkpoint unreadable is `first` (the one whose replay re-commits id 1)
+/// or a later one.
+fn checkpoint_lost(first: bool) -> Run {
+    let mut r = delivered_then_crashed();
+    r.checkpoint_flipped()
+        .restart()
+        .disk(0, OpenRule::Clean, 1, 1, None);
+    if first {
+        r.alarm(None, Alarm::WalCheckpointUnreadable);
+    }
+    r.opened(0, 1, 1)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 1, 1_100)
+        .consume(0, 1);
+    if !first {
+        r.crash(&[(0, 2, 2, 2)])
+            .restart()
+            .disk(0, OpenRule::Clean, 2, 2, None)
+            .alarm(None, Alarm::WalCheckpointUnreadable)
+            .opened(0, 2, 2);
+    }
+    r
+}
+
+/// A flip at offset 0 of orders/0 and (`scanned`) a later open that reported the
+/// partition without detecting it.
+fn flip_scanned(scanned: bool) -> Run {
+    let mut r = flipped(Some(true));
+    if scanned {
+        r.crash(&[(0, 2, 2, 2)]).restart().opened(0, 2, 2);
+    }
+    r
+}
+
+/// A flip at offset 0, a crash, and the open finding the log start at `log_start`.
+fn flip_before_log_start(log_start: u64) -> Run {
+    let mut r = flipped(Some(true));
+    r.crash(&[(0, 2, 2, 2)]).restart().alarm(
+        Some(0),
+        Alarm::LogOpened {
+            log_start,
+            hwm: 2,
+            tail: 2,
+            hidden: 0,
+        },
+    );
+    r
+}
+
+const ROWS: &[Row] = &[
+    Row {
+        kind: ExcuseKind::Refused,
+        checker: CheckerName::NoLostAck,
+        needs: || refused_on(0),
+        // One partition more: the refusal of orders/1 covers nothing on orders/0.
+        wider: || refused_on(1),
+    },
+    Row {
+        kind: ExcuseKind::Clamped,
+        checker: CheckerName::NoLostAck,
+        needs: || super::loss::clamped_run(1),
+        // One offset further: a clamp from 2 does not give up offset 1.
+        wider: || super::loss::clamped_run(2),
+    },
+    Row {
+        kind: ExcuseKind::Skipped,
+        checker: CheckerName::NoLostAck,
+        needs: || skipped_at(1),
+        // One frame over: a skip of the frame at 0 does not cover offset 1.
+        wider: || skipped_at(0),
+    },
+    Row {
+        kind: ExcuseKind::Retention,
+        checker: CheckerName::NoLostAck,
+        needs: || retention_to(1),
+        // One offset further: a log start of 0 deleted nothing.
+        wider: || retention_to(0),
+    },
+    Row {
+        kind: ExcuseKind::OutOfContract,
+        checker: CheckerName::NoLostAck,
+        needs: || lost_fsync_reaching(OffsetRange { start: 1, end: 2 }),
+        // One offset further: the lost frames were [2, 3).
+        wider: || lost_fsync_reaching(OffsetRange { start: 2, end: 3 }),
+    },
+    Row {
+        kind: ExcuseKind::BothCopiesDamaged,
+        checker: CheckerName::NoLostAck,
+        needs: || both_copies_with_flip_at(2),
+        // One frame lower: the flip at 1 left id 3's frame readable (the cut salvages).
+        wider: || both_copies_with_flip_at(1),
+    },
+    Row {
+        kind: ExcuseKind::CutAboveHwm,
+        checker: CheckerName::StableOffsets,
+        needs: || cut_at(1),
+        // One offset further: a cut at 2 left offset 1 where it was.
+        wider: || cut_at(2),
+    },
+    Row {
+        kind: ExcuseKind::LastHiddenTail,
+        checker: CheckerName::StableOffsets,
+        needs: || last_hidden_tail_to(3),
+        // One offset further: the hidden tail [1, 2) does not hold offset 2.
+        wider: || last_hidden_tail_to(2),
+    },
+    Row {
+        kind: ExcuseKind::HiddenTail,
+        checker: CheckerName::BoundedDuplicates,
+        needs: || hidden_tail_duplicates(false),
+        // One duplicate more than the hidden tail held.
+        wider: || hidden_tail_duplicates(true),
+    },
+    Row {
+        kind: ExcuseKind::DamagedCopyRecommitted,
+        checker: CheckerName::BoundedDuplicates,
+        needs: || skipped_copy_at(0),
+        // One frame over: the skip of offset 1's frame does not hide the copy at 0.
+        wider: || skipped_copy_at(1),
+    },
+    Row {
+        kind: ExcuseKind::CheckpointLost,
+        checker: CheckerName::BoundedDuplicates,
+        needs: || checkpoint_lost(true),
+        // One crash later: the open that lost the checkpoint came after the copy.
+        wider: || checkpoint_lost(false),
+    },
+    Row {
+        kind: ExcuseKind::DamageNeverScanned,
+        checker: CheckerName::NoCorruptDelivery,
+        needs: || flip_scanned(false),
+        // One open more: the partition was scanned and the flip missed.
+        wider: || flip_scanned(true),
+    },
+    Row {
+        kind: ExcuseKind::DamageDeletedBeforeScan,
+        checker: CheckerName::NoCorruptDelivery,
+        needs: || flip_before_log_start(1),
+        // One offset further: a log start of 0 deleted nothing.
+        wider: || flip_before_log_start(0),
+    },
+];
+
+#[test]
+fn every_excuse_row_is_needed_and_one_step_wider_is_refused() {
+    for row in ROWS {
+        let report = (row.needs)().report();
+        assert_eq!(
+            report.failed_checkers(),
+            Vec::<CheckerName>::new(),
+            "{}: the history that needs it fails: {:#?}",
+            row.kind,
+            report.violations()
+        );
+        assert!(
+            report.excuses_used().contains_key(&row.kind),
+            "{}: did not fire (used: {:?})",
+            row.kind,
+            report.excuses_used()
+        );
+        let wider = (row.wider)().report();
+        assert!(
+            !wider.violations_of(row.checker).is_empty(),
+            "{}: one step wider is excused too (used: {:?})",
+            row.kind,
+            wider.excuses_used()
+        );
+    }
+}
+
+#[test]
+fn the_table_has_a_row_for_every_excuse_kind() {
+    for kind in ExcuseKind::ALL {
+        assert!(
+            ROWS.iter().any(|r| r.kind == kind),
+            "no decision-table row for {kind}"
+        );
+        assert!(!kind.rule().is_empty());
+    }
+}

@@ -1,0 +1,78 @@
+//! `frontier_safe`.
+
+use super::*;
+
+fn frontier_recovered_as(value: u64) -> Run {
+    let mut r = Run::new();
+    for (id, offset) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
+        r.produce(id, 0, offset, 1_000 + offset)
+            .deliver(id, 0, offset, 1_000 + offset)
+            .consume(0, offset);
+        if offset % 2 == 1 {
+            r.with(|t, h| {
+                h.frontier_written(t, &tp(0), offset + 1);
+            });
+        }
+    }
+    r.hwm(0, 4, 4, 4)
+        .crash(&[(0, 4, 4, 4)])
+        .restart()
+        .hwm(0, 4, 4, 4)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), value);
+        });
+    r
+}
+
+#[test]
+fn frontier_safe_fires_when_the_frontier_passes_an_unacked_offset() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        .consume(0, 0)
+        .with(|t, h| {
+            h.frontier_written(t, &tp(0), 2);
+        })
+        .consume(0, 1);
+    let messages = fires_only(&r.report(), CheckerName::FrontierSafe);
+    assert_mentions(
+        &messages,
+        &[
+            "frontier of orders/0 written as 2",
+            "passes unacknowledged offset 1",
+        ],
+    );
+}
+
+#[test]
+fn frontier_safe_accepts_an_old_or_new_value_and_fires_on_a_torn_one() {
+    assert_clean(&frontier_recovered_as(2).report());
+    assert_clean(&frontier_recovered_as(4).report());
+    assert_clean(&frontier_recovered_as(0).report());
+    let messages = fires_only(
+        &frontier_recovered_as(3).report(),
+        CheckerName::FrontierSafe,
+    );
+    assert_mentions(
+        &messages,
+        &[
+            "frontier of orders/0 recovered as 3",
+            "was never written (torn?)",
+            "[2, 4]",
+        ],
+    );
+    // A torn high word: never written and far past any ack.
+    let torn = (1 << 32) | 2;
+    let messages = fires_only(
+        &frontier_recovered_as(torn).report(),
+        CheckerName::FrontierSafe,
+    );
+    assert_mentions(
+        &messages,
+        &["recovered as 4294967298", "passes unacknowledged offset 4"],
+    );
+    assert_mentions(&messages, &["recovered as 4294967298", "never written"]);
+}

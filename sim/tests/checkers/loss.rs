@@ -1,0 +1,463 @@
+//! `no_lost_ack` and the loss excuse rows: each excuse covers the records its cause
+//! names, by identity, and nothing else.
+
+use super::*;
+use cafelog_sim::check::excuse::ExcuseKind;
+
+/// Ids 1-3 at offsets 0-2 of orders/0, persisted HWM 3, id 1 delivered; a flip in the
+/// frames of offsets 1-2 (below the HWM, nothing valid after them); the crash and a
+/// restart whose open cuts at 1 (R1) and clamps the HWM from 3 to `clamped_to`,
+/// recording `3 - clamped_to` records lost. The disk it read says exactly that for
+/// `clamped_to == 1`.
+pub(super) fn clamped_run(clamped_to: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 3, 3)
+        .deliver(1, 0, 0, 1_000)
+        .fault(
+            segment_flip(OffsetRange { start: 1, end: 3 }, Some(true)),
+            Some(0),
+        )
+        .crash(&[(0, 3, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::TornTail, 3, 1, Some(1))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 100,
+                offset: 1,
+                bytes: 200,
+            },
+        )
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 3,
+                hwm: clamped_to,
+                lost: 3 - clamped_to,
+            },
+        )
+        .opened(0, clamped_to, clamped_to)
+        .hwm(0, clamped_to, clamped_to, clamped_to)
+        .counters(0, 3 - clamped_to, 0);
+    r
+}
+
+fn lost_fsync(offsets: Option<OffsetRange>) -> FaultKind {
+    FaultKind::LostFsync {
+        file: FileKind::Segment,
+        offsets,
+    }
+}
+
+/// Id 1 at offset 0, then a lost fsync of the frame of offset 1 (`before_ack`) and id
+/// 2 acknowledged at offset 1 on its strength, or the same fault after the crash.
+fn lost_fsync_run(before_ack: bool) -> Run {
+    let fault = lost_fsync(Some(OffsetRange { start: 1, end: 2 }));
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000);
+    if before_ack {
+        r.fault(fault.clone(), Some(0));
+    }
+    r.produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 1, 2)
+        .deliver(1, 0, 0, 1_000)
+        // The fsync that "covered" offset 1 persisted nothing.
+        .crash(&[(0, 1, 1, 2)])
+        .restart();
+    if !before_ack {
+        r.fault(fault, Some(0));
+    }
+    r.hwm(0, 1, 1, 1);
+    r
+}
+
+/// Ids 1-4 are acknowledged at offsets 0-3 of orders/0 and ids 1 and 2 delivered; then
+/// `segment` damage (if any) to the log, and a crash that hides offsets 1-3 (persisted
+/// HWM 1, durable tail 4). While the node is down, when `wal_damaged`, a bit flip
+/// destroys the WAL frame holding id 3's entry (seq 2), before any open read it. The
+/// restart's open completes (its frontier is seen) and id 4 comes back at `id4`
+/// (offset, commit time: 1003 is its hidden copy exposed, a later one a replay after
+/// a cut); id 3 never does.
+fn double_damage_run(segment: Option<FaultKind>, wal_damaged: bool, id4: (u64, u64)) -> Run {
+    let mut r = Run::new();
+    r.produced(4).hwm(0, 4, 1, 4).delivered(2);
+    // Segment damage makes the open cut the hidden tail at the damaged frame (R2).
+    let cut = segment
+        .as_ref()
+        .and_then(|k| k.segment_damage())
+        .and_then(|(offsets, _)| offsets)
+        .map(|o| o.start);
+    if let Some(kind) = segment {
+        r.fault(kind, Some(0));
+    }
+    r.crash(&[(0, 1, 4, 4)]);
+    if wal_damaged {
+        r.wal_entry_flipped(2, 3, 1);
+    }
+    r.restart();
+    match cut {
+        Some(at) => {
+            r.disk(0, OpenRule::Hole, 1, at, Some(at))
+                .alarm(
+                    Some(0),
+                    Alarm::Hole {
+                        segment: "00000000000000000000.log".into(),
+                        position: 100 * at,
+                        offset: at,
+                        bytes: 100,
+                    },
+                )
+                .opened(0, 1, at);
+        }
+        None => {
+            r.open_clean(0, 1, 4);
+        }
+    }
+    r.with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    })
+    .deliver(4, 0, id4.0, id4.1);
+    r
+}
+
+/// A misdirected write that landed on the frame at `start` of orders/0 (above the
+/// persisted HWM), after every ack.
+fn segment_misdirect(start: u64) -> FaultKind {
+    FaultKind::Misdirected {
+        file: FileKind::Segment,
+        offsets: Some(OffsetRange {
+            start,
+            end: start + 1,
+        }),
+        below_hwm: Some(false),
+    }
+}
+
+fn assert_both_copies_excused(report: &CheckReport, id: ProduceId, log_copy: &str) {
+    assert_clean(report);
+    match report.no_lost_ack.excuse_of(id) {
+        Some(e) if e.kind == ExcuseKind::BothCopiesDamaged => {
+            assert!(
+                e.covers.contains("its WAL entry destroyed by the bit flip"),
+                "{e}"
+            );
+            assert!(e.covers.contains(log_copy), "{e}");
+        }
+        other => panic!("expected both copies damaged for id {id}, got {other:?}"),
+    }
+}
+
+/// Ids 1-3 at offsets 0-2, ids 1 and 2 delivered; a crash hides offsets 1-2 and the
+/// restart's open (incarnation 1) `completed` or was killed before the world saw its
+/// frontier; the crash ending it leaves a durable tail of `tail`. Only then a flip cuts
+/// the hidden tail (R2) and another destroys id 3's WAL frame, first read by the open
+/// of incarnation 2.
+fn wal_damaged_after_an_open_run(completed: bool, tail: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(2)
+        .crash(&[(0, 1, 3, 3)])
+        .restart();
+    if completed {
+        r.with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    }
+    r.crash(&[(0, 1, tail, tail)])
+        .fault(flip_above_hwm(2), Some(0))
+        .wal_entry_flipped(2, 3, 2)
+        .restart()
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    r
+}
+
+#[test]
+fn no_lost_ack_fires_on_an_acked_record_never_delivered() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .deliver(1, 0, 0, 1_000);
+    let report = r.report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(
+        &messages,
+        &["1 acknowledged record(s) on orders/0", "id 2 at offset 1"],
+    );
+    assert_eq!(
+        report.accounting.lost.iter().copied().collect::<Vec<_>>(),
+        vec![2]
+    );
+    let verdict = report.verdict(&r.h, &CONFIG);
+    assert_eq!(verdict.exit_code(), EXIT_SAFETY_FAILURE);
+    assert!(
+        verdict
+            .to_string()
+            .starts_with("SAFETY FAILURE [no_lost_ack] "),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn a_recorded_clamp_excuses_the_records_it_gave_up_by_offset() {
+    let report = clamped_run(1).report();
+    assert_clean(&report);
+    for id in [2, 3] {
+        let excuse = report.no_lost_ack.excuse_of(id).expect("excused");
+        assert_eq!(excuse.kind, ExcuseKind::Clamped, "id {id}");
+        assert!(excuse.covers.contains("offsets [1, 3)"), "{excuse}");
+    }
+    // A clamp one record short gives up [2, 3) only: id 2 at offset 1 is lost
+    // unexcused (by identity: the clamp's count would have sufficed), and the account
+    // disagrees with the disk.
+    let report = clamped_run(2).report();
+    assert_eq!(
+        report.failed_checkers(),
+        vec![CheckerName::NoLostAck, CheckerName::AlarmsExplained]
+    );
+    assert_mentions(
+        &messages_of(&report, CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
+    assert_eq!(
+        report.no_lost_ack.excuse_of(3).map(|e| e.kind),
+        Some(ExcuseKind::Clamped)
+    );
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &[
+            "r4_clamp persisted_hwm=3 hwm=2 lost=1",
+            "records a loss of 2",
+        ],
+    );
+}
+
+#[test]
+fn lost_fsync_excuses_loss_of_records_acked_after_it_on_its_offsets() {
+    let report = lost_fsync_run(true).report();
+    assert_clean(&report);
+    let excuse = report.no_lost_ack.excuse_of(2).expect("excused");
+    assert_eq!(excuse.kind, ExcuseKind::OutOfContract);
+    assert!(excuse.covers.contains("lost fsync"), "{excuse}");
+    assert!(
+        excuse.covers.contains("orders/0 offsets [1, 2)"),
+        "{excuse}"
+    );
+}
+
+#[test]
+fn lost_fsync_after_the_crash_does_not_excuse_earlier_loss() {
+    let report = lost_fsync_run(false).report();
+    // Without a lost fsync before the ack, an in-memory HWM beyond the durable tail
+    // is the engine's own fault too.
+    assert_eq!(
+        report.failed_checkers(),
+        vec![CheckerName::NoLostAck, CheckerName::StableOffsets]
+    );
+    let messages: Vec<String> = report
+        .violations()
+        .iter()
+        .map(|(_, v)| v.message.clone())
+        .collect();
+    assert_mentions(
+        &messages,
+        &[
+            "orders/0",
+            "id 2 at offset 1",
+            "faults outside their reach: lost fsync",
+        ],
+    );
+    assert_mentions(
+        &messages,
+        &["in-memory HWM of orders/0 is 2, beyond the durable tail 1 (at the crash"],
+    );
+}
+
+#[test]
+fn a_lost_fsync_of_other_offsets_or_another_partition_excuses_nothing() {
+    // One offset further: the fsync left [2, 3) undurable, not id 2's frame at 1.
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .fault(lost_fsync(Some(OffsetRange { start: 2, end: 3 })), Some(0))
+        .produce(2, 0, 1, 1_001)
+        .deliver(1, 0, 0, 1_000)
+        .crash(&[(0, 1, 1, 1)])
+        .restart();
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
+    // One partition more: the same fault on orders/1.
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .fault(lost_fsync(Some(OffsetRange { start: 1, end: 2 })), Some(1))
+        .produce(2, 0, 1, 1_001)
+        .deliver(1, 0, 0, 1_000)
+        .crash(&[(0, 1, 1, 1)])
+        .restart();
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
+}
+
+#[test]
+fn a_refusal_excuses_loss_and_is_reported_as_refused_by_liveness() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 1, 0, 1_000)
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
+            Some(0),
+        )
+        .crash(&[(0, 1, 1, 1), (1, 1, 1, 1)])
+        .restart()
+        .disk(0, OpenRule::Refuse, 1, 0, Some(0))
+        .alarm(
+            Some(0),
+            Alarm::Refused {
+                segment: "00000000000000000000.log".into(),
+                position: 0,
+            },
+        )
+        .with(|t, h| {
+            h.partition_refused(t, &tp(0), "crc mismatch in 00000000000000000000.log at 0");
+            h.heal(t);
+        })
+        .deliver(2, 1, 0, 1_000)
+        .wait(5_000)
+        .hwm(1, 1, 1, 1);
+    let report = r.report();
+    assert_clean(&report);
+    assert_eq!(
+        report.no_lost_ack.excuse_of(1).map(|e| e.kind),
+        Some(ExcuseKind::Refused)
+    );
+    assert_eq!(report.delivered_after_heal.refused[&tp(0)], vec![1]);
+    // The world's own note of the refusal excuses nothing: only the engine's alarm does.
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .with(|t, h| {
+            h.partition_refused(t, &tp(0), "crc mismatch");
+        });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::NoLostAck),
+        &["id 1 at offset 0"],
+    );
+}
+
+#[test]
+fn a_record_whose_wal_entry_and_log_frame_were_both_destroyed_is_excused() {
+    // Quick seeds 42785, 50529 and 55163, default seed 13174: a flip in the hidden tail
+    // lets recovery cut it (R2), and a second flip destroyed the record's WAL frame
+    // before the open read the WAL. No engine can bring id 3 back; the replay puts id 4
+    // where the cut began.
+    let report = double_damage_run(Some(flip_above_hwm(2)), true, (2, 1_100)).report();
+    assert_both_copies_excused(&report, 3, "in the frame the bit flip at t=");
+}
+
+#[test]
+fn a_record_whose_wal_entry_alone_was_destroyed_must_still_be_delivered() {
+    // Its log copy is intact in the hidden tail, which the engine exposes when the WAL
+    // lost entries: losing it is the engine's bug.
+    let report = double_damage_run(None, true, (3, 1_003)).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["orders/0", "id 3 at offset 2"]);
+    // With the log copy cut as well, the same loss is excused.
+    let report = double_damage_run(Some(flip_above_hwm(2)), true, (2, 1_100)).report();
+    assert_both_copies_excused(&report, 3, "in the frame the bit flip");
+    // And a damaged log copy with an intact WAL entry excuses nothing: replay restores it.
+    let report = double_damage_run(Some(flip_above_hwm(2)), false, (2, 1_100)).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 3 at offset 2"]);
+}
+
+#[test]
+fn a_flip_above_the_record_does_not_excuse_losing_it() {
+    // The flip at offset 3 makes recovery cut the log from 3: id 3's hidden copy at
+    // offset 2 survives it (and is exposed, since the WAL lost entries), so losing it is
+    // the engine's bug even though its WAL entry is gone.
+    let report = double_damage_run(Some(flip_above_hwm(3)), true, (3, 1_100)).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 3 at offset 2"]);
+}
+
+#[test]
+fn a_flip_below_the_record_does_not_excuse_losing_it() {
+    // Quick seeds 105536 and 115839: the flip at offset 1 makes recovery cut the log
+    // from 1 (R2), but id 3's frame at offset 2 is readable and its WAL entry is gone, so
+    // the cut salvages it; losing it is the engine's bug.
+    let report = double_damage_run(Some(flip_above_hwm(1)), true, (1, 1_100)).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 3 at offset 2"]);
+}
+
+#[test]
+fn a_log_copy_lost_after_the_open_that_needed_it_is_not_excused() {
+    // Id 3's WAL entry is destroyed before the first open, but its log copy is intact
+    // in the hidden tail: that open completes (it must expose the copy). A later crash
+    // finds offset 2 gone with no damage at all: the engine dropped it.
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(2)
+        .crash(&[(0, 1, 3, 3)])
+        .wal_entry_flipped(2, 3, 1)
+        .restart()
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .crash(&[(0, 1, 2, 2)])
+        .restart()
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    let messages = messages_of(&r.report(), CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 3 at offset 2"]);
+}
+
+#[test]
+fn a_misdirected_write_excuses_the_records_of_the_frames_it_reached_and_no_others() {
+    // Quick seeds 30193 and 34190 have misdirected writes in both the WAL and the
+    // segment. Here the segment's misdirected write reached offset 3, above id 3's
+    // frame: losing id 3 is a bug even though its WAL entry is gone.
+    let report = double_damage_run(Some(segment_misdirect(3)), true, (3, 1_100)).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(
+        &messages,
+        &[
+            "id 3 at offset 2",
+            "faults outside their reach: misdirected write",
+        ],
+    );
+    // The same write landing on id 3's own frame reaches it (out of contract).
+    let report = double_damage_run(Some(segment_misdirect(2)), true, (2, 1_100)).report();
+    assert_clean(&report);
+    assert_eq!(
+        report.no_lost_ack.excuse_of(3).map(|e| e.kind),
+        Some(ExcuseKind::OutOfContract)
+    );
+}
+
+#[test]
+fn a_wal_entry_destroyed_after_an_open_replayed_it_excuses_nothing() {
+    // Default seed 13174: the open after the first crash was killed before it finished
+    // and nothing became durable; the damage came before the next open read the WAL.
+    let report = wal_damaged_after_an_open_run(false, 3).report();
+    assert_both_copies_excused(&report, 3, "in the frame the bit flip");
+    // An open that completed in between replayed id 3 from its intact entry: its fresh
+    // copy is not one the damage destroyed.
+    let report = wal_damaged_after_an_open_run(true, 3).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 3 at offset 2"]);
+    // A killed open that made records durable on the partition may have replayed it.
+    let report = wal_damaged_after_an_open_run(false, 4).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 3 at offset 2"]);
+}

@@ -1,0 +1,331 @@
+//! Excuses sweeps showed the checkers need, each narrowed to what its cause reaches and
+//! each with the history one step wider that it must not excuse.
+
+use super::*;
+use cafelog_sim::check::excuse::ExcuseKind;
+
+/// Asserts that `bounded_duplicates` explained every duplicate in `report`.
+fn assert_duplicates_explained(report: &CheckReport) {
+    assert!(
+        report.bounded_duplicates.violations.is_empty(),
+        "{:?}",
+        report.bounded_duplicates.violations
+    );
+}
+
+fn retention_run(log_start: u64) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .produce(3, 0, 2, 1_002)
+        .deliver(3, 0, 2, 1_002)
+        .consume(0, 2)
+        .with(|t, h| {
+            h.log_start_observed(t, &tp(0), log_start);
+        });
+    r
+}
+
+/// Ids 1-3 at offsets 0-2, id 1 consumed and the frontier 1 written; a crash, and
+/// (`flip`) a flip in `consumer.offset` from 1 to 3 while the node is down. The frontier
+/// comes back as 3: offsets 1 and 2 are never delivered.
+fn consumer_offset_flip_run(flip: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .produce(3, 0, 2, 1_002)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .with(|t, h| {
+            h.frontier_written(t, &tp(0), 1);
+        })
+        .crash(&[(0, 3, 3, 3)]);
+    if flip {
+        r.fault(
+            FaultKind::BitFlip {
+                file: FileKind::ConsumerOffset,
+                offsets: Some(OffsetRange { start: 1, end: 3 }),
+                below_hwm: None,
+            },
+            Some(0),
+        );
+    }
+    r.restart().with(|t, h| {
+        h.frontier_observed(t, &tp(0), 3);
+    });
+    r
+}
+
+/// Offsets 1 and 2 are read (commit times 2000 and 2001), then a crash hides them (the
+/// persisted HWM is 1) and, when `damaged`, a bit flip in offset 1's frame makes the
+/// open cut the hidden tail there (R2, its alarm); the WAL re-commits id 2 at offset 1
+/// with a later commit time, 2500, while offset 2's old observation (2001) is never
+/// seen again: along offsets, 2500 > 2001. `flip_while_open`: the flip lands after the
+/// restart, while the open runs (default seed 196).
+fn truncated_hidden_tail_run(damaged: bool, flip_while_open: bool) -> Run {
+    let flip = segment_flip(OffsetRange { start: 1, end: 2 }, Some(false));
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 2_000)
+        .produce(3, 0, 2, 2_001)
+        .hwm(0, 3, 1, 3)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 2_000)
+        .deliver(3, 0, 2, 2_001)
+        .crash(&[(0, 1, 3, 3)]);
+    if damaged && !flip_while_open {
+        r.fault(flip.clone(), Some(0));
+    }
+    r.restart();
+    if damaged {
+        if flip_while_open {
+            r.disk(0, OpenRule::Clean, 1, 3, None).fault(flip, Some(0));
+        }
+        r.disk(0, OpenRule::Hole, 1, 1, Some(1))
+            .alarm(
+                Some(0),
+                Alarm::Hole {
+                    segment: "00000000000000000000.log".into(),
+                    position: 100,
+                    offset: 1,
+                    bytes: 200,
+                },
+            )
+            .opened(0, 1, 1);
+    }
+    r.hwm(0, 2, 2, 2).deliver(2, 0, 1, 2_500);
+    r
+}
+
+/// Id 1 is committed at offset 0 and delivered; a crash with no hidden tail (so it
+/// explains no duplicate) follows, then `damage` (when given), then the restart with
+/// the alarms it raised, and the WAL commits id 1 again at offset 1.
+fn recommitted_after_crash_run(
+    damage: Option<(FaultKind, Option<u32>)>,
+    alarms: &[(Option<u32>, Alarm)],
+) -> Run {
+    let mut r = delivered_then_crashed();
+    match damage {
+        // A WAL flip here is one in its checkpoint.
+        Some((
+            FaultKind::BitFlip {
+                file: FileKind::Wal,
+                ..
+            },
+            _,
+        )) => {
+            r.checkpoint_flipped();
+        }
+        Some((kind, partition)) => {
+            r.fault(kind, partition);
+        }
+        None => {}
+    }
+    r.restart().disk(0, OpenRule::Clean, 1, 1, None);
+    for (p, alarm) in alarms {
+        r.alarm(*p, alarm.clone());
+    }
+    r.opened(0, 1, 1)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 1, 1_100)
+        .consume(0, 1);
+    r
+}
+
+fn checkpoint_flip() -> (FaultKind, Option<u32>) {
+    let (kind, p) = wal_flip();
+    (kind, p)
+}
+
+/// A bit flip at rest in the copy at offset 0: the restart's replay finds no readable
+/// copy of id 1 (it skips the frame, with its alarm) and commits it again.
+fn visible_copy_flip() -> (FaultKind, Option<u32>) {
+    (
+        segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
+        Some(0),
+    )
+}
+
+/// Id 1 committed at offset 0 and delivered, a crash with no hidden tail, the restart,
+/// then a flip in `hwm` of orders/`flipped` from 1 to 0 while the open runs (it may read
+/// either value: the world records both views), and the WAL commits id 1 again at 1.
+fn hwm_flipped_while_opening_run(flipped: u32) -> Run {
+    let mut r = delivered_then_crashed();
+    r.restart()
+        .disk(0, OpenRule::Clean, 1, 1, None)
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Hwm,
+                offsets: Some(OffsetRange { start: 0, end: 1 }),
+                below_hwm: None,
+            },
+            Some(flipped),
+        )
+        .with(|t, h| {
+            h.disk_at_open(
+                t,
+                &tp(flipped),
+                disk_view(OpenRule::Clean, 0, 1, None),
+                true,
+            );
+        })
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 1, 1_100)
+        .consume(0, 1);
+    r
+}
+
+#[test]
+fn retention_excuses_acked_records_it_deleted_before_delivery_and_nothing_above_the_log_start() {
+    // The reaper deleted offsets 0 and 1 by age before any consumer read them.
+    let report = retention_run(2).report();
+    assert_clean(&report);
+    assert_eq!(
+        report.no_lost_ack.excuse_of(1).map(|e| e.kind),
+        Some(ExcuseKind::Retention)
+    );
+    // With the log start at 1, offset 1 was not retention's to delete.
+    let report = retention_run(1).report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(&messages, &["id 2 at offset 1"]);
+}
+
+#[test]
+fn a_flip_in_consumer_offset_excuses_the_offsets_it_jumped_and_without_it_the_jump_fails() {
+    let report = consumer_offset_flip_run(true).report();
+    assert_clean(&report);
+    for id in [2, 3] {
+        assert_eq!(
+            report.no_lost_ack.excuse_of(id).map(|e| e.kind),
+            Some(ExcuseKind::OutOfContract)
+        );
+    }
+    let report = consumer_offset_flip_run(false).report();
+    assert!(
+        report
+            .frontier_safe
+            .violations
+            .iter()
+            .any(|v| v.message.contains("recovered as 3")),
+        "{:?}",
+        report.frontier_safe.violations
+    );
+    assert!(!report.no_lost_ack.violations.is_empty());
+}
+
+#[test]
+fn an_r2_cut_above_the_hwm_lets_the_offsets_it_cut_change_and_nothing_else() {
+    for flip_while_open in [false, true] {
+        let report = truncated_hidden_tail_run(true, flip_while_open).report();
+        assert_clean(&report);
+        assert!(
+            report
+                .monotonic_commit_time
+                .superseded
+                .contains_key(&ExcuseKind::CutAboveHwm)
+        );
+    }
+    // Without the cut (and its cause), the changed records are violations.
+    let report = truncated_hidden_tail_run(false, false).report();
+    assert!(
+        !report.stable_offsets.violations.is_empty(),
+        "without a cut the changed records are violations"
+    );
+    assert!(
+        !report.monotonic_commit_time.violations.is_empty(),
+        "without a cut 2500 at offset 1 before 2001 at offset 2 is a violation"
+    );
+}
+
+#[test]
+fn an_unreadable_checkpoint_explains_copies_its_replay_committed_and_a_wal_flip_alone_does_not() {
+    // The engine found the WAL checkpoint unreadable and replayed every entry it still
+    // held: a copy comes back past an empty hidden tail.
+    let report = recommitted_after_crash_run(
+        Some(checkpoint_flip()),
+        &[(None, Alarm::WalCheckpointUnreadable)],
+    )
+    .report();
+    assert_clean(&report);
+    assert_eq!(report.bounded_duplicates.excused.len(), 1);
+    assert_eq!(
+        report.bounded_duplicates.excused[0].1.kind,
+        ExcuseKind::CheckpointLost
+    );
+    // The flip without the engine's alarm explains nothing (one WAL flip no longer
+    // unbinds every partition's duplicates).
+    let messages = fires_only(
+        &recommitted_after_crash_run(Some(checkpoint_flip()), &[]).report(),
+        CheckerName::BoundedDuplicates,
+    );
+    assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
+    // And without anything, the same copy is an unexplained duplicate.
+    let messages = fires_only(
+        &recommitted_after_crash_run(None, &[]).report(),
+        CheckerName::BoundedDuplicates,
+    );
+    assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
+}
+
+#[test]
+fn a_duplicate_of_a_copy_the_engine_skipped_as_damaged_is_explained_and_not_otherwise() {
+    let skipped = [(
+        Some(0),
+        Alarm::FrameSkipped {
+            base: 0,
+            records: 1,
+        },
+    )];
+    let report = recommitted_after_crash_run(Some(visible_copy_flip()), &skipped).report();
+    assert_clean(&report);
+    assert_eq!(
+        report.bounded_duplicates.excused[0].1.kind,
+        ExcuseKind::DamagedCopyRecommitted
+    );
+    // The flip without the engine's skip: the replay read the copy, so the duplicate is
+    // unexplained (and the damage undetected).
+    let report = recommitted_after_crash_run(Some(visible_copy_flip()), &[]).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::BoundedDuplicates),
+        &["produce id 1 delivered from orders/0@0"],
+    );
+    // A skip of another frame explains nothing.
+    let other = [(
+        Some(0),
+        Alarm::FrameSkipped {
+            base: 1,
+            records: 1,
+        },
+    )];
+    let report = recommitted_after_crash_run(Some(visible_copy_flip()), &other).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::BoundedDuplicates),
+        &["produce id 1 delivered from orders/0@0"],
+    );
+}
+
+#[test]
+fn an_hwm_flip_the_open_may_have_read_widens_the_hidden_tail_and_nothing_else_does() {
+    // The open read a lower HWM and replayed from further back than the crash's (empty)
+    // hidden tail.
+    let report = hwm_flipped_while_opening_run(0).report();
+    assert_duplicates_explained(&report);
+    assert_eq!(report.bounded_duplicates.duplicates, 1);
+    // The same flip on another partition explains nothing here.
+    let messages = messages_of(
+        &hwm_flipped_while_opening_run(1).report(),
+        CheckerName::BoundedDuplicates,
+    );
+    assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
+    // A flip after the open read the file (no second view) explains nothing either.
+    let mut r = delivered_then_crashed();
+    r.restart()
+        .disk(0, OpenRule::Clean, 1, 1, None)
+        .opened(0, 1, 1)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 1, 1_100)
+        .consume(0, 1)
+        .fault(hwm_flip(), Some(0));
+    let messages = messages_of(&r.report(), CheckerName::BoundedDuplicates);
+    assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
+}

@@ -259,3 +259,80 @@ fn an_r2_cut_keeps_a_record_whose_wal_entry_was_damaged_too() {
     );
     assert!(delivered(&store).contains_key(&4));
 }
+
+/// Found by the simulator (quick seed 506647, a fresh range): the WAL checkpoint was
+/// lost, so the next open replayed every WAL entry. Entries whose log copies retention
+/// had reaped were committed again at new offsets above later entries' copies, so WAL
+/// order was no longer offset order, and the next checkpoint (held at the first of those
+/// entries) took the persisted HWM as its offset: above the copies of the later entries.
+/// The open after that looked for their copies from there, missed them, and committed
+/// records below the persisted HWM a second time. The checkpoint's offset now stays at
+/// or below every known copy of an entry past it.
+#[test]
+fn a_checkpoint_after_a_full_replay_stays_below_the_copies_it_relies_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    let config = cafelog_engine::store::TopicConfig {
+        log: cafelog_engine::log::LogConfig {
+            segment_bytes: 200,
+            retention_ms: Some(1_000),
+            ..cafelog_engine::log::LogConfig::default()
+        },
+        ..topic(1)
+    };
+    block(store.create_topic("t", config)).unwrap();
+    let payload = |id: u64| format!("id:{id}:{}", "x".repeat(40));
+    let produce = |store: &TestStore, ids: std::ops::Range<u64>| {
+        for id in ids {
+            block(store.produce("t", Some(0), b"k", payload(id).as_bytes())).unwrap();
+        }
+    };
+    let counts = |store: &TestStore| {
+        let mut seen = BTreeMap::<u64, u64>::new();
+        for d in drain(store, "t", 0) {
+            let text = std::str::from_utf8(&d.payload).unwrap();
+            *seen
+                .entry(text.split(':').nth(1).unwrap().parse().unwrap())
+                .or_default() += 1;
+        }
+        seen
+    };
+    produce(&store, 0..20);
+    block(store.persist_hwms()).unwrap();
+    block(store.checkpoint_wal()).unwrap();
+    clock.advance(std::time::Duration::from_secs(2));
+    let part = store.partition("t", 0).unwrap();
+    let log_start = block(part.log.reap_once()).unwrap().log_start;
+    assert!(log_start > 2, "retention reaped the first segments");
+    // More entries in the same (active) WAL segment keep the reaped records' entries.
+    produce(&store, 20..25);
+    block(store.persist_hwms()).unwrap();
+    drop(store);
+    std::fs::write(dir.path().join("wal/checkpoint"), b"garbage").unwrap();
+
+    let (store, report) = open(dir.path(), &clock);
+    assert_eq!(
+        report.replayed, log_start,
+        "only the entries whose copies were reaped are committed again"
+    );
+    // The persisted HWM (25) is below the re-committed entries at 25.., so the
+    // checkpoint stays at entry 0, and must not rise above the copies of 3..25.
+    block(store.checkpoint_wal()).unwrap();
+    drop(store);
+
+    let (store, _) = open(dir.path(), &clock);
+    let seen = counts(&store);
+    for id in 0..25 {
+        assert!(
+            seen.contains_key(&id),
+            "acknowledged id {id} lost: {seen:?}"
+        );
+    }
+    for id in log_start..25 {
+        assert_eq!(
+            seen[&id], 1,
+            "id {id} was below the persisted HWM: {seen:?}"
+        );
+    }
+}

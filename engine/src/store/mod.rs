@@ -410,13 +410,20 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 let p = pending.entry(id.clone()).or_default();
                 for entry in entries {
                     let copy = (entry.key, entry.payload);
-                    match visible.get_mut(&copy) {
-                        Some(count) if *count > 0 => {
-                            // Already below the (just persisted) recovered HWM: covered.
-                            *count -= 1;
-                            p.entries.remove(&entry.seq);
+                    match visible
+                        .get_mut(&copy)
+                        .and_then(|offsets| offsets.pop_first())
+                    {
+                        // Already visible below the recovered HWM: covered. It stays
+                        // pending at that offset until a checkpoint passes it, so the
+                        // checkpoint's offset never rises above its copy while an
+                        // earlier entry holds its seq back (a replay of every entry,
+                        // after a lost checkpoint, commits old entries at new offsets:
+                        // WAL order is then not offset order).
+                        Some(offset) => {
+                            p.entries.insert(entry.seq, Some(offset));
                         }
-                        _ => to_commit.push((entry.seq, copy)),
+                        None => to_commit.push((entry.seq, copy)),
                     }
                 }
             }
@@ -886,7 +893,8 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 let Some(&hwm) = persisted.get(id) else {
                     continue;
                 };
-                // Offsets follow WAL order, so the covered entries are a prefix.
+                // Only a prefix of the WAL can be dropped: the checkpoint names one seq.
+                // Entries behind an uncovered one stay pending even when covered.
                 while let Some((&seq, &offset)) = p.entries.first_key_value() {
                     if offset.is_some_and(|o| o < hwm) {
                         p.entries.remove(&seq);
@@ -894,9 +902,12 @@ impl<F: Fs, C: Clock> Store<F, C> {
                         break;
                     }
                 }
+                // The replay looks for copies of the entries past the checkpoint from its
+                // offset up: none of their known copies may lie below it.
+                let lowest_copy = p.entries.values().flatten().copied().min();
                 let next = Checkpoint {
                     seq: p.entries.keys().next().copied().unwrap_or(p.seq_end),
-                    offset: hwm,
+                    offset: lowest_copy.map_or(hwm, |o| o.min(hwm)),
                 };
                 if next.seq > p.checkpoint.seq || next.offset > p.checkpoint.offset {
                     p.checkpoint = Checkpoint {
@@ -1080,11 +1091,11 @@ async fn open_topic<F: Fs, C: Clock>(
     Ok(TopicState { config, partitions })
 }
 
-/// Multiset of (key, payload) of the records in `[from, hwm)`.
+/// The offsets of the records in `[from, hwm)`, per (key, payload).
 async fn visible_copies<F: Fs, C: Clock>(
     log: &Log<F, C>,
     from: u64,
-) -> Result<BTreeMap<(Vec<u8>, Vec<u8>), u64>, LogError> {
+) -> Result<BTreeMap<(Vec<u8>, Vec<u8>), std::collections::BTreeSet<u64>>, LogError> {
     let mut copies = BTreeMap::new();
     let mut next = from.max(log.log_start());
     loop {
@@ -1094,7 +1105,10 @@ async fn visible_copies<F: Fs, C: Clock>(
         }
         next = batch.next_offset;
         for r in batch.records {
-            *copies.entry((r.key, r.payload)).or_insert(0) += 1;
+            copies
+                .entry((r.key, r.payload))
+                .or_insert_with(std::collections::BTreeSet::new)
+                .insert(r.offset);
         }
     }
 }

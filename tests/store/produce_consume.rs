@@ -111,10 +111,6 @@ fn topics_and_their_config_survive_a_restart() {
 /// topic's topic.conf, and every later open of the store failed, taking every other
 /// topic down with it. The store now refuses that topic alone.
 #[test]
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the test damages a topic.conf behind the engine's back"
-)]
 fn an_unreadable_topic_conf_closes_that_topic_and_opens_the_others() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);

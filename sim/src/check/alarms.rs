@@ -11,6 +11,7 @@ use crate::history::{Alarm, DiskView, EventKind, History, Incarnation, Offset, T
 pub struct AlarmFact {
     /// History index of the `EngineAlarm` event.
     pub index: usize,
+    /// The incarnation that raised it.
     pub incarnation: Incarnation,
     pub alarm: Alarm,
 }
@@ -69,10 +70,14 @@ impl AlarmIndex {
         let mut index = AlarmIndex::default();
         for (i, event) in history.events().iter().enumerate() {
             match &event.kind {
-                EventKind::EngineAlarm { tp, alarm } => {
+                EventKind::EngineAlarm {
+                    tp,
+                    alarm,
+                    raised_in,
+                } => {
                     let fact = AlarmFact {
                         index: i,
-                        incarnation: event.incarnation,
+                        incarnation: raised_in.unwrap_or(event.incarnation),
                         alarm: alarm.clone(),
                     };
                     match tp {
@@ -156,11 +161,11 @@ impl AlarmIndex {
         })
     }
 
-    /// The first refusal of `tp` (its history index).
-    pub fn refusal(&self, tp: &TopicPartition) -> Option<&AlarmFact> {
+    /// The first refusal of `tp` after history index `after`.
+    pub fn refusal_after(&self, tp: &TopicPartition, after: usize) -> Option<&AlarmFact> {
         self.of(tp)
             .iter()
-            .find(|a| matches!(a.alarm, Alarm::Refused { .. }))
+            .find(|a| a.index > after && matches!(a.alarm, Alarm::Refused { .. }))
     }
 
     /// The disk the open of `incarnation` found for `tp` at the restart.

@@ -191,7 +191,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
     /// `Refused`: the first refusal of `tp` (or of its whole topic, whose topic.conf
     /// the open could not read) after `after`.
     pub fn refused(&self, tp: &TopicPartition, after: usize) -> Option<Excuse> {
-        if let Some(refusal) = self.facts.alarms.refusal(tp).filter(|a| a.index > after) {
+        if let Some(refusal) = self.facts.alarms.refusal_after(tp, after) {
             return Some(Excuse::new(
                 ExcuseKind::Refused,
                 vec![refusal.index],

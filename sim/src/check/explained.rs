@@ -26,14 +26,13 @@
 //!    - poison: an fsync error or ENOSPC on that partition's files (the WAL's, for the
 //!      WAL) in the same incarnation, or damage to its segments in that incarnation
 //!      (the verification re-read after an fsync found a bad frame); a poison by dropped
-//!      in-flight records: the kill of the incarnation they belonged to (it lands
-//!      before the next open of the partition finished);
+//!      in-flight records: the kill of the incarnation that raised it;
 //!    - WAL damage at open: a fault on a WAL file; an unreadable checkpoint: a fault on
 //!      the checkpoint; a hidden tail exposed: WAL damage reported by the same open;
 //!    - a refused topic: an out-of-contract fault on its `topic.conf` (in contract the
 //!      file is written whole, fsynced and renamed into place);
 //!    - a frontier reset: a fault on that partition's `consumer.offset`; a frontier
-//!      clamped down to the HWM: a clamp in the same open or an out-of-contract fault
+//!      clamped down to the HWM: an earlier clamp below it or an out-of-contract fault
 //!      on the partition (clamped up to the log start is retention's).
 //! 3. **The counters add up.** Every `engine_counters` sample equals the sum of the
 //!    clamp and skip alarms the engine raised on that partition in that incarnation
@@ -382,19 +381,14 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
             });
             (!caused).then(|| "with no fault on its segments before the open".into())
         }
-        // Dropped in-flight records: the kill that tore the node down dropped the futures
-        // carrying them. The old incarnation's tasks go after the restart was recorded,
-        // so the alarm lands in the new incarnation, before its own open of the
-        // partition finished (no log of the new incarnation exists yet to poison).
+        // Dropped in-flight records: the kill of the incarnation that raised it dropped
+        // the futures carrying them (its tasks go, and raise, after the restart).
         Alarm::Poisoned { cancelled: true } => {
-            let killed = facts.crash_before(alarm.index).is_some();
-            let reopened = facts.alarms.of(tp).iter().any(|a| {
-                a.incarnation == alarm.incarnation
-                    && a.index < alarm.index
-                    && matches!(a.alarm, Alarm::LogOpened { .. })
-            });
-            (!killed || reopened).then(|| {
-                "with records in flight dropped and no kill of the incarnation they belonged to"
+            let killed = facts
+                .crash_ending(alarm.incarnation)
+                .is_some_and(|c| c.index < alarm.index);
+            (!killed).then(|| {
+                "with records in flight dropped and no kill of the incarnation that raised it"
                     .into()
             })
         }
@@ -434,13 +428,15 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
             (!caused).then(|| "with no fault on its consumer.offset".into())
         }
         Alarm::FrontierClamped { value, clamped } if value > clamped => {
+            // The HWM fell under the frontier: a clamp below it, in this open or an
+            // earlier one killed before it loaded the frontier.
             let clamp = facts
                 .alarms
                 .clamps(tp)
-                .any(|c| c.incarnation == alarm.incarnation && c.index < alarm.index);
+                .any(|c| c.index < alarm.index && c.hwm < *value);
             let reach = facts.reaches_before(tp, alarm.index).next().is_some();
             (!clamp && !reach).then(|| {
-                "above the HWM with no clamp in this open and no out-of-contract fault on the \
+                "above the HWM with no clamp below it and no out-of-contract fault on the \
                  partition"
                     .into()
             })

@@ -326,6 +326,10 @@ pub enum EventKind {
     EngineAlarm {
         tp: Option<TopicPartition>,
         alarm: Alarm,
+        /// The incarnation whose task raised it, when it is not the current one (a
+        /// killed incarnation's futures are dropped, and may raise, after the restart).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raised_in: Option<Incarnation>,
     },
     /// World, at a restart, before the new incarnation runs: the partition's durable
     /// image as the reference decoder reads it, which the open is about to read. Again
@@ -493,10 +497,20 @@ impl fmt::Display for Event {
                 };
                 write!(f, "disk_at_open {tp} {disk}{when}")
             }
-            EventKind::EngineAlarm { tp, alarm } => match tp {
-                Some(tp) => write!(f, "engine_alarm {tp} {alarm}"),
-                None => write!(f, "engine_alarm {alarm}"),
-            },
+            EventKind::EngineAlarm {
+                tp,
+                alarm,
+                raised_in,
+            } => {
+                match tp {
+                    Some(tp) => write!(f, "engine_alarm {tp} {alarm}")?,
+                    None => write!(f, "engine_alarm {alarm}")?,
+                }
+                match raised_in {
+                    Some(inc) => write!(f, " (raised by incarnation {inc})"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -824,17 +838,22 @@ impl History {
         self.record(at_ms, EventKind::Heal)
     }
 
+    /// An alarm the engine raised; `raised_in` is the incarnation whose task raised it
+    /// (recorded only when it differs from the current one).
     pub fn engine_alarm(
         &mut self,
         at_ms: u64,
         tp: Option<&TopicPartition>,
         alarm: Alarm,
+        raised_in: Option<Incarnation>,
     ) -> &mut Self {
+        let raised_in = raised_in.filter(|inc| *inc != self.incarnation);
         self.record(
             at_ms,
             EventKind::EngineAlarm {
                 tp: tp.cloned(),
                 alarm,
+                raised_in,
             },
         )
     }

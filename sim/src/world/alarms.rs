@@ -4,6 +4,10 @@
 //! moment it is raised (before the engine acts on it: a clamp is recorded before the
 //! clamped HWM is written, even if the node dies in between).
 //!
+//! Every task of the node runs [`tagged`] with its incarnation, so an alarm carries the
+//! incarnation that raised it, even when a killed incarnation's futures are dropped
+//! (and raise it) after the next one started.
+//!
 //! Invariants:
 //! - only events from the engine's crate with an `alarm` field are looked at; every other
 //!   callsite is never enabled, so the rest of the engine's logging costs nothing;
@@ -14,14 +18,60 @@
 
 use super::recorder::{Shared, partition_of};
 use crate::history::Alarm;
+use crate::history::Incarnation;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
+
+thread_local! {
+    /// The incarnation whose node task is being polled or dropped on this thread.
+    static RAISING: Cell<Option<Incarnation>> = const { Cell::new(None) };
+}
+
+/// A node task, tagged with the incarnation it belongs to.
+pub struct Tagged<F> {
+    incarnation: Incarnation,
+    /// Boxed so that `Tagged` is `Unpin` and drops it in `drop`; `None` once dropped.
+    future: Option<Pin<Box<F>>>,
+}
+
+/// Runs `future` as a task of `incarnation`: alarms raised while it is polled, or while
+/// it is dropped (a kill), are that incarnation's.
+pub fn tagged<F: Future>(incarnation: Incarnation, future: F) -> Tagged<F> {
+    Tagged {
+        incarnation,
+        future: Some(Box::pin(future)),
+    }
+}
+
+impl<F: Future> Future for Tagged<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let previous = RAISING.replace(Some(self.incarnation));
+        let future = self.future.as_mut().expect("polled after drop");
+        let result = future.as_mut().poll(cx);
+        RAISING.set(previous);
+        result
+    }
+}
+
+impl<F> Drop for Tagged<F> {
+    fn drop(&mut self) {
+        let previous = RAISING.replace(Some(self.incarnation));
+        drop(self.future.take());
+        RAISING.set(previous);
+    }
+}
 
 /// Where the subscriber finds the run's recorder (set once the world made it).
 pub type RecorderSlot = Arc<Mutex<Option<Shared>>>;
@@ -111,7 +161,8 @@ impl Subscriber for AlarmSubscriber {
         if let Some(recorder) = slot.as_ref() {
             let mut rec = recorder.lock();
             let now = rec.now_ms();
-            rec.history.engine_alarm(now, tp.as_ref(), alarm);
+            rec.history
+                .engine_alarm(now, tp.as_ref(), alarm, RAISING.get());
         }
     }
 

@@ -2,12 +2,13 @@
 //! outside the node. Killing the node drops every task here, with the store in it;
 //! requests in flight lose their reply channel, so a client sees "unknown outcome".
 
+use super::alarms::tagged;
 use super::engine_call::{engine, engine_pinned};
 use super::observe::ObservingFs;
 use super::recorder::Shared;
 use super::workload::Workload;
 use crate::clock::SimClock;
-use crate::history::{ProduceId, TopicPartition};
+use crate::history::{Incarnation, ProduceId, TopicPartition};
 use cafelog_engine::log::Spawn;
 use cafelog_engine::store::{Delivery, Produced, Store, StoreConfig};
 use std::future::Future;
@@ -61,12 +62,13 @@ pub struct NodeContext {
     pub restart_requested: Arc<AtomicBool>,
 }
 
-struct NodeSpawner;
+/// Spawns the engine's background loops as tasks of one incarnation.
+struct NodeSpawner(Incarnation);
 
 impl Spawn for NodeSpawner {
     fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send + 'static>>) {
         // Spawned on the current node: killed with it.
-        drop(madsim::task::spawn(engine_pinned(future)));
+        drop(madsim::task::spawn(tagged(self.0, engine_pinned(future))));
     }
 }
 
@@ -77,6 +79,13 @@ const RECEIVE_PARK: Duration = Duration::from_millis(200);
 /// partition, is fatal to the process: the node asks to be restarted and stops serving
 /// (retrying in the same process would trust data an fsync failed to persist).
 pub async fn run(ctx: NodeContext) {
+    // Every task of this incarnation carries it, so that what the engine raises while
+    // its futures are dropped after a kill is told apart from the next incarnation's.
+    let incarnation = ctx.recorder.lock().history.incarnation();
+    tagged(incarnation, serve_node(ctx, incarnation)).await;
+}
+
+async fn serve_node(ctx: NodeContext, incarnation: Incarnation) {
     let store = match try_open(&ctx).await {
         Ok(store) => store,
         Err(e) => {
@@ -86,18 +95,20 @@ pub async fn run(ctx: NodeContext) {
         }
     };
     *ctx.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(store.clone());
-    store.spawn_background(&NodeSpawner);
-    drop(madsim::task::spawn(watchdog(
-        store.clone(),
-        ctx.recorder.clone(),
-        Arc::clone(&ctx.restart_requested),
+    store.spawn_background(&NodeSpawner(incarnation));
+    drop(madsim::task::spawn(tagged(
+        incarnation,
+        watchdog(
+            store.clone(),
+            ctx.recorder.clone(),
+            Arc::clone(&ctx.restart_requested),
+        ),
     )));
     while let Ok(request) = ctx.requests.recv().await {
         let store = store.clone();
-        drop(madsim::task::spawn(serve(
-            store,
-            ctx.recorder.clone(),
-            request,
+        drop(madsim::task::spawn(tagged(
+            incarnation,
+            serve(store, ctx.recorder.clone(), request),
         )));
     }
 }

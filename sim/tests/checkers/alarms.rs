@@ -255,6 +255,7 @@ fn a_consume_time_skip_needs_damage_in_its_frame() {
 #[test]
 fn poison_needs_an_io_error_in_its_incarnation_or_the_kill_of_its_own() {
     let poisoned = |fault: Option<FaultKind>, crash_first: bool, cancelled: bool| {
+        // (crash_first: the alarm is the new incarnation's own)
         let mut r = Run::new();
         r.produced(1);
         if crash_first {
@@ -290,13 +291,25 @@ fn poison_needs_an_io_error_in_its_incarnation_or_the_kill_of_its_own() {
         &messages_of(&r.report(), CheckerName::AlarmsExplained),
         &["poisoned"],
     );
-    // Dropped in-flight records: caused by the kill of the incarnation they belonged to,
-    // raised as its tasks go (before the new open reports the partition)...
-    assert!(
-        poisoned(None, true, true)
-            .alarms_explained
-            .violations
-            .is_empty()
+    // Dropped in-flight records: caused by the kill of the incarnation that raised it,
+    // whose tasks go (and raise) after the restart...
+    let dropped = |raised_in: Option<Incarnation>| {
+        let mut r = Run::new();
+        r.produced(1).crash(&[(0, 1, 1, 1)]).restart().with(|t, h| {
+            h.engine_alarm(
+                t,
+                Some(&tp(0)),
+                Alarm::Poisoned { cancelled: true },
+                raised_in,
+            );
+        });
+        r.report()
+    };
+    assert!(dropped(Some(0)).alarms_explained.violations.is_empty());
+    // ...not by that kill when the live incarnation raised it...
+    assert_mentions(
+        &messages_of(&dropped(None), CheckerName::AlarmsExplained),
+        &["records in flight dropped and no kill"],
     );
     // ...and by nothing in a run without a kill.
     assert_mentions(

@@ -461,3 +461,47 @@ fn a_wal_entry_destroyed_after_an_open_replayed_it_excuses_nothing() {
     let messages = fires_only(&report, CheckerName::NoLostAck);
     assert_mentions(&messages, &["id 3 at offset 2"]);
 }
+
+#[test]
+fn a_refusal_after_the_ack_excuses_it_even_after_an_earlier_refusal_and_reopen() {
+    // Quick seed 519910: orders/0 was refused, an `hwm` flip then let it open again (the
+    // damage now above the HWM), records were acknowledged, and a later open refused it
+    // again. Only the later refusal covers them; the first came before their ack.
+    let refusal = || Alarm::Refused {
+        segment: "00000000000000000000.log".into(),
+        position: 0,
+    };
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .delivered(1)
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
+            Some(0),
+        )
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .disk(0, OpenRule::Refuse, 1, 0, Some(0))
+        .alarm(Some(0), refusal())
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .open_clean(0, 1, 1)
+        .produce(2, 0, 1, 1_001);
+    let reopened = r.clone();
+    assert_mentions(
+        &messages_of(&reopened.report(), CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
+    r.fault(
+        segment_flip(OffsetRange { start: 1, end: 2 }, Some(true)),
+        Some(0),
+    )
+    .crash(&[(0, 2, 2, 2)])
+    .restart()
+    .disk(0, OpenRule::Refuse, 2, 1, Some(1))
+    .alarm(Some(0), refusal());
+    let report = r.report();
+    assert_eq!(
+        report.no_lost_ack.excuse_of(2).map(|e| e.kind),
+        Some(ExcuseKind::Refused)
+    );
+}

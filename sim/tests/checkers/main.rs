@@ -203,7 +203,7 @@ impl Run {
     /// An alarm the engine raised on orders/`p` (`None`: store-wide).
     fn alarm(&mut self, p: Option<u32>, alarm: Alarm) -> &mut Self {
         let t = self.now();
-        self.h.engine_alarm(t, p.map(tp).as_ref(), alarm);
+        self.h.engine_alarm(t, p.map(tp).as_ref(), alarm, None);
         self
     }
 

@@ -41,6 +41,7 @@ mod loss;
 mod offsets;
 mod poison;
 mod sweep_regressions;
+mod timeline;
 mod verdicts;
 
 fn tp(partition: u32) -> TopicPartition {

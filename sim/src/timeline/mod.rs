@@ -6,7 +6,9 @@
 //! - the consumer frontier: steps from `frontier_written`, marks at `frontier_observed`;
 //! - acknowledged produce offsets: dots from `produce_ack`;
 //! - crashes, restarts, the heal: vertical lines across every panel; faults on the
-//!   partition (and partition-less ones such as clock steps): ticks at the top, labelled.
+//!   partition (and partition-less ones such as clock steps): ticks at the top, labelled;
+//! - what the checkers concluded ([`marks`]): records a violation names, and lost
+//!   records an excuse covered, with the excuse's name.
 //!
 //! Bounds: at most [`ACK_DOTS_MAX`] ack dots and [`FAULT_LABELS_MAX`] fault labels per
 //! panel (the rest are thinned evenly), so a long run still gives a readable file.
@@ -15,6 +17,11 @@ use crate::history::{EventKind, FaultKind, TopicPartition};
 use crate::world::RunOutcome;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+mod draw;
+mod marks;
+
+use draw::{escape, fault_label, legend, steps, thin, ticks};
 
 pub const ACK_DOTS_MAX: usize = 2_000;
 pub const FAULT_LABELS_MAX: usize = 60;
@@ -36,6 +43,8 @@ const COLOR_CRASH: &str = "#d62728";
 const COLOR_RESTART: &str = "#17becf";
 const COLOR_HEAL: &str = "#1f77b4";
 const COLOR_FAULT: &str = "#ff7f0e";
+const COLOR_VIOLATION: &str = "#d00000";
+const COLOR_EXCUSED: &str = "#b8860b";
 
 #[derive(Default)]
 struct Panel {
@@ -63,29 +72,6 @@ impl Panel {
             .chain(self.tails.iter().map(|(_, t, p)| (*t).max(*p)))
             .max()
             .unwrap_or(0)
-    }
-}
-
-fn fault_label(kind: &FaultKind) -> String {
-    let name = serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.get("fault").and_then(|f| f.as_str()).map(str::to_owned))
-        .unwrap_or_else(|| "fault".into());
-    match kind {
-        FaultKind::ClockStep { back_ms } => format!("clock -{back_ms}ms"),
-        FaultKind::BitFlip { file, .. }
-        | FaultKind::TornWrite { file }
-        | FaultKind::LostWrite { file }
-        | FaultKind::FsyncEio { file }
-        | FaultKind::LostFsync { file, .. }
-        | FaultKind::Enospc { file } => {
-            let file = serde_json::to_value(file)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            format!("{name} {file}")
-        }
-        _ => name,
     }
 }
 
@@ -170,6 +156,10 @@ pub fn render(outcome: &RunOutcome) -> String {
             _ => {}
         }
     }
+    let mut marks = marks::of(outcome.report.as_ref(), &outcome.history);
+    for tp in marks.keys() {
+        panels.entry(tp.clone()).or_default();
+    }
     let t_max = outcome.history.end_ms().max(1);
     let height = TOP + panels.len().max(1) as f64 * (PANEL_HEIGHT + PANEL_GAP) + 20.0;
     let mut svg = String::new();
@@ -203,7 +193,26 @@ pub fn render(outcome: &RunOutcome) -> String {
     for (index, (tp, panel)) in panels.iter().enumerate() {
         let top = TOP + index as f64 * (PANEL_HEIGHT + PANEL_GAP) + 20.0;
         let bottom = top + PLOT_HEIGHT;
-        let o_max = panel.offset_max().max(1);
+        let panel_marks = marks.remove(tp).unwrap_or_default();
+        let o_max = panel
+            .offset_max()
+            .max(
+                panel_marks
+                    .violations
+                    .iter()
+                    .map(|m| m.offset)
+                    .max()
+                    .unwrap_or(0),
+            )
+            .max(
+                panel_marks
+                    .excused
+                    .iter()
+                    .map(|m| m.offset)
+                    .max()
+                    .unwrap_or(0),
+            )
+            .max(1);
         let y = |o: u64| bottom - o as f64 / o_max as f64 * PLOT_HEIGHT;
         let _ = writeln!(
             svg,
@@ -324,147 +333,43 @@ pub fn render(outcome: &RunOutcome) -> String {
                 escape(label)
             );
         }
+        for m in thin_marks(&panel_marks.excused) {
+            let (cx, cy) = (x(m.t), y(m.offset));
+            let _ = writeln!(
+                svg,
+                r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="5" fill="none" stroke="{COLOR_EXCUSED}" stroke-width="1.5"><title>{}</title></circle>"#,
+                escape(&format!("excused at offset {}: {}", m.offset, m.label))
+            );
+        }
+        for (i, m) in thin_marks(&panel_marks.violations).into_iter().enumerate() {
+            let (cx, cy) = (x(m.t), y(m.offset));
+            let _ = writeln!(
+                svg,
+                r#"<path d="M {:.1} {:.1} L {:.1} {:.1} M {:.1} {:.1} L {:.1} {:.1}" stroke="{COLOR_VIOLATION}" stroke-width="2.5"/><text x="{:.1}" y="{:.1}" fill="{COLOR_VIOLATION}" font-weight="bold">{}</text>"#,
+                cx - 6.0,
+                cy - 6.0,
+                cx + 6.0,
+                cy + 6.0,
+                cx - 6.0,
+                cy + 6.0,
+                cx + 6.0,
+                cy - 6.0,
+                cx + 8.0,
+                cy - 6.0 - (i % 3) as f64 * 11.0,
+                escape(&format!("{} @{}", m.label, m.offset))
+            );
+        }
     }
     svg.push_str("</svg>\n");
     svg
 }
 
+fn thin_marks(marks: &[marks::Mark]) -> Vec<&marks::Mark> {
+    let refs: Vec<&marks::Mark> = marks.iter().collect();
+    thin(&refs, marks::MARKS_MAX)
+}
+
 /// Writes the timeline of `outcome` to `path`.
 pub fn write(path: &std::path::Path, outcome: &RunOutcome) -> std::io::Result<()> {
     std::fs::write(path, render(outcome))
-}
-
-fn legend(svg: &mut String) {
-    let items: [(&str, &str, &str); 9] = [
-        ("line", COLOR_HWM, "in-memory HWM"),
-        ("line", COLOR_PERSISTED, "persisted HWM"),
-        ("line", COLOR_FRONTIER, "consumer frontier (□ recovered)"),
-        ("dot", COLOR_ACK, "acknowledged offset"),
-        ("diamond", COLOR_TAIL, "durable tail at crash"),
-        ("vline", COLOR_CRASH, "crash"),
-        ("vline", COLOR_RESTART, "restart"),
-        ("vline", COLOR_HEAL, "heal"),
-        ("vline", COLOR_FAULT, "fault"),
-    ];
-    let mut x = LEFT;
-    for (shape, color, label) in items {
-        let y = 58.0;
-        match shape {
-            "line" => {
-                let _ = write!(
-                    svg,
-                    r#"<line x1="{x:.1}" x2="{:.1}" y1="{y}" y2="{y}" stroke="{color}" stroke-width="2.5"/>"#,
-                    x + 18.0
-                );
-            }
-            "dot" => {
-                let _ = write!(
-                    svg,
-                    r#"<circle cx="{:.1}" cy="{y}" r="2.5" fill="{color}"/>"#,
-                    x + 9.0
-                );
-            }
-            "diamond" => {
-                let _ = write!(
-                    svg,
-                    r#"<path d="M {:.1} {} L {:.1} {y} L {:.1} {} L {:.1} {y} Z" fill="{color}"/>"#,
-                    x + 9.0,
-                    y - 5.0,
-                    x + 14.0,
-                    x + 9.0,
-                    y + 5.0,
-                    x + 4.0
-                );
-            }
-            _ => {
-                let _ = write!(
-                    svg,
-                    r#"<line x1="{:.1}" x2="{:.1}" y1="{}" y2="{}" stroke="{color}" stroke-width="2"/>"#,
-                    x + 9.0,
-                    x + 9.0,
-                    y - 7.0,
-                    y + 7.0
-                );
-            }
-        }
-        let _ = writeln!(
-            svg,
-            r#"<text x="{:.1}" y="{}">{}</text>"#,
-            x + 22.0,
-            y + 4.0,
-            escape(label)
-        );
-        x += 26.0 + label.chars().count() as f64 * 7.0;
-    }
-}
-
-/// A step line through `points`, held to `t_end`.
-fn steps(
-    svg: &mut String,
-    points: &[(u64, u64)],
-    x: &dyn Fn(u64) -> f64,
-    y: &dyn Fn(u64) -> f64,
-    color: &str,
-    width: &str,
-    t_end: u64,
-) {
-    let Some(&(t0, o0)) = points.first() else {
-        return;
-    };
-    let mut d = format!("M {:.1} {:.1}", x(t0), y(o0));
-    let mut last = o0;
-    for &(t, o) in &points[1..] {
-        if o != last {
-            let _ = write!(d, " H {:.1} V {:.1}", x(t), y(o));
-            last = o;
-        }
-    }
-    let _ = write!(d, " H {:.1}", x(t_end));
-    let _ = writeln!(
-        svg,
-        r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="{width}"/>"#
-    );
-}
-
-/// About five round tick values in `[0, max]`.
-fn ticks(max: u64) -> Vec<u64> {
-    let raw = (max as f64 / 5.0).max(1.0);
-    let magnitude = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * magnitude)
-        .find(|s| *s >= raw)
-        .unwrap_or(raw) as u64;
-    let step = step.max(1);
-    (0..=max / step).map(|i| i * step).collect()
-}
-
-/// At most `max` items, evenly spread.
-fn thin<T: Clone>(items: &[T], max: usize) -> Vec<T> {
-    if items.len() <= max {
-        return items.to_vec();
-    }
-    (0..max)
-        .map(|i| items[i * items.len() / max].clone())
-        .collect()
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ticks_are_round_and_bounded() {
-        assert_eq!(ticks(100), vec![0, 20, 40, 60, 80, 100]);
-        assert_eq!(ticks(3_050), vec![0, 1_000, 2_000, 3_000]);
-        assert_eq!(ticks(1), vec![0, 1]);
-        assert_eq!(thin(&[1, 2, 3, 4], 2), vec![1, 3]);
-    }
 }

@@ -120,9 +120,13 @@ impl TopicConfig {
         out
     }
 
-    /// Parses `topic.conf` text; unknown keys are errors (a typo must not pass).
+    /// Parses `topic.conf` text; unknown keys are errors (a typo must not pass), and so
+    /// is a file without `partitions`, the one key every version wrote: an empty file
+    /// (a rename whose data never reached the disk) must not open as a default topic
+    /// with fewer partitions than it had.
     pub fn decode(text: &str) -> Result<TopicConfig, String> {
         let mut c = TopicConfig::default();
+        let mut partitions_seen = false;
         for (number, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -137,7 +141,10 @@ impl TopicConfig {
             };
             let ms = |v: &str| num(v).map(Duration::from_millis);
             match key {
-                "partitions" => c.partitions = narrow(num(value)?)?,
+                "partitions" => {
+                    c.partitions = narrow(num(value)?)?;
+                    partitions_seen = true;
+                }
                 "delay_ms" => c.delay_ms = num(value)?,
                 "lease_ms" => c.lease_ms = num(value)?,
                 "retention_ms" => {
@@ -165,6 +172,9 @@ impl TopicConfig {
                 "reaper_interval_ms" => c.log.reaper_interval = ms(value)?,
                 other => return Err(format!("line {}: unknown key {other:?}", number + 1)),
             }
+        }
+        if !partitions_seen {
+            return Err("no partitions key (empty or damaged file)".into());
         }
         c.validate()?;
         Ok(c)
@@ -233,5 +243,8 @@ mod tests {
                 .contains("unknown key")
         );
         assert!(TopicConfig::decode("partitions=0\n").is_err());
+        // An empty file is damage, not a default topic.
+        assert!(TopicConfig::decode("").is_err());
+        assert!(TopicConfig::decode("delay_ms=5\n").is_err());
     }
 }

@@ -9,13 +9,13 @@
 //! | bit flip in a segment | in | the flipped frame's offsets; the engine must detect it (alarms) |
 //! | bit flip in the WAL | in | the entries of the flipped frame (`WalEntriesDamaged`) |
 //! | lost fsync of a segment | out | the frames it did not persist (`offsets`), on that partition |
-//! | lost fsync of `hwm` / `consumer.offset` | out | offsets between the durable value and the one written |
+//! | lost fsync of `hwm` / `consumer.offset` | out | offsets between the durable value and the one written, for records acknowledged before the next crash (also before the fault: the word covers them) |
 //! | lost fsync of a WAL file | out | the entries it did not persist (`WalEntriesDamaged`) |
 //! | misdirected write to a segment | out | the frames it overwrote and the frames it was meant to write |
 //! | misdirected write to the WAL | out | the entries overwritten and meant (`WalEntriesDamaged`) |
-//! | bit flip in `hwm` / `consumer.offset` | out | offsets between the value before and after |
+//! | bit flip in `hwm` / `consumer.offset` | out | offsets between the value before and after, for records acknowledged before the next crash |
 //! | torn write of `hwm` | out | the whole partition (an 8-byte write lies in one sector, so the disk never tears it) |
-//! | any out-of-contract fault on a topic's `topic.conf` (or its temp file) | out | every partition of that topic: the store cannot open it again |
+//! | any out-of-contract fault on a topic's `topic.conf` (or its temp file) | out | nothing directly: the store refuses the topic, and the refusal (an alarm this fault must explain) is the excuse |
 //!
 //! How long a reach lasts needs no field: a reach names the records the fault can destroy
 //! or the offsets it can move a word past, and those stay destroyed (or moved) until the
@@ -65,7 +65,7 @@ pub struct Reach {
     pub file: FileKind,
     /// The partition whose file it hit; `None` for the WAL and other store files.
     pub tp: Option<TopicPartition>,
-    /// The topic whose `topic.conf` it hit: then it reaches every partition of it.
+    /// The topic whose `topic.conf` it hit (it explains that topic's refusal; it excuses nothing itself).
     pub topic: Option<String>,
     /// The offsets it reaches on `tp`; `None` when the world could not say.
     pub offsets: Option<OffsetRange>,
@@ -74,9 +74,17 @@ pub struct Reach {
     /// For a reach of unknown offsets: acknowledgements up to this history index (the
     /// next crash after the fault).
     pub window_end: usize,
-    /// A lost fsync reaches only what was acknowledged after it: it persisted nothing
-    /// of the writes pending then, and records acknowledged before were fsynced before.
+    /// A lost fsync of a data file (segment, WAL) reaches only what was acknowledged
+    /// after it: it persisted nothing of the writes pending then, and records
+    /// acknowledged before were fsynced before.
     pub after_only: bool,
+    /// A fault on a word file (`hwm`, `consumer.offset`) moves a value an open reads;
+    /// it reaches records acknowledged (or read) before `window_end`, whatever their
+    /// ack time before the fault. A lost fsync's durable value is the old, true one,
+    /// which the next open reads and builds on: it ends at the next crash. A flipped
+    /// word stays wrong, open after open, until the engine writes the word again: it
+    /// ends at the first crash after that write.
+    pub until_crash: bool,
 }
 
 impl Reach {
@@ -93,10 +101,10 @@ impl Reach {
         if self.after_only && seen.is_some_and(|s| s < self.fault_index) {
             return false;
         }
-        if id.is_some_and(|id| self.ids.contains(&id)) {
-            return true;
+        if self.until_crash && seen.is_some_and(|s| s >= self.window_end) {
+            return false;
         }
-        if self.topic.as_deref() == Some(tp.topic.as_str()) {
+        if id.is_some_and(|id| self.ids.contains(&id)) {
             return true;
         }
         if self.tp.as_ref() != Some(tp) {
@@ -146,11 +154,58 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
             topic: path.as_deref().and_then(config_topic),
             offsets,
             ids,
-            window_end: facts.next_crash_after(index),
-            after_only: matches!(kind, FaultKind::LostFsync { .. }),
+            window_end: match kind {
+                FaultKind::BitFlip { file, .. } if word_file(*file) => tp
+                    .as_ref()
+                    .and_then(|tp| word_rewritten(facts, *file, tp, index))
+                    .map_or(usize::MAX, |w| facts.next_crash_after(w)),
+                _ => facts.next_crash_after(index),
+            },
+            after_only: matches!(kind, FaultKind::LostFsync { .. }) && !word_file(file),
+            until_crash: word_file(file),
         });
     }
     out
+}
+
+/// A file holding one word the next open reads (`hwm`, `consumer.offset`).
+fn word_file(file: FileKind) -> bool {
+    matches!(file, FileKind::Hwm | FileKind::ConsumerOffset)
+}
+
+/// The first write of `tp`'s word file after history index `after`: a frontier written
+/// (`consumer.offset`), or the engine's persisted HWM moving (`hwm`).
+fn word_rewritten(
+    facts: &Facts<'_>,
+    file: FileKind,
+    tp: &TopicPartition,
+    after: usize,
+) -> Option<usize> {
+    let mut persisted: Option<Offset> = None;
+    facts
+        .history
+        .events()
+        .iter()
+        .enumerate()
+        .skip(after + 1)
+        .find_map(|(i, e)| match (&e.kind, file) {
+            (EventKind::FrontierWritten { tp: t, .. }, FileKind::ConsumerOffset) if t == tp => {
+                Some(i)
+            }
+            (
+                EventKind::HwmObserved {
+                    tp: t,
+                    persisted_hwm: Some(p),
+                    ..
+                },
+                FileKind::Hwm,
+            ) if t == tp => {
+                let moved = persisted.is_some_and(|before| before != *p);
+                persisted = Some(*p);
+                moved.then_some(i)
+            }
+            _ => None,
+        })
 }
 
 /// The topic whose `topic.conf` (or its temp file) `path` names.

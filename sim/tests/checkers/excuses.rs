@@ -377,3 +377,16 @@ fn the_table_has_a_row_for_every_excuse_kind() {
         assert!(!kind.rule().is_empty());
     }
 }
+
+/// `sim/HARNESS.md` lists every row of the table: a new excuse cannot land unexplained.
+#[test]
+fn harness_md_names_every_excuse_row() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/HARNESS.md"))
+        .expect("sim/HARNESS.md");
+    for kind in ExcuseKind::ALL {
+        assert!(
+            doc.contains(&format!("| `{}` |", kind.name())),
+            "sim/HARNESS.md has no row for {kind}"
+        );
+    }
+}

@@ -8,18 +8,21 @@
 //! | crash, lost or torn unsynced write (not `hwm`), fsync EIO, ENOSPC, latency, clock step | in | none: nothing acknowledged may be lost |
 //! | bit flip in a segment | in | the flipped frame's offsets; the engine must detect it (alarms) |
 //! | bit flip in the WAL | in | the entries of the flipped frame (`WalEntriesDamaged`) |
-//! | lost fsync of a segment | out | the frames it did not persist (`offsets`), on that partition |
+//! | lost fsync of a segment | out | the frames it did not persist (`offsets`), on that partition, for records acknowledged after it and before an engine cut at or below their offset |
 //! | lost fsync of `hwm` / `consumer.offset` | out | offsets between the durable value and the one written, for records acknowledged before the next crash (also before the fault: the word covers them) |
 //! | lost fsync of a WAL file | out | the entries it did not persist (`WalEntriesDamaged`) |
-//! | misdirected write to a segment | out | the frames it overwrote and the frames it was meant to write |
+//! | misdirected write to a segment | out | the frames it overwrote and the frames it was meant to write, for records acknowledged before an engine cut at or below their offset |
 //! | misdirected write to the WAL | out | the entries overwritten and meant (`WalEntriesDamaged`) |
 //! | bit flip in `hwm` / `consumer.offset` | out | offsets between the value before and after, for records acknowledged before the next crash |
-//! | torn write of `hwm` | out | the whole partition (an 8-byte write lies in one sector, so the disk never tears it) |
+//! | torn write of `hwm` | out | the whole partition, until the first crash after the word is rewritten (an 8-byte write lies in one sector, so the disk never tears it) |
 //! | any out-of-contract fault on a topic's `topic.conf` (or its temp file) | out | nothing directly: the store refuses the topic, and the refusal (an alarm this fault must explain) is the excuse |
 //!
-//! How long a reach lasts needs no field: a reach names the records the fault can destroy
-//! or the offsets it can move a word past, and those stay destroyed (or moved) until the
-//! file is rewritten, which the engine's own account (alarms, rewrites) then shows.
+//! How long a reach lasts: a reach names the records the fault can destroy or the
+//! offsets it can move a word past, and those stay destroyed (or moved) until the file
+//! is rewritten: a segment's from an engine cut on (`cuts_after`), a word's at its next
+//! write (`window_end`). Excuses for a word out of step with the log (an HWM beyond the
+//! tail, an HWM or log start that fell) ask, besides, whether the fault's file can move
+//! that word at all ([`LOG_FILES`], [`HWM_FILE`]).
 //! A fault whose reach the world could not compute (`offsets: None`) reaches the
 //! records of its partition acknowledged after it and before the next crash, the
 //! only acknowledgements a sync after it can have made on its strength; a fault
@@ -31,6 +34,14 @@ use super::facts::Facts;
 use crate::history::{
     EventKind, FaultKind, FileKind, Offset, OffsetRange, ProduceId, TopicPartition,
 };
+
+/// Files whose faults can lose or damage a partition's log frames: its segments, and its
+/// directory (the entry of a new segment; the recorder names a directory's path
+/// `Other` when an fsync of it is lost).
+pub const LOG_FILES: &[FileKind] = &[FileKind::Segment, FileKind::Directory, FileKind::Other];
+
+/// The `hwm` word alone.
+pub const HWM_FILE: &[FileKind] = &[FileKind::Hwm];
 
 /// In or out of the durability contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -85,6 +96,10 @@ pub struct Reach {
     /// word stays wrong, open after open, until the engine writes the word again: it
     /// ends at the first crash after that write.
     pub until_crash: bool,
+    /// The engine's cuts of `tp` after the fault: (history index, first offset cut). A
+    /// cut removes what the fault hit from its offset on; a record acknowledged after
+    /// the cut at such an offset was written after it, out of the fault's reach.
+    pub cuts_after: Vec<(usize, Offset)>,
 }
 
 impl Reach {
@@ -110,12 +125,31 @@ impl Reach {
         if self.tp.as_ref() != Some(tp) {
             return false;
         }
+        if let (Some(offset), Some(seen)) = (offset, seen)
+            && self
+                .cuts_after
+                .iter()
+                .any(|&(cut, from)| cut < seen && from <= offset)
+        {
+            return false;
+        }
         match (self.offsets, offset) {
             (Some(range), Some(offset)) => range.contains(offset),
             // Unknown offsets: the acknowledgements a sync after the fault made on its
             // strength, on this partition.
             _ => seen.is_some_and(|a| self.fault_index < a && a < self.window_end),
         }
+    }
+
+    /// Whether the fault hit a file of one of `files`.
+    pub fn on(&self, files: &[FileKind]) -> bool {
+        files.contains(&self.file)
+    }
+
+    /// Whether its offsets meet `gap` (unknown offsets meet every gap).
+    pub fn meets(&self, gap: OffsetRange) -> bool {
+        self.offsets
+            .is_none_or(|o| o.start < gap.end && gap.start < o.end)
     }
 
     /// Whether the reach includes the offset `offset` of `tp`, or everything there.
@@ -155,14 +189,30 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
             offsets,
             ids,
             window_end: match kind {
-                FaultKind::BitFlip { file, .. } if word_file(*file) => tp
-                    .as_ref()
-                    .and_then(|tp| word_rewritten(facts, *file, tp, index))
-                    .map_or(usize::MAX, |w| facts.next_crash_after(w)),
+                // A flipped or torn word stays wrong until the engine writes it again.
+                FaultKind::BitFlip { file, .. } | FaultKind::TornWrite { file }
+                    if word_file(*file) =>
+                {
+                    tp.as_ref()
+                        .and_then(|tp| word_rewritten(facts, *file, tp, index))
+                        .map_or(usize::MAX, |w| facts.next_crash_after(w))
+                }
                 _ => facts.next_crash_after(index),
             },
             after_only: matches!(kind, FaultKind::LostFsync { .. }) && !word_file(file),
             until_crash: word_file(file),
+            cuts_after: tp
+                .as_ref()
+                .filter(|_| file == FileKind::Segment)
+                .map(|tp| {
+                    facts
+                        .alarms
+                        .cuts(tp)
+                        .filter(|c| c.index > index)
+                        .map(|c| (c.index, c.offset))
+                        .collect()
+                })
+                .unwrap_or_default(),
         });
     }
     out
@@ -175,7 +225,7 @@ fn word_file(file: FileKind) -> bool {
 
 /// The first write of `tp`'s word file after history index `after`: a frontier written
 /// (`consumer.offset`), or the engine's persisted HWM moving (`hwm`).
-fn word_rewritten(
+pub fn word_rewritten(
     facts: &Facts<'_>,
     file: FileKind,
     tp: &TopicPartition,

@@ -21,7 +21,7 @@ use std::fmt;
 use super::alarms::SkipFact;
 use super::contract::Reach;
 use super::facts::Facts;
-use crate::history::{Offset, ProduceId, TopicPartition};
+use crate::history::{FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
 
 /// The rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -137,6 +137,20 @@ impl fmt::Display for ExcuseKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// How long a data file's fault keeps a word apart from the log, for
+/// [`Excuses::out_of_contract_gap`] (a word file's own fault lasts as its reach says).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GapLasts {
+    /// Until the next crash: an in-memory word, rebuilt from the disk by the next open.
+    UntilCrash,
+    /// Through the incarnation after the next crash: a word an open reads back from
+    /// what the crash made durable (a log start from the directory).
+    ThroughNextIncarnation,
+    /// Until the first crash after the engine writes `hwm` again: the persisted word
+    /// stays past the lost frames, open after open, until a clamp rewrites it.
+    UntilHwmRewritten,
 }
 
 /// One excuse made: the row, the events it rests on, and what it covers.
@@ -264,11 +278,11 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ack_index: Option<usize>,
         before: usize,
     ) -> Option<Excuse> {
-        let r: &Reach = self
-            .facts
-            .reaches
-            .iter()
-            .find(|r| r.fault_index < before && r.covers(tp, offset, id, ack_index))?;
+        let r: &Reach = self.facts.reaches.iter().find(|r| {
+            r.fault_index < before
+                && r.covers(tp, offset, id, ack_index)
+                && self.wal_entry_needed(r, tp, offset, id, ack_index)
+        })?;
         let what = match (r.offsets, r.ids.is_empty()) {
             (Some(range), _) => format!("{tp} offsets {range}"),
             (None, false) => format!("{} WAL entries", r.ids.len()),
@@ -282,6 +296,36 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 self.facts.describe_fault(r.fault_index)
             ),
         ))
+    }
+
+    /// Whether the record needed the WAL entry `r` destroyed: a reach by WAL entry
+    /// covers a record only if its log copy was not yet committed below the persisted
+    /// HWM at the first crash after the ack and the fault (from there on the log copy is
+    /// what recovery trusts, and the entry is spent). Without a crash after, the
+    /// running engine never read the entry back. When a crash lies between the ack and
+    /// the fault, the record may sit at another offset since (a replay re-committed
+    /// it), so the ack's offset proves nothing and the entry is taken as needed.
+    fn wal_entry_needed(
+        &self,
+        r: &Reach,
+        tp: &TopicPartition,
+        offset: Option<Offset>,
+        id: Option<ProduceId>,
+        ack_index: Option<usize>,
+    ) -> bool {
+        let (Some(id), Some(offset), Some(ack)) = (id, offset, ack_index) else {
+            return true;
+        };
+        if !r.ids.contains(&id) || self.facts.crash_between(ack, r.fault_index) {
+            return true;
+        }
+        let from = ack.max(r.fault_index);
+        self.facts
+            .crashes
+            .iter()
+            .find(|c| c.index > from)
+            .and_then(|c| c.partitions.get(tp))
+            .is_some_and(|p| offset >= p.persisted_hwm)
     }
 
     /// `CutAboveHwm`: an open after `after` and before `before` cut `tp` at or below
@@ -414,25 +458,39 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ))
     }
 
-    /// `OutOfContract`, for an HWM or durable tail out of step: the first
-    /// out-of-contract fault on `tp` before `before` whose reach starts below `offset`
-    /// (data the engine believed durable from there on is not, or a word moved past
-    /// it), or whose offsets are unknown.
-    pub fn out_of_contract_below(
+    /// `OutOfContract`, for a word out of step with the log (an HWM beyond the durable
+    /// tail, an HWM or log start that fell): the first out-of-contract fault on a file
+    /// of `files` of `tp`, injected before `index` and with its window still open there
+    /// (a data file's until the next crash, a word file's as [`Reach::window_end`]
+    /// says), whose offsets meet the gap `[low, high)` the word moved across (or are
+    /// unknown). Which files can move which word is the caller's to say: a lost segment
+    /// frame lowers the tail, only a fault on `hwm` moves the persisted HWM down.
+    /// `lasts` says how long a data file's fault keeps the word apart from the log.
+    pub fn out_of_contract_gap(
         &self,
         tp: &TopicPartition,
-        offset: Offset,
-        before: usize,
+        files: &[FileKind],
+        gap: OffsetRange,
+        index: usize,
+        lasts: GapLasts,
     ) -> Option<Excuse> {
-        let r = self
-            .facts
-            .reaches_before(tp, before)
-            .find(|r| r.offsets.is_none_or(|o| o.start < offset))?;
+        let r = self.facts.reaches_before(tp, index).find(|r| {
+            let end = match lasts {
+                _ if r.until_crash => r.window_end,
+                GapLasts::UntilCrash => r.window_end,
+                GapLasts::ThroughNextIncarnation => self.facts.next_crash_after(r.window_end),
+                GapLasts::UntilHwmRewritten => {
+                    super::contract::word_rewritten(self.facts, FileKind::Hwm, tp, r.fault_index)
+                        .map_or(usize::MAX, |w| self.facts.next_crash_after(w))
+                }
+            };
+            r.on(files) && index <= end && r.meets(gap)
+        })?;
         Some(Excuse::new(
             ExcuseKind::OutOfContract,
             vec![r.fault_index],
             format!(
-                "{} reaching {tp} {}",
+                "{} reaching {tp} {} across the gap {gap}",
                 self.facts.describe_fault(r.fault_index),
                 r.offsets
                     .map_or_else(|| "offsets unknown".to_owned(), |o| o.to_string())

@@ -41,11 +41,12 @@
 use serde::Serialize;
 
 use super::alarms::AlarmFact;
-use super::contract::Contract;
+use super::contract::{Contract, HWM_FILE, LOG_FILES};
 use super::facts::Facts;
 use super::{RecordRef, Violation};
 use crate::history::{
-    Alarm, DiskView, EventKind, FaultKind, FileKind, Incarnation, Offset, OpenRule, TopicPartition,
+    Alarm, DiskView, EventKind, FaultKind, FileKind, Incarnation, Offset, OffsetRange, OpenRule,
+    TopicPartition,
 };
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -273,17 +274,19 @@ fn damage_at(
     })
 }
 
-/// An out-of-contract fault on `tp` before `before` reaching `offset` (or of unknown
-/// reach).
+/// An out-of-contract fault on a file of `files` of `tp` before `before` reaching
+/// `offset` (or of unknown reach). A frame-level alarm (a bad frame, a cut, a skip) is
+/// explained only by a fault on the log's own files; a clamp also by one on `hwm`.
 fn reach_at(
     facts: &Facts<'_>,
     tp: &TopicPartition,
+    files: &[FileKind],
     offset: Offset,
     before: usize,
 ) -> Option<usize> {
     facts
         .reaches_before(tp, before)
-        .find(|r| r.offsets.is_none_or(|o| o.contains(offset)))
+        .find(|r| r.on(files) && r.offsets.is_none_or(|o| o.contains(offset)))
         .map(|r| r.fault_index)
 }
 
@@ -300,13 +303,25 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
     let before = alarm.index;
     let disk: Option<&DiskView> = facts.alarms.view_before(tp, alarm.incarnation, before);
     let caused_at = |offset: Offset, before: usize| {
-        damage_at(facts, tp, offset, before).or_else(|| reach_at(facts, tp, offset, before))
+        damage_at(facts, tp, offset, before)
+            .or_else(|| reach_at(facts, tp, LOG_FILES, offset, before))
     };
     match &alarm.alarm {
+        // A refusal naming the `hwm` file (malformed) is that word's fault's to explain.
+        Alarm::Refused { segment, .. } if segment == cafelog_engine::format::layout::HWM_FILE => {
+            facts
+                .reaches_before(tp, before)
+                .all(|r| !r.on(HWM_FILE))
+                .then(|| "of a malformed hwm file with no fault on it that could make one".into())
+        }
         Alarm::Refused { .. } => {
             let disk = disk?;
             match &disk.bad {
-                Some(bad) => caused_at(bad.offset, before).is_none().then(|| {
+                // Damage where the bad region starts, or a fault on `hwm` that moved the
+                // word past it (a hole above the true HWM is R2's to cut, not refuse).
+                Some(bad) => (caused_at(bad.offset, before).is_none()
+                    && reach_at(facts, tp, HWM_FILE, bad.offset, before).is_none())
+                .then(|| {
                     format!(
                         "with no damage at rest or out-of-contract fault reaching offset {} \
                          (where the bad region starts) before the open",
@@ -314,31 +329,40 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
                     )
                 }),
                 // A malformed `hwm` file: only an out-of-contract fault makes one.
-                None => {
-                    facts.reaches_before(tp, before).next().is_none().then(|| {
-                        "with a malformed hwm file and no fault that could make one".into()
-                    })
-                }
+                None => facts
+                    .reaches_before(tp, before)
+                    .all(|r| !r.on(HWM_FILE))
+                    .then(|| {
+                        "with a malformed hwm file and no fault on it that could make one".into()
+                    }),
             }
         }
-        Alarm::Clamp { hwm, .. } => caused_at(*hwm, before).is_none().then(|| {
+        Alarm::Clamp { hwm, .. } => (caused_at(*hwm, before).is_none()
+            && reach_at(facts, tp, HWM_FILE, *hwm, before).is_none())
+        .then(|| {
             format!(
                 "with no damage at rest to the frame at offset {hwm} and no out-of-contract \
                  fault reaching it before the open: the missing tail has no cause"
             )
         }),
         Alarm::TornTail { offset, .. } | Alarm::Hole { offset, .. } => {
-            let durable_tail = facts
-                .crash_before(open)
-                .and_then(|c| c.partitions.get(tp))
-                .map_or(0, |p| p.durable_tail);
-            (*offset < durable_tail && caused_at(*offset, before).is_none()).then(|| {
-                format!(
-                    "cuts durable data (the crash before left the durable tail at \
+            let crash = facts.crash_before(open).and_then(|c| c.partitions.get(tp));
+            let durable_tail = crash.map_or(0, |p| p.durable_tail);
+            // On a damaged partition the crash's durable tail is a lower bound that rests
+            // on the persisted HWM; a fault on `hwm` reaching the cut makes that bound,
+            // not the cut, wrong.
+            let bound_on_word = crash.is_some_and(|p| {
+                p.durable_tail == p.persisted_hwm && p.durable_tail > p.memory_hwm.unwrap_or(0)
+            }) && reach_at(facts, tp, HWM_FILE, *offset, before).is_some();
+            (*offset < durable_tail && !bound_on_word && caused_at(*offset, before).is_none()).then(
+                || {
+                    format!(
+                        "cuts durable data (the crash before left the durable tail at \
                      {durable_tail}) with no damage at rest or out-of-contract fault reaching \
                      offset {offset} before the open"
-                )
-            })
+                    )
+                },
+            )
         }
         Alarm::FrameSkipped { base, records } => {
             let end = base + records;
@@ -349,7 +373,8 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
         }
         Alarm::RecordsSkipped { base, records } => {
             let end = base + records;
-            let hit = (*base..end).any(|o| reach_at(facts, tp, o, alarm.index).is_some());
+            let hit =
+                (*base..end).any(|o| reach_at(facts, tp, LOG_FILES, o, alarm.index).is_some());
             (!hit).then(|| {
                 format!(
                     "in a CRC-valid frame with no out-of-contract fault reaching [{base}, {end}) \
@@ -434,10 +459,18 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
                 .alarms
                 .clamps(tp)
                 .any(|c| c.index < alarm.index && c.hwm < *value);
-            let reach = facts.reaches_before(tp, alarm.index).next().is_some();
+            // Or a fault that moved one of the two apart: lost frames or the `hwm` word
+            // (the HWM fell), or `consumer.offset` (the frontier word rose).
+            let reach = facts.reaches_before(tp, alarm.index).any(|r| {
+                (r.on(LOG_FILES) || r.on(HWM_FILE) || r.file == FileKind::ConsumerOffset)
+                    && r.meets(OffsetRange {
+                        start: *clamped,
+                        end: *value,
+                    })
+            });
             (!clamp && !reach).then(|| {
                 "above the HWM with no clamp below it and no out-of-contract fault on the \
-                 partition"
+                 partition's log, hwm or consumer.offset reaching the gap"
                     .into()
             })
         }

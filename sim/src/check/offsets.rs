@@ -15,18 +15,25 @@
 //! Excuse rows ([`super::excuse`]): `clamped` (a recorded clamp after the read lets
 //! offsets it gave up change or vanish, and the HWM drop by at most the recorded
 //! amount), `cut_above_hwm` (an open cut the offset while it lay at or above the
-//! persisted HWM it read), `out_of_contract` (a fault whose reach names the offset, or
-//! for the HWM rules starts below it), `refused`, `retention` (below the log start),
+//! persisted HWM it read), `out_of_contract` (a fault whose reach names the offset; for
+//! the word rules a fault on a file that can move that word, whose offsets meet the
+//! gap the word moved across, in its window: segment or directory faults for an HWM
+//! beyond the tail, the `hwm` file for an HWM that fell, the directory for a log start
+//! that fell), `refused`, `retention` (below the log start),
 //! `last_hidden_tail`. Corrupt deliveries are left to `no_corrupt_delivery`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::excuse::{Excuse, Excuses};
+use super::contract::{HWM_FILE, LOG_FILES};
+use super::excuse::{Excuse, Excuses, GapLasts};
 use super::facts::Facts;
 use super::{Accounting, RecordRef, Violation, list};
-use crate::history::{EventKind, Incarnation, Offset, ProduceId, TopicPartition, parse_payload_id};
+use crate::history::{
+    EventKind, FileKind, Incarnation, Offset, OffsetRange, ProduceId, TopicPartition,
+    parse_payload_id,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ExcusedChange {
@@ -415,7 +422,27 @@ fn beyond_tail(
     if hwm <= tail {
         return;
     }
-    if let Some(excuse) = Excuses::new(facts).out_of_contract_below(tp, hwm, index) {
+    // A lost or misdirected frame lowers the tail under an HWM the engine believed, and
+    // under the persisted word until a clamp rewrites it; a fault on the `hwm` file
+    // also moves the persisted word past the log.
+    let (files, lasts): (&[FileKind], GapLasts) = if which.starts_with("persisted") {
+        (
+            &[
+                FileKind::Segment,
+                FileKind::Directory,
+                FileKind::Other,
+                FileKind::Hwm,
+            ],
+            GapLasts::UntilHwmRewritten,
+        )
+    } else {
+        (LOG_FILES, GapLasts::UntilCrash)
+    };
+    let gap = OffsetRange {
+        start: tail,
+        end: hwm,
+    };
+    if let Some(excuse) = Excuses::new(facts).out_of_contract_gap(tp, files, gap, index, lasts) {
         report.excused.push(ExcusedChange {
             tp: tp.clone(),
             offset: hwm,
@@ -452,7 +479,15 @@ fn persisted_backwards(
     let excuses = Excuses::new(facts);
     if let Some(excuse) = excuses
         .clamped_by(tp, drop, before_index, index)
-        .or_else(|| excuses.out_of_contract_below(tp, before, index))
+        .or_else(|| {
+            excuses.out_of_contract_gap(
+                tp,
+                HWM_FILE,
+                range(now, before),
+                index,
+                GapLasts::UntilCrash,
+            )
+        })
     {
         report.excused.push(ExcusedChange {
             tp: tp.clone(),
@@ -498,7 +533,15 @@ fn below_persisted_after_restart(
     if let Some(excuse) = excuses
         .clamped_by(tp, drop, crash_index, index)
         .or_else(|| excuses.refused(tp, crash_index))
-        .or_else(|| excuses.out_of_contract_below(tp, persisted, index))
+        .or_else(|| {
+            excuses.out_of_contract_gap(
+                tp,
+                HWM_FILE,
+                range(hwm, persisted),
+                index,
+                GapLasts::UntilCrash,
+            )
+        })
     {
         report.excused.push(ExcusedChange {
             tp: tp.clone(),
@@ -531,7 +574,13 @@ fn check_log_start(facts: &Facts<'_>, report: &mut OffsetsReport) {
         if let Some((before, before_index)) = last.get(tp)
             && log_start < before
             && Excuses::new(facts)
-                .out_of_contract_below(tp, *before, index)
+                .out_of_contract_gap(
+                    tp,
+                    DIRECTORY,
+                    range(*log_start, *before),
+                    index,
+                    GapLasts::ThroughNextIncarnation,
+                )
                 .is_none()
         {
             report.violations.push(Violation {
@@ -550,4 +599,11 @@ fn check_log_start(facts: &Facts<'_>, report: &mut OffsetsReport) {
             *entry = (*log_start, index);
         }
     }
+}
+
+/// A deleted segment comes back only if its unlink was lost: a fault on the directory.
+const DIRECTORY: &[FileKind] = &[FileKind::Directory, FileKind::Other];
+
+fn range(start: Offset, end: Offset) -> OffsetRange {
+    OffsetRange { start, end }
 }

@@ -194,7 +194,7 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
                     if word_file(*file) =>
                 {
                     tp.as_ref()
-                        .and_then(|tp| word_rewritten(facts, *file, tp, index))
+                        .and_then(|tp| word_rewritten(facts, *file, tp, index, offsets))
                         .map_or(usize::MAX, |w| facts.next_crash_after(w))
                 }
                 _ => facts.next_crash_after(index),
@@ -223,39 +223,66 @@ fn word_file(file: FileKind) -> bool {
     matches!(file, FileKind::Hwm | FileKind::ConsumerOffset)
 }
 
-/// The first write of `tp`'s word file after history index `after`: a frontier written
-/// (`consumer.offset`), or the engine's persisted HWM moving (`hwm`).
+/// The first write of `tp`'s word file after history index `after` that lasted: the
+/// engine's persisted HWM moving (`hwm`, read from the durable image), or a frontier
+/// written (`consumer.offset`) unless the next open found, instead of the value
+/// written, one of `flipped`'s ends (the word the fault left): a write the crash after
+/// it lost (the rename not yet durable) leaves the fault's word in place.
 pub fn word_rewritten(
     facts: &Facts<'_>,
     file: FileKind,
     tp: &TopicPartition,
     after: usize,
+    flipped: Option<OffsetRange>,
 ) -> Option<usize> {
+    let events = facts.history.events();
     let mut persisted: Option<Offset> = None;
-    facts
-        .history
-        .events()
-        .iter()
-        .enumerate()
-        .skip(after + 1)
-        .find_map(|(i, e)| match (&e.kind, file) {
-            (EventKind::FrontierWritten { tp: t, .. }, FileKind::ConsumerOffset) if t == tp => {
-                Some(i)
+    let mut from = after;
+    loop {
+        let write = events
+            .iter()
+            .enumerate()
+            .skip(from + 1)
+            .find_map(|(i, e)| match (&e.kind, file) {
+                (EventKind::FrontierWritten { tp: t, frontier }, FileKind::ConsumerOffset)
+                    if t == tp =>
+                {
+                    Some((i, Some(*frontier)))
+                }
+                (
+                    EventKind::HwmObserved {
+                        tp: t,
+                        persisted_hwm: Some(p),
+                        ..
+                    },
+                    FileKind::Hwm,
+                ) if t == tp => {
+                    let moved = persisted.is_some_and(|before| before != *p);
+                    persisted = Some(*p);
+                    moved.then_some((i, None))
+                }
+                _ => None,
+            })?;
+        let (write, Some(written)) = write else {
+            return Some(write.0);
+        };
+        let crash = facts.next_crash_after(write);
+        let seen_next = events
+            .iter()
+            .skip(crash.saturating_add(1))
+            .find_map(|e| match &e.kind {
+                EventKind::FrontierObserved { tp: t, frontier } if t == tp => Some(*frontier),
+                _ => None,
+            });
+        match (seen_next, flipped) {
+            (Some(seen), Some(range))
+                if seen != written && (seen == range.start || seen == range.end) =>
+            {
+                from = crash;
             }
-            (
-                EventKind::HwmObserved {
-                    tp: t,
-                    persisted_hwm: Some(p),
-                    ..
-                },
-                FileKind::Hwm,
-            ) if t == tp => {
-                let moved = persisted.is_some_and(|before| before != *p);
-                persisted = Some(*p);
-                moved.then_some(i)
-            }
-            _ => None,
-        })
+            _ => return Some(write),
+        }
+    }
 }
 
 /// The topic whose `topic.conf` (or its temp file) `path` names.

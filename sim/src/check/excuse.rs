@@ -479,10 +479,14 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 _ if r.until_crash => r.window_end,
                 GapLasts::UntilCrash => r.window_end,
                 GapLasts::ThroughNextIncarnation => self.facts.next_crash_after(r.window_end),
-                GapLasts::UntilHwmRewritten => {
-                    super::contract::word_rewritten(self.facts, FileKind::Hwm, tp, r.fault_index)
-                        .map_or(usize::MAX, |w| self.facts.next_crash_after(w))
-                }
+                GapLasts::UntilHwmRewritten => super::contract::word_rewritten(
+                    self.facts,
+                    FileKind::Hwm,
+                    tp,
+                    r.fault_index,
+                    None,
+                )
+                .map_or(usize::MAX, |w| self.facts.next_crash_after(w)),
             };
             r.on(files) && index <= end && r.meets(gap)
         })?;

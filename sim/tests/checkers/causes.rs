@@ -346,3 +346,60 @@ fn a_refusal_at_a_hole_above_the_hwm_is_explained_by_a_flip_of_hwm_past_it() {
         &["no damage at rest or out-of-contract fault reaching offset 2"],
     );
 }
+
+/// Id 1 consumed; a flip of orders/0's consumer.offset to 1000; the engine writes the
+/// frontier 1 again, and a crash follows. The next open finds `found` there; id 2 is
+/// acknowledged at offset 1 in that incarnation and never delivered (the open that
+/// follows clamps the frontier 1000 to the HWM, over it).
+fn frontier_rewrite_then_crash(found: u64) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::ConsumerOffset,
+                offsets: Some(OffsetRange {
+                    start: 1,
+                    end: 1_000,
+                }),
+                below_hwm: None,
+            },
+            Some(0),
+        )
+        .with(|t, h| {
+            h.frontier_written(t, &tp(0), 1);
+        })
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), found);
+        })
+        .produce(2, 0, 1, 1_001)
+        .crash(&[(0, 2, 2, 2)])
+        .restart()
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 1_000);
+        });
+    r
+}
+
+#[test]
+fn a_flipped_frontier_lasts_until_a_rewrite_of_it_survives_a_crash() {
+    // The rewrite before the crash was lost with it: the open still found the flipped
+    // word, so the flip reaches id 2, acknowledged after that crash.
+    let lost = frontier_rewrite_then_crash(1_000).report();
+    let excuse = lost.no_lost_ack.excuse_of(2).expect("excused");
+    assert_eq!(excuse.kind, ExcuseKind::OutOfContract, "{excuse}");
+    // The rewrite lasted (the open found 1): the flip's word was gone before id 2.
+    let lasted = frontier_rewrite_then_crash(1).report();
+    assert!(
+        lasted.no_lost_ack.excuse_of(2).is_none(),
+        "{:?}",
+        lasted.no_lost_ack.excuse_of(2)
+    );
+    assert_mentions(
+        &messages_of(&lasted, CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
+}

@@ -336,3 +336,41 @@ fn a_checkpoint_after_a_full_replay_stays_below_the_copies_it_relies_on() {
         );
     }
 }
+
+/// A flipped `hwm` below `consumer.offset` and a bad frame above it: R2 cuts there, and
+/// salvage and replay commit every record past the hole again, at new offsets below the
+/// stale frontier. The frontier must be bounded by the HWM the log recovered to, not the
+/// one after the replay, or acknowledged records are taken as consumed.
+#[test]
+fn a_frontier_above_the_recovered_hwm_does_not_hide_replayed_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    let mut acked = produce_ids(&store, 0, 10);
+    block(store.persist_hwms()).unwrap(); // persisted HWM 10
+    block(store.checkpoint_wal()).unwrap(); // entries of ids 0..10 checkpointed
+    let got = block(store.receive("t", 0, 8)).unwrap();
+    for d in &got {
+        block(store.ack("t", 0, d.offset)).unwrap();
+    }
+    block(store.persist_frontiers()).unwrap(); // consumer.offset = 8
+    acked.extend(produce_ids(&store, 10, 2)); // above the persisted HWM: only in the WAL
+    drop(store);
+    let part = dir.path().join("topics/t/p00000");
+    std::fs::write(part.join("hwm"), 2u64.to_be_bytes()).unwrap(); // the out-of-contract flip
+    flip_inside(&part.join("00000000000000000000.log"), b"id:3"); // R2 hole at offset 3
+    let (store, report) = open(dir.path(), &clock);
+    let p = &report.partitions[&("t".to_string(), 0)];
+    assert_eq!(
+        p.truncation.map(|t| t.0),
+        Some(cafelog_engine::recovery::TruncationRule::HoleAboveHwm)
+    );
+    let seen = delivered(&store);
+    for id in [10, 11] {
+        assert!(
+            seen.contains_key(&id),
+            "acknowledged id {id} lost: {seen:?} (acked {acked:?})"
+        );
+    }
+}

@@ -360,6 +360,36 @@ impl<F: Fs, C: Clock> Store<F, C> {
                     .map_err(log_err(&part.id))?;
             }
         }
+        // The replay commits at the recovered tail, reusing any offsets a cut or clamp
+        // took back. A `consumer.offset` above the recovered HWM (a clamp of damaged
+        // frames, or a damaged `hwm` word) would mark those re-committed records as
+        // acknowledged: lower it, durably, before anything is committed. This reads the
+        // word only to bound it; the queue state itself still loads on first touch.
+        for part in store.partitions() {
+            let bound = part.log.hwm();
+            let dir = part.log.dir().to_path_buf();
+            let path = dir.join(layout::CONSUMER_OFFSET_FILE);
+            let stored = crate::recovery::read_word_file(&store.inner.fs, &path)
+                .await
+                .map_err(|source| StoreError::Io {
+                    op: "read consumer.offset",
+                    source,
+                })?;
+            if let Ok(Some(value)) = stored
+                && value > bound
+            {
+                write_word_atomically(
+                    &store.inner.fs,
+                    &dir,
+                    layout::CONSUMER_OFFSET_FILE,
+                    layout::CONSUMER_OFFSET_TMP_FILE,
+                    bound,
+                )
+                .await?;
+                crate::alarm::frontier_clamped(&dir, value, bound);
+                add(&store.inner.metrics.frontier_clamps, 1);
+            }
+        }
         report.replayed = store.replay(entries, &checkpoint).await?;
         add(&store.inner.metrics.wal_replayed, report.replayed);
         Ok((store, report))

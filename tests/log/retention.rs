@@ -105,3 +105,51 @@ fn without_retention_nothing_is_deleted() {
             .is_empty()
     );
 }
+
+/// A crash between the unlinks and the directory sync brings the segments back: the
+/// reported log start must not have moved yet, or it would fall back after the restart.
+#[test]
+fn the_log_start_moves_only_once_the_delete_is_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let fs = FailingFs::default();
+    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
+        fs.clone(),
+        clock.clone(),
+        dir.path(),
+        config(),
+    ))
+    .unwrap();
+    for i in 0..10u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
+    }
+    pollster::block_on(log.persist_hwm()).unwrap();
+    let before = segment_files(dir.path()).len();
+    clock.advance(Duration::from_secs(61));
+    fs.fail_sync
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(pollster::block_on(log.reap_once()).is_err());
+    fs.fail_sync
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    // The reaper got as far as the unlinks: only the directory sync failed.
+    assert!(segment_files(dir.path()).len() < before);
+    assert_eq!(
+        log.status().log_start,
+        0,
+        "the log start moved before the delete was durable"
+    );
+    // Reads of the deleted range are refused already.
+    assert!(matches!(
+        pollster::block_on(log.read(0, 1)),
+        Err(cafelog_engine::log::LogError::OffsetBeforeLogStart { .. })
+    ));
+    // The next sweep that deletes durably moves it.
+    clock.advance(Duration::from_secs(61));
+    for i in 10..20u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
+    }
+    clock.advance(Duration::from_secs(61));
+    let report = pollster::block_on(log.reap_once()).unwrap();
+    assert_eq!(log.status().log_start, report.log_start);
+    assert!(report.log_start > 0);
+}

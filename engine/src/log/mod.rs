@@ -217,7 +217,11 @@ struct State<F: Fs> {
     durable_end: u64,
     hwm: u64,
     persisted_hwm: u64,
+    /// Reads are refused below it from the moment retention takes segments out of the map.
     log_start: u64,
+    /// The log start as the disk holds it, which `status` reports: retention raises it
+    /// only once its unlinks are durable, so a crash never shows an earlier one.
+    durable_log_start: u64,
     last_commit_ms: u64,
     segments: BTreeMap<u64, Segment<F>>,
     poisoned: Option<String>,
@@ -272,6 +276,12 @@ impl<F: Fs> State<F> {
             self.next_offset
         );
         assert!(
+            self.durable_log_start <= self.log_start,
+            "durable log start {} above the log start {}",
+            self.durable_log_start,
+            self.log_start
+        );
+        assert!(
             self.hwm_at_poison.is_none_or(|at| self.hwm == at),
             "HWM moved after the log was poisoned"
         );
@@ -286,6 +296,8 @@ impl<F: Fs> State<F> {
 /// Offsets and state of a log at one moment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogStatus {
+    /// The first offset the disk still holds: retention moves it once a delete is durable
+    /// (reads below a delete in flight are refused already).
     pub log_start: u64,
     pub hwm: u64,
     pub persisted_hwm: u64,
@@ -469,6 +481,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             hwm,
             persisted_hwm: hwm,
             log_start: scan.log_start,
+            durable_log_start: scan.log_start,
             last_commit_ms: scan.last_committed_at_ms.unwrap_or(0),
             segments,
             poisoned: None,
@@ -529,7 +542,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
     pub fn status(&self) -> LogStatus {
         let st = self.state();
         LogStatus {
-            log_start: st.log_start,
+            log_start: st.durable_log_start,
             hwm: st.hwm,
             persisted_hwm: st.persisted_hwm,
             durable_end: st.durable_end,

@@ -88,6 +88,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
             .sync_dir(&self.inner.dir)
             .await
             .map_err(LogError::io("sync directory after segment delete"))?;
+        {
+            let mut st = self.state();
+            st.durable_log_start = st.durable_log_start.max(new_start);
+            st.check_invariants();
+        }
         let m = &self.inner.metrics;
         add(&m.retention_segments_deleted, names.len() as u64);
         add(&m.retention_bytes_deleted, report.bytes);

@@ -32,6 +32,46 @@ use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
 
+/// A dispatch that lives as long as the process, so that tracing never takes its
+/// one-dispatch shortcut. With exactly one live dispatch, tracing-core caches a cold
+/// callsite's interest from whichever thread hits it first (tokio-rs/tracing#3611): an
+/// engine future of a finished run, dropped outside any run's scope on a test thread,
+/// would cache `never` for an alarm and hide it from every run after it in the process.
+/// With two or more, interest is the union over every live dispatch, and this one is
+/// interested in every alarm. Each run's own dispatch, on registering, rebuilds the cache.
+static KEEP_GENERAL_PATH: std::sync::LazyLock<tracing::Dispatch> =
+    std::sync::LazyLock::new(|| tracing::Dispatch::new(AlarmInterest));
+
+/// Makes sure [`KEEP_GENERAL_PATH`] is registered; call before a run installs its own
+/// subscriber.
+pub fn keep_alarm_interest() {
+    std::sync::LazyLock::force(&KEEP_GENERAL_PATH);
+}
+
+/// Interested in every alarm callsite, and never any thread's default: it sees no events.
+struct AlarmInterest;
+
+impl Subscriber for AlarmInterest {
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        if is_alarm(meta) {
+            Interest::always()
+        } else {
+            Interest::never()
+        }
+    }
+    fn enabled(&self, meta: &Metadata<'_>) -> bool {
+        is_alarm(meta)
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, _: &Event<'_>) {}
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
 thread_local! {
     /// The incarnation whose node task is being polled or dropped on this thread.
     static RAISING: Cell<Option<Incarnation>> = const { Cell::new(None) };

@@ -148,6 +148,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         rt.add_simulator::<SimFsPlugin>();
         rt.set_time_limit(Duration::from_millis(spec_inner.profile.end_ms() + 60_000));
         // The engine's alarms reach the history through this run's subscriber.
+        alarms::keep_alarm_interest();
         let slot = alarms::RecorderSlot::default();
         let subscriber = alarms::AlarmSubscriber::new(Arc::clone(&slot));
         tracing::subscriber::with_default(subscriber, || rt.block_on(world(spec_inner, sink, slot)))

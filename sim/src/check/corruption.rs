@@ -173,6 +173,24 @@ fn judge(
                 _ => false,
             }
     });
+    // Or cut away: damage that lands while an open runs, above a cut that open already
+    // announced (the engine raises the alarm, then truncates), is in bytes the truncation
+    // removes; the world placed it in frames that still existed.
+    let evidence = evidence.or_else(|| {
+        let incarnation = facts.incarnation_at(fault_index);
+        let opened_after = alarms.of(tp).iter().any(|a| {
+            a.index > fault_index
+                && a.incarnation == incarnation
+                && matches!(a.alarm, Alarm::LogOpened { .. })
+        });
+        alarms.of(tp).iter().find(|a| {
+            opened_after
+                && a.index < fault_index
+                && a.incarnation == incarnation
+                && matches!(&a.alarm, Alarm::TornTail { offset, .. } | Alarm::Hole { offset, .. }
+                    if *offset <= range.start)
+        })
+    });
     if let Some(a) = evidence {
         return DamageOutcome::Detected {
             evidence_index: a.index,

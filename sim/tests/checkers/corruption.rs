@@ -231,3 +231,51 @@ fn damage_above_the_hwm_is_detected_only_by_the_cut_that_removes_it() {
         &["never detected"],
     );
 }
+
+/// Three records; a crash; the open of incarnation 1 announces a cut at offset 1 (R2),
+/// and a flip lands in the frame of offset 2 while that open runs (`before_opened`) or
+/// after it finished; a later crash and restart scan the partition again.
+fn flip_during_a_cutting_open(before_opened: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(1)
+        .crash(&[(0, 1, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::Hole, 1, 1, Some(1))
+        .alarm(
+            Some(0),
+            Alarm::Hole {
+                segment: "00000000000000000000.log".into(),
+                position: 100,
+                offset: 1,
+                bytes: 200,
+            },
+        );
+    let flip = segment_flip(OffsetRange { start: 2, end: 3 }, Some(false));
+    if before_opened {
+        r.fault(flip.clone(), Some(0));
+    }
+    r.opened(0, 1, 1);
+    if !before_opened {
+        r.fault(flip, Some(0));
+    }
+    r.crash(&[(0, 1, 1, 1)]).restart().open_clean(0, 1, 1);
+    r
+}
+
+#[test]
+fn damage_above_a_cut_the_running_open_announced_is_cut_away() {
+    let report = flip_during_a_cutting_open(true).report();
+    assert!(
+        report.no_corrupt_delivery.violations.is_empty(),
+        "{:?}",
+        report.no_corrupt_delivery.violations
+    );
+    // Once the open has finished, the cut is behind the damage: a later scan must find it.
+    let report = flip_during_a_cutting_open(false).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::NoCorruptDelivery),
+        &["never detected"],
+    );
+}

@@ -368,13 +368,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
         for part in store.partitions() {
             let bound = part.log.hwm();
             let dir = part.log.dir().to_path_buf();
-            let path = dir.join(layout::CONSUMER_OFFSET_FILE);
-            let stored = crate::recovery::read_word_file(&store.inner.fs, &path)
-                .await
-                .map_err(|source| StoreError::Io {
-                    op: "read consumer.offset",
-                    source,
-                })?;
+            let stored = store.read_frontier_word(&part).await?;
             if let Ok(Some(value)) = stored
                 && value > bound
             {
@@ -656,6 +650,21 @@ impl<F: Fs, C: Clock> Store<F, C> {
         })
     }
 
+    /// The partition's `consumer.offset` word: `Ok(None)` when absent, `Err(reason)`
+    /// when unreadable as a word.
+    async fn read_frontier_word(
+        &self,
+        part: &Partition<F, C>,
+    ) -> Result<Result<Option<u64>, String>, StoreError> {
+        let path = part.log.dir().join(layout::CONSUMER_OFFSET_FILE);
+        crate::recovery::read_word_file(&self.inner.fs, &path)
+            .await
+            .map_err(|source| StoreError::Io {
+                op: "read consumer.offset",
+                source,
+            })
+    }
+
     /// Loads the partition's queue state from `consumer.offset` on first touch.
     async fn queue<'a>(
         &self,
@@ -663,13 +672,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
     ) -> Result<async_lock::MutexGuard<'a, Option<Queue>>, StoreError> {
         let mut guard = part.queue.lock().await;
         if guard.is_none() {
-            let path = part.log.dir().join(layout::CONSUMER_OFFSET_FILE);
-            let stored = crate::recovery::read_word_file(&self.inner.fs, &path)
-                .await
-                .map_err(|source| StoreError::Io {
-                    op: "read consumer.offset",
-                    source,
-                })?;
+            let stored = self.read_frontier_word(part).await?;
             let status = part.log.status();
             let value = match stored {
                 Ok(v) => v.unwrap_or(status.log_start),

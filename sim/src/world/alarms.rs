@@ -38,38 +38,17 @@ use tracing::{Event, Metadata, Subscriber};
 /// engine future of a finished run, dropped outside any run's scope on a test thread,
 /// would cache `never` for an alarm and hide it from every run after it in the process.
 /// With two or more, interest is the union over every live dispatch, and this one is
-/// interested in every alarm. Each run's own dispatch, on registering, rebuilds the cache.
-static KEEP_GENERAL_PATH: std::sync::LazyLock<tracing::Dispatch> =
-    std::sync::LazyLock::new(|| tracing::Dispatch::new(AlarmInterest));
+/// interested in every alarm (an [`AlarmSubscriber`] with no recorder, never any thread's
+/// default, so it sees no events). Each run's own dispatch, on registering, rebuilds the
+/// cache.
+static KEEP_GENERAL_PATH: std::sync::LazyLock<tracing::Dispatch> = std::sync::LazyLock::new(|| {
+    tracing::Dispatch::new(AlarmSubscriber::new(RecorderSlot::default()))
+});
 
 /// Makes sure [`KEEP_GENERAL_PATH`] is registered; call before a run installs its own
 /// subscriber.
 pub fn keep_alarm_interest() {
     std::sync::LazyLock::force(&KEEP_GENERAL_PATH);
-}
-
-/// Interested in every alarm callsite, and never any thread's default: it sees no events.
-struct AlarmInterest;
-
-impl Subscriber for AlarmInterest {
-    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
-        if is_alarm(meta) {
-            Interest::always()
-        } else {
-            Interest::never()
-        }
-    }
-    fn enabled(&self, meta: &Metadata<'_>) -> bool {
-        is_alarm(meta)
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, _: &Event<'_>) {}
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
 }
 
 thread_local! {

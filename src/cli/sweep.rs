@@ -135,6 +135,30 @@ fn verdict_name(verdict: &Verdict) -> &'static str {
 }
 
 impl SeedRecord {
+    /// The record of a seed whose run panicked past `run`'s own guard.
+    fn escaped_panic(
+        seed: u64,
+        profile: &str,
+        panic: &(dyn std::any::Any + Send),
+        wall: Duration,
+    ) -> SeedRecord {
+        let verdict = Verdict::from_panic(panic);
+        SeedRecord {
+            seed,
+            profile: profile.to_string(),
+            verdict: verdict_name(&verdict).to_string(),
+            checker: None,
+            message: verdict.to_string(),
+            faults: BTreeMap::new(),
+            stats: Stats::default(),
+            paths: BTreeMap::new(),
+            excuses: BTreeMap::new(),
+            trace_hash: String::new(),
+            sim_ms: 0,
+            wall_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
     fn from_outcome(o: &RunOutcome, wall: Duration) -> SeedRecord {
         let counts = o
             .report
@@ -351,12 +375,14 @@ fn run_all(
                 let begun = Instant::now();
                 // A fresh OS thread per seed: nothing of one run's thread state can leak
                 // into the next (madsim's own test builder does the same).
-                let outcome = std::thread::spawn(move || run(&spec)).join();
-                let Ok(outcome) = outcome else { return };
-                if tx
-                    .send(SeedRecord::from_outcome(&outcome, begun.elapsed()))
-                    .is_err()
-                {
+                let name = spec.profile.name;
+                let record = match std::thread::spawn(move || run(&spec)).join() {
+                    Ok(outcome) => SeedRecord::from_outcome(&outcome, begun.elapsed()),
+                    // `run` reports every panic as a verdict; one that still escapes
+                    // is this seed's simulator crash, never a seed silently dropped.
+                    Err(panic) => SeedRecord::escaped_panic(seed, name, &*panic, begun.elapsed()),
+                };
+                if tx.send(record).is_err() {
                     return;
                 }
             }
@@ -667,5 +693,24 @@ pub fn merge_command(args: &MergeArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_that_escapes_a_run_is_a_failing_seed_not_a_missing_one() {
+        let payload: Box<dyn std::any::Any + Send> = Box::new("attempt to add with overflow");
+        let record = SeedRecord::escaped_panic(7, "quick", &*payload, Duration::from_millis(3));
+        assert!(!record.passed());
+        assert_eq!(record.verdict, "simulator_crash");
+        assert_eq!((record.seed, record.profile.as_str()), (7, "quick"));
+        assert!(
+            record.message.contains("attempt to add with overflow"),
+            "{}",
+            record.message
+        );
     }
 }

@@ -167,12 +167,20 @@ impl Accounting {
         // What the engine recorded giving up: clamps and consume-time skips, by its
         // own alarms.
         for tp in facts.alarms.by_tp.keys() {
-            let clamped: u64 = facts.alarms.clamps(tp).map(|c| c.lost).sum();
-            let skipped: u64 = facts.alarms.skips(tp).map(|s| s.records).sum();
-            if clamped + skipped > 0 {
+            let clamped = facts
+                .alarms
+                .clamps(tp)
+                .map(|c| c.lost)
+                .fold(0, u64::saturating_add);
+            let skipped = facts
+                .alarms
+                .skips(tp)
+                .map(|s| s.records)
+                .fold(0, u64::saturating_add);
+            if clamped.saturating_add(skipped) > 0 {
                 accounting
                     .recorded_loss
-                    .insert(tp.clone(), clamped + skipped);
+                    .insert(tp.clone(), clamped.saturating_add(skipped));
             }
         }
         accounting
@@ -191,7 +199,11 @@ impl Accounting {
                 .sum(),
             unexpected: len(self.unexpected.len()),
             corrupt: len(self.corrupt.len()),
-            recorded_loss: self.recorded_loss.values().sum(),
+            recorded_loss: self
+                .recorded_loss
+                .values()
+                .copied()
+                .fold(0, u64::saturating_add),
         }
     }
 }

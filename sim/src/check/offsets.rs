@@ -529,7 +529,7 @@ fn below_persisted_after_restart(
         .clamps(tp)
         .filter(|c| c.incarnation == inc)
         .map(|c| c.lost)
-        .sum();
+        .fold(0, u64::saturating_add);
     if let Some(excuse) = excuses
         .clamped_by(tp, drop, crash_index, index)
         .or_else(|| excuses.refused(tp, crash_index))

@@ -119,6 +119,16 @@ impl Verdict {
         Verdict::SimulatorCrash { message }
     }
 
+    /// A panic in the checkers themselves: a simulator crash that says where it was.
+    pub fn checker_panic(payload: &(dyn Any + Send)) -> Self {
+        match Verdict::from_panic(payload) {
+            Verdict::SimulatorCrash { message } => Verdict::SimulatorCrash {
+                message: format!("the checkers panicked: {message}"),
+            },
+            other => other,
+        }
+    }
+
     pub fn exit_code(&self) -> i32 {
         match self {
             Verdict::Pass => EXIT_PASS,

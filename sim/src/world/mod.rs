@@ -163,10 +163,15 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         context_events: 4,
     };
     let (verdict, report) = match result {
-        Ok(()) => {
+        // A checker that panics is the harness's failure: this seed's verdict, like a
+        // panic in the run, never lost with the seed.
+        Ok(()) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let report = check(&history, &config);
-            (report.verdict(&history, &config), Some(report))
-        }
+            (report.verdict(&history, &config), report)
+        })) {
+            Ok((verdict, report)) => (verdict, Some(report)),
+            Err(panic) => (Verdict::checker_panic(&*panic), None),
+        },
         Err(panic) => (Verdict::from_panic(&*panic), None),
     };
     let mut paths = paths;

@@ -437,3 +437,37 @@ fn a_refused_topic_needs_a_fault_on_its_topic_conf() {
         &["no out-of-contract fault hit the topic.conf of orders"],
     );
 }
+
+#[test]
+fn clamps_of_flipped_words_add_up_without_overflow() {
+    // CI's fresh range on 05774e9: two clamps, each from an `hwm` flipped to a huge
+    // value, overflowed the oracle's sum of recorded loss (and the seed vanished from
+    // the sweep). The sums saturate.
+    let huge = u64::MAX / 2 + 10;
+    let flip = FaultKind::BitFlip {
+        file: FileKind::Hwm,
+        offsets: Some(OffsetRange {
+            start: 1,
+            end: huge + 1,
+        }),
+        below_hwm: None,
+    };
+    let mut r = Run::new();
+    r.produced(1).hwm(0, 1, 1, 1).delivered(1);
+    for _ in 0..2 {
+        r.fault(flip.clone(), Some(0))
+            .crash(&[(0, huge + 1, 1, 1)])
+            .restart()
+            .alarm(
+                Some(0),
+                Alarm::Clamp {
+                    persisted_hwm: huge + 1,
+                    hwm: 1,
+                    lost: huge,
+                },
+            )
+            .counters(0, huge, 0);
+    }
+    let report = r.report();
+    assert_eq!(report.accounting.counts().recorded_loss, u64::MAX);
+}

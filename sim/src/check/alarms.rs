@@ -127,6 +127,13 @@ impl AlarmIndex {
         })
     }
 
+    /// Whether an open of `incarnation` reported the WAL damaged (it replayed it).
+    pub fn wal_damaged_in(&self, incarnation: Incarnation) -> bool {
+        self.store
+            .iter()
+            .any(|a| a.incarnation == incarnation && matches!(a.alarm, Alarm::WalDamaged { .. }))
+    }
+
     /// The recorded clamps on `tp`.
     pub fn clamps<'a>(&'a self, tp: &TopicPartition) -> impl Iterator<Item = ClampFact> + 'a {
         self.of(tp).iter().filter_map(|a| match &a.alarm {

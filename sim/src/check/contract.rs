@@ -32,7 +32,8 @@ use std::collections::BTreeSet;
 
 use super::facts::Facts;
 use crate::history::{
-    EventKind, FaultKind, FileKind, Offset, OffsetRange, ProduceId, TopicPartition,
+    Alarm, EventKind, FaultKind, FileKind, Incarnation, Offset, OffsetRange, ProduceId,
+    TopicPartition,
 };
 
 /// Files whose faults can lose or damage a partition's log frames: its segments, and its
@@ -89,6 +90,8 @@ pub struct Reach {
     /// after it: it persisted nothing of the writes pending then, and records
     /// acknowledged before were fsynced before.
     pub after_only: bool,
+    /// The fault itself.
+    pub kind: FaultKind,
     /// A fault on a word file (`hwm`, `consumer.offset`) moves a value an open reads;
     /// it reaches records acknowledged (or read) before `window_end`, whatever their
     /// ack time before the fault. A lost fsync's durable value is the old, true one,
@@ -139,6 +142,83 @@ impl Reach {
             // strength, on this partition.
             _ => seen.is_some_and(|a| self.fault_index < a && a < self.window_end),
         }
+    }
+
+    /// A lost fsync: the durable file keeps what it held before the writes it lost.
+    pub fn lost_fsync(&self) -> bool {
+        matches!(self.kind, FaultKind::LostFsync { .. })
+    }
+
+    /// A word file's fault that shows at the crash after it (a lost fsync, a
+    /// misdirected write): `window_end` is that crash, and the open after it reads the
+    /// word it left.
+    fn word_at_crash(&self) -> bool {
+        word_file(self.file)
+            && !matches!(
+                self.kind,
+                FaultKind::BitFlip { .. } | FaultKind::TornWrite { .. }
+            )
+    }
+
+    /// Whether the fault can leave a word file of the wrong length, which the next open
+    /// must refuse as malformed. A flip changes bytes, never the length; a lost fsync
+    /// leaves the old 8 bytes or an empty file (which the engine reads as absent); a
+    /// torn write can leave a short one, a misdirected write a long one (which the
+    /// engine's rewrites at position 0 never shorten).
+    pub fn can_malform(&self) -> bool {
+        word_file(self.file)
+            && matches!(
+                self.kind,
+                FaultKind::TornWrite { .. } | FaultKind::Misdirected { .. }
+            )
+    }
+
+    /// Whether what the fault did can still be found at history index `index` (by an
+    /// open, or a read), at `offset` when one is asked about. A lost fsync of a data
+    /// file shows only once a crash followed it; a segment fault's frame at `offset` is
+    /// gone once an open that completed cut the log at or below it. A word file's
+    /// fault lasts until `window_end`; a lost fsync's or a misdirected write's (whose
+    /// `window_end` is the crash that made its word durable) until the engine writes
+    /// the word again after that crash.
+    pub fn live_at(&self, facts: &Facts<'_>, index: usize, offset: Option<Offset>) -> bool {
+        if index <= self.fault_index {
+            return false;
+        }
+        if word_file(self.file) {
+            if index < self.window_end || !self.word_at_crash() {
+                return index < self.window_end;
+            }
+            // The crash left the word the fault made durable; it stays until the engine
+            // writes the word again after that crash (killed opens write nothing).
+            let Some(tp) = &self.tp else {
+                return false;
+            };
+            if self.file == FileKind::Hwm && !hwm_left_by(facts, tp, self.window_end, self.offsets)
+            {
+                // A later write lasted: the crash left the engine's own word.
+                return false;
+            }
+            let rewritten = match self.file {
+                FileKind::Hwm => hwm_rewritten_after_crash(facts, tp, self.window_end),
+                _ => word_rewritten(facts, self.file, tp, self.window_end, self.offsets)
+                    .map(|w| facts.next_crash_after(w)),
+            };
+            return rewritten.is_none_or(|w| index < w);
+        }
+        if self.lost_fsync() && !facts.crash_between(self.fault_index, index) {
+            return false;
+        }
+        // A cut rewrote the frame only once its open completed: an alarm of that same
+        // open (a clamp after its cut) still sees what the fault left.
+        !offset.is_some_and(|o| {
+            self.cuts_after.iter().any(|&(cut, from)| {
+                from <= o
+                    && facts
+                        .opened_at
+                        .get(&facts.history.events()[cut].incarnation)
+                        .is_some_and(|&done| cut < done && done < index)
+            })
+        })
     }
 
     /// Whether the fault hit a file of one of `files`.
@@ -200,6 +280,7 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
                 _ => facts.next_crash_after(index),
             },
             after_only: matches!(kind, FaultKind::LostFsync { .. }) && !word_file(file),
+            kind: kind.clone(),
             until_crash: word_file(file),
             cuts_after: tp
                 .as_ref()
@@ -224,7 +305,8 @@ fn word_file(file: FileKind) -> bool {
 }
 
 /// The first write of `tp`'s word file after history index `after` that lasted: the
-/// engine's persisted HWM moving (`hwm`, read from the durable image), or a frontier
+/// engine's persisted HWM moving within an incarnation to neither of `flipped`'s ends
+/// (`hwm`), or a frontier
 /// written (`consumer.offset`) unless the next open found, instead of the value
 /// written, one of `flipped`'s ends (the word the fault left): a write the crash after
 /// it lost (the rename not yet durable) leaves the fault's word in place.
@@ -236,7 +318,20 @@ pub fn word_rewritten(
     flipped: Option<OffsetRange>,
 ) -> Option<usize> {
     let events = facts.history.events();
-    let mut persisted: Option<Offset> = None;
+    // The engine's persisted HWM before the fault, in its incarnation: a flip changes
+    // the file, not the engine's account of it, so a later report in that incarnation
+    // that differs is a write. An incarnation's first report is what its open read.
+    let mut persisted: Option<(Incarnation, Offset)> = events[..=after.min(events.len() - 1)]
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::HwmObserved {
+                tp: t,
+                persisted_hwm: Some(p),
+                ..
+            } if t == tp => Some((e.incarnation, *p)),
+            _ => None,
+        });
     let mut from = after;
     loop {
         let write = events
@@ -257,8 +352,12 @@ pub fn word_rewritten(
                     },
                     FileKind::Hwm,
                 ) if t == tp => {
-                    let moved = persisted.is_some_and(|before| before != *p);
-                    persisted = Some(*p);
+                    // A report of a flip's end is the word written before the flip,
+                    // reported late (the engine's report trails its writes).
+                    let moved = persisted
+                        .is_some_and(|(inc, before)| inc == e.incarnation && before != *p)
+                        && flipped.is_none_or(|r| *p != r.start && *p != r.end);
+                    persisted = Some((e.incarnation, *p));
                     moved.then_some((i, None))
                 }
                 _ => None,
@@ -271,6 +370,12 @@ pub fn word_rewritten(
             .iter()
             .skip(crash.saturating_add(1))
             .find_map(|e| match &e.kind {
+                // What the open read: the value before its clamp, when it clamped.
+                EventKind::EngineAlarm {
+                    tp: Some(t),
+                    alarm: Alarm::FrontierClamped { value, .. },
+                    ..
+                } if t == tp => Some(*value),
                 EventKind::FrontierObserved { tp: t, frontier } if t == tp => Some(*frontier),
                 _ => None,
             });
@@ -282,6 +387,67 @@ pub fn word_rewritten(
             }
             _ => return Some(write),
         }
+    }
+}
+
+/// When the engine had `tp`'s `hwm` in hand again after the crash at history index
+/// `crash`: the first persisted HWM observed after it that differs from the one the
+/// crash left (an advance), or the completion of the first open after it that came up
+/// on `tp`, which has clamped and rewritten (and synced) any word past its log.
+pub fn hwm_rewritten_after_crash(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    crash: usize,
+) -> Option<usize> {
+    let events = facts.history.events();
+    let c = facts.crashes.iter().find(|c| c.index == crash)?;
+    let left = c.partitions.get(tp)?.persisted_hwm;
+    let moved = events
+        .iter()
+        .enumerate()
+        .skip(crash + 1)
+        .find_map(|(i, e)| match &e.kind {
+            EventKind::HwmObserved {
+                tp: t,
+                persisted_hwm: Some(p),
+                ..
+            } if t == tp && *p != left => Some(i),
+            _ => None,
+        });
+    let opened = facts
+        .opened_at
+        .range(c.incarnation + 1..)
+        .map(|(&inc, &done)| (inc, done))
+        .find(|&(inc, done)| {
+            facts.alarms.of(tp).iter().any(|a| {
+                a.incarnation == inc && a.index < done && matches!(a.alarm, Alarm::LogOpened { .. })
+            })
+        })
+        .map(|(_, done)| done);
+    match (moved, opened) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Whether the crash at `crash` left `tp`'s durable `hwm` at one end of `offsets` (the
+/// word a fault between those values left), or the fault's offsets are unknown. A
+/// durable word elsewhere is a later write's, which lasted.
+fn hwm_left_by(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    crash: usize,
+    offsets: Option<OffsetRange>,
+) -> bool {
+    let left = facts
+        .crashes
+        .iter()
+        .find(|c| c.index == crash)
+        .and_then(|c| c.partitions.get(tp))
+        .map(|p| p.persisted_hwm);
+    match (left, offsets) {
+        (Some(left), Some(r)) => left == r.start || left == r.end,
+        _ => true,
     }
 }
 

@@ -14,8 +14,9 @@
 //! re-commits land from the cut on, which may be below the hidden copy.
 //!
 //! Also explained, each by the event it names: `damaged_copy_recommitted` (the engine
-//! skipped the earlier copy's frame as unreadable before the later copy appeared: the
-//! replay's check for visible copies could not see it), `checkpoint_lost` (the later
+//! skipped the earlier copy's frame as unreadable, or a recorded clamp gave its offset
+//! up, before the later copy appeared: the replay's check for visible copies could not
+//! see it), `checkpoint_lost` (the later
 //! copy first appeared after an open found the WAL checkpoint unreadable and replayed
 //! every entry), `out_of_contract` (a fault whose reach names either copy's offset).
 
@@ -180,8 +181,8 @@ fn explain(
     earlier: &Copy,
     later: &Copy,
 ) -> Option<Excuse> {
-    damaged_copy(facts, earlier, later.first_delivery)
-        .or_else(|| damaged_copy(facts, later, earlier.first_delivery))
+    damaged_copy(facts, earlier, later)
+        .or_else(|| damaged_copy(facts, later, earlier))
         .or_else(|| checkpoint_lost(facts, earlier, later))
         .or_else(|| checkpoint_lost(facts, later, earlier))
         .or_else(|| {
@@ -197,16 +198,46 @@ fn explain(
         })
 }
 
-/// `damaged_copy_recommitted`: the engine skipped `copy`'s frame as unreadable after the
-/// copy was first delivered and before `until` (a history index).
-fn damaged_copy(facts: &Facts<'_>, copy: &Copy, until: usize) -> Option<Excuse> {
-    let skip = facts.alarms.skips(&copy.tp).find(|s| {
-        s.frame && s.index > copy.first_delivery && s.index < until && s.contains(copy.offset)
-    })?;
+/// `damaged_copy_recommitted`: after `copy` was first delivered and before `other`
+/// was, the engine gave `copy` up as unreadable: it skipped its frame, or an open's
+/// recorded clamp gave up its offset and `other` lies where that open's replay
+/// commits (from the clamped HWM on, on the same partition).
+fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> {
+    let until = other.first_delivery;
+    let skip = facts
+        .alarms
+        .skips(&copy.tp)
+        .find(|s| {
+            s.frame && s.index > copy.first_delivery && s.index < until && s.contains(copy.offset)
+        })
+        .map(|s| (s.index, format!("{} offset {}", copy.tp, copy.offset)));
+    let clamp = || {
+        facts
+            .alarms
+            .clamps(&copy.tp)
+            .find(|c| {
+                c.index > copy.first_delivery
+                    && c.index < until
+                    && c.hwm <= copy.offset
+                    && copy.offset < c.persisted_hwm
+                    && other.tp == copy.tp
+                    && other.offset >= c.hwm
+            })
+            .map(|c| {
+                (
+                    c.index,
+                    format!(
+                        "{} offset {} (clamped away, re-committed at {})",
+                        copy.tp, copy.offset, other.offset
+                    ),
+                )
+            })
+    };
+    let (cause, covers) = skip.or_else(clamp)?;
     Some(Excuse {
         kind: ExcuseKind::DamagedCopyRecommitted,
-        causes: vec![skip.index],
-        covers: format!("{} offset {}", copy.tp, copy.offset),
+        causes: vec![cause],
+        covers,
     })
 }
 

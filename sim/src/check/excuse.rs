@@ -116,8 +116,9 @@ impl ExcuseKind {
                  within that crash's budget"
             }
             ExcuseKind::DamagedCopyRecommitted => {
-                "a second copy of a record whose earlier copy's frame the engine skipped as \
-                 unreadable before the second copy appeared"
+                "a second copy of a record whose earlier copy the engine gave up as \
+                 unreadable (a skipped frame, a recorded clamp) before the second copy \
+                 appeared"
             }
             ExcuseKind::CheckpointLost => {
                 "a second copy committed by the replay of an open that found the WAL \
@@ -148,8 +149,10 @@ pub enum GapLasts {
     /// Through the incarnation after the next crash: a word an open reads back from
     /// what the crash made durable (a log start from the directory).
     ThroughNextIncarnation,
-    /// Until the first crash after the engine writes `hwm` again: the persisted word
-    /// stays past the lost frames, open after open, until a clamp rewrites it.
+    /// Until the engine writes `hwm` again after the crash that sealed the fault: the
+    /// persisted word stays past the lost frames, open after open (a killed open
+    /// rewrites nothing), until a clamp rewrites it. The engine reports a persisted HWM
+    /// only once its fsync returned, so from that report on the word is the engine's.
     UntilHwmRewritten,
 }
 
@@ -369,7 +372,8 @@ impl<'f, 'h> Excuses<'f, 'h> {
     ///   durable tail (the frame never became durable, or a bad frame ends the log below
     ///   it), or in-contract damage at rest to the frame holding `offset` (a cut below
     ///   it salvages the record's readable frame), injected since the crash before the
-    ///   ack and before the next crash.
+    ///   ack and before the next crash, and seen: an open after it, up to the one that
+    ///   completed, announced a cut at or below `offset`.
     pub fn both_copies_damaged(
         &self,
         tp: &TopicPartition,
@@ -406,18 +410,26 @@ impl<'f, 'h> Excuses<'f, 'h> {
         }
         let mut candidates = vec![first];
         let mut tail = first.partitions.get(tp)?.durable_tail;
-        for incarnation in first.incarnation + 1..first_replay {
-            if facts.opened.contains(&incarnation) {
-                // That open replayed the WAL while the entry was still readable.
+        let mut completed = first.incarnation + 1;
+        while !facts.opened.contains(&completed) {
+            if completed >= first_replay && facts.alarms.wal_damaged_in(completed) {
+                // That killed open got through the WAL's replay with the entry already
+                // gone; what it did next (exposing the hidden tail) may have saved the
+                // log copy, and no crash can say whether it did.
                 return None;
             }
-            let ended = facts.crash_ending(incarnation)?;
+            let ended = facts.crash_ending(completed)?;
             let ended_tail = ended.partitions.get(tp)?.durable_tail;
             if ended_tail > tail {
                 return None;
             }
             tail = ended_tail;
             candidates.push(ended);
+            completed += 1;
+        }
+        if first_replay > completed {
+            // The first open that completed replayed the WAL while the entry was readable.
+            return None;
         }
         let floor = facts.crash_before(ack_index).map_or(0, |c| c.index + 1);
         let (crash, log_cause) = candidates.iter().find_map(|c| {
@@ -440,7 +452,17 @@ impl<'f, 'h> Excuses<'f, 'h> {
                         _ => false,
                     }
             })?;
-            Some((c, Some(d)))
+            // The engine saw it: an open up to the one that completed cut the log at
+            // or below `offset` after the damage landed.
+            facts
+                .alarms
+                .cuts(tp)
+                .any(|cut| {
+                    cut.index > d
+                        && cut.offset <= offset
+                        && (first.incarnation + 1..=completed).contains(&cut.incarnation)
+                })
+                .then_some((c, Some(d)))
         })?;
         let mut causes = vec![wal_fault_index, wal_damage_index, crash.index];
         causes.extend(log_cause);
@@ -479,16 +501,32 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 _ if r.until_crash => r.window_end,
                 GapLasts::UntilCrash => r.window_end,
                 GapLasts::ThroughNextIncarnation => self.facts.next_crash_after(r.window_end),
-                GapLasts::UntilHwmRewritten => super::contract::word_rewritten(
-                    self.facts,
-                    FileKind::Hwm,
-                    tp,
-                    r.fault_index,
-                    None,
-                )
-                .map_or(usize::MAX, |w| self.facts.next_crash_after(w)),
+                // A data file's fault moves the persisted word away from the log at the
+                // crash that seals it (`window_end`); `hwm` writes before that crash
+                // were built on the frames it lost and do not close the gap.
+                GapLasts::UntilHwmRewritten if r.window_end == usize::MAX => usize::MAX,
+                GapLasts::UntilHwmRewritten => {
+                    super::contract::hwm_rewritten_after_crash(self.facts, tp, r.window_end)
+                        .unwrap_or(usize::MAX)
+                }
             };
-            r.on(files) && index <= end && r.meets(gap)
+            let begun = match lasts {
+                // The word is read back from the directory only after the crash that
+                // lost its fsync.
+                GapLasts::ThroughNextIncarnation => index > r.window_end,
+                // A lost fsync of `hwm` leaves the older word: lower, never past the log,
+                // unless the write it lost was a clamp's, down across the gap.
+                GapLasts::UntilHwmRewritten if r.file == FileKind::Hwm && r.lost_fsync() => {
+                    r.offsets.is_some_and(|o| {
+                        self.facts.alarms.clamps(tp).any(|c| {
+                            c.index < r.fault_index && c.hwm == o.start && c.persisted_hwm == o.end
+                        })
+                    })
+                }
+                GapLasts::UntilHwmRewritten => true,
+                GapLasts::UntilCrash => true,
+            };
+            r.on(files) && begun && index <= end && r.meets(gap)
         })?;
         Some(Excuse::new(
             ExcuseKind::OutOfContract,

@@ -286,8 +286,21 @@ fn reach_at(
 ) -> Option<usize> {
     facts
         .reaches_before(tp, before)
-        .find(|r| r.on(files) && r.offsets.is_none_or(|o| o.contains(offset)))
+        .find(|r| {
+            r.on(files)
+                && r.offsets.is_none_or(|o| o.contains(offset))
+                && r.live_at(facts, before, Some(offset))
+        })
         .map(|r| r.fault_index)
+}
+
+/// Whether an out-of-contract fault on `tp`'s `hwm` before `before` can have left it
+/// of the wrong length. No window: a refused partition rewrites nothing, and a word
+/// left too long stays so under every rewrite.
+fn hwm_malformed_by_fault(facts: &Facts<'_>, tp: &TopicPartition, before: usize) -> bool {
+    facts
+        .reaches_before(tp, before)
+        .any(|r| r.on(HWM_FILE) && r.can_malform())
 }
 
 /// The restart that began `incarnation` (the open's alarms must have a cause before it).
@@ -309,9 +322,7 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
     match &alarm.alarm {
         // A refusal naming the `hwm` file (malformed) is that word's fault's to explain.
         Alarm::Refused { segment, .. } if segment == cafelog_engine::format::layout::HWM_FILE => {
-            facts
-                .reaches_before(tp, before)
-                .all(|r| !r.on(HWM_FILE))
+            (!hwm_malformed_by_fault(facts, tp, before))
                 .then(|| "of a malformed hwm file with no fault on it that could make one".into())
         }
         Alarm::Refused { .. } => {
@@ -329,12 +340,9 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
                     )
                 }),
                 // A malformed `hwm` file: only an out-of-contract fault makes one.
-                None => facts
-                    .reaches_before(tp, before)
-                    .all(|r| !r.on(HWM_FILE))
-                    .then(|| {
-                        "with a malformed hwm file and no fault on it that could make one".into()
-                    }),
+                None => (!hwm_malformed_by_fault(facts, tp, before)).then(|| {
+                    "with a malformed hwm file and no fault on it that could make one".into()
+                }),
             }
         }
         Alarm::Clamp { hwm, .. } => (caused_at(*hwm, before).is_none()
@@ -463,6 +471,7 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
             // (the HWM fell), or `consumer.offset` (the frontier word rose).
             let reach = facts.reaches_before(tp, alarm.index).any(|r| {
                 (r.on(LOG_FILES) || r.on(HWM_FILE) || r.file == FileKind::ConsumerOffset)
+                    && r.live_at(facts, alarm.index, None)
                     && r.meets(OffsetRange {
                         start: *clamped,
                         end: *value,
@@ -571,7 +580,7 @@ fn counters(facts: &Facts<'_>, report: &mut AlarmsReport) {
                 Alarm::Clamp { lost, .. } => Some(lost),
                 _ => None,
             })
-            .sum();
+            .fold(0, u64::saturating_add);
         let skipped: u64 = alarms
             .iter()
             .filter(so_far)
@@ -581,7 +590,7 @@ fn counters(facts: &Facts<'_>, report: &mut AlarmsReport) {
                 }
                 _ => None,
             })
-            .sum();
+            .fold(0, u64::saturating_add);
         if clamped != *recorded_loss_records || skipped != *skipped_records {
             report.violations.push(Violation {
                 message: format!(

@@ -43,6 +43,8 @@ pub struct Facts<'h> {
     /// Incarnations whose store open completed: the world recorded what it found (a
     /// frontier or a refusal per partition). Such an open replayed the whole WAL.
     pub opened: BTreeSet<Incarnation>,
+    /// The history index at which each of those opens was seen complete.
+    pub opened_at: BTreeMap<Incarnation, usize>,
     /// The engine's alarms and the disk each open read.
     pub alarms: AlarmIndex,
     /// The reach of every out-of-contract fault, in history order.
@@ -64,6 +66,7 @@ impl<'h> Facts<'h> {
             wal_damage: BTreeMap::new(),
             wal_damage_by_fault: BTreeMap::new(),
             opened: BTreeSet::new(),
+            opened_at: BTreeMap::new(),
             alarms: AlarmIndex::new(history),
             reaches: Vec::new(),
             log_starts: BTreeMap::new(),
@@ -99,6 +102,7 @@ impl<'h> Facts<'h> {
                 }
                 EventKind::PartitionRefused { .. } | EventKind::FrontierObserved { .. } => {
                     facts.opened.insert(event.incarnation);
+                    facts.opened_at.entry(event.incarnation).or_insert(index);
                 }
                 EventKind::Fault {
                     kind, tp: Some(tp), ..
@@ -190,7 +194,9 @@ impl<'h> Facts<'h> {
             .any(|c| after < c.index && c.index < before)
     }
 
-    /// The out-of-contract reaches on `tp` (or on no partition) injected before `index`.
+    /// The out-of-contract reaches on `tp` injected before `index`. A fault on no
+    /// partition's files (the WAL, `topic.conf`) reaches a partition only through the
+    /// ids or alarms it names, never through this.
     pub fn reaches_before<'a>(
         &'a self,
         tp: &'a TopicPartition,

@@ -5,6 +5,8 @@
 //! ends where an engine cut rewrote its offsets. Each test shows the excuse and the
 //! same history with the fault on the wrong file or one step later, which fails.
 
+use std::collections::BTreeSet;
+
 use super::*;
 use cafelog_sim::check::excuse::ExcuseKind;
 
@@ -80,6 +82,77 @@ fn an_hwm_beyond_the_tail_after_the_next_crash_is_not_the_lost_fsyncs() {
     assert_mentions(
         &messages_of(&r.report(), CheckerName::StableOffsets),
         &["in-memory HWM of orders/0 is 2, beyond the durable tail 1"],
+    );
+}
+
+/// Two records delivered; a lost fsync of offset 1's frame, then `hwm` written as 2 on
+/// its strength; a crash seals the loss (persisted 2, tail 1) and the open after it is
+/// killed before it finishes. With `clamped`, the next open clamps to 1 and rewrites
+/// `hwm`, id 3 takes offset 1, and a crash again finds persisted 2 over a tail of 1.
+fn persisted_hwm_over_lost_frames(clamped: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        .fault(
+            lost_fsync(FileKind::Segment, Some(OffsetRange { start: 1, end: 2 })),
+            Some(0),
+        )
+        .hwm(0, 2, 0, 2)
+        .hwm(0, 2, 2, 2)
+        .crash(&[(0, 2, 1, 2)])
+        .restart()
+        .crash(&[(0, 2, 1, 1)]);
+    if clamped {
+        r.restart()
+            .alarm(
+                Some(0),
+                Alarm::Clamp {
+                    persisted_hwm: 2,
+                    hwm: 1,
+                    lost: 1,
+                },
+            )
+            .opened(0, 1, 1)
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 2);
+            })
+            .hwm(0, 1, 1, 1)
+            .counters(0, 1, 0)
+            .produce(3, 0, 1, 1_100)
+            .hwm(0, 2, 2, 2)
+            .deliver(3, 0, 1, 1_100)
+            .crash(&[(0, 2, 1, 2)]);
+    }
+    r
+}
+
+#[test]
+fn a_persisted_hwm_over_lost_frames_stays_excused_until_hwm_is_rewritten() {
+    // Quick seed 91704990007832: the `hwm` write before the crash rested on the lost
+    // frame, so it does not end the gap; the killed open rewrote nothing, and the crash
+    // ending it still finds the word past the log.
+    let report = persisted_hwm_over_lost_frames(false).report();
+    assert!(
+        report.stable_offsets.violations.is_empty(),
+        "{:?}",
+        report.stable_offsets.violations
+    );
+    let crashes: BTreeSet<usize> = report
+        .stable_offsets
+        .excused
+        .iter()
+        .filter(|e| e.excuse.kind == ExcuseKind::OutOfContract)
+        .map(|e| e.index)
+        .collect();
+    assert_eq!(crashes.len(), 2, "{:?}", report.stable_offsets.excused);
+    // Once the clamp rewrote `hwm` and a crash made that durable, a persisted word past
+    // the tail again is the engine's.
+    let report = persisted_hwm_over_lost_frames(true).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::StableOffsets),
+        &["persisted HWM of orders/0 is 2, beyond the durable tail 1"],
     );
 }
 
@@ -226,7 +299,7 @@ fn a_malformed_hwm_refusal_needs_a_fault_on_hwm() {
             .hwm(0, 1, 1, 1)
             .deliver(1, 0, 0, 1_000)
             .crash(&[(0, 1, 1, 1)])
-            .fault(lost_fsync(file, None), Some(0))
+            .fault(FaultKind::TornWrite { file }, Some(0))
             .restart()
             .with(|t, h| {
                 let mut view = disk_view(OpenRule::Refuse, 1, 1, None);
@@ -401,5 +474,476 @@ fn a_flipped_frontier_lasts_until_a_rewrite_of_it_survives_a_crash() {
     assert_mentions(
         &messages_of(&lasted, CheckerName::NoLostAck),
         &["id 2 at offset 1"],
+    );
+}
+
+/// Two records, persisted HWM 2; `fault` on orders/0; a crash after it if `crash`
+/// (the restart's open then completes), and a consume-time skip of offset 1's frame.
+fn skip_after(fault: FaultKind, crash: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(2).hwm(0, 2, 2, 2).fault(fault, Some(0));
+    if crash {
+        r.crash(&[(0, 2, 2, 2)]).restart().open_clean(0, 2, 2);
+    }
+    r.alarm(
+        Some(0),
+        Alarm::FrameSkipped {
+            base: 1,
+            records: 1,
+        },
+    )
+    .counters(0, 0, 1);
+    r
+}
+
+#[test]
+fn a_lost_fsync_explains_an_alarm_only_once_a_crash_followed_it() {
+    // Frames a lost fsync did not persist are still in the page cache and read back
+    // whole until a crash drops them.
+    let lost = || lost_fsync(FileKind::Segment, Some(OffsetRange { start: 1, end: 2 }));
+    assert_mentions(
+        &messages_of(
+            &skip_after(lost(), false).report(),
+            CheckerName::AlarmsExplained,
+        ),
+        &["frame_skipped base=1 records=1"],
+    );
+    let report = skip_after(lost(), true).report();
+    assert!(
+        report.alarms_explained.violations.is_empty(),
+        "{:?}",
+        report.alarms_explained.violations
+    );
+    // A misdirected write damages the frame in place at once.
+    let misdirected = FaultKind::Misdirected {
+        file: FileKind::Segment,
+        offsets: Some(OffsetRange { start: 1, end: 2 }),
+        below_hwm: Some(true),
+    };
+    let report = skip_after(misdirected, false).report();
+    assert!(
+        report.alarms_explained.violations.is_empty(),
+        "{:?}",
+        report.alarms_explained.violations
+    );
+}
+
+#[test]
+fn a_segment_fault_explains_nothing_at_offsets_a_completed_open_cut_away() {
+    // The misdirected write hit offset 1; an open that completed cut the log at 1 and
+    // the frame there was written again since. A skip of that frame is not the
+    // fault's: its bytes are gone.
+    let misdirected = FaultKind::Misdirected {
+        file: FileKind::Segment,
+        offsets: Some(OffsetRange { start: 1, end: 2 }),
+        below_hwm: Some(false),
+    };
+    let run = |completed: bool| {
+        let mut r = Run::new();
+        r.produced(2)
+            .hwm(0, 1, 1, 2)
+            .fault(misdirected.clone(), Some(0))
+            .crash(&[(0, 1, 2, 2)])
+            .restart()
+            .disk(0, OpenRule::TornTail, 1, 1, Some(1))
+            .alarm(
+                Some(0),
+                Alarm::TornTail {
+                    segment: "00000000000000000000.log".into(),
+                    position: 100,
+                    offset: 1,
+                    bytes: 100,
+                },
+            )
+            .opened(0, 1, 1);
+        if completed {
+            r.with(|t, h| {
+                h.frontier_observed(t, &tp(0), 1);
+            });
+        }
+        r.produce(3, 0, 1, 1_100)
+            .hwm(0, 2, 2, 2)
+            .alarm(
+                Some(0),
+                Alarm::FrameSkipped {
+                    base: 1,
+                    records: 1,
+                },
+            )
+            .counters(0, 0, 1);
+        r.report()
+    };
+    assert_mentions(
+        &messages_of(&run(true), CheckerName::AlarmsExplained),
+        &["frame_skipped base=1 records=1"],
+    );
+    // An open killed before it completed may not have made its cut durable.
+    assert!(
+        !messages_of(&run(false), CheckerName::AlarmsExplained)
+            .iter()
+            .any(|m| m.contains("frame_skipped")),
+    );
+}
+
+#[test]
+fn a_malformed_hwm_refusal_needs_a_fault_that_changes_its_length() {
+    // `fault` on hwm, then (with `rewritten`) an `hwm` write and a crash that made it
+    // durable; then an open refuses the partition for a malformed `hwm`.
+    let run = |fault: FaultKind, rewritten: bool| {
+        let mut r = Run::new();
+        r.produced(2).hwm(0, 1, 1, 2).fault(fault, Some(0));
+        if rewritten {
+            r.hwm(0, 2, 2, 2)
+                .crash(&[(0, 2, 2, 2)])
+                .restart()
+                .open_clean(0, 2, 2);
+        }
+        r.crash(&[(0, 2, 2, 2)]).restart().alarm(
+            Some(0),
+            Alarm::Refused {
+                segment: cafelog_engine::format::layout::HWM_FILE.into(),
+                position: 0,
+            },
+        );
+        r.report()
+    };
+    let malformed = |report: &CheckReport| {
+        messages_of(report, CheckerName::AlarmsExplained)
+            .iter()
+            .any(|m| m.contains("malformed hwm"))
+    };
+    // A flip changes the word's bytes, never its length.
+    let flip = FaultKind::BitFlip {
+        file: FileKind::Hwm,
+        offsets: None,
+        below_hwm: None,
+    };
+    assert!(malformed(&run(flip, false)));
+    // A misdirected write past its end leaves it long under every rewrite at 0.
+    let misdirected = FaultKind::Misdirected {
+        file: FileKind::Hwm,
+        offsets: None,
+        below_hwm: None,
+    };
+    assert!(!malformed(&run(misdirected.clone(), false)));
+    assert!(!malformed(&run(misdirected, true)));
+    // A lost fsync leaves the old word or an empty file, which opens as absent.
+    assert!(malformed(&run(lost_fsync(FileKind::Hwm, None), false)));
+    assert!(!malformed(&run(
+        FaultKind::TornWrite {
+            file: FileKind::Hwm
+        },
+        false
+    )));
+}
+
+#[test]
+fn a_log_start_falls_from_a_lost_directory_fsync_only_after_a_crash() {
+    // The unlink stays in the page cache until the crash: the running engine's log
+    // start cannot fall on its account.
+    let mut r = Run::new();
+    r.with(|t, h| {
+        h.log_start_observed(t, &tp(0), 5);
+    })
+    .fault(lost_fsync(FileKind::Other, None), Some(0))
+    .with(|t, h| {
+        h.log_start_observed(t, &tp(0), 3);
+    });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::StableOffsets),
+        &["log start of orders/0 moved backwards from 5"],
+    );
+}
+
+#[test]
+fn a_lost_hwm_fsync_never_puts_the_persisted_word_past_the_log() {
+    // It leaves the older, lower word durable; a persisted HWM beyond the tail at the
+    // crash is someone else's doing.
+    let run = |fault: FaultKind| {
+        let mut r = Run::new();
+        r.produced(2)
+            .hwm(0, 2, 1, 2)
+            .fault(fault, Some(0))
+            .hwm(0, 2, 2, 2)
+            .crash(&[(0, 2, 1, 2)]);
+        r.report()
+    };
+    assert_mentions(
+        &messages_of(
+            &run(lost_fsync(FileKind::Hwm, None)),
+            CheckerName::StableOffsets,
+        ),
+        &["persisted HWM of orders/0 is 2, beyond the durable tail 1"],
+    );
+    let flip = FaultKind::BitFlip {
+        file: FileKind::Hwm,
+        offsets: Some(OffsetRange { start: 1, end: 2 }),
+        below_hwm: None,
+    };
+    assert!(
+        !messages_of(&run(flip), CheckerName::StableOffsets)
+            .iter()
+            .any(|m| m.contains("persisted HWM")),
+    );
+}
+
+/// orders/0 with HWM 2 and frontier 2 written; `fault` on orders/0, then a crash; with
+/// `killed`, the next open is killed before it finishes; the open after finds the HWM
+/// at 1 and clamps the frontier read from disk, `read`, to 1.
+fn frontier_clamped_after(fault: FaultKind, killed: bool, read: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 2, 2)
+        .delivered(2)
+        .with(|t, h| {
+            h.frontier_written(t, &tp(0), 2);
+        })
+        .fault(fault, Some(0))
+        .crash(&[(0, 1, 2, 2)]);
+    if killed {
+        r.restart().crash(&[(0, 1, 2, 2)]);
+    }
+    r.restart()
+        .alarm(
+            Some(0),
+            Alarm::FrontierClamped {
+                value: read,
+                clamped: 1,
+            },
+        )
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 1);
+        });
+    r
+}
+
+#[test]
+fn a_lost_hwm_fsync_explains_a_frontier_clamp_until_hwm_is_written_again() {
+    // The crash left the old word (1) durable under a frontier of 2; a killed open
+    // writes nothing, so the open after it still reads 1.
+    let lost = lost_fsync(FileKind::Hwm, Some(OffsetRange { start: 1, end: 2 }));
+    for killed in [false, true] {
+        let report = frontier_clamped_after(lost.clone(), killed, 2).report();
+        assert!(
+            report.alarms_explained.violations.is_empty(),
+            "killed={killed}: {:?}",
+            report.alarms_explained.violations
+        );
+    }
+    // Once an open after the crash came up and wrote `hwm` (it reported 2 persisted),
+    // the old word is gone: a later open's clamp is not the lost fsync's.
+    let rewritten = {
+        let mut r = Run::new();
+        r.produced(2)
+            .hwm(0, 2, 2, 2)
+            .delivered(2)
+            .with(|t, h| {
+                h.frontier_written(t, &tp(0), 2);
+            })
+            .fault(lost.clone(), Some(0))
+            .crash(&[(0, 1, 2, 2)])
+            .restart()
+            .open_clean(0, 1, 2)
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 1);
+            })
+            .hwm(0, 2, 2, 2)
+            .crash(&[(0, 2, 2, 2)])
+            .restart()
+            .alarm(
+                Some(0),
+                Alarm::FrontierClamped {
+                    value: 2,
+                    clamped: 1,
+                },
+            );
+        r.report()
+    };
+    assert_mentions(
+        &messages_of(&rewritten, CheckerName::AlarmsExplained),
+        &["frontier_clamped 2 -> 1"],
+    );
+    // A lost fsync of another partition's word explains nothing here.
+    let elsewhere = {
+        let mut r = Run::new();
+        r.produced(2)
+            .hwm(0, 2, 2, 2)
+            .delivered(2)
+            .fault(
+                lost_fsync(FileKind::Hwm, Some(OffsetRange { start: 1, end: 2 })),
+                Some(1),
+            )
+            .crash(&[(0, 1, 2, 2)])
+            .restart()
+            .alarm(
+                Some(0),
+                Alarm::FrontierClamped {
+                    value: 2,
+                    clamped: 1,
+                },
+            );
+        r.report()
+    };
+    assert_mentions(
+        &messages_of(&elsewhere, CheckerName::AlarmsExplained),
+        &["frontier_clamped 2 -> 1"],
+    );
+}
+
+#[test]
+fn a_frontier_flip_is_still_there_when_the_open_reads_its_value_before_a_clamp() {
+    // Quick seed 3824: the frontier was flipped to 1000, its rewrite lost with the
+    // crash, and the open clamped the 1000 it read; the clamp, not the frontier the
+    // world saw after it, says what the open found.
+    let flip = FaultKind::BitFlip {
+        file: FileKind::ConsumerOffset,
+        offsets: Some(OffsetRange {
+            start: 2,
+            end: 1_000,
+        }),
+        below_hwm: None,
+    };
+    let run = |read: u64| {
+        let mut r = Run::new();
+        r.produced(2)
+            .hwm(0, 2, 2, 2)
+            .delivered(2)
+            .fault(flip.clone(), Some(0))
+            .with(|t, h| {
+                h.frontier_written(t, &tp(0), 3);
+            })
+            .crash(&[(0, 2, 2, 2)])
+            .restart()
+            .alarm(
+                Some(0),
+                Alarm::FrontierClamped {
+                    value: read,
+                    clamped: 2,
+                },
+            )
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 2);
+            });
+        r.report()
+    };
+    let report = run(1_000);
+    assert!(
+        report.alarms_explained.violations.is_empty(),
+        "{:?}",
+        report.alarms_explained.violations
+    );
+    // Had the open read the rewritten 3, the flip was gone: the clamp is the engine's.
+    assert_mentions(
+        &messages_of(&run(3), CheckerName::AlarmsExplained),
+        &["frontier_clamped 3 -> 2"],
+    );
+}
+
+#[test]
+fn a_clamp_after_a_cut_in_the_same_open_is_still_the_faults() {
+    // The misdirected write hit offsets [1, 3) under the persisted HWM 3; the open cuts
+    // the log at 1 and then clamps to 1. Its own cut does not hide the fault from its
+    // clamp: only a cut of an open that completed earlier rewrote those frames.
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 3, 3)
+        .delivered(1)
+        .fault(
+            FaultKind::Misdirected {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 1, end: 3 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        )
+        .crash(&[(0, 3, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::TornTail, 3, 1, Some(1))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 100,
+                offset: 1,
+                bytes: 200,
+            },
+        )
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 3,
+                hwm: 1,
+                lost: 2,
+            },
+        )
+        .opened(0, 1, 1);
+    let report = r.report();
+    assert!(
+        !messages_of(&report, CheckerName::AlarmsExplained)
+            .iter()
+            .any(|m| m.contains("r4_clamp")),
+        "{:?}",
+        report.alarms_explained.violations
+    );
+}
+
+/// A lost segment fsync of offset 1, then a crash leaving persisted 2 over a tail of 1;
+/// the open clamps to 1 and its `hwm` write is `lost` too (a lost fsync of the word
+/// from 2 down to 1), or lasts; a crash then finds the persisted word at 2 again.
+fn clamp_write_lost(lost: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(2)
+        .delivered(2)
+        .fault(
+            lost_fsync(FileKind::Segment, Some(OffsetRange { start: 1, end: 2 })),
+            Some(0),
+        )
+        .hwm(0, 2, 2, 2)
+        .crash(&[(0, 2, 1, 2)])
+        .restart()
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 2,
+                hwm: 1,
+                lost: 1,
+            },
+        );
+    if lost {
+        r.fault(
+            lost_fsync(FileKind::Hwm, Some(OffsetRange { start: 1, end: 2 })),
+            Some(0),
+        );
+    }
+    r.opened(0, 1, 1)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 1);
+        })
+        .counters(0, 1, 0)
+        .crash(&[(0, 2, 1, 1)]);
+    r
+}
+
+#[test]
+fn a_clamps_lost_hwm_write_leaves_the_word_past_the_log() {
+    // The write the lost fsync dropped went down across the gap: the old word is the
+    // one past the log.
+    let report = clamp_write_lost(true).report();
+    assert!(
+        !messages_of(&report, CheckerName::StableOffsets)
+            .iter()
+            .any(|m| m.contains("persisted HWM of orders/0 is 2")),
+        "{:?}",
+        report.stable_offsets.violations
+    );
+    // Without it, the open that completed had clamped and synced the word, though the
+    // engine reported no HWM since: a crash finding it past the log again is the
+    // engine's (its clamp was never durable).
+    assert_mentions(
+        &messages_of(
+            &clamp_write_lost(false).report(),
+            CheckerName::StableOffsets,
+        ),
+        &["persisted HWM of orders/0 is 2, beyond the durable tail 1"],
     );
 }

@@ -53,3 +53,81 @@ fn hidden_tail_allows_exactly_its_size_in_duplicates_and_one_more_fails() {
     );
     assert_eq!(report.bounded_duplicates.duplicates, 3);
 }
+
+/// Ids 1-2 at offsets 0-1, delivered and consumed, persisted HWM 2; flips at rest hit
+/// both frames, so the open cuts the log at 0 (R1: nothing valid follows) and clamps
+/// the HWM to 0 (`clamp`); the WAL replay re-commits id 2 at offset `again`.
+fn clamped_then_replayed(clamp: bool, again: u64) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .deliver(2, 0, 1, 1_001)
+        .consume(0, 1)
+        .crash(&[(0, 2, 2, 2)])
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 2 }, Some(true)),
+            Some(0),
+        )
+        .restart()
+        .disk(0, OpenRule::TornTail, 2, 0, Some(0))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 0,
+                offset: 0,
+                bytes: 200,
+            },
+        );
+    if clamp {
+        r.alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 2,
+                hwm: 0,
+                lost: 2,
+            },
+        )
+        .counters(0, 2, 0);
+    }
+    r.opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .deliver(2, 0, again, 1_001)
+        .consume(0, again);
+    r
+}
+
+#[test]
+fn a_copy_a_recorded_clamp_gave_up_may_come_back_from_the_wal() {
+    // Quick seed 9703883: the clamp gave up both consumed records; id 2's WAL entry
+    // was still there, and the replay committed it again at 0. The engine cannot know
+    // it was consumed: the frontier's offsets no longer exist.
+    let report = clamped_then_replayed(true, 0).report();
+    assert!(
+        report.bounded_duplicates.violations.is_empty(),
+        "{:?}",
+        report.bounded_duplicates.violations
+    );
+    assert!(
+        report
+            .bounded_duplicates
+            .excused
+            .iter()
+            .any(|(id, e)| *id == 2 && e.covers.contains("clamped away")),
+        "{:?}",
+        report.bounded_duplicates.excused
+    );
+    // Without the clamp the engine gave nothing up: the second copy is a duplicate.
+    assert_mentions(
+        &messages_of(
+            &clamped_then_replayed(false, 0).report(),
+            CheckerName::BoundedDuplicates,
+        ),
+        &["produce id 2 delivered from orders/0@0"],
+    );
+}

@@ -170,9 +170,44 @@ fn wal_damaged_after_an_open_run(completed: bool, tail: u64) -> Run {
         .fault(flip_above_hwm(2), Some(0))
         .wal_entry_flipped(2, 3, 2)
         .restart()
+        .alarm(Some(0), hole_at(2))
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 0);
         });
+    r
+}
+
+/// The R2 cut an open announces at the frame of `offset` (100 bytes a frame).
+fn hole_at(offset: u64) -> Alarm {
+    Alarm::Hole {
+        segment: "00000000000000000000.log".into(),
+        position: 100 * offset,
+        offset,
+        bytes: 100,
+    }
+}
+
+/// Ids 1-3 at offsets 0-2, ids 1 and 2 delivered; a crash hides offsets 1-2, then a flip
+/// destroys id 3's WAL entry. The open of incarnation 1 is killed before the world sees
+/// its frontier, and only after that crash a flip hits id 3's frame; the open of
+/// incarnation 2 completes, announcing `cut` if it is given.
+fn both_copies_damaged_across_a_killed_open(cut: Option<Alarm>) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(2)
+        .crash(&[(0, 1, 3, 3)])
+        .wal_entry_flipped(2, 3, 1)
+        .restart()
+        .crash(&[(0, 1, 3, 3)])
+        .fault(flip_above_hwm(2), Some(0))
+        .restart();
+    if let Some(alarm) = cut {
+        r.alarm(Some(0), alarm);
+    }
+    r.with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    });
     r
 }
 
@@ -460,6 +495,27 @@ fn a_wal_entry_destroyed_after_an_open_replayed_it_excuses_nothing() {
     let report = wal_damaged_after_an_open_run(false, 4).report();
     let messages = fires_only(&report, CheckerName::NoLostAck);
     assert_mentions(&messages, &["id 3 at offset 2"]);
+}
+
+#[test]
+fn both_copies_destroyed_before_the_first_open_that_completed_are_excused() {
+    // Quick seeds 91704990008431 and 548481390000206: the WAL entry was destroyed before
+    // an open that was killed before it finished, the log copy only after that open's
+    // crash. The next open is the first to complete; it finds neither copy readable.
+    let report = both_copies_damaged_across_a_killed_open(Some(hole_at(2))).report();
+    assert_both_copies_excused(&report, 3, "in the frame the bit flip");
+    // The excuse rests on the engine having seen the damage: without a cut at or below
+    // the record the frame was still read as valid, so losing it is the engine's bug.
+    let report = both_copies_damaged_across_a_killed_open(None).report();
+    assert_mentions(
+        &fires_only(&report, CheckerName::NoLostAck),
+        &["id 3 at offset 2"],
+    );
+    let report = both_copies_damaged_across_a_killed_open(Some(hole_at(3))).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::NoLostAck),
+        &["id 3 at offset 2"],
+    );
 }
 
 #[test]

@@ -40,6 +40,11 @@ impl SimClock {
         self.wall_offset_ms.fetch_add(delta_ms, Ordering::Relaxed);
     }
 
+    /// The wall clock at simulated time 0.
+    pub fn wall_base_ms(&self) -> u64 {
+        self.wall_base_ms
+    }
+
     /// The total of all steps so far.
     pub fn wall_offset_ms(&self) -> i64 {
         self.wall_offset_ms.load(Ordering::Relaxed)

@@ -279,12 +279,20 @@ fn attribute(
             let budget = &budgets[slot];
             let state = crash.partitions.get(&earlier.tp)?;
             let (start, end) = hidden_tail(facts, crash, state);
-            // Re-commits land past the durable tail, unless the next open cut the log (its
-            // R1/R2 alarm): then they land from the cut on.
+            // Re-commits land past the durable tail, unless the open that re-commits cut
+            // the log (its R1/R2 alarm): then they land from the cut on. That open is the
+            // first after the crash to come up on the partition (a refused one replays
+            // nothing of it), so its cuts count up to the crash that ends it.
+            let up = facts
+                .alarms
+                .of(&earlier.tp)
+                .iter()
+                .find(|a| a.index > crash.index && matches!(a.alarm, Alarm::LogOpened { .. }))
+                .map_or(crash.index, |a| a.index);
             let cut = facts
                 .alarms
                 .cuts(&earlier.tp)
-                .filter(|c| c.index > crash.index && c.index < facts.next_crash_after(crash.index))
+                .filter(|c| c.index > crash.index && c.index < facts.next_crash_after(up))
                 .map(|c| c.offset)
                 .min();
             let fresh_from = cut.map_or(state.durable_tail, |c| c.min(state.durable_tail));

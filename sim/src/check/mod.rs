@@ -47,6 +47,10 @@
 //! - `alarms_explained`: every engine alarm agrees with the disk its open read (the
 //!   reference decoder's view), has an injected cause that can reach it, and the
 //!   engine's counters equal the sum of its alarms.
+//! - `delay_gate`: no record of a delayed topic is delivered before
+//!   `committed_at_ms + delay_ms` by the highest clock the engine may read then (the
+//!   wall-clock floor of DESIGN.md, bounded from the run's timeline alone), and no
+//!   commit time runs ahead of that clock.
 //!
 //! Liveness checker:
 //! - `delivered_after_heal`: every acknowledged record is delivered by
@@ -62,6 +66,7 @@ pub mod alarms;
 pub mod commit_time;
 pub mod contract;
 pub mod corruption;
+pub mod delay_gate;
 pub mod duplicates;
 pub mod excuse;
 pub mod explained;
@@ -97,11 +102,12 @@ pub enum CheckerName {
     FrontierSafe,
     PoisonAcksNothing,
     AlarmsExplained,
+    DelayGate,
     DeliveredAfterHeal,
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 9] = [
+    pub const ALL: [CheckerName; 10] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
@@ -110,6 +116,7 @@ impl CheckerName {
         CheckerName::FrontierSafe,
         CheckerName::PoisonAcksNothing,
         CheckerName::AlarmsExplained,
+        CheckerName::DelayGate,
         CheckerName::DeliveredAfterHeal,
     ];
 
@@ -123,6 +130,7 @@ impl CheckerName {
             CheckerName::FrontierSafe => "frontier_safe",
             CheckerName::PoisonAcksNothing => "poison_acks_nothing",
             CheckerName::AlarmsExplained => "alarms_explained",
+            CheckerName::DelayGate => "delay_gate",
             CheckerName::DeliveredAfterHeal => "delivered_after_heal",
         }
     }
@@ -197,6 +205,7 @@ pub struct CheckReport {
     pub frontier_safe: frontier::FrontierReport,
     pub poison_acks_nothing: poison::PoisonReport,
     pub alarms_explained: explained::AlarmsReport,
+    pub delay_gate: delay_gate::DelayGateReport,
     pub delivered_after_heal: liveness::LivenessReport,
 }
 
@@ -211,6 +220,7 @@ impl CheckReport {
             CheckerName::FrontierSafe => &self.frontier_safe.violations,
             CheckerName::PoisonAcksNothing => &self.poison_acks_nothing.violations,
             CheckerName::AlarmsExplained => &self.alarms_explained.violations,
+            CheckerName::DelayGate => &self.delay_gate.violations,
             CheckerName::DeliveredAfterHeal => &self.delivered_after_heal.violations,
         }
     }
@@ -289,6 +299,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         frontier_safe: frontier::check(&facts),
         poison_acks_nothing: poison::check(&facts),
         alarms_explained: explained::check(&facts),
+        delay_gate: delay_gate::check(&facts),
         accounting,
         no_lost_ack,
         delivered_after_heal,

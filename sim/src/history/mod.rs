@@ -213,10 +213,26 @@ impl CrashPartition {
     }
 }
 
+/// A topic as the run created it: what the checkers need of its configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicSetup {
+    pub name: String,
+    pub partitions: u32,
+    /// Records are deliverable only from `committed_at_ms + delay_ms` on.
+    pub delay_ms: u64,
+    pub lease_ms: u64,
+}
+
 /// One observation. Field docs say who records it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "event")]
 pub enum EventKind {
+    /// World, first of all: the run's setup. `wall_base_ms` is the simulated wall clock
+    /// at time 0; it moves with simulated time and back by each `ClockStep` fault.
+    RunStarted {
+        wall_base_ms: u64,
+        topics: Vec<TopicSetup>,
+    },
     /// Producer, just before calling produce. `payload` must come from
     /// [`encode_payload`] with this `id`. `partition` is `None` when the engine picks.
     ProduceAttempt {
@@ -470,6 +486,20 @@ impl fmt::Display for Event {
                 Ok(())
             }
             EventKind::Heal => write!(f, "heal"),
+            EventKind::RunStarted {
+                wall_base_ms,
+                topics,
+            } => {
+                write!(f, "run_started wall_base_ms={wall_base_ms}")?;
+                for t in topics {
+                    write!(
+                        f,
+                        "; {} partitions={} delay_ms={} lease_ms={}",
+                        t.name, t.partitions, t.delay_ms, t.lease_ms
+                    )?;
+                }
+                Ok(())
+            }
             EventKind::WalEntriesDamaged {
                 fault_index,
                 first_replay,
@@ -830,6 +860,22 @@ impl History {
                 kind,
                 tp: tp.cloned(),
                 path: path.map(str::to_owned),
+            },
+        )
+    }
+
+    /// Records the run's setup (first, before anything else).
+    pub fn run_started(
+        &mut self,
+        at_ms: u64,
+        wall_base_ms: u64,
+        topics: Vec<TopicSetup>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::RunStarted {
+                wall_base_ms,
+                topics,
             },
         )
     }

@@ -26,7 +26,7 @@ use crate::fs::SimFs;
 use crate::fs::dice::Dice;
 use crate::fs::plugin::{SimFsPlugin, attach};
 use crate::history::{
-    DiskView, FaultKind, FileKind, History, OffsetRange, TopicPartition, encode_payload,
+    DiskView, FaultKind, FileKind, History, OffsetRange, TopicPartition, TopicSetup, encode_payload,
 };
 use crate::profile::Profile;
 use crate::swarm::FaultMix;
@@ -177,6 +177,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
     let mut paths = paths;
     if let Some(r) = &report {
         paths.duplicates_exposed = r.accounting.counts().duplicated;
+        paths.delayed_delivered = r.delay_gate.gated_deliveries;
     }
     RunOutcome {
         seed: spec.seed,
@@ -228,6 +229,22 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
     let recorder = Shared::new(fs.clone());
     *alarms.lock().unwrap_or_else(|e| e.into_inner()) = Some(recorder.clone());
     let clock = SimClock::default();
+    {
+        let topics = spec
+            .workload
+            .topics
+            .iter()
+            .map(|t| TopicSetup {
+                name: t.name.clone(),
+                partitions: t.config.partitions,
+                delay_ms: t.config.delay_ms,
+                lease_ms: t.config.lease_ms,
+            })
+            .collect();
+        let mut rec = recorder.lock();
+        let now = rec.now_ms();
+        rec.history.run_started(now, clock.wall_base_ms(), topics);
+    }
     let (tx, rx) = async_channel::unbounded();
     let current = Arc::new(Mutex::new(None));
     let restart_requested = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -33,6 +33,8 @@ pub struct Paths {
     pub segments_reaped: u64,
     pub leases_expired: u64,
     pub delay_gates_held: u64,
+    /// Deliveries of records of delayed topics (each checked by `delay_gate`).
+    pub delayed_delivered: u64,
     pub wal_replayed: u64,
     pub clock_steps: u64,
     pub bit_flips: u64,
@@ -62,6 +64,7 @@ impl Paths {
             ("segments_reaped", self.segments_reaped),
             ("leases_expired", self.leases_expired),
             ("delay_gates_held", self.delay_gates_held),
+            ("delayed_records_delivered", self.delayed_delivered),
             ("wal_entries_replayed", self.wal_replayed),
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),

@@ -131,3 +131,62 @@ fn a_copy_a_recorded_clamp_gave_up_may_come_back_from_the_wal() {
         &["produce id 2 delivered from orders/0@0"],
     );
 }
+
+/// Ids 1-3 at offsets 0-2, delivered, persisted HWM 1: a crash hides [1, 3). The next
+/// open refuses the partition and the crash ending it finds the tail at 1; the open
+/// after comes up, cuts at 1 (R2) if `cut`, and id 3 is delivered again at offset 1.
+fn recommitted_after_a_refusal(cut: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(3)
+        .crash(&[(0, 1, 3, 3)])
+        .restart()
+        .alarm(
+            Some(0),
+            Alarm::Refused {
+                segment: "00000000000000000000.log".into(),
+                position: 100,
+            },
+        )
+        .crash(&[(0, 1, 1, 1)])
+        .restart();
+    if cut {
+        r.alarm(
+            Some(0),
+            Alarm::Hole {
+                segment: "00000000000000000000.log".into(),
+                position: 100,
+                offset: 1,
+                bytes: 200,
+            },
+        );
+    }
+    r.opened(0, 1, 1)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 1);
+        })
+        .deliver(3, 0, 1, 1_002)
+        .consume(0, 1);
+    r
+}
+
+#[test]
+fn a_hidden_copy_recommitted_by_the_first_open_that_came_up_is_its_crashs() {
+    // Quick seed 10110213: the partition was refused for several opens; the one that
+    // came up cut the log and re-committed the copy hidden at the first crash from the
+    // cut on, below that crash's durable tail. That crash's hidden tail explains it,
+    // not the partition-wide budget.
+    let report = recommitted_after_a_refusal(true).report();
+    let d = &report.bounded_duplicates;
+    assert!(d.violations.is_empty(), "{:?}", d.violations);
+    assert_eq!((d.crashes[0].count, d.aggregated), (1, 0), "{d:?}");
+    // Without a cut, re-commits land past the durable tail, never at 1.
+    assert_mentions(
+        &messages_of(
+            &recommitted_after_a_refusal(false).report(),
+            CheckerName::BoundedDuplicates,
+        ),
+        &["produce id 3 delivered from orders/0@1"],
+    );
+}

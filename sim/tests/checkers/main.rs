@@ -34,6 +34,7 @@ mod causes;
 mod clean;
 mod commit_time;
 mod corruption;
+mod delay_gate;
 mod duplicates;
 mod excuses;
 mod frontier;

@@ -84,6 +84,7 @@ fn checker_names_are_stable_snake_case() {
             "frontier_safe",
             "poison_acks_nothing",
             "alarms_explained",
+            "delay_gate",
             "delivered_after_heal",
         ]
     );

@@ -1,0 +1,191 @@
+//! `delay_gate`: no record of a topic with `delay_ms > 0` is delivered before its gate
+//! opens, `committed_at_ms + delay_ms`, by the clock the engine may read then; and no
+//! commit time runs ahead of that clock.
+//!
+//! The clock the engine may read (DESIGN.md, the wall-clock floor): at simulated time
+//! `t` in incarnation `i`, `now <= U(t) = max(wall(t), F_i + (t - r_i))`, where
+//! `wall(t)` is the simulated wall clock (its base plus `t`, moved back by each clock
+//! step so far), `r_i` the restart of `i` (its open came later, so `t - r_i` bounds the
+//! monotonic time since the open), and `F_i` bounds the last commit time the open can
+//! recover: no engine time before `r_i` exceeded it. `F_0 = 0`; `F_{i+1}` is the
+//! highest `U` of incarnation `i`, reached at its crash (the wall clock steps only while
+//! the node is down): `max(wall(crash_i), F_i + (crash_i - r_i))`. The bound needs no
+//! commit time the engine reported, so an engine that inflates its clock cannot inflate
+//! the bound with it.
+//!
+//! 1. Every delivery of a record of a delayed topic, committed at `c`, at `t`:
+//!    `c + delay_ms <= U(t)`.
+//! 2. Every commit time observed at `t` (a delivery, an ack that reports one):
+//!    `c <= max(U(t), F_i)`, the highest clock the engine can have read by then.
+//!
+//! One millisecond of slack on each side covers the engine's truncation of monotonic
+//! time to whole milliseconds. No excuse applies: clock steps are in contract, and no
+//! fault reaches the clock.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::facts::Facts;
+use super::{RecordRef, Violation};
+use crate::history::{EventKind, FaultKind, Offset, TopicPartition};
+
+/// Slack for the engine's whole-millisecond reading of monotonic time.
+const SLACK_MS: u64 = 1;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DelayGateReport {
+    /// Deliveries of records of delayed topics checked against rule 1.
+    pub gated_deliveries: u64,
+    /// Commit times checked against rule 2.
+    pub commit_times: u64,
+    pub violations: Vec<Violation>,
+}
+
+/// The bound `U` as the history unfolds.
+struct ClockBound {
+    wall_base_ms: u64,
+    /// Sum of clock steps back so far.
+    stepped_back_ms: u64,
+    /// `r_i`, the restart of the current incarnation.
+    restart_ms: u64,
+    /// `F_i`.
+    floor_ms: u64,
+}
+
+impl ClockBound {
+    fn wall(&self, t: u64) -> u64 {
+        (self.wall_base_ms + t).saturating_sub(self.stepped_back_ms)
+    }
+
+    /// `U(t)`.
+    fn now_at_most(&self, t: u64) -> u64 {
+        self.wall(t)
+            .max(self.floor_ms + t.saturating_sub(self.restart_ms))
+    }
+}
+
+pub fn check(facts: &Facts<'_>) -> DelayGateReport {
+    let mut report = DelayGateReport::default();
+    let mut delays: BTreeMap<String, u64> = BTreeMap::new();
+    let mut bound: Option<ClockBound> = None;
+    for (index, event) in facts.history.events().iter().enumerate() {
+        let t = event.at_ms;
+        match &event.kind {
+            EventKind::RunStarted {
+                wall_base_ms,
+                topics,
+            } => {
+                delays = topics
+                    .iter()
+                    .map(|topic| (topic.name.clone(), topic.delay_ms))
+                    .collect();
+                bound = Some(ClockBound {
+                    wall_base_ms: *wall_base_ms,
+                    stepped_back_ms: 0,
+                    restart_ms: 0,
+                    floor_ms: 0,
+                });
+            }
+            _ if bound.is_none() => {}
+            EventKind::Crash { .. } => {
+                let b = bound.as_mut().expect("checked above");
+                b.floor_ms = b.now_at_most(t);
+            }
+            EventKind::Restart => {
+                bound.as_mut().expect("checked above").restart_ms = t;
+            }
+            EventKind::Fault {
+                kind: FaultKind::ClockStep { back_ms },
+                ..
+            } => {
+                bound.as_mut().expect("checked above").stepped_back_ms += back_ms;
+            }
+            EventKind::Delivery {
+                tp,
+                offset,
+                committed_at_ms,
+                ..
+            } => {
+                let b = bound.as_ref().expect("checked above");
+                let delay = delays.get(&tp.topic).copied().unwrap_or(0);
+                if delay > 0 {
+                    report.gated_deliveries += 1;
+                    let opens = committed_at_ms.saturating_add(delay);
+                    let now = b.now_at_most(t) + SLACK_MS;
+                    if opens > now {
+                        report.violations.push(violation(
+                            tp,
+                            Some(*offset),
+                            index,
+                            format!(
+                                "delivered at t={t}ms inc {} before its delay gate opened: \
+                                 committed at {committed_at_ms} + delay {delay} ms = {opens}, \
+                                 but the engine's clock can read at most {now} then ({} ms early)",
+                                event.incarnation,
+                                opens - now
+                            ),
+                        ));
+                    }
+                }
+                commit_time(
+                    facts,
+                    b,
+                    &mut report,
+                    tp,
+                    Some(*offset),
+                    *committed_at_ms,
+                    index,
+                );
+            }
+            EventKind::ProduceAck {
+                tp,
+                offset,
+                committed_at_ms: Some(c),
+                ..
+            } => {
+                let b = bound.as_ref().expect("checked above");
+                commit_time(facts, b, &mut report, tp, *offset, *c, index);
+            }
+            _ => {}
+        }
+    }
+    report
+}
+
+/// Rule 2 for one observed commit time.
+fn commit_time(
+    facts: &Facts<'_>,
+    b: &ClockBound,
+    report: &mut DelayGateReport,
+    tp: &TopicPartition,
+    offset: Option<Offset>,
+    committed_at_ms: u64,
+    index: usize,
+) {
+    report.commit_times += 1;
+    let t = facts.at_ms(index);
+    let most = b.now_at_most(t).max(b.floor_ms) + SLACK_MS;
+    if committed_at_ms > most {
+        report.violations.push(violation(
+            tp,
+            offset,
+            index,
+            format!(
+                "committed at {committed_at_ms}, seen at t={t}ms inc {}, ahead of any clock \
+                 the engine can have read by then (at most {most}, {} ms less)",
+                facts.incarnation_at(index),
+                committed_at_ms - most
+            ),
+        ));
+    }
+}
+
+fn violation(tp: &TopicPartition, offset: Option<Offset>, index: usize, what: String) -> Violation {
+    let at = offset.map_or_else(String::new, |o| format!(" offset {o}"));
+    Violation {
+        message: format!("{tp}{at}: {what}"),
+        records: vec![RecordRef::new(tp, offset, None)],
+        events: vec![index],
+    }
+}

@@ -2,7 +2,8 @@
 //! opens, `committed_at_ms + delay_ms`, by the clock the engine may read then; and no
 //! commit time runs ahead of that clock.
 //!
-//! The clock the engine may read (DESIGN.md, the wall-clock floor): at simulated time
+//! The clock the engine may read (the wall-clock floor of engine/README.md, which
+//! DESIGN.md's contract needs because the wall clock may step backwards): at simulated time
 //! `t` in incarnation `i`, `now <= U(t) = max(wall(t), F_i + (t - r_i))`, where
 //! `wall(t)` is the simulated wall clock (its base plus `t`, moved back by each clock
 //! step so far), `r_i` the restart of `i` (its open came later, so `t - r_i` bounds the
@@ -16,7 +17,10 @@
 //! 1. Every delivery of a record of a delayed topic, committed at `c`, at `t`:
 //!    `c + delay_ms <= U(t)`.
 //! 2. Every commit time observed at `t` (a delivery, an ack that reports one):
-//!    `c <= max(U(t), F_i)`, the highest clock the engine can have read by then.
+//!    `c <= U(t)`, the highest clock the engine can have read by then.
+//! 3. Every delivered record of produce `id` was committed no earlier than the wall
+//!    clock at `id`'s attempt, less the clock's steps back since: the engine's clock
+//!    never reads below the wall clock, and the commit came after the attempt.
 //!
 //! One millisecond of slack on each side covers the engine's truncation of monotonic
 //! time to whole milliseconds. No excuse applies: clock steps are in contract, and no
@@ -28,7 +32,7 @@ use serde::Serialize;
 
 use super::facts::Facts;
 use super::{RecordRef, Violation};
-use crate::history::{EventKind, FaultKind, Offset, TopicPartition};
+use crate::history::{EventKind, FaultKind, Offset, ProduceId, TopicPartition, parse_payload_id};
 
 /// Slack for the engine's whole-millisecond reading of monotonic time.
 const SLACK_MS: u64 = 1;
@@ -39,6 +43,8 @@ pub struct DelayGateReport {
     pub gated_deliveries: u64,
     /// Commit times checked against rule 2.
     pub commit_times: u64,
+    /// Deliveries checked against rule 3.
+    pub commit_floors: u64,
     pub violations: Vec<Violation>,
 }
 
@@ -69,6 +75,8 @@ pub fn check(facts: &Facts<'_>) -> DelayGateReport {
     let mut report = DelayGateReport::default();
     let mut delays: BTreeMap<String, u64> = BTreeMap::new();
     let mut bound: Option<ClockBound> = None;
+    // Per produce id: the wall clock at its attempt, and the steps back by then.
+    let mut attempts: BTreeMap<ProduceId, (u64, u64)> = BTreeMap::new();
     for (index, event) in facts.history.events().iter().enumerate() {
         let t = event.at_ms;
         match &event.kind {
@@ -101,13 +109,38 @@ pub fn check(facts: &Facts<'_>) -> DelayGateReport {
             } => {
                 bound.as_mut().expect("checked above").stepped_back_ms += back_ms;
             }
+            EventKind::ProduceAttempt { id, .. } => {
+                let b = bound.as_ref().expect("checked above");
+                attempts.insert(*id, (b.wall(t), b.stepped_back_ms));
+            }
             EventKind::Delivery {
                 tp,
                 offset,
                 committed_at_ms,
+                payload,
                 ..
             } => {
                 let b = bound.as_ref().expect("checked above");
+                if let Some(&(wall, stepped)) = parse_payload_id(payload)
+                    .ok()
+                    .and_then(|id| attempts.get(&id))
+                {
+                    report.commit_floors += 1;
+                    let least = wall.saturating_sub(b.stepped_back_ms - stepped);
+                    if committed_at_ms + SLACK_MS < least {
+                        report.violations.push(violation(
+                            tp,
+                            Some(*offset),
+                            index,
+                            format!(
+                                "committed at {committed_at_ms}, behind the wall clock since its \
+                                 produce attempt ({least} at least, {} ms less): the engine's \
+                                 clock never reads below the wall clock",
+                                least - committed_at_ms
+                            ),
+                        ));
+                    }
+                }
                 let delay = delays.get(&tp.topic).copied().unwrap_or(0);
                 if delay > 0 {
                     report.gated_deliveries += 1;
@@ -165,7 +198,7 @@ fn commit_time(
 ) {
     report.commit_times += 1;
     let t = facts.at_ms(index);
-    let most = b.now_at_most(t).max(b.floor_ms) + SLACK_MS;
+    let most = b.now_at_most(t) + SLACK_MS;
     if committed_at_ms > most {
         report.violations.push(violation(
             tp,

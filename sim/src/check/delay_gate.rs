@@ -22,9 +22,10 @@
 //!    clock at `id`'s attempt, less the clock's steps back since: the engine's clock
 //!    never reads below the wall clock, and the commit came after the attempt.
 //!
-//! One millisecond of slack on each side covers the engine's truncation of monotonic
-//! time to whole milliseconds. No excuse applies: clock steps are in contract, and no
-//! fault reaches the clock.
+//! One millisecond of slack on each side covers the history's whole-millisecond
+//! timestamps, which may trail the engine's reading of the same simulated instant by a
+//! fraction. No excuse applies: clock steps are in contract, and no fault reaches the
+//! clock.
 
 use std::collections::BTreeMap;
 
@@ -34,7 +35,7 @@ use super::facts::Facts;
 use super::{RecordRef, Violation};
 use crate::history::{EventKind, FaultKind, Offset, ProduceId, TopicPartition, parse_payload_id};
 
-/// Slack for the engine's whole-millisecond reading of monotonic time.
+/// Slack for whole-millisecond history timestamps against the engine's clock.
 const SLACK_MS: u64 = 1;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

@@ -51,6 +51,9 @@
 //!   `committed_at_ms + delay_ms` by the highest clock the engine may read then (the
 //!   wall-clock floor of DESIGN.md, bounded from the run's timeline alone), and no
 //!   commit time runs ahead of that clock.
+//! - `lease_exclusive`: within an incarnation, an offset is delivered again only after
+//!   a nack of it or once its lease (from when it was asked for) can have expired, and
+//!   never after an accepted ack.
 //!
 //! Liveness checker:
 //! - `delivered_after_heal`: every acknowledged record is delivered by
@@ -72,6 +75,7 @@ pub mod excuse;
 pub mod explained;
 pub mod facts;
 pub mod frontier;
+pub mod lease_exclusive;
 pub mod liveness;
 pub mod loss;
 pub mod offsets;
@@ -103,11 +107,12 @@ pub enum CheckerName {
     PoisonAcksNothing,
     AlarmsExplained,
     DelayGate,
+    LeaseExclusive,
     DeliveredAfterHeal,
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 10] = [
+    pub const ALL: [CheckerName; 11] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
@@ -117,6 +122,7 @@ impl CheckerName {
         CheckerName::PoisonAcksNothing,
         CheckerName::AlarmsExplained,
         CheckerName::DelayGate,
+        CheckerName::LeaseExclusive,
         CheckerName::DeliveredAfterHeal,
     ];
 
@@ -131,6 +137,7 @@ impl CheckerName {
             CheckerName::PoisonAcksNothing => "poison_acks_nothing",
             CheckerName::AlarmsExplained => "alarms_explained",
             CheckerName::DelayGate => "delay_gate",
+            CheckerName::LeaseExclusive => "lease_exclusive",
             CheckerName::DeliveredAfterHeal => "delivered_after_heal",
         }
     }
@@ -206,6 +213,7 @@ pub struct CheckReport {
     pub poison_acks_nothing: poison::PoisonReport,
     pub alarms_explained: explained::AlarmsReport,
     pub delay_gate: delay_gate::DelayGateReport,
+    pub lease_exclusive: lease_exclusive::LeaseReport,
     pub delivered_after_heal: liveness::LivenessReport,
 }
 
@@ -221,6 +229,7 @@ impl CheckReport {
             CheckerName::PoisonAcksNothing => &self.poison_acks_nothing.violations,
             CheckerName::AlarmsExplained => &self.alarms_explained.violations,
             CheckerName::DelayGate => &self.delay_gate.violations,
+            CheckerName::LeaseExclusive => &self.lease_exclusive.violations,
             CheckerName::DeliveredAfterHeal => &self.delivered_after_heal.violations,
         }
     }
@@ -300,6 +309,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         poison_acks_nothing: poison::check(&facts),
         alarms_explained: explained::check(&facts),
         delay_gate: delay_gate::check(&facts),
+        lease_exclusive: lease_exclusive::check(&facts),
         accounting,
         no_lost_ack,
         delivered_after_heal,

@@ -265,6 +265,10 @@ pub enum EventKind {
         payload: Vec<u8>,
         committed_at_ms: u64,
         attempt: u32,
+        /// When the consumer asked for it (its receive call began): the engine leased
+        /// it no earlier. Absent in histories written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked_at_ms: Option<u64>,
     },
     /// Consumer, when its ack of `offset` was accepted by the engine.
     Ack { tp: TopicPartition, offset: Offset },
@@ -713,8 +717,20 @@ impl History {
                 payload: payload.to_vec(),
                 committed_at_ms,
                 attempt,
+                asked_at_ms: None,
             },
         )
+    }
+
+    /// Sets when the consumer asked for the delivery just recorded.
+    pub fn asked_at(&mut self, asked_at_ms: u64) -> &mut Self {
+        match self.events.last_mut().map(|e| &mut e.kind) {
+            Some(EventKind::Delivery {
+                asked_at_ms: asked, ..
+            }) => *asked = Some(asked_at_ms),
+            _ => panic!("asked_at follows a delivery"),
+        }
+        self
     }
 
     pub fn ack(&mut self, at_ms: u64, tp: &TopicPartition, offset: Offset) -> &mut Self {

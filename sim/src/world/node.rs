@@ -276,6 +276,7 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
             max,
             reply,
         } => {
+            let asked = recorder.lock().now_ms();
             let result = engine(
                 store.with_timeout(RECEIVE_PARK, store.receive_wait(&topic, partition, max)),
             )
@@ -299,6 +300,7 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
                         d.committed_at_ms,
                         d.attempt,
                     );
+                    rec.history.asked_at(asked);
                     if let Ok(id) = crate::history::parse_payload_id(&d.payload) {
                         rec.delivered.insert(id);
                     }

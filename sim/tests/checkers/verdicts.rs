@@ -85,6 +85,7 @@ fn checker_names_are_stable_snake_case() {
             "poison_acks_nothing",
             "alarms_explained",
             "delay_gate",
+            "lease_exclusive",
             "delivered_after_heal",
         ]
     );

@@ -1,0 +1,126 @@
+//! `lease_exclusive`: while a delivery's lease is live, its offset is not delivered
+//! again. Leases live in memory, so a crash ends every one: only deliveries of one
+//! offset within one incarnation are compared. Between two such deliveries, at `t1`
+//! (asked for at `a1`) and `t2`, something must have ended the first lease:
+//!
+//! - a nack of the offset the engine accepted in between, or
+//! - its expiry: the engine leased it no earlier than `a1`, until `a1 + lease_ms` at
+//!   the earliest, so a redelivery at `t2 < a1 + lease_ms` came while it was live.
+//!
+//! An ack the engine accepted in between settles the offset: nothing may deliver it
+//! again in that incarnation. Each violation names the first delivery and, when one
+//! came in between, the settle that should have ended or kept the lease. No excuse
+//! applies: no fault reaches the engine's memory but a crash. Deliveries without the
+//! time they were asked for (histories recorded before it was) are not judged.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::facts::Facts;
+use super::{RecordRef, Violation};
+use crate::history::{EventKind, Incarnation, Offset, TopicPartition};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LeaseReport {
+    /// Redeliveries of one offset within one incarnation, each checked.
+    pub redeliveries: u64,
+    /// Of those, the ones a nack explained.
+    pub after_nack: u64,
+    pub violations: Vec<Violation>,
+}
+
+/// The last delivery of an offset in an incarnation, and what settled it since.
+struct Last {
+    index: usize,
+    asked_at_ms: Option<u64>,
+    nacked: bool,
+    acked: Option<usize>,
+}
+
+pub fn check(facts: &Facts<'_>) -> LeaseReport {
+    let mut report = LeaseReport::default();
+    let mut leases: BTreeMap<String, u64> = BTreeMap::new();
+    let mut last: BTreeMap<(TopicPartition, Offset), Last> = BTreeMap::new();
+    let mut incarnation: Incarnation = 0;
+    for (index, event) in facts.history.events().iter().enumerate() {
+        if event.incarnation != incarnation {
+            incarnation = event.incarnation;
+            last.clear();
+        }
+        match &event.kind {
+            EventKind::RunStarted { topics, .. } => {
+                leases = topics
+                    .iter()
+                    .map(|t| (t.name.clone(), t.lease_ms))
+                    .collect();
+            }
+            EventKind::Nack { tp, offset } => {
+                if let Some(l) = last.get_mut(&(tp.clone(), *offset)) {
+                    l.nacked = true;
+                }
+            }
+            EventKind::Ack { tp, offset } => {
+                if let Some(l) = last.get_mut(&(tp.clone(), *offset)) {
+                    l.acked.get_or_insert(index);
+                }
+            }
+            EventKind::Delivery {
+                tp,
+                offset,
+                asked_at_ms,
+                ..
+            } => {
+                let key = (tp.clone(), *offset);
+                if let (Some(previous), Some(lease_ms)) = (last.get(&key), leases.get(&tp.topic)) {
+                    report.redeliveries += 1;
+                    let live_until = previous.asked_at_ms.map(|a| a + lease_ms);
+                    let why = if let Some(ack) = previous.acked {
+                        Some(format!(
+                            "after the engine accepted its ack at t={}ms",
+                            facts.at_ms(ack)
+                        ))
+                    } else if previous.nacked {
+                        report.after_nack += 1;
+                        None
+                    } else {
+                        live_until
+                            .filter(|&until| event.at_ms < until)
+                            .map(|until| {
+                                format!(
+                                    "while its lease was live (asked for at t={}ms, leased for \
+                                 {lease_ms} ms: until t={until}ms at the earliest), with no \
+                                 nack in between",
+                                    previous.asked_at_ms.unwrap_or_default()
+                                )
+                            })
+                    };
+                    if let Some(why) = why {
+                        report.violations.push(Violation {
+                            message: format!(
+                                "{tp} offset {offset} delivered again at t={}ms inc {} {why}; \
+                                 first delivered at t={}ms",
+                                event.at_ms,
+                                event.incarnation,
+                                facts.at_ms(previous.index)
+                            ),
+                            records: vec![RecordRef::new(tp, Some(*offset), None)],
+                            events: vec![previous.index, index],
+                        });
+                    }
+                }
+                last.insert(
+                    key,
+                    Last {
+                        index,
+                        asked_at_ms: *asked_at_ms,
+                        nacked: false,
+                        acked: None,
+                    },
+                );
+            }
+            _ => {}
+        }
+    }
+    report
+}

@@ -1,0 +1,79 @@
+//! `lease_exclusive`: a live lease keeps its offset from anyone else until a nack, its
+//! expiry or a crash ends it, and an ack settles it for good.
+
+use super::*;
+use cafelog_sim::history::TopicSetup;
+
+/// Topic `orders` with leases of 100 ms; id 1 at offset 0, delivered (asked for at the
+/// delivery's own time).
+fn leased() -> Run {
+    let mut r = Run::new();
+    r.h.run_started(
+        0,
+        0,
+        vec![TopicSetup {
+            name: "orders".into(),
+            partitions: 2,
+            delay_ms: 0,
+            lease_ms: 100,
+        }],
+    );
+    r.produce(1, 0, 0, 20).deliver(1, 0, 0, 20).asked();
+    r
+}
+
+impl Run {
+    /// Marks the delivery just recorded as asked for at its own time.
+    fn asked(&mut self) -> &mut Self {
+        let t = self.t;
+        self.h.asked_at(t);
+        self
+    }
+}
+
+fn again(r: &mut Run) -> CheckReport {
+    r.deliver_raw(0, 0, &payload(1), &key(1), 20, 2).asked();
+    r.report()
+}
+
+#[test]
+fn lease_exclusive_fires_on_a_redelivery_while_the_lease_is_live() {
+    // Delivered at t=30, leased until t=130; again at t=40 with nothing in between.
+    let report = again(&mut leased());
+    assert_mentions(
+        &fires_only(&report, CheckerName::LeaseExclusive),
+        &[
+            "orders/0 offset 0 delivered again at t=40ms",
+            "while its lease was live",
+            "until t=130ms",
+        ],
+    );
+}
+
+#[test]
+fn a_nack_an_expiry_or_a_crash_ends_a_lease() {
+    let mut r = leased();
+    r.with(|t, h| {
+        h.nack(t, &tp(0), 0);
+    });
+    let report = again(&mut r);
+    assert!(messages_of(&report, CheckerName::LeaseExclusive).is_empty());
+    assert_eq!(report.lease_exclusive.after_nack, 1);
+    let mut r = leased();
+    r.wait(100);
+    assert!(messages_of(&again(&mut r), CheckerName::LeaseExclusive).is_empty());
+    let mut r = leased();
+    r.crash(&[(0, 1, 1, 1)]).restart();
+    assert!(messages_of(&again(&mut r), CheckerName::LeaseExclusive).is_empty());
+}
+
+#[test]
+fn an_accepted_ack_settles_the_offset_for_the_incarnation() {
+    // Even past the lease: an acked offset is never delivered again before a crash.
+    let mut r = leased();
+    r.consume(0, 0).wait(200);
+    assert_mentions(
+        &messages_of(&again(&mut r), CheckerName::LeaseExclusive),
+        &["after the engine accepted its ack at t=40ms"],
+    );
+}

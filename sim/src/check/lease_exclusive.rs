@@ -11,7 +11,12 @@
 //! again in that incarnation. Each violation names the first delivery and, when one
 //! came in between, the settle that should have ended or kept the lease. No excuse
 //! applies: no fault reaches the engine's memory but a crash. Deliveries without the
-//! time they were asked for (histories recorded before it was) are not judged.
+//! time they were asked for (histories recorded before it was), or of a topic the run's
+//! setup does not name, are judged by the ack rule only.
+//!
+//! The window starts at the ask, not at the lease: a receive that parked (up to the
+//! world's 200 ms) leased later than it asked, so a lease that ends early by less than
+//! the park is not seen here.
 
 use std::collections::BTreeMap;
 
@@ -72,9 +77,12 @@ pub fn check(facts: &Facts<'_>) -> LeaseReport {
                 ..
             } => {
                 let key = (tp.clone(), *offset);
-                if let (Some(previous), Some(lease_ms)) = (last.get(&key), leases.get(&tp.topic)) {
+                if let Some(previous) = last.get(&key) {
                     report.redeliveries += 1;
-                    let live_until = previous.asked_at_ms.map(|a| a + lease_ms);
+                    // The expiry rule needs the topic's lease and the ask; the ack rule
+                    // needs neither.
+                    let lease_ms = leases.get(&tp.topic).copied();
+                    let live_until = previous.asked_at_ms.zip(lease_ms).map(|(a, l)| a + l);
                     let why = if let Some(ack) = previous.acked {
                         Some(format!(
                             "after the engine accepted its ack at t={}ms",
@@ -88,10 +96,10 @@ pub fn check(facts: &Facts<'_>) -> LeaseReport {
                             .filter(|&until| event.at_ms < until)
                             .map(|until| {
                                 format!(
-                                    "while its lease was live (asked for at t={}ms, leased for \
-                                 {lease_ms} ms: until t={until}ms at the earliest), with no \
-                                 nack in between",
-                                    previous.asked_at_ms.unwrap_or_default()
+                                    "while its lease was live (asked for at t={}ms, leased for {} ms: until \
+                                 t={until}ms at the earliest), with no nack in between",
+                                previous.asked_at_ms.unwrap_or_default(),
+                                lease_ms.unwrap_or_default()
                                 )
                             })
                     };

@@ -77,3 +77,61 @@ fn an_accepted_ack_settles_the_offset_for_the_incarnation() {
         &["after the engine accepted its ack at t=40ms"],
     );
 }
+
+#[test]
+fn the_lease_runs_from_the_ask_and_ends_exactly_at_its_expiry() {
+    // Asked for at t=30 but delivered later (the receive parked): the lease ran from no
+    // earlier than the ask, so it may have expired at t=130; measured from the delivery
+    // it would not have.
+    let run = |wait_before_again: u64| {
+        let mut r = Run::new();
+        r.h.run_started(
+            0,
+            0,
+            vec![TopicSetup {
+                name: "orders".into(),
+                partitions: 2,
+                delay_ms: 0,
+                lease_ms: 100,
+            }],
+        );
+        r.produce(1, 0, 0, 20).wait(80).deliver(1, 0, 0, 20);
+        r.h.asked_at(30);
+        r.wait(wait_before_again);
+        again(&mut r)
+    };
+    // The first delivery lands at t=110; `again` records at t=120 + the wait.
+    assert!(messages_of(&run(10), CheckerName::LeaseExclusive).is_empty());
+    assert_mentions(
+        &messages_of(&run(9), CheckerName::LeaseExclusive),
+        &["delivered again at t=129ms", "until t=130ms"],
+    );
+}
+
+#[test]
+fn a_nack_ends_one_lease_not_the_next() {
+    let mut r = leased();
+    r.with(|t, h| {
+        h.nack(t, &tp(0), 0);
+    });
+    let report = again(&mut r);
+    assert!(messages_of(&report, CheckerName::LeaseExclusive).is_empty());
+    // A third delivery 10 ms after the second, with no nack since.
+    assert_mentions(
+        &messages_of(&again(&mut r), CheckerName::LeaseExclusive),
+        &["while its lease was live"],
+    );
+}
+
+#[test]
+fn an_ack_is_judged_without_the_runs_setup() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 20)
+        .deliver(1, 0, 0, 20)
+        .consume(0, 0)
+        .deliver_raw(0, 0, &payload(1), &key(1), 20, 2);
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::LeaseExclusive),
+        &["after the engine accepted its ack"],
+    );
+}

@@ -86,19 +86,8 @@ pub struct Reach {
     /// For a reach of unknown offsets: acknowledgements up to this history index (the
     /// next crash after the fault).
     pub window_end: usize,
-    /// A lost fsync of a data file (segment, WAL) reaches only what was acknowledged
-    /// after it: it persisted nothing of the writes pending then, and records
-    /// acknowledged before were fsynced before.
-    pub after_only: bool,
     /// The fault itself.
     pub kind: FaultKind,
-    /// A fault on a word file (`hwm`, `consumer.offset`) moves a value an open reads;
-    /// it reaches records acknowledged (or read) before `window_end`, whatever their
-    /// ack time before the fault. A lost fsync's durable value is the old, true one,
-    /// which the next open reads and builds on: it ends at the next crash. A flipped
-    /// word stays wrong, open after open, until the engine writes the word again: it
-    /// ends at the first crash after that write.
-    pub until_crash: bool,
     /// The engine's cuts of `tp` after the fault: (history index, first offset cut). A
     /// cut removes what the fault hit from its offset on; a record acknowledged after
     /// the cut at such an offset was written after it, out of the fault's reach.
@@ -116,10 +105,10 @@ impl Reach {
         id: Option<ProduceId>,
         seen: Option<usize>,
     ) -> bool {
-        if self.after_only && seen.is_some_and(|s| s < self.fault_index) {
+        if self.after_only() && seen.is_some_and(|s| s < self.fault_index) {
             return false;
         }
-        if self.until_crash && seen.is_some_and(|s| s >= self.window_end) {
+        if self.until_crash() && seen.is_some_and(|s| s >= self.window_end) {
             return false;
         }
         if id.is_some_and(|id| self.ids.contains(&id)) {
@@ -142,6 +131,23 @@ impl Reach {
             // strength, on this partition.
             _ => seen.is_some_and(|a| self.fault_index < a && a < self.window_end),
         }
+    }
+
+    /// A lost fsync of a data file (segment, WAL) reaches only what was acknowledged
+    /// after it: it persisted nothing of the writes pending then, and records
+    /// acknowledged before were fsynced before.
+    pub fn after_only(&self) -> bool {
+        self.lost_fsync() && !word_file(self.file)
+    }
+
+    /// A fault on a word file (`hwm`, `consumer.offset`) moves a value an open reads;
+    /// it reaches records acknowledged (or read) before `window_end`, whatever their
+    /// ack time before the fault. A lost fsync's durable value is the old, true one,
+    /// which the next open reads and builds on: it ends at the next crash. A flipped
+    /// word stays wrong, open after open, until the engine writes the word again: it
+    /// ends at the first crash after that write.
+    pub fn until_crash(&self) -> bool {
+        word_file(self.file)
     }
 
     /// A lost fsync: the durable file keeps what it held before the writes it lost.
@@ -279,9 +285,7 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
                 }
                 _ => facts.next_crash_after(index),
             },
-            after_only: matches!(kind, FaultKind::LostFsync { .. }) && !word_file(file),
             kind: kind.clone(),
-            until_crash: word_file(file),
             cuts_after: tp
                 .as_ref()
                 .filter(|_| file == FileKind::Segment)
@@ -400,7 +404,7 @@ pub fn hwm_rewritten_after_crash(
     crash: usize,
 ) -> Option<usize> {
     let events = facts.history.events();
-    let c = facts.crashes.iter().find(|c| c.index == crash)?;
+    let c = facts.crash_at(crash)?;
     let left = c.partitions.get(tp)?.persisted_hwm;
     let moved = events
         .iter()
@@ -417,17 +421,13 @@ pub fn hwm_rewritten_after_crash(
     let opened = facts
         .opened_at
         .range(c.incarnation + 1..)
-        .map(|(&inc, &done)| (inc, done))
-        .find(|&(inc, done)| {
+        .find(|&(&inc, &done)| {
             facts.alarms.of(tp).iter().any(|a| {
                 a.incarnation == inc && a.index < done && matches!(a.alarm, Alarm::LogOpened { .. })
             })
         })
-        .map(|(_, done)| done);
-    match (moved, opened) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+        .map(|(_, &done)| done);
+    moved.into_iter().chain(opened).min()
 }
 
 /// Whether the crash at `crash` left `tp`'s durable `hwm` at one end of `offsets` (the
@@ -440,9 +440,7 @@ fn hwm_left_by(
     offsets: Option<OffsetRange>,
 ) -> bool {
     let left = facts
-        .crashes
-        .iter()
-        .find(|c| c.index == crash)
+        .crash_at(crash)
         .and_then(|c| c.partitions.get(tp))
         .map(|p| p.persisted_hwm);
     match (left, offsets) {

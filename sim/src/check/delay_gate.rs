@@ -80,38 +80,34 @@ pub fn check(facts: &Facts<'_>) -> DelayGateReport {
     let mut attempts: BTreeMap<ProduceId, (u64, u64)> = BTreeMap::new();
     for (index, event) in facts.history.events().iter().enumerate() {
         let t = event.at_ms;
+        if let EventKind::RunStarted {
+            wall_base_ms,
+            topics,
+        } = &event.kind
+        {
+            delays = topics
+                .iter()
+                .map(|topic| (topic.name.clone(), topic.delay_ms))
+                .collect();
+            bound = Some(ClockBound {
+                wall_base_ms: *wall_base_ms,
+                stepped_back_ms: 0,
+                restart_ms: 0,
+                floor_ms: 0,
+            });
+            continue;
+        }
+        let Some(b) = bound.as_mut() else {
+            continue;
+        };
         match &event.kind {
-            EventKind::RunStarted {
-                wall_base_ms,
-                topics,
-            } => {
-                delays = topics
-                    .iter()
-                    .map(|topic| (topic.name.clone(), topic.delay_ms))
-                    .collect();
-                bound = Some(ClockBound {
-                    wall_base_ms: *wall_base_ms,
-                    stepped_back_ms: 0,
-                    restart_ms: 0,
-                    floor_ms: 0,
-                });
-            }
-            _ if bound.is_none() => {}
-            EventKind::Crash { .. } => {
-                let b = bound.as_mut().expect("checked above");
-                b.floor_ms = b.now_at_most(t);
-            }
-            EventKind::Restart => {
-                bound.as_mut().expect("checked above").restart_ms = t;
-            }
+            EventKind::Crash { .. } => b.floor_ms = b.now_at_most(t),
+            EventKind::Restart => b.restart_ms = t,
             EventKind::Fault {
                 kind: FaultKind::ClockStep { back_ms },
                 ..
-            } => {
-                bound.as_mut().expect("checked above").stepped_back_ms += back_ms;
-            }
+            } => b.stepped_back_ms += back_ms,
             EventKind::ProduceAttempt { id, .. } => {
-                let b = bound.as_ref().expect("checked above");
                 attempts.insert(*id, (b.wall(t), b.stepped_back_ms));
             }
             EventKind::Delivery {
@@ -121,7 +117,6 @@ pub fn check(facts: &Facts<'_>) -> DelayGateReport {
                 payload,
                 ..
             } => {
-                let b = bound.as_ref().expect("checked above");
                 if let Some(&(wall, stepped)) = parse_payload_id(payload)
                     .ok()
                     .and_then(|id| attempts.get(&id))
@@ -178,7 +173,6 @@ pub fn check(facts: &Facts<'_>) -> DelayGateReport {
                 committed_at_ms: Some(c),
                 ..
             } => {
-                let b = bound.as_ref().expect("checked above");
                 commit_time(facts, b, &mut report, tp, *offset, *c, index);
             }
             _ => {}

@@ -498,7 +498,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
     ) -> Option<Excuse> {
         let r = self.facts.reaches_before(tp, index).find(|r| {
             let end = match lasts {
-                _ if r.until_crash => r.window_end,
+                _ if r.until_crash() => r.window_end,
                 GapLasts::UntilCrash => r.window_end,
                 GapLasts::ThroughNextIncarnation => self.facts.next_crash_after(r.window_end),
                 // A data file's fault moves the persisted word away from the log at the

@@ -172,6 +172,11 @@ impl<'h> Facts<'h> {
         self.crashes.iter().rev().find(|c| c.index < index)
     }
 
+    /// The crash recorded at history index `index`, if one was.
+    pub fn crash_at(&self, index: usize) -> Option<&CrashFact> {
+        self.crashes.iter().find(|c| c.index == index)
+    }
+
     /// The crash that ended `incarnation`.
     pub fn crash_ending(&self, incarnation: Incarnation) -> Option<&CrashFact> {
         self.crashes.iter().find(|c| c.incarnation == incarnation)

@@ -844,40 +844,12 @@ fn a_clamp_after_a_cut_in_the_same_open_is_still_the_faults() {
     // The misdirected write hit offsets [1, 3) under the persisted HWM 3; the open cuts
     // the log at 1 and then clamps to 1. Its own cut does not hide the fault from its
     // clamp: only a cut of an open that completed earlier rewrote those frames.
-    let mut r = Run::new();
-    r.produced(3)
-        .hwm(0, 3, 3, 3)
-        .delivered(1)
-        .fault(
-            FaultKind::Misdirected {
-                file: FileKind::Segment,
-                offsets: Some(OffsetRange { start: 1, end: 3 }),
-                below_hwm: Some(true),
-            },
-            Some(0),
-        )
-        .crash(&[(0, 3, 3, 3)])
-        .restart()
-        .disk(0, OpenRule::TornTail, 3, 1, Some(1))
-        .alarm(
-            Some(0),
-            Alarm::TornTail {
-                segment: "00000000000000000000.log".into(),
-                position: 100,
-                offset: 1,
-                bytes: 200,
-            },
-        )
-        .alarm(
-            Some(0),
-            Alarm::Clamp {
-                persisted_hwm: 3,
-                hwm: 1,
-                lost: 2,
-            },
-        )
-        .opened(0, 1, 1);
-    let report = r.report();
+    let misdirected = FaultKind::Misdirected {
+        file: FileKind::Segment,
+        offsets: Some(OffsetRange { start: 1, end: 3 }),
+        below_hwm: Some(true),
+    };
+    let report = super::loss::clamped_run_after(misdirected, 1).report();
     assert!(
         !messages_of(&report, CheckerName::AlarmsExplained)
             .iter()

@@ -2,23 +2,11 @@
 //! the highest clock the engine may read, and commit times never run ahead of it.
 
 use super::*;
-use cafelog_sim::history::TopicSetup;
 
 /// A run of topic `orders` (2 partitions) with `delay_ms`, whose wall clock reads the
 /// simulated time (base 0).
 fn delayed(delay_ms: u64) -> Run {
-    let mut r = Run::new();
-    r.h.run_started(
-        0,
-        0,
-        vec![TopicSetup {
-            name: "orders".into(),
-            partitions: 2,
-            delay_ms,
-            lease_ms: 1_000,
-        }],
-    );
-    r
+    Run::with_setup(0, delay_ms, 1_000)
 }
 
 #[test]
@@ -84,29 +72,25 @@ fn a_commit_time_ahead_of_every_clock_the_engine_can_read_fails() {
     // process started, not since the open. Record 2, attempted at t=60 after the restart
     // at t=50, committed at 20 + 60 = 80 (the floor plus the time since t=0); at its
     // delivery (t=70) the clock may read at most 30 + (70 - 50) = 50, and 51 with slack.
-    let mut r = delayed(0);
-    r.produce(1, 0, 0, 20)
-        .crash(&[(0, 1, 1, 1)])
-        .fault(FaultKind::ClockStep { back_ms: 1_000 }, None)
-        .restart()
-        .attempt(2, 0)
-        .deliver(2, 0, 1, 90);
+    let run = |committed: u64| {
+        let mut r = delayed(0);
+        r.produce(1, 0, 0, 20)
+            .crash(&[(0, 1, 1, 1)])
+            .fault(FaultKind::ClockStep { back_ms: 1_000 }, None)
+            .restart()
+            .attempt(2, 0)
+            .deliver(2, 0, 1, committed);
+        messages_of(&r.report(), CheckerName::DelayGate)
+    };
     assert_mentions(
-        &messages_of(&r.report(), CheckerName::DelayGate),
+        &run(80),
         &[
-            "committed at 90",
+            "committed at 80",
             "ahead of any clock the engine can have read",
         ],
     );
-    // Committed at 60 it passes.
-    let mut r = delayed(0);
-    r.produce(1, 0, 0, 20)
-        .crash(&[(0, 1, 1, 1)])
-        .fault(FaultKind::ClockStep { back_ms: 1_000 }, None)
-        .restart()
-        .attempt(2, 0)
-        .deliver(2, 0, 1, 50);
-    assert!(messages_of(&r.report(), CheckerName::DelayGate).is_empty());
+    // Committed at 51 (the bound with its slack) it passes.
+    assert!(run(51).is_empty());
 }
 
 /// Base 10 000: id 1 committed at 10 020; a crash at t=30 (the bound reaches 10 030);
@@ -114,17 +98,7 @@ fn a_commit_time_ahead_of_every_clock_the_engine_can_read_fails() {
 /// wall clock reads 0, leaves the bound at 10 030 + 210 = 10 240; another step back; the
 /// restart at t=280 and a delivery of id 1 at t=290, with a topic delay of `delay_ms`.
 fn two_crashes_two_steps(delay_ms: u64) -> CheckReport {
-    let mut r = Run::new();
-    r.h.run_started(
-        0,
-        10_000,
-        vec![TopicSetup {
-            name: "orders".into(),
-            partitions: 2,
-            delay_ms,
-            lease_ms: 1_000,
-        }],
-    );
+    let mut r = Run::with_setup(10_000, delay_ms, 1_000);
     r.produce(1, 0, 0, 10_020)
         .crash(&[(0, 1, 1, 1)])
         .fault(FaultKind::ClockStep { back_ms: 20_000 }, None)
@@ -159,8 +133,7 @@ fn a_commit_time_behind_the_wall_clock_since_its_attempt_fails() {
     // The engine's clock never reads below the wall clock: a record attempted at wall
     // 10 010 cannot carry a commit time of 20 (a clock frozen at the recovered floor).
     let run = |committed: u64, step: u64| {
-        let mut r = Run::new();
-        r.h.run_started(0, 10_000, Vec::new());
+        let mut r = Run::with_setup(10_000, 0, 1_000);
         r.attempt(1, 0);
         if step > 0 {
             r.crash(&[(0, 0, 1, 1)])

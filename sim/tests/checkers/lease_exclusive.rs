@@ -2,22 +2,11 @@
 //! expiry or a crash ends it, and an ack settles it for good.
 
 use super::*;
-use cafelog_sim::history::TopicSetup;
 
 /// Topic `orders` with leases of 100 ms; id 1 at offset 0, delivered (asked for at the
 /// delivery's own time).
 fn leased() -> Run {
-    let mut r = Run::new();
-    r.h.run_started(
-        0,
-        0,
-        vec![TopicSetup {
-            name: "orders".into(),
-            partitions: 2,
-            delay_ms: 0,
-            lease_ms: 100,
-        }],
-    );
+    let mut r = Run::with_setup(0, 0, 100);
     r.produce(1, 0, 0, 20).deliver(1, 0, 0, 20).asked();
     r
 }
@@ -84,17 +73,7 @@ fn the_lease_runs_from_the_ask_and_ends_exactly_at_its_expiry() {
     // earlier than the ask, so it may have expired at t=130; measured from the delivery
     // it would not have.
     let run = |wait_before_again: u64| {
-        let mut r = Run::new();
-        r.h.run_started(
-            0,
-            0,
-            vec![TopicSetup {
-                name: "orders".into(),
-                partitions: 2,
-                delay_ms: 0,
-                lease_ms: 100,
-            }],
-        );
+        let mut r = Run::with_setup(0, 0, 100);
         r.produce(1, 0, 0, 20).wait(80).deliver(1, 0, 0, 20);
         r.h.asked_at(30);
         r.wait(wait_before_again);

@@ -10,14 +10,19 @@ use cafelog_sim::check::excuse::ExcuseKind;
 /// recording `3 - clamped_to` records lost. The disk it read says exactly that for
 /// `clamped_to == 1`.
 pub(super) fn clamped_run(clamped_to: u64) -> Run {
+    clamped_run_after(
+        segment_flip(OffsetRange { start: 1, end: 3 }, Some(true)),
+        clamped_to,
+    )
+}
+
+/// [`clamped_run`] with `damage` on orders/0 in place of the flip.
+pub(super) fn clamped_run_after(damage: FaultKind, clamped_to: u64) -> Run {
     let mut r = Run::new();
     r.produced(3)
         .hwm(0, 3, 3, 3)
         .deliver(1, 0, 0, 1_000)
-        .fault(
-            segment_flip(OffsetRange { start: 1, end: 3 }, Some(true)),
-            Some(0),
-        )
+        .fault(damage, Some(0))
         .crash(&[(0, 3, 3, 3)])
         .restart()
         .disk(0, OpenRule::TornTail, 3, 1, Some(1))

@@ -74,6 +74,20 @@ impl Run {
         }
     }
 
+    /// A run that starts with its setup: topic `orders` (2 partitions) with `delay_ms`
+    /// and `lease_ms`, and a wall clock reading `wall_base_ms` at time 0.
+    fn with_setup(wall_base_ms: u64, delay_ms: u64, lease_ms: u64) -> Self {
+        let mut r = Run::new();
+        let topic = cafelog_sim::history::TopicSetup {
+            name: "orders".into(),
+            partitions: 2,
+            delay_ms,
+            lease_ms,
+        };
+        r.h.run_started(0, wall_base_ms, vec![topic]);
+        r
+    }
+
     fn now(&mut self) -> u64 {
         self.t += 10;
         self.t

@@ -201,7 +201,8 @@ fn explain(
 /// `damaged_copy_recommitted`: after `copy` was first delivered and before `other`
 /// was, the engine gave `copy` up as unreadable: it skipped its frame, or an open's
 /// recorded clamp gave up its offset and `other` lies where that open's replay
-/// commits (from the clamped HWM on, on the same partition).
+/// commits (from the clamped HWM on, on the same partition, first delivered before
+/// the next crash: a later incarnation's copy is its own replay's).
 fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> {
     let until = other.first_delivery;
     let skip = facts
@@ -222,6 +223,8 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
                     && copy.offset < c.persisted_hwm
                     && other.tp == copy.tp
                     && other.offset >= c.hwm
+                    // Committed by that open's replay: seen before the next crash.
+                    && until < facts.next_crash_after(c.index)
             })
             .map(|c| {
                 (

@@ -58,6 +58,11 @@ fn hidden_tail_allows_exactly_its_size_in_duplicates_and_one_more_fails() {
 /// both frames, so the open cuts the log at 0 (R1: nothing valid follows) and clamps
 /// the HWM to 0 (`clamp`); the WAL replay re-commits id 2 at offset `again`.
 fn clamped_then_replayed(clamp: bool, again: u64) -> Run {
+    clamped_then_replayed_after(clamp, false, again)
+}
+
+/// [`clamped_then_replayed`], with a crash before the second copy if `crash_first`.
+fn clamped_then_replayed_after(clamp: bool, crash_first: bool, again: u64) -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)
         .produce(2, 0, 1, 1_001)
@@ -93,12 +98,13 @@ fn clamped_then_replayed(clamp: bool, again: u64) -> Run {
         )
         .counters(0, 2, 0);
     }
-    r.opened(0, 0, 0)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        })
-        .deliver(2, 0, again, 1_001)
-        .consume(0, again);
+    r.opened(0, 0, 0).with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    });
+    if crash_first {
+        r.crash(&[(0, 0, 0, 0)]).restart().open_clean(0, 0, 0);
+    }
+    r.deliver(2, 0, again, 1_001).consume(0, again);
     r
 }
 
@@ -121,6 +127,15 @@ fn a_copy_a_recorded_clamp_gave_up_may_come_back_from_the_wal() {
             .any(|(id, e)| *id == 2 && e.covers.contains("clamped away")),
         "{:?}",
         report.bounded_duplicates.excused
+    );
+    // A copy first seen after a later crash is that incarnation's replay's, not the
+    // clamping open's.
+    assert_mentions(
+        &messages_of(
+            &clamped_then_replayed_after(true, true, 0).report(),
+            CheckerName::BoundedDuplicates,
+        ),
+        &["produce id 2 delivered from orders/0@0"],
     );
     // Without the clamp the engine gave nothing up: the second copy is a duplicate.
     assert_mentions(

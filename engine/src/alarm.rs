@@ -24,6 +24,12 @@
 //! | `frontier_reset` | error | dir, log_start | `consumer.offset` unreadable: restart at the log start |
 //! | `topic_refused` | error | dir | the topic's `topic.conf` is unreadable: the topic stays closed |
 //! | `frontier_clamped` | warn | dir, value, clamped | a recovered frontier outside `[log start, HWM]` |
+//! | `frontier_persisting` | debug | dir, value | a `consumer.offset` replace begins (temp file, fsync, rename, directory fsync) |
+//! | `frontier_persisted` | debug | dir, value | that replace returned: `value` is durable |
+//!
+//! The last two are not alarms but the engine's account of what it made durable: a
+//! harness holds a recovered frontier to at least the last value persisted before a
+//! crash, and at most one it began to write.
 
 use std::path::Path;
 
@@ -44,13 +50,15 @@ pub const WAL_POISONED: &str = "wal_poisoned";
 pub const FRONTIER_RESET: &str = "frontier_reset";
 pub const FRONTIER_CLAMPED: &str = "frontier_clamped";
 pub const TOPIC_REFUSED: &str = "topic_refused";
+pub const FRONTIER_PERSISTING: &str = "frontier_persisting";
+pub const FRONTIER_PERSISTED: &str = "frontier_persisted";
 
 /// The `op` of a poison that no I/O error caused: records in flight were dropped (a
 /// cancelled `sync`, or a panic) before they reached the file.
 pub const CANCELLED_OP: &str = "records in flight dropped";
 
 /// Every alarm name, for a consumer that wants to know them all.
-pub const ALL: [&str; 17] = [
+pub const ALL: [&str; 19] = [
     TORN_TAIL,
     HOLE,
     SALVAGED,
@@ -68,6 +76,8 @@ pub const ALL: [&str; 17] = [
     FRONTIER_RESET,
     FRONTIER_CLAMPED,
     TOPIC_REFUSED,
+    FRONTIER_PERSISTING,
+    FRONTIER_PERSISTED,
 ];
 
 /// Which rule a truncation followed.
@@ -163,4 +173,14 @@ pub(crate) fn frontier_clamped(dir: &Path, value: u64, clamped: u64) {
 pub(crate) fn topic_refused(dir: &Path, reason: &str) {
     tracing::error!(alarm = TOPIC_REFUSED, dir = %dir.display(), reason,
         "topic.conf unreadable; the topic stays closed");
+}
+
+pub(crate) fn frontier_persisting(dir: &Path, value: u64) {
+    tracing::debug!(alarm = FRONTIER_PERSISTING, dir = %dir.display(), value,
+        "persisting the consumer frontier");
+}
+
+pub(crate) fn frontier_persisted(dir: &Path, value: u64) {
+    tracing::debug!(alarm = FRONTIER_PERSISTED, dir = %dir.display(), value,
+        "consumer frontier persisted");
 }

@@ -48,6 +48,7 @@ macro_rules! scenarios {
 
 scenarios! {
     a_crash_free_run_has_no_duplicates_and_no_loss => crash_free_accounting;
+    a_restart_resumes_consumption_from_the_last_durable_frontier => resumed_from_durable;
     bad_frame_above_the_hwm_is_truncated;
     bit_flip_below_the_hwm_refuses_to_open;
     crash_between_commit_and_hwm_persist_duplicates_never_loses => duplicates_without_loss;
@@ -161,6 +162,40 @@ fn nothing_delivered_early(scenario: &Scenario, outcome: &RunOutcome) {
         }
     }
     assert!(deliveries > 50, "{deliveries} deliveries");
+}
+
+/// Every restart loaded a frontier above 0 and at least the last one persisted before.
+fn resumed_from_durable(_: &Scenario, outcome: &RunOutcome) {
+    use cafelog_sim::history::Alarm;
+    let mut durable = 0;
+    let mut resumed = 0;
+    for event in outcome.history.events() {
+        match &event.kind {
+            EventKind::EngineAlarm {
+                alarm: Alarm::FrontierPersisted { value },
+                ..
+            } => durable = *value,
+            EventKind::FrontierObserved {
+                loaded: Some(loaded),
+                ..
+            } if event.incarnation > 0 => {
+                assert!(
+                    *loaded >= durable,
+                    "loaded {loaded} below durable {durable}"
+                );
+                if *loaded > 0 {
+                    resumed += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        resumed >= 3,
+        "only {resumed} restarts resumed past offset 0"
+    );
+    let report = outcome.report.as_ref().expect("checked");
+    assert!(report.frontier_durable.held_to_durable >= 3);
 }
 
 fn redelivered(_: &Scenario, outcome: &RunOutcome) {

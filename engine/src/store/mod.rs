@@ -372,16 +372,9 @@ impl<F: Fs, C: Clock> Store<F, C> {
             if let Ok(Some(value)) = stored
                 && value > bound
             {
-                write_word_atomically(
-                    &store.inner.fs,
-                    &dir,
-                    layout::CONSUMER_OFFSET_FILE,
-                    layout::CONSUMER_OFFSET_TMP_FILE,
-                    bound,
-                )
-                .await?;
                 crate::alarm::frontier_clamped(&dir, value, bound);
                 add(&store.inner.metrics.frontier_clamps, 1);
+                persist_frontier_word(&store.inner.fs, &dir, bound).await?;
             }
         }
         report.replayed = store.replay(entries, &checkpoint).await?;
@@ -897,14 +890,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 continue;
             }
             let dir = part.log.dir().to_path_buf();
-            write_word_atomically(
-                &self.inner.fs,
-                &dir,
-                layout::CONSUMER_OFFSET_FILE,
-                layout::CONSUMER_OFFSET_TMP_FILE,
-                value,
-            )
-            .await?;
+            persist_frontier_word(&self.inner.fs, &dir, value).await?;
             q.persisted_frontier = value;
             add(&self.inner.metrics.frontier_persists, 1);
         }
@@ -1162,6 +1148,22 @@ async fn read_text<F: Fs>(fs: &F, path: &Path) -> Result<String, StoreError> {
         .map_err(io("read"))?;
     String::from_utf8(bytes)
         .map_err(|_| StoreError::InvalidConfig(format!("{} is not UTF-8", path.display())))
+}
+
+/// Replaces the partition's `consumer.offset` with `value`, between the two events of
+/// the engine's account: begun, and (only once the directory fsync returned) durable.
+async fn persist_frontier_word<F: Fs>(fs: &F, dir: &Path, value: u64) -> Result<(), StoreError> {
+    crate::alarm::frontier_persisting(dir, value);
+    write_word_atomically(
+        fs,
+        dir,
+        layout::CONSUMER_OFFSET_FILE,
+        layout::CONSUMER_OFFSET_TMP_FILE,
+        value,
+    )
+    .await?;
+    crate::alarm::frontier_persisted(dir, value);
+    Ok(())
 }
 
 /// Replaces `dir/name` with an 8-byte value: temp file, fsync, rename over, dir fsync.

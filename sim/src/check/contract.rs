@@ -308,12 +308,28 @@ fn word_file(file: FileKind) -> bool {
     matches!(file, FileKind::Hwm | FileKind::ConsumerOffset)
 }
 
+/// The history index of the last `persisted_hwm` report of `tp` at or before `index`
+/// (0 when none).
+fn persisted_at(events: &[crate::history::Event], tp: &TopicPartition, index: usize) -> usize {
+    events[..=index.min(events.len().saturating_sub(1))]
+        .iter()
+        .rposition(|e| {
+            matches!(&e.kind, EventKind::HwmObserved {
+                tp: t,
+                persisted_hwm: Some(_),
+                ..
+            } if t == tp)
+        })
+        .unwrap_or(0)
+}
+
 /// The first write of `tp`'s word file after history index `after` that lasted: the
-/// engine's persisted HWM moving within an incarnation to neither of `flipped`'s ends
-/// (`hwm`), or a frontier
-/// written (`consumer.offset`) unless the next open found, instead of the value
-/// written, one of `flipped`'s ends (the word the fault left): a write the crash after
-/// it lost (the rename not yet durable) leaves the fault's word in place.
+/// engine's persisted HWM moving within an incarnation to a value the word did not
+/// hold on disk between the report before the fault and the fault (neither end of
+/// `flipped` nor of a flip chained before it) (`hwm`), or a frontier written
+/// (`consumer.offset`) unless the next open found, instead of the value written, one
+/// of `flipped`'s ends (the word the fault left): a write the crash after it lost (the
+/// rename not yet durable) leaves the fault's word in place.
 pub fn word_rewritten(
     facts: &Facts<'_>,
     file: FileKind,
@@ -336,6 +352,28 @@ pub fn word_rewritten(
             } if t == tp => Some((e.incarnation, *p)),
             _ => None,
         });
+    // The word's values on disk since that report, up to the fault: the ends of every
+    // flip of it in between. A later report of one is the engine's own earlier write
+    // reported late, not a rewrite after the fault (flips can chain).
+    let since = persisted_at(events, tp, after);
+    let mut held: Vec<Offset> = flipped.iter().flat_map(|r| [r.start, r.end]).collect();
+    for e in &events[since..after.min(events.len())] {
+        if let EventKind::Fault {
+            kind:
+                FaultKind::BitFlip {
+                    file: f,
+                    offsets: Some(r),
+                    ..
+                },
+            tp: Some(t),
+            ..
+        } = &e.kind
+            && *f == file
+            && t == tp
+        {
+            held.extend([r.start, r.end]);
+        }
+    }
     let mut from = after;
     loop {
         let write = events
@@ -360,7 +398,7 @@ pub fn word_rewritten(
                     // reported late (the engine's report trails its writes).
                     let moved = persisted
                         .is_some_and(|(inc, before)| inc == e.incarnation && before != *p)
-                        && flipped.is_none_or(|r| *p != r.start && *p != r.end);
+                        && !held.contains(p);
                     persisted = Some((e.incarnation, *p));
                     moved.then_some((i, None))
                 }
@@ -380,7 +418,9 @@ pub fn word_rewritten(
                     alarm: Alarm::FrontierClamped { value, .. },
                     ..
                 } if t == tp => Some(*value),
-                EventKind::FrontierObserved { tp: t, frontier } if t == tp => Some(*frontier),
+                EventKind::FrontierObserved {
+                    tp: t, frontier, ..
+                } if t == tp => Some(*frontier),
                 _ => None,
             });
         match (seen_next, flipped) {

@@ -167,7 +167,7 @@ pub struct Excuse {
 }
 
 impl Excuse {
-    fn new(kind: ExcuseKind, causes: Vec<usize>, covers: String) -> Self {
+    pub(super) fn new(kind: ExcuseKind, causes: Vec<usize>, covers: String) -> Self {
         Excuse {
             kind,
             causes,

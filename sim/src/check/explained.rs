@@ -31,7 +31,8 @@
 //!      the checkpoint; a hidden tail exposed: WAL damage reported by the same open;
 //!    - a refused topic: an out-of-contract fault on its `topic.conf` (in contract the
 //!      file is written whole, fsynced and renamed into place);
-//!    - a frontier reset: a fault on that partition's `consumer.offset`; a frontier
+//!    - a frontier reset: a fault on that partition's `consumer.offset` after the last
+//!      replace of it that returned began (a replace rewrites the file whole); a frontier
 //!      clamped down to the HWM: an earlier clamp below it or an out-of-contract fault
 //!      on the partition (clamped up to the log start is retention's).
 //! 3. **The counters add up.** Every `engine_counters` sample equals the sum of the
@@ -441,8 +442,12 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
             })
         }
         Alarm::FrontierReset { .. } => {
+            // A replace that returned rewrote the file whole: only a fault after the last
+            // such one began can have made it unreadable.
+            let rewritten = last_replace_begun(facts, tp, alarm.index);
             let caused = faults(facts).any(|(i, kind, t, _)| {
-                i < alarm.index
+                rewritten < i
+                    && i < alarm.index
                     && t == Some(tp)
                     && matches!(
                         kind,
@@ -458,7 +463,11 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
                             }
                     )
             });
-            (!caused).then(|| "with no fault on its consumer.offset".into())
+            (!caused).then(|| {
+                "with no fault on its consumer.offset since the last replace of it that \
+                 returned began"
+                    .into()
+            })
         }
         Alarm::FrontierClamped { value, clamped } if value > clamped => {
             // The HWM fell under the frontier: a clamp below it, in this open or an
@@ -554,6 +563,21 @@ fn store_uncaused(facts: &Facts<'_>, alarm: &AlarmFact) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// The history index where the last `consumer.offset` replace of `tp` that returned
+/// before `before` began (0 when none did).
+fn last_replace_begun(facts: &Facts<'_>, tp: &TopicPartition, before: usize) -> usize {
+    let mut begun = 0;
+    let mut last = 0;
+    for a in facts.alarms.of(tp).iter().take_while(|a| a.index < before) {
+        match a.alarm {
+            Alarm::FrontierPersisting { .. } => begun = a.index,
+            Alarm::FrontierPersisted { .. } => last = begun,
+            _ => {}
+        }
+    }
+    last
 }
 
 fn contract_out(kind: &FaultKind) -> bool {

@@ -63,7 +63,7 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
                 continue;
             }
             EventKind::FrontierWritten { tp, frontier } => (tp, *frontier, false),
-            EventKind::FrontierObserved { tp, frontier } => (tp, *frontier, true),
+            EventKind::FrontierObserved { tp, frontier, .. } => (tp, *frontier, true),
             _ => continue,
         };
         report.checked += 1;

@@ -42,6 +42,10 @@
 //!   offsets (or ones the engine skipped with a counter, or a `consumer.offset` fault's
 //!   reach); a recovered frontier is 0 or a value the engine wrote (old or new, never
 //!   torn).
+//! - `frontier_durable`: a frontier an open loads is at least the last one the engine
+//!   reported durable (its replace of `consumer.offset` returned) with no fault on the
+//!   file or its directory since, and at most one it began to write since (or the log
+//!   start). Excused by `out_of_contract` (a fault on the word or its directory).
 //! - `poison_acks_nothing`: after `PartitionPoisoned`, no produce ack on that partition
 //!   and no HWM advance in the same incarnation.
 //! - `alarms_explained`: every engine alarm agrees with the disk its open read (the
@@ -75,6 +79,7 @@ pub mod excuse;
 pub mod explained;
 pub mod facts;
 pub mod frontier;
+pub mod frontier_durable;
 pub mod lease_exclusive;
 pub mod liveness;
 pub mod loss;
@@ -104,6 +109,7 @@ pub enum CheckerName {
     StableOffsets,
     NoCorruptDelivery,
     FrontierSafe,
+    FrontierDurable,
     PoisonAcksNothing,
     AlarmsExplained,
     DelayGate,
@@ -112,13 +118,14 @@ pub enum CheckerName {
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 11] = [
+    pub const ALL: [CheckerName; 12] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
         CheckerName::StableOffsets,
         CheckerName::NoCorruptDelivery,
         CheckerName::FrontierSafe,
+        CheckerName::FrontierDurable,
         CheckerName::PoisonAcksNothing,
         CheckerName::AlarmsExplained,
         CheckerName::DelayGate,
@@ -134,6 +141,7 @@ impl CheckerName {
             CheckerName::StableOffsets => "stable_offsets",
             CheckerName::NoCorruptDelivery => "no_corrupt_delivery",
             CheckerName::FrontierSafe => "frontier_safe",
+            CheckerName::FrontierDurable => "frontier_durable",
             CheckerName::PoisonAcksNothing => "poison_acks_nothing",
             CheckerName::AlarmsExplained => "alarms_explained",
             CheckerName::DelayGate => "delay_gate",
@@ -210,6 +218,7 @@ pub struct CheckReport {
     pub stable_offsets: offsets::OffsetsReport,
     pub no_corrupt_delivery: corruption::CorruptionReport,
     pub frontier_safe: frontier::FrontierReport,
+    pub frontier_durable: frontier_durable::FrontierDurableReport,
     pub poison_acks_nothing: poison::PoisonReport,
     pub alarms_explained: explained::AlarmsReport,
     pub delay_gate: delay_gate::DelayGateReport,
@@ -226,6 +235,7 @@ impl CheckReport {
             CheckerName::StableOffsets => &self.stable_offsets.violations,
             CheckerName::NoCorruptDelivery => &self.no_corrupt_delivery.violations,
             CheckerName::FrontierSafe => &self.frontier_safe.violations,
+            CheckerName::FrontierDurable => &self.frontier_durable.violations,
             CheckerName::PoisonAcksNothing => &self.poison_acks_nothing.violations,
             CheckerName::AlarmsExplained => &self.alarms_explained.violations,
             CheckerName::DelayGate => &self.delay_gate.violations,
@@ -260,7 +270,8 @@ impl CheckReport {
                 .iter()
                 .map(|e| &e.excuse)
                 .chain(self.stable_offsets.excused.iter().map(|e| &e.excuse))
-                .chain(self.bounded_duplicates.excused.iter().map(|(_, e)| e)),
+                .chain(self.bounded_duplicates.excused.iter().map(|(_, e)| e))
+                .chain(self.frontier_durable.excused.iter()),
         );
         for (kind, n) in &self.monotonic_commit_time.superseded {
             *out.entry(*kind).or_insert(0) += n;
@@ -306,6 +317,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         stable_offsets: offsets::check(&facts, &accounting),
         no_corrupt_delivery: corruption::check(&facts, &accounting),
         frontier_safe: frontier::check(&facts),
+        frontier_durable: frontier_durable::check(&facts),
         poison_acks_nothing: poison::check(&facts),
         alarms_explained: explained::check(&facts),
         delay_gate: delay_gate::check(&facts),

@@ -68,6 +68,12 @@ pub enum Alarm {
     FrontierClamped { value: u64, clamped: u64 },
     /// The topic's `topic.conf` was unreadable at open: none of its partitions opened.
     TopicRefused { topic: String },
+    /// Not an alarm but the engine's account: a `consumer.offset` replace with `value`
+    /// began.
+    FrontierPersisting { value: u64 },
+    /// That replace returned (temp file fsynced, renamed, directory fsynced): `value` is
+    /// durable.
+    FrontierPersisted { value: u64 },
 }
 
 impl Alarm {
@@ -92,6 +98,8 @@ impl Alarm {
             Alarm::FrontierReset { .. } => a::FRONTIER_RESET,
             Alarm::FrontierClamped { .. } => a::FRONTIER_CLAMPED,
             Alarm::TopicRefused { .. } => a::TOPIC_REFUSED,
+            Alarm::FrontierPersisting { .. } => a::FRONTIER_PERSISTING,
+            Alarm::FrontierPersisted { .. } => a::FRONTIER_PERSISTED,
         }
     }
 
@@ -184,6 +192,12 @@ impl Alarm {
                     .to_str()?
                     .to_owned(),
             },
+            a::FRONTIER_PERSISTING => Alarm::FrontierPersisting {
+                value: num("value")?,
+            },
+            a::FRONTIER_PERSISTED => Alarm::FrontierPersisted {
+                value: num("value")?,
+            },
             _ => return None,
         };
         Some(alarm)
@@ -245,6 +259,9 @@ impl fmt::Display for Alarm {
             Alarm::FrontierReset { log_start } => write!(f, " log_start={log_start}"),
             Alarm::FrontierClamped { value, clamped } => write!(f, " {value} -> {clamped}"),
             Alarm::TopicRefused { topic } => write!(f, " {topic}"),
+            Alarm::FrontierPersisting { value } | Alarm::FrontierPersisted { value } => {
+                write!(f, " value={value}")
+            }
             Alarm::Poisoned { cancelled: true } => f.write_str(" (records in flight dropped)"),
             Alarm::Poisoned { cancelled: false }
             | Alarm::WalCheckpointUnreadable

@@ -282,10 +282,15 @@ pub enum EventKind {
         frontier: Offset,
     },
     /// World, after a restart: the frontier the engine recovered from
-    /// `consumer.offset` (every offset below it is acknowledged).
+    /// `consumer.offset` (every offset below it is acknowledged): the file's value as
+    /// the durable image holds it (0 when absent), and the frontier the engine loaded
+    /// from it (after its clamps), as its API reports it.
     FrontierObserved {
         tp: TopicPartition,
         frontier: Offset,
+        /// Absent in histories written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        loaded: Option<Offset>,
     },
     /// World, when it kills the node; the event's incarnation is the one that dies. One
     /// entry per partition on the node, from the disk's durable image.
@@ -434,8 +439,16 @@ impl fmt::Display for Event {
             EventKind::FrontierWritten { tp, frontier } => {
                 write!(f, "frontier_written {tp} frontier={frontier}")
             }
-            EventKind::FrontierObserved { tp, frontier } => {
-                write!(f, "frontier_observed {tp} frontier={frontier}")
+            EventKind::FrontierObserved {
+                tp,
+                frontier,
+                loaded,
+            } => {
+                write!(f, "frontier_observed {tp} frontier={frontier}")?;
+                match loaded {
+                    Some(l) => write!(f, " loaded={l}"),
+                    None => Ok(()),
+                }
             }
             EventKind::Crash { partitions } => {
                 write!(f, "crash:")?;
@@ -779,6 +792,25 @@ impl History {
             EventKind::FrontierObserved {
                 tp: tp.clone(),
                 frontier,
+                loaded: None,
+            },
+        )
+    }
+
+    /// A recovered frontier: the file's value and the one the engine loaded from it.
+    pub fn frontier_loaded(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        frontier: Offset,
+        loaded: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::FrontierObserved {
+                tp: tp.clone(),
+                frontier,
+                loaded: Some(loaded),
             },
         )
     }

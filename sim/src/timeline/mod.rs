@@ -104,7 +104,7 @@ pub fn render(outcome: &RunOutcome) -> String {
                     .frontier
                     .push((t, *frontier));
             }
-            EventKind::FrontierObserved { tp, frontier } => {
+            EventKind::FrontierObserved { tp, frontier, .. } => {
                 let p = panels.entry(tp.clone()).or_default();
                 p.frontier_observed.push((t, *frontier));
                 p.frontier.push((t, *frontier));

@@ -178,6 +178,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
     if let Some(r) = &report {
         paths.duplicates_exposed = r.accounting.counts().duplicated;
         paths.delayed_delivered = r.delay_gate.gated_deliveries;
+        paths.frontiers_recovered = r.frontier_durable.held_to_durable;
     }
     RunOutcome {
         seed: spec.seed,

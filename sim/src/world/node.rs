@@ -185,12 +185,12 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
             Ok(Err(_)) => u64::MAX,
             Err(e) => return Err(e.to_string()),
         };
-        engine(store.frontier(&part.id.0, part.id.1))
+        let loaded = engine(store.frontier(&part.id.0, part.id.1))
             .await
             .map_err(|e| e.to_string())?;
         frontiers.push((
             part.id.clone(),
-            raw,
+            (raw, loaded),
             part.log.log_start(),
             part.log.metrics().snapshot(),
         ));
@@ -223,9 +223,9 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     }
     rec.paths.wal_replayed += report.replayed;
     rec.paths.records_salvaged += report.salvaged;
-    for ((topic, partition), frontier, log_start, metrics) in frontiers {
+    for ((topic, partition), (raw, loaded), log_start, metrics) in frontiers {
         let tp = TopicPartition::new(topic, partition);
-        rec.history.frontier_observed(now, &tp, frontier);
+        rec.history.frontier_loaded(now, &tp, raw, loaded);
         // The log start recovery found, before the reaper can move it: a segment gone by
         // now was deleted before this open scanned the partition.
         rec.history.log_start_observed(now, &tp, log_start);

@@ -35,6 +35,9 @@ pub struct Paths {
     pub delay_gates_held: u64,
     /// Deliveries of records of delayed topics (each checked by `delay_gate`).
     pub delayed_delivered: u64,
+    /// Frontiers loaded at an open after the engine had persisted one (each held to it
+    /// by `frontier_durable`).
+    pub frontiers_recovered: u64,
     pub wal_replayed: u64,
     pub clock_steps: u64,
     pub bit_flips: u64,
@@ -65,6 +68,10 @@ impl Paths {
             ("leases_expired", self.leases_expired),
             ("delay_gates_held", self.delay_gates_held),
             ("delayed_records_delivered", self.delayed_delivered),
+            (
+                "frontiers_recovered_after_persist",
+                self.frontiers_recovered,
+            ),
             ("wal_entries_replayed", self.wal_replayed),
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),

@@ -919,3 +919,50 @@ fn a_clamps_lost_hwm_write_leaves_the_word_past_the_log() {
         &["persisted HWM of orders/0 is 2, beyond the durable tail 1"],
     );
 }
+
+/// `hwm` reported persisted at 1 while the engine had written 2; flips chained 2 -> 3
+/// (with `first_flip`) and 3 -> 100; then a late report of `reported`; a crash finds
+/// 100 over a tail of 4 and the open clamps.
+fn chained_hwm_flips(first_flip: bool, reported: u64) -> Run {
+    let flip = |start, end| FaultKind::BitFlip {
+        file: FileKind::Hwm,
+        offsets: Some(OffsetRange { start, end }),
+        below_hwm: None,
+    };
+    let mut r = Run::new();
+    r.produced(4).delivered(4).hwm(0, 4, 1, 4);
+    if first_flip {
+        r.fault(flip(2, 3), Some(0));
+    }
+    r.fault(flip(3, 100), Some(0))
+        .hwm(0, 4, reported, 4)
+        .crash(&[(0, 100, 4, 4)])
+        .restart()
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 100,
+                hwm: 4,
+                lost: 96,
+            },
+        )
+        .opened(0, 4, 4)
+        .counters(0, 96, 0);
+    r
+}
+
+#[test]
+fn a_late_report_of_a_word_a_chained_flip_left_is_no_rewrite() {
+    // Seed 12000957 (default): the report of 2 after both flips is the engine's own
+    // write from before them; the second flip's word is still there at the crash.
+    let clamp_uncaused = |r: &Run| {
+        messages_of(&r.report(), CheckerName::AlarmsExplained)
+            .iter()
+            .any(|m| m.contains("r4_clamp"))
+    };
+    assert!(!clamp_uncaused(&chained_hwm_flips(true, 2)));
+    // A value the word never held before the fault is a write after it, which ended
+    // the flip's reach.
+    assert!(clamp_uncaused(&chained_hwm_flips(true, 5)));
+    assert!(clamp_uncaused(&chained_hwm_flips(false, 2)));
+}

@@ -38,6 +38,7 @@ mod delay_gate;
 mod duplicates;
 mod excuses;
 mod frontier;
+mod frontier_durable;
 mod lease_exclusive;
 mod liveness;
 mod loss;

@@ -82,6 +82,7 @@ fn checker_names_are_stable_snake_case() {
             "stable_offsets",
             "no_corrupt_delivery",
             "frontier_safe",
+            "frontier_durable",
             "poison_acks_nothing",
             "alarms_explained",
             "delay_gate",

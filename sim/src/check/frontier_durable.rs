@@ -1,0 +1,313 @@
+//! `frontier_durable`: a recovered consumer frontier is one the engine made durable, or
+//! one it began to write after that. The engine reports each `consumer.offset` replace
+//! when it begins (`frontier_persisting`) and when it returned, the temp file fsynced,
+//! renamed over and the directory fsynced (`frontier_persisted`). At every open, for
+//! each partition the engine loaded a frontier `l` for (its API's answer):
+//!
+//! 1. **At least the last durable value.** Let `P` be the last replace that returned
+//!    before the load such that no out-of-contract fault on the partition's
+//!    `consumer.offset` (or its temp file) or its directory was injected after `P`
+//!    began: `P`'s value is durable. Then `l >= P.value`. A fault after a later replace
+//!    began (a lost fsync of the temp file or of the directory, a flip, a misdirected
+//!    write) can take the file back to `P`'s value or an older one: between `P` and the
+//!    last replace that returned, row `out_of_contract` names those faults.
+//! 2. **At most a value it began to write.** `l` is at most the largest value of the
+//!    replaces begun since `P` began (or of every replace when there is no `P`), or the
+//!    log start the open found when that is higher (the engine clamps up to it, and
+//!    starts there when there is no file); above that only an out-of-contract fault on
+//!    the word whose reach holds `l` can have moved it.
+//!
+//! The engine's own account of its load must agree with `l`: a `frontier_reset` puts it
+//! at the log start it names, a `frontier_clamped` at the clamped value. Neither
+//! excuses anything here: either needs a fault on the word (`alarms_explained`), and
+//! such a fault after the durable replace began already lowers the bound of rule 1; an
+//! open-time clamp below the HWM is itself a replace, so it sets the bound.
+//!
+//! Leases and the in-memory frontier die with the process; only the file survives a
+//! crash, so this is the whole of what a restart may claim about consumption. Loads
+//! recorded without the engine's value (histories written before it was recorded) are
+//! not judged.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::contract::Reach;
+use super::excuse::{Excuse, ExcuseKind};
+use super::facts::Facts;
+use super::{RecordRef, Violation};
+use crate::history::{Alarm, EventKind, FileKind, Offset, TopicPartition};
+
+/// The files whose out-of-contract faults can take `consumer.offset` back or move it:
+/// the word (and its temp file) and the partition's directory (the rename's entry).
+const WORD_FILES: &[FileKind] = &[
+    FileKind::ConsumerOffset,
+    FileKind::Directory,
+    FileKind::Other,
+];
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FrontierDurableReport {
+    /// Loads judged.
+    pub loads: usize,
+    /// Of those, the loads with a durable value to be held to (a replace had returned).
+    pub held_to_durable: u64,
+    /// Replaces the engine reported returned.
+    pub persists: usize,
+    pub excused: Vec<Excuse>,
+    pub violations: Vec<Violation>,
+}
+
+/// One `consumer.offset` replace, by the engine's account.
+#[derive(Clone, Copy, Debug)]
+struct Replace {
+    begun: usize,
+    value: Offset,
+    returned: Option<usize>,
+}
+
+pub fn check(facts: &Facts<'_>) -> FrontierDurableReport {
+    let mut report = FrontierDurableReport::default();
+    let mut replaces: BTreeMap<TopicPartition, Vec<Replace>> = BTreeMap::new();
+    for (index, event) in facts.history.events().iter().enumerate() {
+        match &event.kind {
+            EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: Alarm::FrontierPersisting { value },
+                ..
+            } => replaces.entry(tp.clone()).or_default().push(Replace {
+                begun: index,
+                value: *value,
+                returned: None,
+            }),
+            EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: Alarm::FrontierPersisted { value },
+                ..
+            } => {
+                // Replaces of one partition run one at a time: this is the last begun.
+                let last = replaces.get_mut(tp).and_then(|r| r.last_mut());
+                match last {
+                    Some(r) if r.value == *value && r.returned.is_none() => {
+                        r.returned = Some(index);
+                        report.persists += 1;
+                    }
+                    _ => report.violations.push(Violation {
+                        message: format!(
+                            "engine reported frontier {value} of {tp} persisted at t={}ms \
+                             without having begun that replace",
+                            event.at_ms
+                        ),
+                        records: vec![RecordRef::new(tp, Some(*value), None)],
+                        events: vec![index],
+                    }),
+                }
+            }
+            EventKind::FrontierObserved {
+                tp,
+                loaded: Some(loaded),
+                ..
+            } => {
+                report.loads += 1;
+                let none = Vec::new();
+                let of_tp = replaces.get(tp).unwrap_or(&none);
+                judge_load(facts, tp, index, *loaded, of_tp, &mut report);
+            }
+            _ => {}
+        }
+    }
+    report
+}
+
+fn judge_load(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    index: usize,
+    loaded: Offset,
+    replaces: &[Replace],
+    report: &mut FrontierDurableReport,
+) {
+    let event = &facts.history.events()[index];
+    let faults: Vec<&Reach> = facts
+        .reaches_before(tp, index)
+        .filter(|r| r.on(WORD_FILES))
+        .collect();
+    let returned: Vec<&Replace> = replaces.iter().filter(|r| r.returned.is_some()).collect();
+    if !returned.is_empty() {
+        report.held_to_durable += 1;
+    }
+    let (floor, floor_causes) = durable_floor(&returned, &faults);
+    let lower = floor.map_or(0, |r| r.value);
+    let begun_since = replaces
+        .iter()
+        .filter(|r| floor.is_none_or(|f| r.begun >= f.begun))
+        .map(|r| r.value)
+        .max();
+    let log_start = open_log_start(facts, tp, index);
+    let upper = begun_since.unwrap_or(0).max(log_start);
+    let account = load_account(facts, tp, index);
+    let violation = |message: String| Violation {
+        message: format!(
+            "frontier of {tp} loaded as {loaded} at t={}ms inc {} {message}",
+            event.at_ms, event.incarnation
+        ),
+        records: vec![RecordRef::new(tp, Some(loaded), None)],
+        events: vec![index],
+    };
+    // The engine's account of the load must agree with what it loaded.
+    match account {
+        Some((_, Alarm::FrontierReset { log_start })) if loaded != log_start => {
+            report.violations.push(violation(format!(
+                "after the engine reset it to the log start {log_start}"
+            )));
+            return;
+        }
+        Some((_, Alarm::FrontierClamped { value, clamped })) if loaded != clamped => {
+            report.violations.push(violation(format!(
+                "after the engine clamped {value} to {clamped}"
+            )));
+            return;
+        }
+        _ => {}
+    }
+    // A fault on the word itself since the floor's replace began: a flip or misdirected
+    // write moves the durable value within its reach, a lost fsync of a temp file
+    // renamed into place leaves a file the engine cannot read (its reset).
+    let since_floor = |f: &&&Reach| {
+        f.file == FileKind::ConsumerOffset && floor.is_none_or(|r| f.fault_index > r.begun)
+    };
+    let word_reach = |value: Offset| {
+        faults
+            .iter()
+            .filter(since_floor)
+            .find(|f| f.offsets.is_none_or(|r| r.start <= value && value <= r.end))
+    };
+    let reset_cause = match account {
+        Some((alarm, Alarm::FrontierReset { .. })) => faults
+            .iter()
+            .find(since_floor)
+            .map(|f| (alarm, f.fault_index)),
+        _ => None,
+    };
+    if loaded < lower {
+        let excuse = reset_cause
+            .map(|(alarm, fault)| vec![fault, alarm])
+            .or_else(|| word_reach(loaded).map(|f| vec![f.fault_index]));
+        match excuse {
+            Some(causes) => report.excused.push(Excuse::new(
+                ExcuseKind::OutOfContract,
+                causes,
+                format!("{tp} frontier {loaded} below the durable {lower}"),
+            )),
+            None => {
+                let durable = floor.and_then(|r| r.returned).unwrap_or(index);
+                report.violations.push(Violation {
+                    events: vec![index, durable],
+                    ..violation(format!(
+                        "is below {lower}, which the engine persisted at t={}ms with no \
+                         fault on consumer.offset since that could take it back",
+                        facts.history.events()[durable].at_ms
+                    ))
+                });
+            }
+        }
+        return;
+    }
+    let newest = returned.last().map_or(0, |r| r.value);
+    if loaded < newest {
+        report.excused.push(Excuse::new(
+            ExcuseKind::OutOfContract,
+            floor_causes,
+            format!("{tp} frontier {loaded} below the last persisted {newest}"),
+        ));
+    }
+    if loaded > upper {
+        match word_reach(loaded) {
+            Some(f) => report.excused.push(Excuse::new(
+                ExcuseKind::OutOfContract,
+                vec![f.fault_index],
+                format!("{tp} frontier {loaded} above any value begun ({upper})"),
+            )),
+            None => report.violations.push(violation(format!(
+                "is above every value the engine began to write since its last durable \
+                 one and the log start ({upper})"
+            ))),
+        }
+    }
+}
+
+/// The replace whose value is durable: the last that returned, unless the fsync of the
+/// partition's directory was lost while it ran (its rename may be undone), then the one
+/// before, and so on; with the faults that moved it down.
+fn durable_floor<'r>(
+    returned: &[&'r Replace],
+    faults: &[&Reach],
+) -> (Option<&'r Replace>, Vec<usize>) {
+    let mut causes = Vec::new();
+    for r in returned.iter().rev() {
+        let done = r.returned.unwrap_or(usize::MAX);
+        let undone: Vec<usize> = faults
+            .iter()
+            .filter(|f| {
+                f.lost_fsync()
+                    && f.file != FileKind::ConsumerOffset
+                    && r.begun < f.fault_index
+                    && f.fault_index < done
+            })
+            .map(|f| f.fault_index)
+            .collect();
+        if undone.is_empty() {
+            return (Some(r), causes);
+        }
+        causes.extend(undone);
+    }
+    (None, causes)
+}
+
+/// The log start the open of this load found (its `log_opened` account), or 0.
+fn open_log_start(facts: &Facts<'_>, tp: &TopicPartition, index: usize) -> Offset {
+    let incarnation = facts.history.events()[index].incarnation;
+    facts
+        .alarms
+        .of(tp)
+        .iter()
+        .rev()
+        .filter(|a| a.incarnation == incarnation && a.index < index)
+        .find_map(|a| match a.alarm {
+            Alarm::LogOpened { log_start, .. } => Some(log_start),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
+/// The engine's account of the load itself: a reset or clamp raised in this
+/// incarnation after its last replace (an open-time clamp is followed by the replace
+/// that lowers the file; the load's own come after it).
+fn load_account(facts: &Facts<'_>, tp: &TopicPartition, index: usize) -> Option<(usize, Alarm)> {
+    let incarnation = facts.history.events()[index].incarnation;
+    let of_load: Vec<_> = facts
+        .alarms
+        .of(tp)
+        .iter()
+        .filter(|a| a.incarnation == incarnation && a.index < index)
+        .collect();
+    let after_replace = of_load
+        .iter()
+        .rposition(|a| {
+            matches!(
+                a.alarm,
+                Alarm::FrontierPersisting { .. } | Alarm::FrontierPersisted { .. }
+            )
+        })
+        .map_or(0, |p| p + 1);
+    of_load[after_replace..]
+        .iter()
+        .rev()
+        .find(|a| {
+            matches!(
+                a.alarm,
+                Alarm::FrontierReset { .. } | Alarm::FrontierClamped { .. }
+            )
+        })
+        .map(|a| (a.index, a.alarm.clone()))
+}

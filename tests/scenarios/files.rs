@@ -59,8 +59,8 @@ scenarios! {
     fsync_error_poisons_the_partition_and_nothing_after_it_is_acknowledged;
     hwm_file_ahead_of_the_tail_is_clamped => loss_recorded;
     lost_fsync_is_recorded_loss_never_silent => lost_fsync_hit_a_segment;
-    retention_deletes_a_segment_while_a_consumer_reads_it;
-    retention_outruns_a_slow_consumer_and_deletes_records_it_never_read;
+    retention_deletes_a_segment_while_a_consumer_reads_it => reaped_by_age;
+    retention_outruns_a_slow_consumer_and_deletes_records_it_never_read => reaped_by_age;
     torn_tail_is_truncated_on_restart;
     torn_write_into_preallocated_space_is_truncated;
     wall_clock_steps_backwards_and_commit_times_stay_monotonic;
@@ -196,6 +196,18 @@ fn resumed_from_durable(_: &Scenario, outcome: &RunOutcome) {
     );
     let report = outcome.report.as_ref().expect("checked");
     assert!(report.frontier_durable.held_to_durable >= 3);
+}
+
+/// `retention_safe` judged real deletions, each against a commit time seen in it.
+fn reaped_by_age(_: &Scenario, outcome: &RunOutcome) {
+    let report = outcome.report.as_ref().expect("checked");
+    let r = &report.retention_safe;
+    assert!(r.reaped > 0, "the reaper deleted nothing");
+    assert!(
+        r.aged_checked > 0,
+        "no deletion was checked against a commit time"
+    );
+    assert!(r.log_starts > 0);
 }
 
 fn redelivered(_: &Scenario, outcome: &RunOutcome) {

@@ -2,17 +2,8 @@
 //! opens, `committed_at_ms + delay_ms`, by the clock the engine may read then; and no
 //! commit time runs ahead of that clock.
 //!
-//! The clock the engine may read (the wall-clock floor of engine/README.md, which
-//! DESIGN.md's contract needs because the wall clock may step backwards): at simulated time
-//! `t` in incarnation `i`, `now <= U(t) = max(wall(t), F_i + (t - r_i))`, where
-//! `wall(t)` is the simulated wall clock (its base plus `t`, moved back by each clock
-//! step so far), `r_i` the restart of `i` (its open came later, so `t - r_i` bounds the
-//! monotonic time since the open), and `F_i` bounds the last commit time the open can
-//! recover: no engine time before `r_i` exceeded it. `F_0 = 0`; `F_{i+1}` is the
-//! highest `U` of incarnation `i`, reached at its crash (the wall clock steps only while
-//! the node is down): `max(wall(crash_i), F_i + (crash_i - r_i))`. The bound needs no
-//! commit time the engine reported, so an engine that inflates its clock cannot inflate
-//! the bound with it.
+//! The clock the engine may read is bounded by `U(t)` ([`super::engine_clock`]), from
+//! the run's timeline alone.
 //!
 //! 1. Every delivery of a record of a delayed topic, committed at `c`, at `t`:
 //!    `c + delay_ms <= U(t)`.
@@ -22,21 +13,18 @@
 //!    clock at `id`'s attempt, less the clock's steps back since: the engine's clock
 //!    never reads below the wall clock, and the commit came after the attempt.
 //!
-//! One millisecond of slack on each side covers the history's whole-millisecond
-//! timestamps, which may trail the engine's reading of the same simulated instant by a
-//! fraction. No excuse applies: clock steps are in contract, and no fault reaches the
+//! One millisecond of slack on each side (`SLACK_MS`) covers the history's
+//! whole-millisecond timestamps. No excuse applies: clock steps are in contract, and no fault reaches the
 //! clock.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::engine_clock::{ClockBound, SLACK_MS};
 use super::facts::Facts;
 use super::{RecordRef, Violation};
-use crate::history::{EventKind, FaultKind, Offset, ProduceId, TopicPartition, parse_payload_id};
-
-/// Slack for whole-millisecond history timestamps against the engine's clock.
-const SLACK_MS: u64 = 1;
+use crate::history::{EventKind, Offset, ProduceId, TopicPartition, parse_payload_id};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DelayGateReport {
@@ -47,29 +35,6 @@ pub struct DelayGateReport {
     /// Deliveries checked against rule 3.
     pub commit_floors: u64,
     pub violations: Vec<Violation>,
-}
-
-/// The bound `U` as the history unfolds.
-struct ClockBound {
-    wall_base_ms: u64,
-    /// Sum of clock steps back so far.
-    stepped_back_ms: u64,
-    /// `r_i`, the restart of the current incarnation.
-    restart_ms: u64,
-    /// `F_i`.
-    floor_ms: u64,
-}
-
-impl ClockBound {
-    fn wall(&self, t: u64) -> u64 {
-        (self.wall_base_ms + t).saturating_sub(self.stepped_back_ms)
-    }
-
-    /// `U(t)`.
-    fn now_at_most(&self, t: u64) -> u64 {
-        self.wall(t)
-            .max(self.floor_ms + t.saturating_sub(self.restart_ms))
-    }
 }
 
 pub fn check(facts: &Facts<'_>) -> DelayGateReport {
@@ -89,24 +54,14 @@ pub fn check(facts: &Facts<'_>) -> DelayGateReport {
                 .iter()
                 .map(|topic| (topic.name.clone(), topic.delay_ms))
                 .collect();
-            bound = Some(ClockBound {
-                wall_base_ms: *wall_base_ms,
-                stepped_back_ms: 0,
-                restart_ms: 0,
-                floor_ms: 0,
-            });
+            bound = Some(ClockBound::new(*wall_base_ms));
             continue;
         }
         let Some(b) = bound.as_mut() else {
             continue;
         };
+        b.observe(event);
         match &event.kind {
-            EventKind::Crash { .. } => b.floor_ms = b.now_at_most(t),
-            EventKind::Restart => b.restart_ms = t,
-            EventKind::Fault {
-                kind: FaultKind::ClockStep { back_ms },
-                ..
-            } => b.stepped_back_ms += back_ms,
             EventKind::ProduceAttempt { id, .. } => {
                 attempts.insert(*id, (b.wall(t), b.stepped_back_ms));
             }

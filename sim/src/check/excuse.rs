@@ -93,7 +93,8 @@ impl ExcuseKind {
                  acknowledged before the skip"
             }
             ExcuseKind::Retention => {
-                "a record below a log start the reaper reached: retention deleted it"
+                "a record in a segment the reaper deleted (the unlink the world saw, judged \
+                 by retention_safe)"
             }
             ExcuseKind::OutOfContract => {
                 "a record an out-of-contract fault's reach names (its offsets on its \
@@ -259,16 +260,23 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ))
     }
 
-    /// `Retention`: `offset` below the highest log start of `tp` seen in the run.
+    /// `Retention`: `offset` in a segment of `tp` the reaper deleted (the deletion
+    /// `retention_safe` judges).
     pub fn retention(&self, tp: &TopicPartition, offset: Offset) -> Option<Excuse> {
-        let (log_start, index) = self.facts.log_start_reached(tp)?;
-        (offset < log_start).then(|| {
-            Excuse::new(
-                ExcuseKind::Retention,
-                vec![index],
-                format!("{tp} offsets below {log_start}"),
-            )
-        })
+        let r = self
+            .facts
+            .reaped
+            .iter()
+            .find(|r| &r.tp == tp && r.contains(offset))?;
+        Some(Excuse::new(
+            ExcuseKind::Retention,
+            vec![r.index],
+            format!(
+                "{tp} offsets [{}, {}) in a reaped segment",
+                r.base,
+                r.end.unwrap_or(r.base)
+            ),
+        ))
     }
 
     /// `OutOfContract`: the first out-of-contract fault before `before` whose reach

@@ -58,6 +58,10 @@
 //! - `lease_exclusive`: within an incarnation, an offset is delivered again only after
 //!   a nack of it or once its lease (from when it was asked for) can have expired, and
 //!   never after an accepted ack.
+//! - `retention_safe`: every segment the reaper deletes (an unlink the world saw after
+//!   the partition's open) was sealed and its latest commit seen was `retention_ms` old
+//!   by the highest clock the engine may read; every log start is a segment's base.
+//!   Its deletions are what `no_lost_ack`'s `retention` row excuses.
 //!
 //! Liveness checker:
 //! - `delivered_after_heal`: every acknowledged record is delivered by
@@ -75,6 +79,7 @@ pub mod contract;
 pub mod corruption;
 pub mod delay_gate;
 pub mod duplicates;
+pub mod engine_clock;
 pub mod excuse;
 pub mod explained;
 pub mod facts;
@@ -85,6 +90,7 @@ pub mod liveness;
 pub mod loss;
 pub mod offsets;
 pub mod poison;
+pub mod retention_safe;
 pub mod verdict;
 
 use std::fmt;
@@ -114,11 +120,12 @@ pub enum CheckerName {
     AlarmsExplained,
     DelayGate,
     LeaseExclusive,
+    RetentionSafe,
     DeliveredAfterHeal,
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 12] = [
+    pub const ALL: [CheckerName; 13] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
@@ -130,6 +137,7 @@ impl CheckerName {
         CheckerName::AlarmsExplained,
         CheckerName::DelayGate,
         CheckerName::LeaseExclusive,
+        CheckerName::RetentionSafe,
         CheckerName::DeliveredAfterHeal,
     ];
 
@@ -146,6 +154,7 @@ impl CheckerName {
             CheckerName::AlarmsExplained => "alarms_explained",
             CheckerName::DelayGate => "delay_gate",
             CheckerName::LeaseExclusive => "lease_exclusive",
+            CheckerName::RetentionSafe => "retention_safe",
             CheckerName::DeliveredAfterHeal => "delivered_after_heal",
         }
     }
@@ -223,6 +232,7 @@ pub struct CheckReport {
     pub alarms_explained: explained::AlarmsReport,
     pub delay_gate: delay_gate::DelayGateReport,
     pub lease_exclusive: lease_exclusive::LeaseReport,
+    pub retention_safe: retention_safe::RetentionReport,
     pub delivered_after_heal: liveness::LivenessReport,
 }
 
@@ -240,6 +250,7 @@ impl CheckReport {
             CheckerName::AlarmsExplained => &self.alarms_explained.violations,
             CheckerName::DelayGate => &self.delay_gate.violations,
             CheckerName::LeaseExclusive => &self.lease_exclusive.violations,
+            CheckerName::RetentionSafe => &self.retention_safe.violations,
             CheckerName::DeliveredAfterHeal => &self.delivered_after_heal.violations,
         }
     }
@@ -322,6 +333,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         alarms_explained: explained::check(&facts),
         delay_gate: delay_gate::check(&facts),
         lease_exclusive: lease_exclusive::check(&facts),
+        retention_safe: retention_safe::check(&facts),
         accounting,
         no_lost_ack,
         delivered_after_heal,

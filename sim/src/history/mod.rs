@@ -221,6 +221,10 @@ pub struct TopicSetup {
     /// Records are deliverable only from `committed_at_ms + delay_ms` on.
     pub delay_ms: u64,
     pub lease_ms: u64,
+    /// Sealed segments older than this are reaped; `None` keeps them. Absent in
+    /// histories written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_ms: Option<u64>,
 }
 
 /// One observation. Field docs say who records it.
@@ -315,6 +319,11 @@ pub enum EventKind {
         tp: TopicPartition,
         log_start: Offset,
     },
+    /// World (the disk as the engine uses it), when the engine created the segment file
+    /// named by `base`.
+    SegmentCreated { tp: TopicPartition, base: Offset },
+    /// World, when the engine's unlink of the segment file named by `base` returned.
+    SegmentDeleted { tp: TopicPartition, base: Offset },
     /// World, sampling the engine's counters for a partition. Counters are cumulative
     /// within an incarnation and start from 0 at each restart.
     EngineCounters {
@@ -482,6 +491,12 @@ impl fmt::Display for Event {
             ),
             EventKind::LogStartObserved { tp, log_start } => {
                 write!(f, "log_start_observed {tp} log_start={log_start}")
+            }
+            EventKind::SegmentCreated { tp, base } => {
+                write!(f, "segment_created {tp} base={base}")
+            }
+            EventKind::SegmentDeleted { tp, base } => {
+                write!(f, "segment_deleted {tp} base={base}")
             }
             EventKind::EngineCounters {
                 tp,
@@ -874,6 +889,26 @@ impl History {
             EventKind::LogStartObserved {
                 tp: tp.clone(),
                 log_start,
+            },
+        )
+    }
+
+    pub fn segment_created(&mut self, at_ms: u64, tp: &TopicPartition, base: Offset) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SegmentCreated {
+                tp: tp.clone(),
+                base,
+            },
+        )
+    }
+
+    pub fn segment_deleted(&mut self, at_ms: u64, tp: &TopicPartition, base: Offset) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SegmentDeleted {
+                tp: tp.clone(),
+                base,
             },
         )
     }

@@ -240,6 +240,7 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
                 partitions: t.config.partitions,
                 delay_ms: t.config.delay_ms,
                 lease_ms: t.config.lease_ms,
+                retention_ms: t.config.log.retention_ms,
             })
             .collect();
         let mut rec = recorder.lock();

@@ -1,7 +1,8 @@
 //! [`ObservingFs`]: the engine's view of the simulated disk. It passes every call to
 //! [`SimFs`] and, before the call returns to the engine, moves the faults the disk
 //! injected into the run's history (so everything a fault can affect comes after it),
-//! records every candidate `consumer.offset` value the engine writes, and notes which
+//! records every candidate `consumer.offset` value the engine writes and every segment
+//! file it creates or unlinks, and notes which
 //! WAL files each incarnation has opened (what damage its open can still read).
 
 use super::recorder::Shared;
@@ -80,6 +81,9 @@ impl Fs for ObservingFs {
             self.recorder.lock().wal_opening(path);
         }
         let r = self.inner.open(path, mode).await;
+        if r.is_ok() && mode == OpenMode::CreateNew {
+            self.recorder.lock().segment_file(path, true);
+        }
         self.after(r).map(|inner| ObservingFile {
             inner,
             recorder: self.recorder.clone(),
@@ -104,6 +108,9 @@ impl Fs for ObservingFs {
 
     async fn remove_file(&self, path: &Path) -> io::Result<()> {
         let r = self.inner.remove_file(path).await;
+        if r.is_ok() {
+            self.recorder.lock().segment_file(path, false);
+        }
         self.after(r)
     }
 

@@ -379,6 +379,22 @@ impl Recorder {
             .and_then(|b| cafelog_engine::format::word::decode(&b))
     }
 
+    /// A segment file of a partition created (`created`) or unlinked.
+    pub fn segment_file(&mut self, path: &Path, created: bool) {
+        let base = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(layout::parse_segment_file_name);
+        if let (Some(base), Some(tp)) = (base, partition_of(path)) {
+            let now = self.now_ms();
+            if created {
+                self.history.segment_created(now, &tp, base);
+            } else {
+                self.history.segment_deleted(now, &tp, base);
+            }
+        }
+    }
+
     pub fn frontier_written(&mut self, tmp_path: &Path, value: u64) {
         if let Some(tp) = partition_of(tmp_path) {
             let now = self.now_ms();

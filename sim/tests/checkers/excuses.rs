@@ -75,13 +75,24 @@ fn skipped_at(base: u64) -> Run {
 }
 
 fn retention_to(log_start: u64) -> Run {
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .produce(2, 0, 1, 1_001)
-        .deliver(2, 0, 1, 1_001)
-        .with(|t, h| {
-            h.log_start_observed(t, &tp(0), log_start);
-        });
+    // Segments at 0 (id 1) and 1 (id 2); with a log start of 1 the reaper deleted the
+    // first.
+    let mut r = Run::with_retention(10);
+    r.segment(0, true)
+        .opened(0, 0, 0)
+        .committed(1, 0)
+        .segment(1, true)
+        .committed(2, 1)
+        .deliver(2, 0, 1, 65)
+        .wait(100);
+    if log_start == 1 {
+        r.segment(0, false);
+    } else {
+        r.wait(10);
+    }
+    r.with(|t, h| {
+        h.log_start_observed(t, &tp(0), log_start);
+    });
     r
 }
 

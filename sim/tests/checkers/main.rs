@@ -44,6 +44,7 @@ mod liveness;
 mod loss;
 mod offsets;
 mod poison;
+mod retention_safe;
 mod sweep_regressions;
 mod timeline;
 mod verdicts;
@@ -84,6 +85,7 @@ impl Run {
             partitions: 2,
             delay_ms,
             lease_ms,
+            retention_ms: None,
         };
         r.h.run_started(0, wall_base_ms, vec![topic]);
         r

@@ -14,12 +14,22 @@ fn assert_duplicates_explained(report: &CheckReport) {
 }
 
 fn retention_run(log_start: u64) -> Run {
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .produce(2, 0, 1, 1_001)
-        .produce(3, 0, 2, 1_002)
-        .deliver(3, 0, 2, 1_002)
+    // Segments at 0, at `log_start` and at 2; the reaper deletes the first.
+    let mut r = Run::with_retention(10);
+    r.segment(0, true).opened(0, 0, 0);
+    if log_start != 2 {
+        r.segment(log_start, true);
+    } else {
+        r.wait(10);
+    }
+    r.committed(1, 0)
+        .committed(2, 1)
+        .segment(2, true)
+        .committed(3, 2)
+        .deliver(3, 0, 2, 95)
         .consume(0, 2)
+        .wait(100)
+        .segment(0, false)
         .with(|t, h| {
             h.log_start_observed(t, &tp(0), log_start);
         });

@@ -87,6 +87,7 @@ fn checker_names_are_stable_snake_case() {
             "alarms_explained",
             "delay_gate",
             "lease_exclusive",
+            "retention_safe",
             "delivered_after_heal",
         ]
     );

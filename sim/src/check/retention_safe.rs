@@ -1,0 +1,223 @@
+//! `retention_safe`: the reaper deletes only sealed segments whose last write is older
+//! than the topic's `retention_ms` by the clock the engine may read at the deletion, and
+//! the log start moves only to segment boundaries.
+//!
+//! The world records every segment file the engine creates and every unlink of one that
+//! returned (`SegmentCreated`, `SegmentDeleted`): what happened to the disk, not what
+//! the engine says. An unlink before the partition's open in that incarnation finished
+//! (no `log_opened` yet) is recovery's (a cut removing segments past a truncation); any
+//! other is the reaper's, and is judged:
+//!
+//! 1. **Sealed.** A segment with a higher base existed (was created and not unlinked)
+//!    when it was deleted: the active segment is the highest. Its records are
+//!    `[base, end)`, `end` the lowest such base.
+//! 2. **Aged.** Every commit time observed for an offset in `[base, end)` since the
+//!    segment was created (deliveries, produce acks), `c`, has
+//!    `c + retention_ms <= U(t)` at the deletion ([`super::engine_clock`]): the last
+//!    write is at least the latest commit seen, so a segment reaped by an earlier
+//!    write (its first, say) is caught once any later record in it was seen. A topic
+//!    without retention deletes nothing.
+//! 3. **Boundaries.** Every log start the engine reports (samples, its open's
+//!    account) is 0 or the base of a segment created before (histories that record no
+//!    segment file of the partition are not judged by this rule).
+//!
+//! [`Reaped`] ranges are what `no_lost_ack`'s `retention` row excuses: an acknowledged
+//! record is forgiven for vanishing below the log start only at an offset of a segment
+//! the reaper deleted, resting on that deletion. No excuse applies here: retention is
+//! the engine's own act, and no fault makes it delete.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::engine_clock::{ClockBound, SLACK_MS};
+use super::facts::Facts;
+use super::{RecordRef, Violation};
+use crate::history::{Alarm, EventKind, History, Incarnation, Offset, TopicPartition};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RetentionReport {
+    /// Segments the reaper deleted, each judged.
+    pub reaped: u64,
+    /// Of those, the ones with a commit time seen to age.
+    pub aged_checked: u64,
+    /// Log starts checked against segment bases.
+    pub log_starts: u64,
+    pub violations: Vec<Violation>,
+}
+
+/// A segment the reaper deleted: offsets `[base, end)` of `tp`, at history `index`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reaped {
+    pub tp: TopicPartition,
+    pub base: Offset,
+    /// `None`: no higher segment existed (the active one was deleted).
+    pub end: Option<Offset>,
+    pub index: usize,
+}
+
+impl Reaped {
+    pub fn contains(&self, offset: Offset) -> bool {
+        self.base <= offset && self.end.is_some_and(|e| offset < e)
+    }
+}
+
+/// Every segment the reaper deleted, in history order.
+pub fn reaped(history: &History) -> Vec<Reaped> {
+    let mut out = Vec::new();
+    let mut live: BTreeMap<TopicPartition, BTreeSet<Offset>> = BTreeMap::new();
+    let mut opened: BTreeSet<(TopicPartition, Incarnation)> = BTreeSet::new();
+    for (index, event) in history.events().iter().enumerate() {
+        match &event.kind {
+            EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: Alarm::LogOpened { .. },
+                raised_in,
+            } => {
+                opened.insert((tp.clone(), raised_in.unwrap_or(event.incarnation)));
+            }
+            EventKind::SegmentCreated { tp, base } => {
+                live.entry(tp.clone()).or_default().insert(*base);
+            }
+            EventKind::SegmentDeleted { tp, base } => {
+                let bases = live.entry(tp.clone()).or_default();
+                bases.remove(base);
+                if opened.contains(&(tp.clone(), event.incarnation)) {
+                    let end = bases.range(base + 1..).next().copied();
+                    out.push(Reaped {
+                        tp: tp.clone(),
+                        base: *base,
+                        end,
+                        index,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+pub fn check(facts: &Facts<'_>) -> RetentionReport {
+    let mut report = RetentionReport::default();
+    let events = facts.history.events();
+    let mut retention: BTreeMap<String, Option<u64>> = BTreeMap::new();
+    let mut bound: Option<ClockBound> = None;
+    let mut reaped = facts.reaped.iter().peekable();
+    // Per partition: offset -> latest commit time seen, and each base's latest creation.
+    let mut commits: BTreeMap<TopicPartition, BTreeMap<Offset, (u64, usize)>> = BTreeMap::new();
+    let mut created: BTreeMap<TopicPartition, BTreeMap<Offset, usize>> = BTreeMap::new();
+    for (index, event) in events.iter().enumerate() {
+        if let EventKind::RunStarted {
+            wall_base_ms,
+            topics,
+        } = &event.kind
+        {
+            retention = topics
+                .iter()
+                .map(|t| (t.name.clone(), t.retention_ms))
+                .collect();
+            bound = Some(ClockBound::new(*wall_base_ms));
+            continue;
+        }
+        if let Some(b) = bound.as_mut() {
+            b.observe(event);
+        }
+        match &event.kind {
+            EventKind::SegmentCreated { tp, base } => {
+                created.entry(tp.clone()).or_default().insert(*base, index);
+            }
+            EventKind::Delivery {
+                tp,
+                offset,
+                committed_at_ms,
+                ..
+            }
+            | EventKind::ProduceAck {
+                tp,
+                offset: Some(offset),
+                committed_at_ms: Some(committed_at_ms),
+                ..
+            } => {
+                commits
+                    .entry(tp.clone())
+                    .or_default()
+                    .insert(*offset, (*committed_at_ms, index));
+            }
+            EventKind::LogStartObserved { tp, log_start }
+            | EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: Alarm::LogOpened { log_start, .. },
+                ..
+            } => {
+                // A history without the segment files of `tp` (recorded before they
+                // were) has no bases to compare with.
+                let Some(bases) = created.get(tp) else {
+                    continue;
+                };
+                report.log_starts += 1;
+                if *log_start > 0 && !bases.contains_key(log_start) {
+                    report.violations.push(Violation {
+                        message: format!(
+                            "log start of {tp} reported as {log_start} at t={}ms inc {}, \
+                             which is no segment's base",
+                            event.at_ms, event.incarnation
+                        ),
+                        records: vec![RecordRef::new(tp, Some(*log_start), None)],
+                        events: vec![index],
+                    });
+                }
+            }
+            _ => {}
+        }
+        while let Some(r) = reaped.next_if(|r| r.index == index) {
+            report.reaped += 1;
+            let retention_ms = retention.get(&r.tp.topic).copied().flatten();
+            let born = created
+                .get(&r.tp)
+                .and_then(|c| c.get(&r.base))
+                .copied()
+                .unwrap_or(0);
+            let violation = |what: String| Violation {
+                message: format!(
+                    "segment {} of {} deleted by retention at t={}ms inc {} {what}",
+                    r.base, r.tp, event.at_ms, event.incarnation
+                ),
+                records: vec![RecordRef::new(&r.tp, Some(r.base), None)],
+                events: vec![index],
+            };
+            let (Some(end), Some(retention_ms)) = (r.end, retention_ms) else {
+                report.violations.push(violation(match retention_ms {
+                    None => "although its topic keeps every segment".into(),
+                    Some(_) => "while it was the active segment (none above it)".into(),
+                }));
+                continue;
+            };
+            // The latest commit seen in the segment since it was created.
+            let latest = commits.get(&r.tp).and_then(|c| {
+                c.range(r.base..end)
+                    .filter(|(_, (_, i))| *i > born)
+                    .max_by_key(|(_, (at, _))| *at)
+                    .map(|(o, (at, i))| (*o, *at, *i))
+            });
+            let Some((offset, committed, seen)) = latest else {
+                continue;
+            };
+            report.aged_checked += 1;
+            let now = bound
+                .as_ref()
+                .map_or(u64::MAX, |b| b.now_at_most(event.at_ms))
+                .saturating_add(SLACK_MS);
+            if committed.saturating_add(retention_ms) > now {
+                report.violations.push(Violation {
+                    events: vec![index, seen],
+                    ..violation(format!(
+                        "before its record at offset {offset}, committed at {committed}, \
+                         was {retention_ms} ms old: the engine's clock reads at most {now}"
+                    ))
+                });
+            }
+        }
+    }
+    report
+}

@@ -1,0 +1,152 @@
+//! `retention_safe`: the reaper deletes only sealed segments whose latest commit is
+//! `retention_ms` old, and the log start moves only to segment bases; `no_lost_ack`
+//! forgives retention only inside the segments it deleted.
+
+use super::*;
+
+impl Run {
+    /// Topic `orders` keeping segments for `retention_ms`, wall clock starting at 0.
+    pub(super) fn with_retention(retention_ms: u64) -> Self {
+        let mut r = Run::new();
+        let topic = cafelog_sim::history::TopicSetup {
+            name: "orders".into(),
+            partitions: 2,
+            delay_ms: 0,
+            lease_ms: 30_000,
+            retention_ms: Some(retention_ms),
+        };
+        r.h.run_started(0, 0, vec![topic]);
+        r
+    }
+
+    pub(super) fn segment(&mut self, base: u64, created: bool) -> &mut Self {
+        self.with(|t, h| {
+            if created {
+                h.segment_created(t, &tp(0), base);
+            } else {
+                h.segment_deleted(t, &tp(0), base);
+            }
+        })
+    }
+
+    /// Id `id` at `offset` of orders/0, committed as it is acknowledged.
+    pub(super) fn committed(&mut self, id: ProduceId, offset: u64) -> &mut Self {
+        let commit = self.t + 15;
+        self.produce(id, 0, offset, commit)
+    }
+}
+
+/// Segments 0 (ids 1, 2 at offsets 0, 1, the second committed at 55) and 2 (id 3),
+/// the open done; `wait` ms later, segment 0 is reaped and the log start moves to 2.
+fn reaped_after(wait: u64) -> Run {
+    let mut r = Run::with_retention(1_000);
+    r.segment(0, true)
+        .opened(0, 0, 0)
+        .committed(1, 0)
+        .committed(2, 1)
+        .segment(2, true)
+        .committed(3, 2)
+        .deliver(1, 0, 0, 35)
+        .deliver(2, 0, 1, 55)
+        .deliver(3, 0, 2, 85)
+        .wait(wait)
+        .segment(0, false)
+        .with(|t, h| {
+            h.log_start_observed(t, &tp(0), 2);
+        });
+    r
+}
+
+#[test]
+fn retention_safe_fires_when_a_segment_is_reaped_before_its_last_write_aged() {
+    let report = reaped_after(500).report();
+    assert_mentions(
+        &fires_only(&report, CheckerName::RetentionSafe),
+        &[
+            "segment 0 of orders/0 deleted by retention",
+            "before its record at offset 1, committed at 55, was 1000 ms old",
+        ],
+    );
+    let report = reaped_after(1_000).report();
+    assert_clean(&report);
+    assert_eq!(report.retention_safe.reaped, 1);
+    assert_eq!(report.retention_safe.aged_checked, 1);
+}
+
+#[test]
+fn the_active_segment_and_a_topic_without_retention_keep_their_data() {
+    let mut r = Run::with_retention(1_000);
+    r.segment(0, true)
+        .opened(0, 0, 0)
+        .committed(1, 0)
+        .wait(2_000)
+        .segment(0, false);
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::RetentionSafe),
+        &["while it was the active segment"],
+    );
+    let mut r = Run::with_setup(0, 0, 30_000);
+    r.segment(0, true)
+        .opened(0, 0, 0)
+        .segment(2, true)
+        .wait(2_000)
+        .segment(0, false);
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::RetentionSafe),
+        &["although its topic keeps every segment"],
+    );
+}
+
+#[test]
+fn an_unlink_before_the_open_finished_is_recoverys_and_a_log_start_is_a_base() {
+    // Recovery removing segments past a cut is not the reaper.
+    let mut r = Run::with_retention(1_000);
+    r.segment(0, true)
+        .segment(2, true)
+        .segment(2, false)
+        .opened(0, 0, 0);
+    let report = r.report();
+    assert!(messages_of(&report, CheckerName::RetentionSafe).is_empty());
+    assert_eq!(report.retention_safe.reaped, 0);
+    // A log start between segment bases.
+    let mut r = reaped_after(1_000);
+    r.with(|t, h| {
+        h.log_start_observed(t, &tp(0), 3);
+    });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::RetentionSafe),
+        &["log start of orders/0 reported as 3", "no segment's base"],
+    );
+}
+
+#[test]
+fn no_lost_ack_forgives_retention_only_inside_a_reaped_segment() {
+    // Id 2 at offset 1 is never delivered: inside the reaped segment it is retention's;
+    // at a log start the engine reports without deleting anything, it is lost.
+    let run = |reap: bool| {
+        let mut r = Run::with_retention(1_000);
+        r.segment(0, true)
+            .opened(0, 0, 0)
+            .committed(1, 0)
+            .committed(2, 1)
+            .segment(2, true)
+            .committed(3, 2)
+            .deliver(1, 0, 0, 35)
+            .deliver(3, 0, 2, 85)
+            .wait(1_000);
+        if reap {
+            r.segment(0, false);
+        }
+        r.with(|t, h| {
+            h.log_start_observed(t, &tp(0), 2);
+        });
+        r.report()
+    };
+    let report = run(true);
+    assert!(messages_of(&report, CheckerName::NoLostAck).is_empty());
+    assert_eq!(report.no_lost_ack.excused.len(), 1);
+    assert_mentions(
+        &messages_of(&run(false), CheckerName::NoLostAck),
+        &["orders/0", "offset 1"],
+    );
+}

@@ -93,8 +93,9 @@ impl ExcuseKind {
                  acknowledged before the skip"
             }
             ExcuseKind::Retention => {
-                "a record in a segment the reaper deleted (the unlink the world saw, judged \
-                 by retention_safe)"
+                "a record in a segment the reaper deleted after its ack (the unlink the \
+                 world saw, judged by retention_safe), with no cut or clamp at or below \
+                 it in between"
             }
             ExcuseKind::OutOfContract => {
                 "a record an out-of-contract fault's reach names (its offsets on its \
@@ -261,22 +262,36 @@ impl<'f, 'h> Excuses<'f, 'h> {
     }
 
     /// `Retention`: `offset` in a segment of `tp` the reaper deleted (the deletion
-    /// `retention_safe` judges).
-    pub fn retention(&self, tp: &TopicPartition, offset: Offset) -> Option<Excuse> {
+    /// `retention_safe` judges) after the record was acknowledged at `after`, with no
+    /// engine cut or clamp at or below the offset in between (which would have put
+    /// another record there).
+    pub fn retention(&self, tp: &TopicPartition, offset: Offset, after: usize) -> Option<Excuse> {
         let r = self
             .facts
             .reaped
             .iter()
-            .find(|r| &r.tp == tp && r.contains(offset))?;
-        Some(Excuse::new(
-            ExcuseKind::Retention,
-            vec![r.index],
-            format!(
-                "{tp} offsets [{}, {}) in a reaped segment",
-                r.base,
-                r.end.unwrap_or(r.base)
-            ),
-        ))
+            .find(|r| &r.tp == tp && r.index > after && r.contains(offset))?;
+        let rewritten = self
+            .facts
+            .alarms
+            .cuts(tp)
+            .any(|c| after < c.index && c.index < r.index && c.offset <= offset)
+            || self
+                .facts
+                .alarms
+                .clamps(tp)
+                .any(|c| after < c.index && c.index < r.index && c.hwm <= offset);
+        (!rewritten).then(|| {
+            Excuse::new(
+                ExcuseKind::Retention,
+                vec![r.index],
+                format!(
+                    "{tp} offsets [{}, {}) in a reaped segment",
+                    r.base,
+                    r.end.unwrap_or(r.base)
+                ),
+            )
+        })
     }
 
     /// `OutOfContract`: the first out-of-contract fault before `before` whose reach

@@ -7,7 +7,9 @@
 //! 1. **At least the last durable value.** Let `P` be the last replace that returned
 //!    before the load such that no out-of-contract fault on the partition's
 //!    `consumer.offset` (or its temp file) or its directory was injected after `P`
-//!    began: `P`'s value is durable. Then `l >= P.value`. A fault after a later replace
+//!    began: `P`'s value is durable. Then `l >= P.value`, or the value of a replace
+//!    begun after `P` (the open's clamp lowers the word; killed before it returned, its
+//!    rename may still have landed). A fault after a later replace
 //!    began (a lost fsync of the temp file or of the directory, a flip, a misdirected
 //!    write) can take the file back to `P`'s value or an older one: between `P` and the
 //!    last replace that returned, row `out_of_contract` names those faults.
@@ -137,7 +139,15 @@ fn judge_load(
         report.held_to_durable += 1;
     }
     let (floor, floor_causes) = durable_floor(&returned, &faults);
-    let lower = floor.map_or(0, |r| r.value);
+    // A replace begun after the floor's may have landed without returning (the open's
+    // own clamp lowers the word): the bound is the lowest of them.
+    let lower = floor.map_or(0, |f| {
+        replaces
+            .iter()
+            .filter(|r| r.begun > f.begun)
+            .map(|r| r.value)
+            .fold(f.value, Offset::min)
+    });
     let begun_since = replaces
         .iter()
         .filter(|r| floor.is_none_or(|f| r.begun >= f.begun))

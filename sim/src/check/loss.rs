@@ -56,7 +56,7 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> LossReport {
             excuses
                 .clamped(tp, o, ack_index, usize::MAX)
                 .or_else(|| excuses.skipped(tp, o, ack_index))
-                .or_else(|| excuses.retention(tp, o))
+                .or_else(|| excuses.retention(tp, o, ack_index))
                 .or_else(|| excuses.both_copies_damaged(tp, *id, o, ack_index))
         };
         let excuse = excuses

@@ -2,9 +2,10 @@
 //! than the topic's `retention_ms` by the clock the engine may read at the deletion, and
 //! the log start moves only to segment boundaries.
 //!
-//! The world records every segment file the engine creates and every unlink of one that
-//! returned (`SegmentCreated`, `SegmentDeleted`): what happened to the disk, not what
-//! the engine says. An unlink before the partition's open in that incarnation finished
+//! The world records every segment file the engine creates, every unlink it asks for
+//! (before the call), and at each restart the segment files the crash left durable
+//! (`SegmentCreated`, `SegmentDeleted`, `SegmentsListed`): what happened to the disk,
+//! not what the engine says. An unlink before the partition's open in that incarnation finished
 //! (no `log_opened` yet) is recovery's (a cut removing segments past a truncation); any
 //! other is the reaper's, and is judged:
 //!
@@ -12,7 +13,8 @@
 //!    when it was deleted: the active segment is the highest. Its records are
 //!    `[base, end)`, `end` the lowest such base.
 //! 2. **Aged.** Every commit time observed for an offset in `[base, end)` since the
-//!    segment was created (deliveries, produce acks), `c`, has
+//!    segment was created (deliveries, and for an acknowledged record the wall clock at
+//!    its attempt, less steps back since: a lower bound on its commit), `c`, has
 //!    `c + retention_ms <= U(t)` at the deletion ([`super::engine_clock`]): the last
 //!    write is at least the latest commit seen, so a segment reaped by an earlier
 //!    write (its first, say) is caught once any later record in it was seen. A topic
@@ -23,7 +25,8 @@
 //!
 //! [`Reaped`] ranges are what `no_lost_ack`'s `retention` row excuses: an acknowledged
 //! record is forgiven for vanishing below the log start only at an offset of a segment
-//! the reaper deleted, resting on that deletion. No excuse applies here: retention is
+//! the reaper deleted after its ack, with no cut or clamp at or below it in between,
+//! resting on that deletion. No excuse applies here: retention is
 //! the engine's own act, and no fault makes it delete.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -33,7 +36,7 @@ use serde::Serialize;
 use super::engine_clock::{ClockBound, SLACK_MS};
 use super::facts::Facts;
 use super::{RecordRef, Violation};
-use crate::history::{Alarm, EventKind, History, Incarnation, Offset, TopicPartition};
+use crate::history::{Alarm, EventKind, History, Incarnation, Offset, ProduceId, TopicPartition};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RetentionReport {
@@ -79,6 +82,9 @@ pub fn reaped(history: &History) -> Vec<Reaped> {
             EventKind::SegmentCreated { tp, base } => {
                 live.entry(tp.clone()).or_default().insert(*base);
             }
+            EventKind::SegmentsListed { tp, bases } => {
+                live.insert(tp.clone(), bases.iter().copied().collect());
+            }
             EventKind::SegmentDeleted { tp, base } => {
                 let bases = live.entry(tp.clone()).or_default();
                 bases.remove(base);
@@ -107,6 +113,8 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
     // Per partition: offset -> latest commit time seen, and each base's latest creation.
     let mut commits: BTreeMap<TopicPartition, BTreeMap<Offset, (u64, usize)>> = BTreeMap::new();
     let mut created: BTreeMap<TopicPartition, BTreeMap<Offset, usize>> = BTreeMap::new();
+    // Per produce id: the wall clock at its attempt and the steps back by then.
+    let mut attempts: BTreeMap<ProduceId, (u64, u64)> = BTreeMap::new();
     for (index, event) in events.iter().enumerate() {
         if let EventKind::RunStarted {
             wall_base_ms,
@@ -124,8 +132,36 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
             b.observe(event);
         }
         match &event.kind {
+            EventKind::ProduceAttempt { id, .. } => {
+                if let Some(b) = &bound {
+                    attempts.insert(*id, (b.wall(event.at_ms), b.stepped_back_ms));
+                }
+            }
+            // An acknowledged record the consumers never read: its commit came after
+            // its attempt, by a clock never below the wall clock.
+            EventKind::ProduceAck {
+                id,
+                tp,
+                offset: Some(offset),
+                committed_at_ms: None,
+            } => {
+                if let (Some(&(wall, stepped)), Some(b)) = (attempts.get(id), &bound) {
+                    let least = wall.saturating_sub(b.stepped_back_ms - stepped);
+                    commits
+                        .entry(tp.clone())
+                        .or_default()
+                        .insert(*offset, (least, index));
+                }
+            }
             EventKind::SegmentCreated { tp, base } => {
                 created.entry(tp.clone()).or_default().insert(*base, index);
+            }
+            // What a crash left is what exists; a listed segment keeps its creation.
+            EventKind::SegmentsListed { tp, bases } => {
+                let c = created.entry(tp.clone()).or_default();
+                for base in bases {
+                    c.entry(*base).or_insert(index);
+                }
             }
             EventKind::Delivery {
                 tp,

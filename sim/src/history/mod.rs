@@ -322,8 +322,16 @@ pub enum EventKind {
     /// World (the disk as the engine uses it), when the engine created the segment file
     /// named by `base`.
     SegmentCreated { tp: TopicPartition, base: Offset },
-    /// World, when the engine's unlink of the segment file named by `base` returned.
+    /// World, when the engine asked to unlink the segment file named by `base` (before
+    /// the call: a kill inside it may still make the unlink durable).
     SegmentDeleted { tp: TopicPartition, base: Offset },
+    /// World, at each restart: the segment files the partition's directory durably
+    /// holds, what the open will find (a crash keeps a prefix of pending creates and
+    /// unlinks, so the calls alone do not say).
+    SegmentsListed {
+        tp: TopicPartition,
+        bases: Vec<Offset>,
+    },
     /// World, sampling the engine's counters for a partition. Counters are cumulative
     /// within an incarnation and start from 0 at each restart.
     EngineCounters {
@@ -497,6 +505,9 @@ impl fmt::Display for Event {
             }
             EventKind::SegmentDeleted { tp, base } => {
                 write!(f, "segment_deleted {tp} base={base}")
+            }
+            EventKind::SegmentsListed { tp, bases } => {
+                write!(f, "segments_listed {tp} bases={bases:?}")
             }
             EventKind::EngineCounters {
                 tp,
@@ -909,6 +920,21 @@ impl History {
             EventKind::SegmentDeleted {
                 tp: tp.clone(),
                 base,
+            },
+        )
+    }
+
+    pub fn segments_listed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        bases: Vec<Offset>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SegmentsListed {
+                tp: tp.clone(),
+                bases,
             },
         )
     }

@@ -594,11 +594,23 @@ fn step_clock(world: &World, back_ms: u64) {
 /// Starts the next incarnation of the engine's node.
 fn restart(world: &World, node: madsim::task::NodeId) {
     // What the open will read, decoded before the new incarnation can touch it.
-    let disks: Vec<(TopicPartition, DiskView)> = partition_dirs(world)
-        .into_iter()
+    let dirs = partition_dirs(world);
+    let disks: Vec<(TopicPartition, DiskView)> = dirs
+        .iter()
         .filter_map(|(tp, dir)| {
-            let decoded = disk::decode_durable(&world.fs, &dir)?;
-            Some((tp, DiskView::from_decoded(&decoded)))
+            let decoded = disk::decode_durable(&world.fs, dir)?;
+            Some((tp.clone(), DiskView::from_decoded(&decoded)))
+        })
+        .collect();
+    let segments: Vec<(TopicPartition, Vec<u64>)> = dirs
+        .iter()
+        .map(|(tp, dir)| {
+            let names = world.fs.durable_names(dir).unwrap_or_default();
+            let bases = names
+                .iter()
+                .filter_map(|n| cafelog_engine::format::layout::parse_segment_file_name(n))
+                .collect();
+            (tp.clone(), bases)
         })
         .collect();
     madsim::runtime::Handle::current().restart(node);
@@ -607,6 +619,9 @@ fn restart(world: &World, node: madsim::task::NodeId) {
     rec.history.restart(now);
     for (tp, view) in disks {
         rec.history.disk_at_open(now, &tp, view, false);
+    }
+    for (tp, bases) in segments {
+        rec.history.segments_listed(now, &tp, bases);
     }
     rec.node_down = false;
 }

@@ -107,10 +107,9 @@ impl Fs for ObservingFs {
     }
 
     async fn remove_file(&self, path: &Path) -> io::Result<()> {
+        // Recorded before the call: a kill inside it may still make the unlink durable.
+        self.recorder.lock().segment_file(path, false);
         let r = self.inner.remove_file(path).await;
-        if r.is_ok() {
-            self.recorder.lock().segment_file(path, false);
-        }
         self.after(r)
     }
 

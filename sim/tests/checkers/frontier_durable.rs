@@ -224,3 +224,23 @@ fn a_replace_reported_durable_that_never_began_is_a_violation() {
         ],
     );
 }
+
+#[test]
+fn an_open_killed_in_its_own_clamp_may_leave_the_lower_value() {
+    // The open after a loss clamps the word from 4 down to 3 and dies before the
+    // replace returns: its rename may have landed, so 3 is as good as 4; 2 is not.
+    let run = |loaded: u64| {
+        let mut r = persisted_then_crashed(true);
+        r.persist(3, false)
+            .crash(&[(0, 6, 6, 6)])
+            .restart()
+            .open_clean(0, 6, 6)
+            .loads(loaded, loaded);
+        r.report()
+    };
+    assert!(messages_of(&run(3), CheckerName::FrontierDurable).is_empty());
+    assert_mentions(
+        &messages_of(&run(2), CheckerName::FrontierDurable),
+        &["loaded as 2", "is below 3"],
+    );
+}

@@ -150,3 +150,36 @@ fn no_lost_ack_forgives_retention_only_inside_a_reaped_segment() {
         &["orders/0", "offset 1"],
     );
 }
+
+#[test]
+fn a_cut_between_the_ack_and_the_reap_leaves_the_loss_unexcused() {
+    // Id 2 at offset 1 was cut away (another record took the offset) before its
+    // segment aged out: the reaper deleted someone else's record.
+    let mut r = Run::with_retention(1_000);
+    r.segment(0, true)
+        .opened(0, 0, 0)
+        .committed(1, 0)
+        .committed(2, 1)
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 100,
+                offset: 1,
+                bytes: 10,
+            },
+        )
+        .segment(2, true)
+        .committed(3, 2)
+        .deliver(1, 0, 0, 35)
+        .deliver(3, 0, 2, 95)
+        .wait(1_000)
+        .segment(0, false)
+        .with(|t, h| {
+            h.log_start_observed(t, &tp(0), 2);
+        });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
+}

@@ -91,6 +91,30 @@ fn a_frontier_outside_the_log_is_clamped_with_a_counter() {
 }
 
 #[test]
+fn an_empty_consumer_offset_is_reported_not_read_as_absent() {
+    // Only a lost fsync of the temp file before its rename leaves an empty file: the
+    // restart at the log start it forces is a frontier reset, counted.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    block(store.produce("t", Some(0), b"k", b"a")).unwrap();
+    block(store.close()).unwrap();
+    drop(store);
+    std::fs::write(dir.path().join("topics/t/p00000/consumer.offset"), b"").unwrap();
+    let (store, _) = open(dir.path(), &clock);
+    assert_eq!(block(store.frontier("t", 0)).unwrap(), 0);
+    assert_eq!(
+        store
+            .metrics()
+            .frontier_clamps
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1,
+        "the reset is counted"
+    );
+}
+
+#[test]
 fn retention_moving_the_log_start_under_a_consumer_skips_it_forward() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);

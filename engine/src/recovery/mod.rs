@@ -8,7 +8,7 @@ pub use reader::{ProbedFrame, SegmentReader, WINDOW_BYTES};
 pub use salvage::{Discard, Salvage, SalvagedRecord, read_discarded};
 pub use scan::{
     Corruption, FrameEntry, PartitionScan, ScanDepth, SegmentScan, Truncation, TruncationRule,
-    read_word_file, scan_partition,
+    read_replaced_word_file, read_word_file, scan_partition,
 };
 
 use crate::fs::{File, Fs, OpenMode};

@@ -216,12 +216,31 @@ struct BadRegion {
 
 /// Reads the `hwm` file: `None` when absent or empty, an error when malformed.
 pub async fn read_word_file<F: Fs>(fs: &F, path: &Path) -> io::Result<Result<Option<u64>, String>> {
+    read_word(fs, path, true).await
+}
+
+/// Reads a word file that only ever appears by renaming a fsynced temp file
+/// (`consumer.offset`): `None` when absent, an error when malformed or empty (an empty
+/// one means the temp file's fsync was lost, which must be reported, not read as
+/// absent).
+pub async fn read_replaced_word_file<F: Fs>(
+    fs: &F,
+    path: &Path,
+) -> io::Result<Result<Option<u64>, String>> {
+    read_word(fs, path, false).await
+}
+
+async fn read_word<F: Fs>(
+    fs: &F,
+    path: &Path,
+    empty_is_absent: bool,
+) -> io::Result<Result<Option<u64>, String>> {
     if !fs.exists(path).await? {
         return Ok(Ok(None));
     }
     let file = fs.open(path, OpenMode::Read).await?;
     let len = file.len().await?;
-    if len == 0 {
+    if len == 0 && empty_is_absent {
         return Ok(Ok(None));
     }
     if len != word::WORD_FILE_LEN as u64 {

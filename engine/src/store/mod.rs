@@ -644,13 +644,16 @@ impl<F: Fs, C: Clock> Store<F, C> {
     }
 
     /// The partition's `consumer.offset` word: `Ok(None)` when absent, `Err(reason)`
-    /// when unreadable as a word.
+    /// when unreadable as a word, empty included: the file only ever appears by
+    /// renaming a temp file fsynced with its 8 bytes, so an empty one means that fsync
+    /// was lost (the zero-length-after-rename bug class), and the restart at the log
+    /// start it forces must be reported.
     async fn read_frontier_word(
         &self,
         part: &Partition<F, C>,
     ) -> Result<Result<Option<u64>, String>, StoreError> {
         let path = part.log.dir().join(layout::CONSUMER_OFFSET_FILE);
-        crate::recovery::read_word_file(&self.inner.fs, &path)
+        crate::recovery::read_replaced_word_file(&self.inner.fs, &path)
             .await
             .map_err(|source| StoreError::Io {
                 op: "read consumer.offset",

@@ -14,8 +14,8 @@
 //!    never reads below the wall clock, and the commit came after the attempt.
 //!
 //! One millisecond of slack on each side (`SLACK_MS`) covers the history's
-//! whole-millisecond timestamps. No excuse applies: clock steps are in contract, and no fault reaches the
-//! clock.
+//! whole-millisecond timestamps. No excuse applies: clock steps are in contract, and no
+//! fault reaches the clock.
 
 use std::collections::BTreeMap;
 
@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::engine_clock::{ClockBound, SLACK_MS};
 use super::facts::Facts;
 use super::{RecordRef, Violation};
-use crate::history::{EventKind, Offset, ProduceId, TopicPartition, parse_payload_id};
+use crate::history::{EventKind, Offset, TopicPartition, parse_payload_id};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DelayGateReport {
@@ -41,8 +41,6 @@ pub fn check(facts: &Facts<'_>) -> DelayGateReport {
     let mut report = DelayGateReport::default();
     let mut delays: BTreeMap<String, u64> = BTreeMap::new();
     let mut bound: Option<ClockBound> = None;
-    // Per produce id: the wall clock at its attempt, and the steps back by then.
-    let mut attempts: BTreeMap<ProduceId, (u64, u64)> = BTreeMap::new();
     for (index, event) in facts.history.events().iter().enumerate() {
         let t = event.at_ms;
         if let EventKind::RunStarted {
@@ -62,9 +60,6 @@ pub fn check(facts: &Facts<'_>) -> DelayGateReport {
         };
         b.observe(event);
         match &event.kind {
-            EventKind::ProduceAttempt { id, .. } => {
-                attempts.insert(*id, (b.wall(t), b.stepped_back_ms));
-            }
             EventKind::Delivery {
                 tp,
                 offset,
@@ -72,12 +67,11 @@ pub fn check(facts: &Facts<'_>) -> DelayGateReport {
                 payload,
                 ..
             } => {
-                if let Some(&(wall, stepped)) = parse_payload_id(payload)
+                if let Some(least) = parse_payload_id(payload)
                     .ok()
-                    .and_then(|id| attempts.get(&id))
+                    .and_then(|id| b.least_commit(id))
                 {
                     report.commit_floors += 1;
-                    let least = wall.saturating_sub(b.stepped_back_ms - stepped);
                     if committed_at_ms + SLACK_MS < least {
                         report.violations.push(violation(
                             tp,

@@ -12,7 +12,9 @@
 //! needs no time the engine reported, so an engine that inflates its clock cannot
 //! inflate the bound with it.
 
-use crate::history::{Event, EventKind, FaultKind};
+use std::collections::BTreeMap;
+
+use crate::history::{Event, EventKind, FaultKind, ProduceId};
 
 /// Slack for whole-millisecond history timestamps, which may trail the engine's reading
 /// of the same simulated instant by a fraction.
@@ -22,11 +24,13 @@ pub const SLACK_MS: u64 = 1;
 pub struct ClockBound {
     wall_base_ms: u64,
     /// Sum of clock steps back so far.
-    pub stepped_back_ms: u64,
+    stepped_back_ms: u64,
     /// `r_i`, the restart of the current incarnation.
     restart_ms: u64,
     /// `F_i`.
     floor_ms: u64,
+    /// Per produce id: the wall clock at its attempt and the steps back by then.
+    attempts: BTreeMap<ProduceId, (u64, u64)>,
 }
 
 impl ClockBound {
@@ -36,6 +40,7 @@ impl ClockBound {
             stepped_back_ms: 0,
             restart_ms: 0,
             floor_ms: 0,
+            attempts: BTreeMap::new(),
         }
     }
 
@@ -49,8 +54,20 @@ impl ClockBound {
                 kind: FaultKind::ClockStep { back_ms },
                 ..
             } => self.stepped_back_ms += back_ms,
+            EventKind::ProduceAttempt { id, .. } => {
+                self.attempts
+                    .insert(*id, (self.wall(t), self.stepped_back_ms));
+            }
             _ => {}
         }
+    }
+
+    /// The least commit time of produce `id` by now: the wall clock at its attempt,
+    /// less the steps back since (the engine's clock never reads below the wall clock,
+    /// and the commit came after the attempt). `None` for an id never attempted.
+    pub fn least_commit(&self, id: ProduceId) -> Option<u64> {
+        let &(wall, stepped) = self.attempts.get(&id)?;
+        Some(wall.saturating_sub(self.stepped_back_ms - stepped))
     }
 
     /// The simulated wall clock at `t`.

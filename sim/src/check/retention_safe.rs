@@ -36,7 +36,7 @@ use serde::Serialize;
 use super::engine_clock::{ClockBound, SLACK_MS};
 use super::facts::Facts;
 use super::{RecordRef, Violation};
-use crate::history::{Alarm, EventKind, History, Incarnation, Offset, ProduceId, TopicPartition};
+use crate::history::{Alarm, EventKind, History, Incarnation, Offset, TopicPartition};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RetentionReport {
@@ -113,8 +113,6 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
     // Per partition: offset -> latest commit time seen, and each base's latest creation.
     let mut commits: BTreeMap<TopicPartition, BTreeMap<Offset, (u64, usize)>> = BTreeMap::new();
     let mut created: BTreeMap<TopicPartition, BTreeMap<Offset, usize>> = BTreeMap::new();
-    // Per produce id: the wall clock at its attempt and the steps back by then.
-    let mut attempts: BTreeMap<ProduceId, (u64, u64)> = BTreeMap::new();
     for (index, event) in events.iter().enumerate() {
         if let EventKind::RunStarted {
             wall_base_ms,
@@ -132,11 +130,6 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
             b.observe(event);
         }
         match &event.kind {
-            EventKind::ProduceAttempt { id, .. } => {
-                if let Some(b) = &bound {
-                    attempts.insert(*id, (b.wall(event.at_ms), b.stepped_back_ms));
-                }
-            }
             // An acknowledged record the consumers never read: its commit came after
             // its attempt, by a clock never below the wall clock.
             EventKind::ProduceAck {
@@ -145,8 +138,7 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
                 offset: Some(offset),
                 committed_at_ms: None,
             } => {
-                if let (Some(&(wall, stepped)), Some(b)) = (attempts.get(id), &bound) {
-                    let least = wall.saturating_sub(b.stepped_back_ms - stepped);
+                if let Some(least) = bound.as_ref().and_then(|b| b.least_commit(*id)) {
                     commits
                         .entry(tp.clone())
                         .or_default()

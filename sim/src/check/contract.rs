@@ -308,21 +308,6 @@ fn word_file(file: FileKind) -> bool {
     matches!(file, FileKind::Hwm | FileKind::ConsumerOffset)
 }
 
-/// The history index of the last `persisted_hwm` report of `tp` at or before `index`
-/// (0 when none).
-fn persisted_at(events: &[crate::history::Event], tp: &TopicPartition, index: usize) -> usize {
-    events[..=index.min(events.len().saturating_sub(1))]
-        .iter()
-        .rposition(|e| {
-            matches!(&e.kind, EventKind::HwmObserved {
-                tp: t,
-                persisted_hwm: Some(_),
-                ..
-            } if t == tp)
-        })
-        .unwrap_or(0)
-}
-
 /// The first write of `tp`'s word file after history index `after` that lasted: the
 /// engine's persisted HWM moving within an incarnation to a value the word did not
 /// hold on disk between the report before the fault and the fault (neither end of
@@ -341,21 +326,23 @@ pub fn word_rewritten(
     // The engine's persisted HWM before the fault, in its incarnation: a flip changes
     // the file, not the engine's account of it, so a later report in that incarnation
     // that differs is a write. An incarnation's first report is what its open read.
-    let mut persisted: Option<(Incarnation, Offset)> = events[..=after.min(events.len() - 1)]
+    let baseline: Option<(usize, Incarnation, Offset)> = events[..=after.min(events.len() - 1)]
         .iter()
+        .enumerate()
         .rev()
-        .find_map(|e| match &e.kind {
+        .find_map(|(i, e)| match &e.kind {
             EventKind::HwmObserved {
                 tp: t,
                 persisted_hwm: Some(p),
                 ..
-            } if t == tp => Some((e.incarnation, *p)),
+            } if t == tp => Some((i, e.incarnation, *p)),
             _ => None,
         });
+    let mut persisted = baseline.map(|(_, inc, p)| (inc, p));
     // The word's values on disk since that report, up to the fault: the ends of every
     // flip of it in between. A later report of one is the engine's own earlier write
     // reported late, not a rewrite after the fault (flips can chain).
-    let since = persisted_at(events, tp, after);
+    let since = baseline.map_or(0, |(i, _, _)| i);
     let mut held: Vec<Offset> = flipped.iter().flat_map(|r| [r.start, r.end]).collect();
     for e in &events[since..after.min(events.len())] {
         if let EventKind::Fault {

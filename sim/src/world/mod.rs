@@ -593,26 +593,25 @@ fn step_clock(world: &World, back_ms: u64) {
 
 /// Starts the next incarnation of the engine's node.
 fn restart(world: &World, node: madsim::task::NodeId) {
-    // What the open will read, decoded before the new incarnation can touch it.
-    let dirs = partition_dirs(world);
-    let disks: Vec<(TopicPartition, DiskView)> = dirs
-        .iter()
-        .filter_map(|(tp, dir)| {
-            let decoded = disk::decode_durable(&world.fs, dir)?;
-            Some((tp.clone(), DiskView::from_decoded(&decoded)))
-        })
-        .collect();
-    let segments: Vec<(TopicPartition, Vec<u64>)> = dirs
-        .iter()
-        .map(|(tp, dir)| {
-            let names = world.fs.durable_names(dir).unwrap_or_default();
-            let bases = names
+    // What the open will read, before the new incarnation can touch it: each
+    // directory's durable image, read once, decoded and with its segment files listed.
+    let mut disks: Vec<(TopicPartition, DiskView)> = Vec::new();
+    let mut segments: Vec<(TopicPartition, Vec<u64>)> = Vec::new();
+    for (tp, dir) in partition_dirs(world) {
+        let image = disk::durable_image(&world.fs, &dir);
+        let bases = image.as_ref().map_or_else(Vec::new, |image| {
+            image
+                .segments
                 .iter()
-                .filter_map(|n| cafelog_engine::format::layout::parse_segment_file_name(n))
-                .collect();
-            (tp.clone(), bases)
-        })
-        .collect();
+                .filter_map(|(name, _)| crate::reference::partition::segment_base(name))
+                .collect()
+        });
+        if let Some(image) = image {
+            let view = DiskView::from_decoded(&crate::reference::decode(&image));
+            disks.push((tp.clone(), view));
+        }
+        segments.push((tp, bases));
+    }
     madsim::runtime::Handle::current().restart(node);
     let mut rec = world.recorder.lock();
     let now = rec.now_ms();

@@ -5,14 +5,14 @@
 //! each partition the engine loaded a frontier `l` for (its API's answer):
 //!
 //! 1. **At least the last durable value.** Let `P` be the last replace that returned
-//!    before the load such that no out-of-contract fault on the partition's
-//!    `consumer.offset` (or its temp file) or its directory was injected after `P`
-//!    began: `P`'s value is durable. Then `l >= P.value`, or the value of a replace
-//!    begun after `P` (the open's clamp lowers the word; killed before it returned, its
-//!    rename may still have landed). A fault after a later replace
-//!    began (a lost fsync of the temp file or of the directory, a flip, a misdirected
-//!    write) can take the file back to `P`'s value or an older one: between `P` and the
-//!    last replace that returned, row `out_of_contract` names those faults.
+//!    before the load, unless the fsync of the partition's directory was lost while it
+//!    ran (its rename may be undone: then the one before, and so on; the simulated disk
+//!    does not lose directory fsyncs today, so this step is for when it does). Then
+//!    `l >= P.value`, or the value of a replace begun after `P` (the open's clamp lowers
+//!    the word; killed before it returned, its rename may still have landed). Below
+//!    that, only a fault on `consumer.offset` injected after `P` began excuses `l` (row
+//!    `out_of_contract`): a flip or misdirected write within its reach, or a lost fsync
+//!    of the temp file whose empty file the engine reset to the log start.
 //! 2. **At most a value it began to write.** `l` is at most the largest value of the
 //!    replaces begun since `P` began (or of every replace when there is no `P`), or the
 //!    log start the open found when that is higher (the engine clamps up to it, and
@@ -139,15 +139,16 @@ fn judge_load(
         report.held_to_durable += 1;
     }
     let (floor, floor_causes) = durable_floor(&returned, &faults);
-    // A replace begun after the floor's may have landed without returning (the open's
-    // own clamp lowers the word): the bound is the lowest of them.
-    let lower = floor.map_or(0, |f| {
+    // A replace begun after a durable one may have landed without returning (the
+    // open's own clamp lowers the word): the bound is the lowest of them.
+    let bound_from = |f: &Replace| {
         replaces
             .iter()
             .filter(|r| r.begun > f.begun)
             .map(|r| r.value)
             .fold(f.value, Offset::min)
-    });
+    };
+    let lower = floor.map_or(0, bound_from);
     let begun_since = replaces
         .iter()
         .filter(|r| floor.is_none_or(|f| r.begun >= f.begun))
@@ -223,12 +224,14 @@ fn judge_load(
         }
         return;
     }
-    let newest = returned.last().map_or(0, |r| r.value);
+    // Below what the last returned replace alone bounds it to: only the faults that
+    // moved the floor down can have put it there.
+    let newest = returned.last().map_or(0, |r| bound_from(r));
     if loaded < newest {
         report.excused.push(Excuse::new(
             ExcuseKind::OutOfContract,
             floor_causes,
-            format!("{tp} frontier {loaded} below the last persisted {newest}"),
+            format!("{tp} frontier {loaded} below the last persisted bound {newest}"),
         ));
     }
     if loaded > upper {

@@ -2,8 +2,8 @@
 //! [`SimFs`] and, before the call returns to the engine, moves the faults the disk
 //! injected into the run's history (so everything a fault can affect comes after it),
 //! records every candidate `consumer.offset` value the engine writes and every segment
-//! file it creates or unlinks, and notes which
-//! WAL files each incarnation has opened (what damage its open can still read).
+//! file it creates or unlinks, and notes which WAL files each incarnation has opened
+//! (what damage its open can still read).
 
 use super::recorder::Shared;
 use crate::fs::{SimFile, SimFs};

@@ -140,6 +140,53 @@ fn the_reference_decoder_gives_the_documented_outcomes() {
     assert_ne!(outcome("misdirected_frame").0, Rule::Clean);
 }
 
+#[test]
+fn a_segments_held_records_are_its_readable_ones_in_offset_order() {
+    use cafelog_engine::format::envelope;
+    use cafelog_engine::format::frame::{Codec, Codecs};
+    let mut codecs = Codecs::new(1, 0);
+    let mut image = Vec::new();
+    let mut frame = |codec, base: u64, n: u64, image: &mut Vec<u8>| {
+        let records: Vec<Vec<u8>> = (base..base + n)
+            .map(|o| {
+                let mut out = Vec::new();
+                envelope::encode(&mut out, b"k", 1_000 + o, format!("p{o}").as_bytes());
+                out
+            })
+            .collect();
+        codecs
+            .encode_frame(codec, base, records.iter().map(Vec::as_slice), image)
+            .expect("encodes");
+    };
+    frame(Codec::None, 5, 2, &mut image);
+    frame(Codec::Zstd, 7, 3, &mut image);
+    let held = |image: &[u8]| -> Vec<(u64, u64, Vec<u8>)> {
+        cafelog_sim::reference::held_records("00000000000000000005.log", 5, image)
+            .into_iter()
+            .map(|r| (r.offset, r.committed_at_ms, r.payload))
+            .collect()
+    };
+    let whole: Vec<(u64, u64, Vec<u8>)> = (5..10)
+        .map(|o| (o, 1_000 + o, format!("p{o}").into_bytes()))
+        .collect();
+    assert_eq!(held(&image), whole);
+    // Preallocated zeros add nothing; a frame at the wrong offset (a misdirected
+    // write) is no record of this segment.
+    let mut padded = image.clone();
+    padded.extend([0u8; 64]);
+    assert_eq!(held(&padded), whole);
+    let mut misplaced = image.clone();
+    frame(Codec::None, 20, 1, &mut misplaced);
+    assert_eq!(held(&misplaced), whole);
+    // A flipped byte in the second frame leaves only the first.
+    let mut flipped = image.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 0x10;
+    assert_eq!(held(&flipped), whole[..2].to_vec());
+    frame(Codec::None, 10, 1, &mut image);
+    assert_eq!(held(&image).len(), 6, "the next offset continues it");
+}
+
 mod props {
     //! Random partitions, damaged: the reference decoder and the scanner agree.
     use super::*;

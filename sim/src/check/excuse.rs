@@ -261,28 +261,42 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ))
     }
 
-    /// `Retention`: `offset` in a segment of `tp` the reaper deleted (the deletion
-    /// `retention_safe` judges) after the record was acknowledged at `after`, with no
-    /// engine cut or clamp at or below the offset in between (which would have put
-    /// another record there).
-    pub fn retention(&self, tp: &TopicPartition, offset: Offset, after: usize) -> Option<Excuse> {
-        let r = self
-            .facts
-            .reaped
-            .iter()
-            .find(|r| &r.tp == tp && r.index > after && r.contains(offset))?;
-        let rewritten = self
-            .facts
-            .alarms
-            .cuts(tp)
-            .any(|c| after < c.index && c.index < r.index && c.offset <= offset)
-            || self
-                .facts
-                .alarms
-                .clamps(tp)
-                .any(|c| after < c.index && c.index < r.index && c.hwm <= offset);
-        (!rewritten).then(|| {
-            Excuse::new(
+    /// `Retention`: a segment of `tp` the reaper deleted (the deletion `retention_safe`
+    /// judges) after the record `id` was acknowledged at `after` held it: at `offset`,
+    /// its acknowledged one, with no engine cut or clamp at or below the offset in
+    /// between (which would have put another record there); or a copy of it (the WAL
+    /// replay re-commits a record a cut or a hidden tail took) that the file held below
+    /// the HWM the engine had shown, so consumers could have read it.
+    pub fn retention(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        offset: Option<Offset>,
+        after: usize,
+    ) -> Option<Excuse> {
+        let reaped = || {
+            self.facts
+                .reaped
+                .iter()
+                .filter(move |r| &r.tp == tp && r.index > after)
+        };
+        let at_ack = offset.and_then(|offset| {
+            reaped().find(|r| {
+                r.contains(offset)
+                    && !self
+                        .facts
+                        .alarms
+                        .cuts(tp)
+                        .any(|c| after < c.index && c.index < r.index && c.offset <= offset)
+                    && !self
+                        .facts
+                        .alarms
+                        .clamps(tp)
+                        .any(|c| after < c.index && c.index < r.index && c.hwm <= offset)
+            })
+        });
+        if let Some(r) = at_ack {
+            return Some(Excuse::new(
                 ExcuseKind::Retention,
                 vec![r.index],
                 format!(
@@ -290,8 +304,17 @@ impl<'f, 'h> Excuses<'f, 'h> {
                     r.base,
                     r.end.unwrap_or(r.base)
                 ),
-            )
-        })
+            ));
+        }
+        let (r, copy) = reaped().find_map(|r| Some((r, r.visible_copy(id)?)))?;
+        Some(Excuse::new(
+            ExcuseKind::Retention,
+            vec![r.index],
+            format!(
+                "{tp} copy at offset {copy} in reaped segment {} (HWM shown {})",
+                r.base, r.shown_hwm
+            ),
+        ))
     }
 
     /// `OutOfContract`: the first out-of-contract fault before `before` whose reach

@@ -1,10 +1,10 @@
 //! `no_lost_ack`: every acknowledged record is delivered intact at least once by the
 //! end of the run. A record that never is must be covered by an excuse row
 //! ([`super::excuse`]) by identity: its partition refused after its ack, its offset in
-//! a range a recorded clamp gave up or in a frame the engine skipped, below the log
-//! start retention reached, in the reach of an out-of-contract fault, or both of its
-//! durable copies destroyed at rest. The report names the excuse of every excused
-//! record and the events it rests on.
+//! a range a recorded clamp gave up or in a frame the engine skipped, held by a segment
+//! retention deleted (at its offset, or a visible copy of it), in the reach of an
+//! out-of-contract fault, or both of its durable copies destroyed at rest. The report
+//! names the excuse of every excused record and the events it rests on.
 
 use serde::Serialize;
 
@@ -56,12 +56,12 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> LossReport {
             excuses
                 .clamped(tp, o, ack_index, usize::MAX)
                 .or_else(|| excuses.skipped(tp, o, ack_index))
-                .or_else(|| excuses.retention(tp, o, ack_index))
                 .or_else(|| excuses.both_copies_damaged(tp, *id, o, ack_index))
         };
         let excuse = excuses
             .refused(tp, ack_index)
             .or_else(|| offset.and_then(by_offset))
+            .or_else(|| excuses.retention(tp, *id, *offset, ack_index))
             .or_else(|| {
                 excuses.out_of_contract(tp, *offset, Some(*id), Some(ack_index), usize::MAX)
             });

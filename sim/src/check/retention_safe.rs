@@ -12,21 +12,21 @@
 //! 1. **Sealed.** A segment with a higher base existed (was created and not unlinked)
 //!    when it was deleted: the active segment is the highest. Its records are
 //!    `[base, end)`, `end` the lowest such base.
-//! 2. **Aged.** Every commit time observed for an offset in `[base, end)` since the
-//!    segment was created (deliveries, and for an acknowledged record the wall clock at
-//!    its attempt, less steps back since: a lower bound on its commit), `c`, has
-//!    `c + retention_ms <= U(t)` at the deletion ([`super::engine_clock`]): the last
-//!    write is at least the latest commit seen, so a segment reaped by an earlier
-//!    write (its first, say) is caught once any later record in it was seen. A topic
-//!    without retention deletes nothing.
+//! 2. **Aged.** The commit time of the last record the file held at the unlink (its
+//!    last write, decoded by the reference decoder), and every commit time observed for
+//!    an offset in `[base, end)` since the segment was created (deliveries, and for an
+//!    acknowledged record the wall clock at its attempt, less steps back since: a lower
+//!    bound on its commit), `c`, has `c + retention_ms <= U(t)` at the deletion
+//!    ([`super::engine_clock`]). A topic without retention deletes nothing.
 //! 3. **Boundaries.** Every log start the engine reports (samples, its open's
 //!    account) is 0 or the base of a segment created before (histories that record no
 //!    segment file of the partition are not judged by this rule).
 //!
-//! [`Reaped`] ranges are what `no_lost_ack`'s `retention` row excuses: an acknowledged
-//! record is forgiven for vanishing below the log start only at an offset of a segment
-//! the reaper deleted after its ack, with no cut or clamp at or below it in between,
-//! resting on that deletion. No excuse applies here: retention is
+//! [`Reaped`] segments are what `no_lost_ack`'s `retention` row excuses: an
+//! acknowledged record is forgiven for vanishing only if a segment the reaper deleted
+//! after its ack held it at its acknowledged offset (no cut or clamp at or below it in
+//! between), or the file held a copy of it (a WAL re-commit) below the HWM the engine
+//! had shown in that incarnation, resting on that deletion. No excuse applies here: retention is
 //! the engine's own act, and no fault makes it delete.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,7 +36,9 @@ use serde::Serialize;
 use super::engine_clock::{ClockBound, SLACK_MS};
 use super::facts::Facts;
 use super::{RecordRef, Violation};
-use crate::history::{Alarm, EventKind, History, Incarnation, Offset, TopicPartition};
+use crate::history::{
+    Alarm, EventKind, HeldCopy, History, Incarnation, Offset, ProduceId, TopicPartition,
+};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RetentionReport {
@@ -57,11 +59,25 @@ pub struct Reaped {
     /// `None`: no higher segment existed (the active one was deleted).
     pub end: Option<Offset>,
     pub index: usize,
+    /// The records the file held when the engine asked to unlink it.
+    pub held: Vec<HeldCopy>,
+    /// The highest HWM the engine had shown on `tp` in this incarnation before the
+    /// deletion (its open, its samples, and every offset it acknowledged or delivered
+    /// lies below the HWM): the records below it were visible to consumers.
+    pub shown_hwm: Offset,
 }
 
 impl Reaped {
     pub fn contains(&self, offset: Offset) -> bool {
         self.base <= offset && self.end.is_some_and(|e| offset < e)
+    }
+
+    /// The offset of a copy of `id` the file held that consumers could have read.
+    pub fn visible_copy(&self, id: ProduceId) -> Option<Offset> {
+        self.held
+            .iter()
+            .find(|c| c.id == id && c.offset < self.shown_hwm)
+            .map(|c| c.offset)
     }
 }
 
@@ -70,14 +86,38 @@ pub fn reaped(history: &History) -> Vec<Reaped> {
     let mut out = Vec::new();
     let mut live: BTreeMap<TopicPartition, BTreeSet<Offset>> = BTreeMap::new();
     let mut opened: BTreeSet<(TopicPartition, Incarnation)> = BTreeSet::new();
+    // Per partition: the incarnation and the highest HWM the engine showed in it.
+    let mut shown: BTreeMap<TopicPartition, (Incarnation, Offset)> = BTreeMap::new();
+    let mut show = |tp: &TopicPartition, incarnation: Incarnation, hwm: Offset| {
+        let s = shown.entry(tp.clone()).or_insert((incarnation, hwm));
+        if s.0 != incarnation {
+            *s = (incarnation, hwm);
+        }
+        s.1 = s.1.max(hwm);
+        s.1
+    };
     for (index, event) in history.events().iter().enumerate() {
+        let inc = event.incarnation;
         match &event.kind {
             EventKind::EngineAlarm {
                 tp: Some(tp),
-                alarm: Alarm::LogOpened { .. },
+                alarm: Alarm::LogOpened { hwm, .. },
                 raised_in,
             } => {
-                opened.insert((tp.clone(), raised_in.unwrap_or(event.incarnation)));
+                let inc = raised_in.unwrap_or(inc);
+                opened.insert((tp.clone(), inc));
+                show(tp, inc, *hwm);
+            }
+            EventKind::HwmObserved { tp, hwm, .. } => {
+                show(tp, inc, *hwm);
+            }
+            EventKind::ProduceAck {
+                tp,
+                offset: Some(offset),
+                ..
+            }
+            | EventKind::Delivery { tp, offset, .. } => {
+                show(tp, inc, offset + 1);
             }
             EventKind::SegmentCreated { tp, base } => {
                 live.entry(tp.clone()).or_default().insert(*base);
@@ -85,16 +125,18 @@ pub fn reaped(history: &History) -> Vec<Reaped> {
             EventKind::SegmentsListed { tp, bases } => {
                 live.insert(tp.clone(), bases.iter().copied().collect());
             }
-            EventKind::SegmentDeleted { tp, base } => {
+            EventKind::SegmentDeleted { tp, base, held } => {
                 let bases = live.entry(tp.clone()).or_default();
                 bases.remove(base);
-                if opened.contains(&(tp.clone(), event.incarnation)) {
+                if opened.contains(&(tp.clone(), inc)) {
                     let end = bases.range(base + 1..).next().copied();
                     out.push(Reaped {
                         tp: tp.clone(),
                         base: *base,
                         end,
                         index,
+                        held: held.clone(),
+                        shown_hwm: show(tp, inc, 0),
                     });
                 }
             }
@@ -221,13 +263,16 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
                 }));
                 continue;
             };
-            // The latest commit seen in the segment since it was created.
-            let latest = commits.get(&r.tp).and_then(|c| {
+            // The latest commit seen in the segment since it was created, and the last
+            // record the file held: its last write, which the reaper ages by.
+            let seen = commits.get(&r.tp).and_then(|c| {
                 c.range(r.base..end)
                     .filter(|(_, (_, i))| *i > born)
                     .max_by_key(|(_, (at, _))| *at)
                     .map(|(o, (at, i))| (*o, *at, *i))
             });
+            let last_held = r.held.last().map(|c| (c.offset, c.committed_at_ms, index));
+            let latest = seen.into_iter().chain(last_held).max_by_key(|l| l.1);
             let Some((offset, committed, seen)) = latest else {
                 continue;
             };

@@ -323,8 +323,14 @@ pub enum EventKind {
     /// named by `base`.
     SegmentCreated { tp: TopicPartition, base: Offset },
     /// World, when the engine asked to unlink the segment file named by `base` (before
-    /// the call: a kill inside it may still make the unlink durable).
-    SegmentDeleted { tp: TopicPartition, base: Offset },
+    /// the call: a kill inside it may still make the unlink durable), with every record
+    /// the file held as reads saw it then (the reference decoder's, not the engine's).
+    SegmentDeleted {
+        tp: TopicPartition,
+        base: Offset,
+        #[serde(default)]
+        held: Vec<HeldCopy>,
+    },
     /// World, at each restart: the segment files the partition's directory durably
     /// holds, what the open will find (a crash keeps a prefix of pending creates and
     /// unlinks, so the calls alone do not say).
@@ -392,6 +398,15 @@ pub struct DamagedWalEntry {
     pub tp: TopicPartition,
     /// The produce id its payload carries.
     pub id: ProduceId,
+}
+
+/// One record a deleted segment file held: where, whose, and the commit time its
+/// envelope carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldCopy {
+    pub offset: Offset,
+    pub id: ProduceId,
+    pub committed_at_ms: u64,
 }
 
 /// Keys and payloads serialize as byte strings: JSON writes them as the same array of
@@ -503,8 +518,8 @@ impl fmt::Display for Event {
             EventKind::SegmentCreated { tp, base } => {
                 write!(f, "segment_created {tp} base={base}")
             }
-            EventKind::SegmentDeleted { tp, base } => {
-                write!(f, "segment_deleted {tp} base={base}")
+            EventKind::SegmentDeleted { tp, base, held } => {
+                write!(f, "segment_deleted {tp} base={base} records={}", held.len())
             }
             EventKind::SegmentsListed { tp, bases } => {
                 write!(f, "segments_listed {tp} bases={bases:?}")
@@ -914,12 +929,19 @@ impl History {
         )
     }
 
-    pub fn segment_deleted(&mut self, at_ms: u64, tp: &TopicPartition, base: Offset) -> &mut Self {
+    pub fn segment_deleted(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        base: Offset,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
         self.record(
             at_ms,
             EventKind::SegmentDeleted {
                 tp: tp.clone(),
                 base,
+                held,
             },
         )
     }

@@ -6,7 +6,8 @@
 //!
 //! It is small and strict on purpose: it reads images (byte slices), never files; it
 //! accepts a frame only if every documented check passes; it decodes only what the
-//! rules need (every frame's CRC, each segment's last payload, WAL payloads).
+//! rules need (every frame's CRC, each segment's last payload, WAL payloads, and every
+//! record of a segment the engine deletes).
 //! `tests/reference.rs` runs it over every committed fixture in `corpus/disk/` beside
 //! the engine's scanner; the two must agree on every field both report.
 
@@ -14,4 +15,6 @@ pub mod frame;
 pub mod partition;
 pub mod wal;
 
-pub use partition::{BadRegion, Decoded, DirImage, Extent, FrameAt, Rule, decode};
+pub use partition::{
+    BadRegion, Decoded, DirImage, Extent, FrameAt, HeldRecord, Rule, decode, held_records,
+};

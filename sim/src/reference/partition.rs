@@ -283,6 +283,41 @@ fn walk(
     (extent, bad)
 }
 
+/// One record a segment image holds: its offset, the commit time its envelope carries,
+/// and its payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldRecord {
+    pub offset: u64,
+    pub committed_at_ms: u64,
+    pub payload: Vec<u8>,
+}
+
+/// Every record of the segment `name` (first offset `base`) in its valid extent from
+/// byte 0, in offset order: what a reader of the file could have had. Records whose
+/// envelope does not parse are left out (a reader skips them).
+pub fn held_records(name: &str, base: u64, image: &[u8]) -> Vec<HeldRecord> {
+    let (extent, _) = walk(name, base, image, None);
+    let mut out = Vec::new();
+    for f in &extent.frames {
+        let Some(records) = frame::header_at(image, f.position)
+            .and_then(|h| frame::records_at(image, f.position, &h))
+        else {
+            // A CRC-valid frame whose payload does not decode: a reader skips it.
+            continue;
+        };
+        for (offset, record) in (f.base_offset..).zip(&records) {
+            if let Some(e) = frame::envelope(record) {
+                out.push(HeldRecord {
+                    offset,
+                    committed_at_ms: e.committed_at_ms,
+                    payload: e.payload.to_vec(),
+                });
+            }
+        }
+    }
+    out
+}
+
 /// Whether every byte is zero, sixteen at a time (a preallocated megabyte is checked at
 /// every decode).
 fn all_zero(bytes: &[u8]) -> bool {

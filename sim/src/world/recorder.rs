@@ -4,7 +4,10 @@
 
 use super::damage;
 use crate::fs::{FsEvent, FsEventKind, SimFs};
-use crate::history::{FaultKind, FileKind, History, Incarnation, OffsetRange, TopicPartition};
+use crate::history::{
+    FaultKind, FileKind, HeldCopy, History, Incarnation, OffsetRange, TopicPartition,
+    parse_payload_id,
+};
 use cafelog_engine::format::{layout, word};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
@@ -390,9 +393,31 @@ impl Recorder {
             if created {
                 self.history.segment_created(now, &tp, base);
             } else {
-                self.history.segment_deleted(now, &tp, base);
+                let held = self.held_copies(path, base);
+                self.history.segment_deleted(now, &tp, base, held);
             }
         }
+    }
+
+    /// Every record the segment file at `path` holds as reads see it now, by the
+    /// reference decoder, with the produce id its payload carries.
+    fn held_copies(&self, path: &Path, base: u64) -> Vec<HeldCopy> {
+        let (Some(bytes), Some(name)) = (
+            self.fs.visible_bytes(path),
+            path.file_name().and_then(|n| n.to_str()),
+        ) else {
+            return Vec::new();
+        };
+        crate::reference::held_records(name, base, &bytes)
+            .into_iter()
+            .filter_map(|r| {
+                Some(HeldCopy {
+                    offset: r.offset,
+                    id: parse_payload_id(&r.payload).ok()?,
+                    committed_at_ms: r.committed_at_ms,
+                })
+            })
+            .collect()
     }
 
     pub fn frontier_written(&mut self, tmp_path: &Path, value: u64) {

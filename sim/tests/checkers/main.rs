@@ -8,8 +8,8 @@ use cafelog_sim::check::{
     EXIT_SIMULATOR_CRASH, Verdict, check,
 };
 use cafelog_sim::history::{
-    Alarm, BadAt, CrashPartition, DamagedWalEntry, DiskView, FaultKind, FileKind, History,
-    Incarnation, OffsetRange, OpenRule, ProduceId, TopicPartition, encode_payload,
+    Alarm, BadAt, CrashPartition, DamagedWalEntry, DiskView, FaultKind, FileKind, HeldCopy,
+    History, Incarnation, OffsetRange, OpenRule, ProduceId, TopicPartition, encode_payload,
 };
 
 /// A disk view: `rule`, persisted HWM, tail, the bad region's offset (and a segment

@@ -24,7 +24,7 @@ impl Run {
             if created {
                 h.segment_created(t, &tp(0), base);
             } else {
-                h.segment_deleted(t, &tp(0), base);
+                h.segment_deleted(t, &tp(0), base, Vec::new());
             }
         })
     }
@@ -182,4 +182,103 @@ fn a_cut_between_the_ack_and_the_reap_leaves_the_loss_unexcused() {
         &messages_of(&r.report(), CheckerName::NoLostAck),
         &["id 2 at offset 1"],
     );
+}
+
+/// Id 2, acknowledged at offset 1, cut away by a torn tail there, its copy re-committed
+/// at offset 3 in segment 0 and the HWM shown at `shown`; segment 0 (held: ids 1, 3, 2
+/// at offsets 0, 1, 3 when `copy`) reaped a second later.
+fn copy_reaped(copy: bool, shown: u64) -> CheckReport {
+    let mut r = Run::with_retention(1_000);
+    r.segment(0, true)
+        .opened(0, 0, 0)
+        .committed(1, 0)
+        .committed(2, 1)
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 100,
+                offset: 1,
+                bytes: 10,
+            },
+        )
+        .committed(3, 1)
+        .hwm(0, shown, 0, 4)
+        .segment(4, true)
+        .deliver(1, 0, 0, 35)
+        .deliver(3, 0, 1, 95)
+        .wait(1_000);
+    let mut held = vec![
+        HeldCopy {
+            offset: 0,
+            id: 1,
+            committed_at_ms: 35,
+        },
+        HeldCopy {
+            offset: 1,
+            id: 3,
+            committed_at_ms: 95,
+        },
+    ];
+    if copy {
+        held.push(HeldCopy {
+            offset: 3,
+            id: 2,
+            committed_at_ms: 120,
+        });
+    }
+    r.with(|t, h| {
+        h.segment_deleted(t, &tp(0), 0, held);
+        h.log_start_observed(t, &tp(0), 4);
+    });
+    r.report()
+}
+
+#[test]
+fn a_visible_copy_in_a_reaped_segment_is_what_retention_excuses_after_a_cut() {
+    // The copy, below the HWM the engine showed: consumers could have read it.
+    let report = copy_reaped(true, 4);
+    assert!(messages_of(&report, CheckerName::NoLostAck).is_empty());
+    assert_mentions(
+        &[report.no_lost_ack.excused[0].excuse.covers.clone()],
+        &["copy at offset 3 in reaped segment 0"],
+    );
+    // A copy in the hidden tail (the HWM never reached it), or no copy at all: lost.
+    for report in [copy_reaped(true, 3), copy_reaped(false, 4)] {
+        assert_mentions(
+            &messages_of(&report, CheckerName::NoLostAck),
+            &["id 2 at offset 1"],
+        );
+    }
+}
+
+#[test]
+fn retention_safe_ages_a_segment_by_the_last_record_its_file_held() {
+    // No commit in segment 0 was ever observed; the file's last record was committed
+    // at 600, so a deletion at 1,250 came before it was 1,000 ms old.
+    let run = |last_commit: u64| {
+        let mut r = Run::with_retention(1_000);
+        r.segment(0, true)
+            .opened(0, 0, 0)
+            .segment(2, true)
+            .wait(1_200);
+        r.with(|t, h| {
+            let held = (0..2)
+                .map(|o| HeldCopy {
+                    offset: o,
+                    id: 10 + o,
+                    committed_at_ms: last_commit - 10 * (1 - o),
+                })
+                .collect();
+            h.segment_deleted(t, &tp(0), 0, held);
+        });
+        r.report()
+    };
+    assert_mentions(
+        &fires_only(&run(600), CheckerName::RetentionSafe),
+        &["before its record at offset 1, committed at 600, was 1000 ms old"],
+    );
+    let report = run(200);
+    assert!(messages_of(&report, CheckerName::RetentionSafe).is_empty());
+    assert_eq!(report.retention_safe.aged_checked, 1);
 }

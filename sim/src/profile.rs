@@ -13,6 +13,9 @@ pub struct Profile {
     pub heal_ms: u64,
     /// After the heal, every acknowledged record must be delivered within this bound.
     pub delivery_bound_ms: u64,
+    /// After the heal, an expired lease or a nack is followed by a redelivery within
+    /// this bound (faults are off; the engine's ticker runs every 10 ms).
+    pub redelivery_bound_ms: u64,
     pub topics: RangeInclusive<u32>,
     pub partitions: RangeInclusive<u32>,
     pub producers: RangeInclusive<u32>,
@@ -58,6 +61,7 @@ impl Profile {
             produce_ms: 3_000,
             heal_ms: 3_000,
             delivery_bound_ms: 5_000,
+            redelivery_bound_ms: 250,
             topics: 1..=2,
             partitions: 1..=2,
             producers: 1..=3,
@@ -78,6 +82,7 @@ impl Profile {
             produce_ms: 10_000,
             heal_ms: 10_000,
             delivery_bound_ms: 8_000,
+            redelivery_bound_ms: 250,
             topics: 1..=3,
             partitions: 1..=3,
             producers: 1..=4,
@@ -98,6 +103,7 @@ impl Profile {
             produce_ms: 60_000,
             heal_ms: 60_000,
             delivery_bound_ms: 10_000,
+            redelivery_bound_ms: 250,
             records_max: 10_000,
             crashes_max: 40,
             ..Profile::default_profile()

@@ -712,68 +712,91 @@ impl<F: Fs, C: Clock> Store<F, C> {
         if expired > 0 {
             add(&self.inner.metrics.leases_expired, expired);
         }
-        let mut out = Vec::new();
+        // Every read comes before any lease: a caller that drops this future (a client
+        // that gave up waiting) leaves no lease behind on a record it never returned.
         let ready: Vec<u64> = q.ready.iter().take(max).copied().collect();
+        let mut redelivered = Vec::new();
+        let mut settle = Vec::new();
         for offset in ready {
             let batch = match part.log.read(offset, 1).await {
                 Ok(b) => b,
                 Err(LogError::OffsetBeforeLogStart { .. }) => {
-                    q.settle(offset);
+                    settle.push(offset);
                     continue;
                 }
                 Err(e) => return Err(log_err(&part.id)(e)),
             };
             match batch.records.into_iter().next() {
-                Some(record) if record.offset == offset => {
-                    let attempt = q.lease(offset, deadline);
-                    add(&self.inner.metrics.redeliveries, 1);
-                    out.push(self.delivery(&part.id, record, attempt));
-                }
-                _ => q.settle(offset),
+                Some(record) if record.offset == offset => redelivered.push(record),
+                _ => settle.push(offset),
             }
         }
-        q.gate_opens_at_ms = None;
-        while out.len() < max {
-            let batch = match part.log.read(q.next_scan, max - out.len()).await {
+        let mut fresh = Vec::new();
+        let mut skips = 0u64;
+        let mut gate = None;
+        let mut next_scan = q.next_scan;
+        while redelivered.len() + fresh.len() < max {
+            let want = max - redelivered.len() - fresh.len();
+            let batch = match part.log.read(next_scan, want).await {
                 Ok(b) => b,
                 Err(LogError::OffsetBeforeLogStart { log_start, .. }) => {
+                    // Forgetting what retention deleted loses no delivery.
                     q.drop_below(log_start);
+                    next_scan = next_scan.max(q.next_scan);
                     continue;
                 }
                 Err(e) => return Err(log_err(&part.id)(e)),
             };
-            if batch.next_offset == q.next_scan {
+            if batch.next_offset == next_scan {
                 break;
             }
             let mut gated = false;
             let mut skipped = batch.skipped.iter().peekable();
             for record in batch.records {
                 while let Some(s) = skipped.next_if(|s| **s < record.offset) {
-                    q.next_scan = *s + 1;
-                    q.settle(*s);
-                    add(&self.inner.metrics.records_skipped, 1);
+                    next_scan = *s + 1;
+                    settle.push(*s);
+                    skips += 1;
                 }
                 let opens_at = record.committed_at_ms.saturating_add(config.delay_ms);
                 if config.delay_ms > 0 && opens_at > wall_ms {
                     // Commit times never decrease, so nothing after this one is open either.
-                    q.gate_opens_at_ms = Some(opens_at);
-                    add(&self.inner.metrics.delay_gate_holds, 1);
+                    gate = Some(opens_at);
                     gated = true;
                     break;
                 }
-                q.next_scan = record.offset + 1;
-                let attempt = q.lease(record.offset, deadline);
-                out.push(self.delivery(&part.id, record, attempt));
+                next_scan = record.offset + 1;
+                fresh.push(record);
             }
             if gated {
                 break;
             }
             for s in skipped {
-                q.next_scan = *s + 1;
-                q.settle(*s);
-                add(&self.inner.metrics.records_skipped, 1);
+                next_scan = *s + 1;
+                settle.push(*s);
+                skips += 1;
             }
-            q.next_scan = q.next_scan.max(batch.next_offset);
+            next_scan = next_scan.max(batch.next_offset);
+        }
+        // No await below: the queue changes all at once, or not at all.
+        q.gate_opens_at_ms = gate;
+        if gate.is_some() {
+            add(&self.inner.metrics.delay_gate_holds, 1);
+        }
+        q.next_scan = next_scan;
+        for offset in settle {
+            q.settle(offset);
+        }
+        add(&self.inner.metrics.records_skipped, skips);
+        let mut out = Vec::with_capacity(redelivered.len() + fresh.len());
+        for record in redelivered {
+            let attempt = q.lease(record.offset, deadline);
+            add(&self.inner.metrics.redeliveries, 1);
+            out.push(self.delivery(&part.id, record, attempt));
+        }
+        for record in fresh {
+            let attempt = q.lease(record.offset, deadline);
+            out.push(self.delivery(&part.id, record, attempt));
         }
         add(&self.inner.metrics.deliveries, out.len() as u64);
         Ok(out)

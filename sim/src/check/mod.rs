@@ -69,6 +69,11 @@
 //!   loss excused by `no_lost_ack` as excused, and records whose deadline lies beyond
 //!   the end of the history as inconclusive, none of them as a hang. Without a heal the
 //!   checker has nothing to measure and passes, saying so.
+//! - `redelivered_after_expiry`: after the heal, an unsettled delivery is delivered
+//!   again by `t + lease_ms + redelivery_bound_ms`, a nacked one by the nack plus the
+//!   bound, and a record last delivered before the heal and never acked is delivered
+//!   again by `max(heal, t) + delivery_bound_ms`. A crash, a reap or a skip of the
+//!   offset ends the obligation; a deadline past the end is inconclusive.
 
 #![deny(clippy::unwrap_used)]
 
@@ -90,6 +95,7 @@ pub mod liveness;
 pub mod loss;
 pub mod offsets;
 pub mod poison;
+pub mod redelivery;
 pub mod retention_safe;
 pub mod verdict;
 
@@ -122,10 +128,11 @@ pub enum CheckerName {
     LeaseExclusive,
     RetentionSafe,
     DeliveredAfterHeal,
+    RedeliveredAfterExpiry,
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 13] = [
+    pub const ALL: [CheckerName; 14] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
@@ -139,6 +146,7 @@ impl CheckerName {
         CheckerName::LeaseExclusive,
         CheckerName::RetentionSafe,
         CheckerName::DeliveredAfterHeal,
+        CheckerName::RedeliveredAfterExpiry,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -156,11 +164,15 @@ impl CheckerName {
             CheckerName::LeaseExclusive => "lease_exclusive",
             CheckerName::RetentionSafe => "retention_safe",
             CheckerName::DeliveredAfterHeal => "delivered_after_heal",
+            CheckerName::RedeliveredAfterExpiry => "redelivered_after_expiry",
         }
     }
 
     pub fn is_liveness(self) -> bool {
-        self == CheckerName::DeliveredAfterHeal
+        matches!(
+            self,
+            CheckerName::DeliveredAfterHeal | CheckerName::RedeliveredAfterExpiry
+        )
     }
 }
 
@@ -204,6 +216,9 @@ pub struct CheckConfig {
     /// `delivered_after_heal`: simulated ms after `max(heal, ack)` by which every
     /// acknowledged record must have been delivered.
     pub delivery_bound_ms: u64,
+    /// `redelivered_after_expiry`: simulated ms after a lease can have expired, or a
+    /// nack was accepted, by which the offset must be delivered again.
+    pub redelivery_bound_ms: u64,
     /// Events shown before and after each event a failure is about.
     pub context_events: usize,
 }
@@ -212,6 +227,7 @@ impl Default for CheckConfig {
     fn default() -> Self {
         Self {
             delivery_bound_ms: 30_000,
+            redelivery_bound_ms: 1_000,
             context_events: 3,
         }
     }
@@ -234,6 +250,7 @@ pub struct CheckReport {
     pub lease_exclusive: lease_exclusive::LeaseReport,
     pub retention_safe: retention_safe::RetentionReport,
     pub delivered_after_heal: liveness::LivenessReport,
+    pub redelivered_after_expiry: redelivery::RedeliveryReport,
 }
 
 impl CheckReport {
@@ -252,6 +269,7 @@ impl CheckReport {
             CheckerName::LeaseExclusive => &self.lease_exclusive.violations,
             CheckerName::RetentionSafe => &self.retention_safe.violations,
             CheckerName::DeliveredAfterHeal => &self.delivered_after_heal.violations,
+            CheckerName::RedeliveredAfterExpiry => &self.redelivered_after_expiry.violations,
         }
     }
 
@@ -282,7 +300,8 @@ impl CheckReport {
                 .map(|e| &e.excuse)
                 .chain(self.stable_offsets.excused.iter().map(|e| &e.excuse))
                 .chain(self.bounded_duplicates.excused.iter().map(|(_, e)| e))
-                .chain(self.frontier_durable.excused.iter()),
+                .chain(self.frontier_durable.excused.iter())
+                .chain(self.redelivered_after_expiry.excused.iter()),
         );
         for (kind, n) in &self.monotonic_commit_time.superseded {
             *out.entry(*kind).or_insert(0) += n;
@@ -334,6 +353,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         delay_gate: delay_gate::check(&facts),
         lease_exclusive: lease_exclusive::check(&facts),
         retention_safe: retention_safe::check(&facts),
+        redelivered_after_expiry: redelivery::check(&facts, config),
         accounting,
         no_lost_ack,
         delivered_after_heal,

@@ -160,6 +160,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         .unwrap_or_default();
     let config = CheckConfig {
         delivery_bound_ms: spec.profile.delivery_bound_ms,
+        redelivery_bound_ms: spec.profile.redelivery_bound_ms,
         context_events: 4,
     };
     let (verdict, report) = match result {

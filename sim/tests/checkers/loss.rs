@@ -369,6 +369,7 @@ fn a_refusal_excuses_loss_and_is_reported_as_refused_by_liveness() {
             h.heal(t);
         })
         .deliver(2, 1, 0, 1_000)
+        .consume(1, 0)
         .wait(5_000)
         .hwm(1, 1, 1, 1);
     let report = r.report();

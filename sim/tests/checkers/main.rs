@@ -44,6 +44,7 @@ mod liveness;
 mod loss;
 mod offsets;
 mod poison;
+mod redelivery;
 mod retention_safe;
 mod sweep_regressions;
 mod timeline;
@@ -60,6 +61,7 @@ fn key(id: ProduceId) -> Vec<u8> {
 }
 const CONFIG: CheckConfig = CheckConfig {
     delivery_bound_ms: 1_000,
+    redelivery_bound_ms: 100,
     context_events: 2,
 };
 /// A history under construction with its own clock: every event 10 ms after the last.

@@ -89,6 +89,7 @@ fn checker_names_are_stable_snake_case() {
             "lease_exclusive",
             "retention_safe",
             "delivered_after_heal",
+            "redelivered_after_expiry",
         ]
     );
     for checker in CheckerName::ALL {

@@ -1,0 +1,244 @@
+//! `redelivered_after_expiry` (liveness, after the heal): a delivery that no consumer
+//! settles comes back, and every delivered record is in the end acked.
+//!
+//! 1. **Expiry.** A delivery at `t`, at or after the heal, neither acked nor nacked
+//!    before it is delivered again in the same incarnation, is delivered again by
+//!    `t + lease_ms + redelivery_bound_ms`: the engine leased it no later than `t`, so
+//!    the lease ended by `t + lease_ms`, and an expired lease makes it deliverable.
+//! 2. **Nack.** A nack the engine accepted at `n` makes the offset deliverable at
+//!    once: it is delivered again by `n + redelivery_bound_ms`.
+//! 3. **Acked.** Every acknowledged record delivered at all is acked (one copy of it,
+//!    by any consumer): one whose last delivery, at `t`, was never acked is delivered
+//!    again by `max(heal, t) + delivery_bound_ms` (unless rules 1 and 2 still held
+//!    that delivery at the end: they judged it).
+//!
+//! A crash ends every lease (leases live in memory) and with it the obligation; the
+//! frontier then brings the record back, which `delivered_after_heal` judges. What
+//! else ends one, each by the event that does it: the reaper deleting the segment that
+//! holds the offset (retention removes a leased record like any other), a
+//! consume-time skip of the frame holding it. Rule 3 also takes two excuse rows:
+//! `refused` (an open refused the partition or its topic after the delivery) and
+//! `out_of_contract` (a fault whose reach covers the record: a flipped
+//! `consumer.offset` moving the frontier past it, say). A deadline past the end of the history
+//! is inconclusive, never a failure.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::excuse::{Excuse, Excuses};
+use super::facts::Facts;
+use super::{CheckConfig, RecordRef, Violation};
+use crate::history::{EventKind, Offset, ProduceId, TopicPartition, parse_payload_id};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RedeliveryReport {
+    pub redelivery_bound_ms: u64,
+    /// Unsettled deliveries after the heal whose redelivery was judged.
+    pub after_expiry: u64,
+    /// Nacks after the heal whose redelivery was judged.
+    pub after_nack: u64,
+    /// Obligations ended by a reap or a skip of their offset.
+    pub ended_by_engine: u64,
+    /// Deadlines past the end of the history.
+    pub inconclusive: u64,
+    /// Records never acked that a refusal or an out-of-contract fault explains (rule 3).
+    pub excused: Vec<Excuse>,
+    pub violations: Vec<Violation>,
+}
+
+/// Why an offset is owed a redelivery, and by when.
+#[derive(Clone, Copy)]
+struct Owed {
+    delivery: usize,
+    /// The nack's index when a nack made it owed.
+    nack: Option<usize>,
+    due_ms: u64,
+}
+
+pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
+    let mut report = RedeliveryReport {
+        redelivery_bound_ms: config.redelivery_bound_ms,
+        ..RedeliveryReport::default()
+    };
+    let Some((heal_index, heal_ms)) = facts.heal else {
+        return report;
+    };
+    let events = facts.history.events();
+    let end_ms = facts.history.end_ms();
+    let bound = config.redelivery_bound_ms;
+    let mut leases: BTreeMap<String, u64> = BTreeMap::new();
+    let mut owed: BTreeMap<(TopicPartition, Offset), Owed> = BTreeMap::new();
+    // The id each offset's last delivery carried, in this incarnation.
+    let mut carries: BTreeMap<(TopicPartition, Offset), ProduceId> = BTreeMap::new();
+    let mut acked: BTreeSet<ProduceId> = BTreeSet::new();
+    // Per delivered id: its last delivery.
+    let mut last: BTreeMap<ProduceId, usize> = BTreeMap::new();
+    let mut incarnation = 0;
+    let late = |report: &mut RedeliveryReport, key: &(TopicPartition, Offset), o: Owed, what| {
+        let (tp, offset) = key;
+        let since = match o.nack {
+            Some(n) => format!("nacked at t={}ms", facts.at_ms(n)),
+            None => format!(
+                "delivered at t={}ms and never settled",
+                facts.at_ms(o.delivery)
+            ),
+        };
+        report.violations.push(Violation {
+            message: format!(
+                "{tp} offset {offset} {since}, {what}: due by t={}ms (lease plus {bound} ms)",
+                o.due_ms
+            ),
+            records: vec![RecordRef::new(tp, Some(*offset), None)],
+            events: [Some(o.delivery), o.nack].into_iter().flatten().collect(),
+        });
+    };
+    for (index, event) in events.iter().enumerate() {
+        if event.incarnation != incarnation {
+            incarnation = event.incarnation;
+            owed.clear();
+            carries.clear();
+        }
+        let after_heal = index >= heal_index;
+        match &event.kind {
+            EventKind::RunStarted { topics, .. } => {
+                leases = topics
+                    .iter()
+                    .map(|t| (t.name.clone(), t.lease_ms))
+                    .collect();
+            }
+            EventKind::Delivery {
+                tp,
+                offset,
+                payload,
+                ..
+            } => {
+                let key = (tp.clone(), *offset);
+                if let Some(o) = owed.remove(&key)
+                    && event.at_ms > o.due_ms
+                {
+                    late(
+                        &mut report,
+                        &key,
+                        o,
+                        format!("delivered again only at t={}ms", event.at_ms),
+                    );
+                }
+                if let Ok(id) = parse_payload_id(payload) {
+                    carries.insert(key.clone(), id);
+                    last.insert(id, index);
+                }
+                if after_heal && let Some(lease_ms) = leases.get(&tp.topic) {
+                    report.after_expiry += 1;
+                    owed.insert(
+                        key,
+                        Owed {
+                            delivery: index,
+                            nack: None,
+                            due_ms: event.at_ms + lease_ms + bound,
+                        },
+                    );
+                }
+            }
+            EventKind::Ack { tp, offset } => {
+                let key = (tp.clone(), *offset);
+                owed.remove(&key);
+                if let Some(id) = carries.get(&key) {
+                    acked.insert(*id);
+                }
+            }
+            EventKind::Nack { tp, offset } => {
+                let key = (tp.clone(), *offset);
+                if let Some(o) = owed.get_mut(&key) {
+                    report.after_nack += 1;
+                    report.after_expiry -= 1;
+                    o.nack = Some(index);
+                    o.due_ms = event.at_ms + bound;
+                }
+            }
+            _ => {}
+        }
+        // The engine's own ends: a refusal to open the partition (below), a reap of the segment holding the offset, a skip of
+        // the frame holding it.
+        let ends = |tp: &TopicPartition, offset: Offset| {
+            facts
+                .reaped
+                .iter()
+                .any(|r| r.index == index && &r.tp == tp && r.contains(offset))
+                || facts
+                    .alarms
+                    .skips(tp)
+                    .any(|s| s.index == index && s.contains(offset))
+        };
+        let before = owed.len();
+        owed.retain(|(tp, offset), _| !ends(tp, *offset));
+        report.ended_by_engine += (before - owed.len()) as u64;
+    }
+    // Deliveries rules 1 and 2 still held at the end: judged here, not by rule 3.
+    let mut judged = BTreeSet::new();
+    for (key, o) in std::mem::take(&mut owed) {
+        judged.insert(o.delivery);
+        if o.due_ms > end_ms {
+            report.inconclusive += 1;
+        } else {
+            late(&mut report, &key, o, "never delivered again".to_owned());
+        }
+    }
+    // Rule 3: an acknowledged record delivered and never acked.
+    let excuses = Excuses::new(facts);
+    let mut unacked: BTreeMap<TopicPartition, Vec<(ProduceId, usize)>> = BTreeMap::new();
+    for (id, &d) in &last {
+        if acked.contains(id) || !facts.acks.contains_key(id) {
+            continue;
+        }
+        let EventKind::Delivery { tp, offset, .. } = &events[d].kind else {
+            unreachable!("last indexes deliveries");
+        };
+        if judged.contains(&d) {
+            continue;
+        }
+        let due = heal_ms.max(facts.at_ms(d)) + config.delivery_bound_ms;
+        let ended = facts
+            .reaped
+            .iter()
+            .any(|r| r.index > d && &r.tp == tp && r.contains(*offset))
+            || facts
+                .alarms
+                .skips(tp)
+                .any(|s| s.index > d && s.contains(*offset));
+        if due > end_ms || ended {
+            continue;
+        }
+        // An open that refused the partition or its topic since (its records stay on
+        // disk, unavailable), or a fault out of contract that reaches the record (a
+        // flipped `consumer.offset` moving the frontier past it, say).
+        if let Some(e) = excuses
+            .refused(tp, d)
+            .or_else(|| excuses.out_of_contract(tp, Some(*offset), Some(*id), Some(d), usize::MAX))
+        {
+            report.excused.push(e);
+            continue;
+        }
+        unacked.entry(tp.clone()).or_default().push((*id, d));
+    }
+    for (tp, ids) in unacked {
+        report.violations.push(Violation {
+            message: format!(
+                "{} acknowledged record(s) on {tp} delivered but never acked by any consumer: {}",
+                ids.len(),
+                super::list(
+                    &ids.iter()
+                        .map(|(id, d)| format!("id {id} (last delivered t={}ms)", facts.at_ms(*d)))
+                        .collect::<Vec<_>>(),
+                    6
+                )
+            ),
+            records: ids
+                .iter()
+                .map(|(id, _)| RecordRef::new(&tp, None, Some(*id)))
+                .collect(),
+            events: ids.iter().map(|(_, d)| *d).collect(),
+        });
+    }
+    report
+}

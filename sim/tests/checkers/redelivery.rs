@@ -1,0 +1,107 @@
+//! `redelivered_after_expiry`: after the heal, an unsettled delivery comes back once
+//! its lease can have expired, a nacked one at once, and every delivered record is in
+//! the end acked.
+
+use super::*;
+
+/// Topic `orders` with leases of 300 ms; id 1 at offset 0 acknowledged, the heal, and
+/// its delivery, which the consumer neither acks nor nacks.
+fn dropped_after_heal() -> Run {
+    let mut r = Run::with_setup(0, 0, 300);
+    r.produce(1, 0, 0, 15).with(|t, h| {
+        h.heal(t);
+    });
+    r.deliver(1, 0, 0, 15);
+    r
+}
+
+#[test]
+fn an_unsettled_delivery_comes_back_once_its_lease_expired() {
+    // Lease 300 ms plus the bound of 100 ms: back after 200 ms is in time, after 600
+    // ms late, and never is a hang.
+    let run = |wait: u64| {
+        let mut r = dropped_after_heal();
+        r.wait(wait).deliver(1, 0, 0, 15).consume(0, 0);
+        r.report()
+    };
+    assert_clean(&run(200));
+    assert_mentions(
+        &fires_only(&run(600), CheckerName::RedeliveredAfterExpiry),
+        &[
+            "orders/0 offset 0 delivered at t=",
+            "never settled, delivered again only at t=",
+            "lease plus 100 ms",
+        ],
+    );
+    let mut never = dropped_after_heal();
+    never.wait(1_000).hwm(0, 1, 1, 1);
+    let report = never.report();
+    assert_mentions(
+        &fires_only(&report, CheckerName::RedeliveredAfterExpiry),
+        &["never delivered again"],
+    );
+    let verdict = report.verdict(&never.h, &CONFIG);
+    assert_eq!(verdict.exit_code(), EXIT_LIVENESS_FAILURE);
+    // A history that ends before the deadline cannot tell.
+    let mut early = dropped_after_heal();
+    early.wait(100).hwm(0, 1, 1, 1);
+    let report = early.report();
+    assert!(messages_of(&report, CheckerName::RedeliveredAfterExpiry).is_empty());
+    assert_eq!(report.redelivered_after_expiry.inconclusive, 1);
+}
+
+#[test]
+fn a_nacked_delivery_comes_back_within_the_bound_not_the_lease() {
+    let run = |wait: u64| {
+        let mut r = dropped_after_heal();
+        r.with(|t, h| {
+            h.nack(t, &tp(0), 0);
+        })
+        .wait(wait)
+        .deliver(1, 0, 0, 15)
+        .consume(0, 0);
+        r.report()
+    };
+    assert_clean(&run(50));
+    // Within the lease, but 250 ms after the nack.
+    assert_mentions(
+        &fires_only(&run(250), CheckerName::RedeliveredAfterExpiry),
+        &["orders/0 offset 0 nacked at t=", "delivered again only at"],
+    );
+    assert_eq!(run(50).redelivered_after_expiry.after_nack, 1);
+}
+
+#[test]
+fn a_record_delivered_and_never_acked_is_a_hang_unless_a_reap_took_it() {
+    // Delivered before the heal, dropped, and the crash after it ended the lease: the
+    // frontier should have brought it back within the delivery bound (1,000 ms),
+    // unless the reaper deleted its segment (sealed by segment 2, and aged).
+    let run = |reap: bool| {
+        let mut r = Run::with_retention(1_000);
+        r.segment(0, true)
+            .opened(0, 0, 0)
+            .committed(1, 0)
+            .deliver(1, 0, 0, 35)
+            .segment(2, true)
+            .crash(&[(0, 1, 1, 1)])
+            .restart()
+            .opened(0, 1, 1)
+            .with(|t, h| {
+                h.heal(t);
+            })
+            .wait(1_500);
+        if reap {
+            r.segment(0, false);
+        }
+        r.hwm(0, 1, 1, 1);
+        r.report()
+    };
+    assert_mentions(
+        &fires_only(&run(false), CheckerName::RedeliveredAfterExpiry),
+        &[
+            "1 acknowledged record(s) on orders/0 delivered but never acked",
+            "id 1 (last delivered t=",
+        ],
+    );
+    assert_clean(&run(true));
+}

@@ -12,10 +12,14 @@
 //!    again by `max(heal, t) + delivery_bound_ms` (unless rules 1 and 2 still held
 //!    that delivery at the end: they judged it).
 //!
+//! A delivery the engine made to a consumer that had already given up (the world
+//! records it as `DeliveriesUnclaimed`) is a lease like any other: rule 1 holds it.
+//!
 //! A crash ends every lease (leases live in memory) and with it the obligation; the
 //! frontier then brings the record back, which `delivered_after_heal` judges. What
 //! else ends one, each by the event that does it: the reaper deleting the segment that
-//! holds the offset (retention removes a leased record like any other), a
+//! holds the offset since the delivery's receive began (retention removes a leased
+//! record like any other, and may race the receive that delivers it), a
 //! consume-time skip of the frame holding it. Rule 3 also takes two excuse rows:
 //! `refused` (an open refused the partition or its topic after the delivery) and
 //! `out_of_contract` (a fault whose reach covers the record: a flipped
@@ -111,9 +115,11 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                 tp,
                 offset,
                 payload,
+                asked_at_ms,
                 ..
             } => {
                 let key = (tp.clone(), *offset);
+                let asked = asked_at_ms.unwrap_or(event.at_ms);
                 if let Some(o) = owed.remove(&key)
                     && event.at_ms > o.due_ms
                 {
@@ -128,7 +134,10 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                     carries.insert(key.clone(), id);
                     last.insert(id, index);
                 }
-                if after_heal && let Some(lease_ms) = leases.get(&tp.topic) {
+                if reaped_since(facts, tp, *offset, asked, index) {
+                    // The reaper raced this receive: the offset is gone.
+                    report.ended_by_engine += 1;
+                } else if after_heal && let Some(lease_ms) = leases.get(&tp.topic) {
                     report.after_expiry += 1;
                     owed.insert(
                         key,
@@ -138,6 +147,33 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                             due_ms: event.at_ms + lease_ms + bound,
                         },
                     );
+                }
+            }
+            // Leased to a consumer that had given up: back after the lease, like a drop.
+            EventKind::DeliveriesUnclaimed { tp, offsets } => {
+                for offset in offsets {
+                    let key = (tp.clone(), *offset);
+                    if let Some(o) = owed.remove(&key)
+                        && event.at_ms > o.due_ms
+                    {
+                        late(
+                            &mut report,
+                            &key,
+                            o,
+                            format!("delivered again only at t={}ms", event.at_ms),
+                        );
+                    }
+                    if after_heal && let Some(lease_ms) = leases.get(&tp.topic) {
+                        report.after_expiry += 1;
+                        owed.insert(
+                            key,
+                            Owed {
+                                delivery: index,
+                                nack: None,
+                                due_ms: event.at_ms + lease_ms + bound,
+                            },
+                        );
+                    }
                 }
             }
             EventKind::Ack { tp, offset } => {
@@ -198,10 +234,11 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
             continue;
         }
         let due = heal_ms.max(facts.at_ms(d)) + config.delivery_bound_ms;
-        let ended = facts
-            .reaped
-            .iter()
-            .any(|r| r.index > d && &r.tp == tp && r.contains(*offset))
+        let EventKind::Delivery { asked_at_ms, .. } = &events[d].kind else {
+            unreachable!("last indexes deliveries");
+        };
+        let asked = asked_at_ms.unwrap_or(facts.at_ms(d));
+        let ended = reaped_since(facts, tp, *offset, asked, usize::MAX)
             || facts
                 .alarms
                 .skips(tp)
@@ -241,4 +278,20 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
         });
     }
     report
+}
+
+/// Whether the reaper deleted the segment holding `offset` of `tp` at or after
+/// `from_ms` (the receive's ask: the unlink is recorded before the call, so a receive
+/// that raced it can deliver the offset after the event) and before history index
+/// `before`.
+fn reaped_since(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    offset: Offset,
+    from_ms: u64,
+    before: usize,
+) -> bool {
+    facts.reaped.iter().any(|r| {
+        &r.tp == tp && r.contains(offset) && r.index < before && facts.at_ms(r.index) >= from_ms
+    })
 }

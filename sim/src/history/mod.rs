@@ -306,6 +306,13 @@ pub enum EventKind {
     PartitionRefused { tp: TopicPartition, reason: String },
     /// World, when the engine reports the partition poisoned (after fsync failure).
     PartitionPoisoned { tp: TopicPartition },
+    /// World, when the engine answered a receive whose consumer had already given up
+    /// (its reply timed out or the channel closed): the engine leased these offsets,
+    /// and no consumer saw them.
+    DeliveriesUnclaimed {
+        tp: TopicPartition,
+        offsets: Vec<Offset>,
+    },
     /// World, sampling the engine: the visible (in-memory) HWM, and when known the
     /// durable `hwm` file and the durable tail from the disk image.
     HwmObserved {
@@ -501,6 +508,9 @@ impl fmt::Display for Event {
                 write!(f, "partition_refused {tp} reason={reason:?}")
             }
             EventKind::PartitionPoisoned { tp } => write!(f, "partition_poisoned {tp}"),
+            EventKind::DeliveriesUnclaimed { tp, offsets } => {
+                write!(f, "deliveries_unclaimed {tp} offsets={offsets:?}")
+            }
             EventKind::HwmObserved {
                 tp,
                 hwm,
@@ -877,6 +887,21 @@ impl History {
             EventKind::PartitionRefused {
                 tp: tp.clone(),
                 reason: reason.to_owned(),
+            },
+        )
+    }
+
+    pub fn deliveries_unclaimed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        offsets: Vec<Offset>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::DeliveriesUnclaimed {
+                tp: tp.clone(),
+                offsets,
             },
         )
     }

@@ -286,7 +286,15 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
             let delivered = result.clone().unwrap_or_default();
             // Recorded in the same step as the send (no other task runs in between), so
             // the history has each delivery at the moment and incarnation it happened.
-            if reply.send(result).await.is_ok() {
+            if reply.send(result).await.is_err() {
+                if !delivered.is_empty() {
+                    let mut rec = recorder.lock();
+                    let now = rec.now_ms();
+                    let tp = TopicPartition::new(topic.clone(), partition);
+                    let offsets = delivered.iter().map(|d| d.offset).collect();
+                    rec.history.deliveries_unclaimed(now, &tp, offsets);
+                }
+            } else {
                 let mut rec = recorder.lock();
                 let now = rec.now_ms();
                 let tp = TopicPartition::new(topic.clone(), partition);

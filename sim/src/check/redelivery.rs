@@ -120,60 +120,39 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
             } => {
                 let key = (tp.clone(), *offset);
                 let asked = asked_at_ms.unwrap_or(event.at_ms);
-                if let Some(o) = owed.remove(&key)
-                    && event.at_ms > o.due_ms
-                {
-                    late(
-                        &mut report,
-                        &key,
-                        o,
-                        format!("delivered again only at t={}ms", event.at_ms),
-                    );
-                }
                 if let Ok(id) = parse_payload_id(payload) {
                     carries.insert(key.clone(), id);
                     last.insert(id, index);
                 }
-                if reaped_since(facts, tp, *offset, asked, index) {
-                    // The reaper raced this receive: the offset is gone.
-                    report.ended_by_engine += 1;
-                } else if after_heal && let Some(lease_ms) = leases.get(&tp.topic) {
-                    report.after_expiry += 1;
-                    owed.insert(
-                        key,
-                        Owed {
-                            delivery: index,
-                            nack: None,
-                            due_ms: event.at_ms + lease_ms + bound,
-                        },
-                    );
-                }
+                // The reaper raced this receive: the offset is gone.
+                let raced = reaped_since(facts, tp, *offset, asked, index);
+                let lease_ms = leases.get(&tp.topic).copied().filter(|_| after_heal);
+                leased(
+                    &mut report,
+                    &mut owed,
+                    key,
+                    index,
+                    event.at_ms,
+                    lease_ms,
+                    raced,
+                    &late,
+                );
             }
             // Leased to a consumer that had given up: back after the lease, like a drop.
             EventKind::DeliveriesUnclaimed { tp, offsets } => {
+                let lease_ms = leases.get(&tp.topic).copied().filter(|_| after_heal);
                 for offset in offsets {
                     let key = (tp.clone(), *offset);
-                    if let Some(o) = owed.remove(&key)
-                        && event.at_ms > o.due_ms
-                    {
-                        late(
-                            &mut report,
-                            &key,
-                            o,
-                            format!("delivered again only at t={}ms", event.at_ms),
-                        );
-                    }
-                    if after_heal && let Some(lease_ms) = leases.get(&tp.topic) {
-                        report.after_expiry += 1;
-                        owed.insert(
-                            key,
-                            Owed {
-                                delivery: index,
-                                nack: None,
-                                due_ms: event.at_ms + lease_ms + bound,
-                            },
-                        );
-                    }
+                    leased(
+                        &mut report,
+                        &mut owed,
+                        key,
+                        index,
+                        event.at_ms,
+                        lease_ms,
+                        false,
+                        &late,
+                    );
                 }
             }
             EventKind::Ack { tp, offset } => {
@@ -194,8 +173,8 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
             }
             _ => {}
         }
-        // The engine's own ends: a refusal to open the partition (below), a reap of the segment holding the offset, a skip of
-        // the frame holding it.
+        // The engine's own ends: a reap of the segment holding the offset, a skip of the
+        // frame holding it.
         let ends = |tp: &TopicPartition, offset: Offset| {
             facts
                 .reaped
@@ -294,4 +273,44 @@ fn reaped_since(
     facts.reaped.iter().any(|r| {
         &r.tp == tp && r.contains(offset) && r.index < before && facts.at_ms(r.index) >= from_ms
     })
+}
+
+/// A lease of `key` began at history `index` (time `at_ms`): the redelivery it owed is
+/// judged (late if past due), and, when `lease_ms` is known and `raced` is not, a new
+/// one is owed by `at_ms + lease_ms + redelivery_bound_ms`.
+#[allow(clippy::too_many_arguments)]
+fn leased(
+    report: &mut RedeliveryReport,
+    owed: &mut BTreeMap<(TopicPartition, Offset), Owed>,
+    key: (TopicPartition, Offset),
+    index: usize,
+    at_ms: u64,
+    lease_ms: Option<u64>,
+    raced: bool,
+    late: &impl Fn(&mut RedeliveryReport, &(TopicPartition, Offset), Owed, String),
+) {
+    if let Some(o) = owed.remove(&key)
+        && at_ms > o.due_ms
+    {
+        late(
+            report,
+            &key,
+            o,
+            format!("delivered again only at t={at_ms}ms"),
+        );
+    }
+    if raced {
+        report.ended_by_engine += 1;
+    } else if let Some(lease_ms) = lease_ms {
+        report.after_expiry += 1;
+        let due_ms = at_ms + lease_ms + report.redelivery_bound_ms;
+        owed.insert(
+            key,
+            Owed {
+                delivery: index,
+                nack: None,
+                due_ms,
+            },
+        );
+    }
 }

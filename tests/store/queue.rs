@@ -146,3 +146,41 @@ fn the_ticker_wakes_receivers_when_a_lease_expires_or_a_gate_opens() {
     block(store.tick());
     assert_eq!(receiver.join().unwrap()[0].attempt, 2);
 }
+
+/// Found by `woken_promptly` (quick seed 1436): a receive that stopped at its `max`
+/// before reaching the gated records cleared the gate a parked receiver had set, so
+/// the ticker never broadcast its opening and the parked receiver slept through
+/// records that were deliverable.
+#[test]
+fn a_receive_that_stops_at_its_max_keeps_the_gate_a_parked_receiver_waits_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic(
+        "t",
+        TopicConfig {
+            delay_ms: 100,
+            ..topic(1)
+        },
+    ))
+    .unwrap();
+    block(store.produce("t", Some(0), b"k", b"first")).unwrap();
+    block(store.produce("t", Some(0), b"k", b"second")).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let store = store.clone();
+        std::thread::spawn(move || tx.send(block(store.receive_wait("t", 0, 10)).unwrap()));
+    }
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(rx.try_recv().is_err(), "gate closed: parked");
+    clock.advance(Duration::from_millis(100));
+    // Another consumer takes one record, stopping at its max short of the second.
+    let one = block(store.receive("t", 0, 1)).unwrap();
+    assert_eq!(one.len(), 1);
+    block(store.tick());
+    let woken = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the tick wakes the parked receiver: the second record's gate is open");
+    assert_eq!(woken.len(), 1);
+    assert_eq!(woken[0].offset, 1);
+}

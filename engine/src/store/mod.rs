@@ -137,6 +137,8 @@ pub struct StoreMetrics {
     pub nacks: AtomicU64,
     pub leases_expired: AtomicU64,
     pub delay_gate_holds: AtomicU64,
+    /// Long-poll receives that parked, were woken and answered with records.
+    pub parked_receives_woken: AtomicU64,
     pub frontier_clamps: AtomicU64,
     pub frontier_persists: AtomicU64,
     pub records_skipped: AtomicU64,
@@ -734,6 +736,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
         let mut fresh = Vec::new();
         let mut skips = 0u64;
         let mut gate = None;
+        let mut scanned_to_end = false;
         let mut next_scan = q.next_scan;
         while redelivered.len() + fresh.len() < max {
             let want = max - redelivered.len() - fresh.len();
@@ -748,6 +751,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 Err(e) => return Err(log_err(&part.id)(e)),
             };
             if batch.next_offset == next_scan {
+                scanned_to_end = true;
                 break;
             }
             let mut gated = false;
@@ -779,7 +783,12 @@ impl<F: Fs, C: Clock> Store<F, C> {
             next_scan = next_scan.max(batch.next_offset);
         }
         // No await below: the queue changes all at once, or not at all.
-        q.gate_opens_at_ms = gate;
+        // A scan that stopped at `max` saw neither the gate nor the end of the log: it
+        // keeps the gate receivers parked on (the ticker then wakes them, at worst once
+        // too early) instead of clearing it.
+        if gate.is_some() || scanned_to_end {
+            q.gate_opens_at_ms = gate;
+        }
         if gate.is_some() {
             add(&self.inner.metrics.delay_gate_holds, 1);
         }
@@ -824,16 +833,21 @@ impl<F: Fs, C: Clock> Store<F, C> {
         max: usize,
     ) -> Result<Vec<Delivery>, StoreError> {
         let part = self.partition(topic, partition)?;
+        let mut parked = false;
         loop {
             let listener = part.log.listen();
             let out = self.receive(topic, partition, max).await?;
             if !out.is_empty() {
+                if parked {
+                    add(&self.inner.metrics.parked_receives_woken, 1);
+                }
                 return Ok(out);
             }
             if part.log.status().closed {
                 return Ok(out);
             }
             listener.await;
+            parked = true;
         }
     }
 

@@ -16,6 +16,9 @@ pub struct Profile {
     /// After the heal, an expired lease or a nack is followed by a redelivery within
     /// this bound (faults are off; the engine's ticker runs every 10 ms).
     pub redelivery_bound_ms: u64,
+    /// A receive parked when a record becomes deliverable to it answers within this
+    /// bound, judged where the disk answers at once (no I/O latency, or after the heal).
+    pub wake_bound_ms: u64,
     pub topics: RangeInclusive<u32>,
     pub partitions: RangeInclusive<u32>,
     pub producers: RangeInclusive<u32>,
@@ -62,6 +65,7 @@ impl Profile {
             heal_ms: 3_000,
             delivery_bound_ms: 5_000,
             redelivery_bound_ms: 250,
+            wake_bound_ms: 50,
             topics: 1..=2,
             partitions: 1..=2,
             producers: 1..=3,
@@ -83,6 +87,7 @@ impl Profile {
             heal_ms: 10_000,
             delivery_bound_ms: 8_000,
             redelivery_bound_ms: 250,
+            wake_bound_ms: 50,
             topics: 1..=3,
             partitions: 1..=3,
             producers: 1..=4,

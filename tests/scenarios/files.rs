@@ -48,6 +48,7 @@ macro_rules! scenarios {
 
 scenarios! {
     a_crash_free_run_has_no_duplicates_and_no_loss => crash_free_accounting;
+    a_gate_opening_wakes_a_parked_consumer_while_another_takes_one_at_a_time => woken_by_gates;
     a_restart_resumes_consumption_from_the_last_durable_frontier => resumed_from_durable;
     bad_frame_above_the_hwm_is_truncated;
     bit_flip_below_the_hwm_refuses_to_open;
@@ -59,6 +60,7 @@ scenarios! {
     fsync_error_poisons_the_partition_and_nothing_after_it_is_acknowledged;
     hwm_file_ahead_of_the_tail_is_clamped => loss_recorded;
     lost_fsync_is_recorded_loss_never_silent => lost_fsync_hit_a_segment;
+    parked_consumers_wake_for_commits_nacks_and_expired_leases => woken_by_queue_broadcasts;
     retention_deletes_a_segment_while_a_consumer_reads_it => reaped_by_age;
     retention_outruns_a_slow_consumer_and_deletes_records_it_never_read => reaped_by_age;
     torn_tail_is_truncated_on_restart;
@@ -218,6 +220,26 @@ fn redelivered(_: &Scenario, outcome: &RunOutcome) {
         .filter(|e| matches!(e.kind, EventKind::Delivery { attempt, .. } if attempt > 1))
         .count();
     assert!(again > 0, "no delivery was a redelivery");
+}
+
+/// `woken_promptly` timed waits for records that `causes` made deliverable.
+fn woken_by(outcome: &RunOutcome, causes: &[&str]) {
+    let report = outcome.report.as_ref().expect("checked");
+    let timed = &report.woken_promptly.timed_by_cause;
+    for cause in causes {
+        assert!(
+            timed.get(cause).is_some_and(|n| *n > 0),
+            "no wake-up by {cause} was timed: {timed:?}"
+        );
+    }
+}
+
+fn woken_by_queue_broadcasts(_: &Scenario, outcome: &RunOutcome) {
+    woken_by(outcome, &["commit", "nack", "expiry"]);
+}
+
+fn woken_by_gates(_: &Scenario, outcome: &RunOutcome) {
+    woken_by(outcome, &["gate"]);
 }
 
 fn loss_recorded(_: &Scenario, outcome: &RunOutcome) {

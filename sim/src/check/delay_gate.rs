@@ -46,6 +46,7 @@ pub fn check(facts: &Facts<'_>) -> DelayGateReport {
         if let EventKind::RunStarted {
             wall_base_ms,
             topics,
+            ..
         } = &event.kind
         {
             delays = topics

@@ -75,6 +75,13 @@ impl ClockBound {
         (self.wall_base_ms + t).saturating_sub(self.stepped_back_ms)
     }
 
+    /// The first simulated ms at which the wall clock reads at least `wall_ms`, given
+    /// the steps so far (the clock steps only while the node is down, so within an
+    /// incarnation this is exact).
+    pub fn first_reading(&self, wall_ms: u64) -> u64 {
+        (wall_ms + self.stepped_back_ms).saturating_sub(self.wall_base_ms)
+    }
+
     /// `U(t)`.
     pub fn now_at_most(&self, t: u64) -> u64 {
         self.wall(t)

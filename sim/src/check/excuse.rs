@@ -347,6 +347,69 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ))
     }
 
+    /// `OutOfContract`, by a copy: after `after`, an open left the last copy of `id`
+    /// (the WAL replay re-commits a record a cut took at another offset) where a word
+    /// fault made it unreachable, and that fault, still live at the open, moved its
+    /// word across the copy's offset. Two places, each with the one word that can strand
+    /// a copy there:
+    /// - a frontier loaded past the last one the engine wrote skipped it
+    ///   (`FrontierSkipped`, which lists only records with no copy at or above the
+    ///   loaded frontier): a fault on `consumer.offset`;
+    /// - it lay in the hidden tail of the open (`HiddenAtOpen`), which the WAL replay
+    ///   re-commits only for entries past its checkpoint, and the checkpoint moves by the
+    ///   HWM the engine believed persisted: a fault on `hwm`.
+    pub fn stranded_copy(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        after: usize,
+    ) -> Option<Excuse> {
+        use crate::history::EventKind;
+        let events = self.facts.history.events();
+        events
+            .iter()
+            .enumerate()
+            .skip(after + 1)
+            .find_map(|(index, e)| {
+                let (file, from, to, held, place) = match &e.kind {
+                    EventKind::FrontierSkipped {
+                        tp: t,
+                        from,
+                        to,
+                        held,
+                    } if t == tp => (
+                        FileKind::ConsumerOffset,
+                        from,
+                        to,
+                        held,
+                        "the frontier it moved skipped",
+                    ),
+                    EventKind::HiddenAtOpen {
+                        tp: t,
+                        from,
+                        to,
+                        held,
+                    } if t == tp => (FileKind::Hwm, from, to, held, "the HWM it moved hid"),
+                    _ => return None,
+                };
+                let copy = held.iter().find(|c| c.id == id)?.offset;
+                let r = self.facts.reaches.iter().find(|r| {
+                    r.file == file
+                        && r.tp.as_ref() == Some(tp)
+                        && r.offsets.is_some_and(|o| o.contains(copy))
+                        && r.live_at(self.facts, index, None)
+                })?;
+                Some(Excuse::new(
+                    ExcuseKind::OutOfContract,
+                    vec![r.fault_index, index],
+                    format!(
+                        "{}: {place} [{from}, {to}), which held a copy at offset {copy}",
+                        self.facts.describe_fault(r.fault_index)
+                    ),
+                ))
+            })
+    }
+
     /// Whether the record needed the WAL entry `r` destroyed: a reach by WAL entry
     /// covers a record only if its log copy was not yet committed below the persisted
     /// HWM at the first crash after the ack and the fault (from there on the log copy is

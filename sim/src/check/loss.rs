@@ -3,7 +3,9 @@
 //! ([`super::excuse`]) by identity: its partition refused after its ack, its offset in
 //! a range a recorded clamp gave up or in a frame the engine skipped, held by a segment
 //! retention deleted (at its offset, or a visible copy of it), in the reach of an
-//! out-of-contract fault, or both of its durable copies destroyed at rest. The report
+//! out-of-contract fault (at its offset, or a last copy that a word fault stranded:
+//! skipped by a moved frontier, or hidden by a moved HWM), or both of its durable
+//! copies destroyed at rest. The report
 //! names the excuse of every excused record and the events it rests on.
 
 use serde::Serialize;
@@ -64,7 +66,8 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> LossReport {
             .or_else(|| excuses.retention(tp, *id, *offset, ack_index))
             .or_else(|| {
                 excuses.out_of_contract(tp, *offset, Some(*id), Some(ack_index), usize::MAX)
-            });
+            })
+            .or_else(|| excuses.stranded_copy(tp, *id, ack_index));
         match excuse {
             Some(excuse) => report.excused.push(ExcusedLoss {
                 id: *id,

@@ -74,6 +74,10 @@
 //!   bound, and a record last delivered before the heal and never acked is delivered
 //!   again by `max(heal, t) + delivery_bound_ms`. A crash, a reap or a skip of the
 //!   offset ends the obligation; a deadline past the end is inconclusive.
+//! - `woken_promptly`: a receive parked when a record becomes deliverable to it (a
+//!   commit, a nack, an expired lease, an opened delay gate) is answered, or the record
+//!   delivered to another, within `wake_bound_ms`; judged where the disk answers at
+//!   once (no I/O latency, or after the heal) and no crash cuts the window.
 
 #![deny(clippy::unwrap_used)]
 
@@ -98,6 +102,7 @@ pub mod poison;
 pub mod redelivery;
 pub mod retention_safe;
 pub mod verdict;
+pub mod woken;
 
 use std::fmt;
 
@@ -129,10 +134,11 @@ pub enum CheckerName {
     RetentionSafe,
     DeliveredAfterHeal,
     RedeliveredAfterExpiry,
+    WokenPromptly,
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 14] = [
+    pub const ALL: [CheckerName; 15] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
@@ -147,6 +153,7 @@ impl CheckerName {
         CheckerName::RetentionSafe,
         CheckerName::DeliveredAfterHeal,
         CheckerName::RedeliveredAfterExpiry,
+        CheckerName::WokenPromptly,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -165,13 +172,16 @@ impl CheckerName {
             CheckerName::RetentionSafe => "retention_safe",
             CheckerName::DeliveredAfterHeal => "delivered_after_heal",
             CheckerName::RedeliveredAfterExpiry => "redelivered_after_expiry",
+            CheckerName::WokenPromptly => "woken_promptly",
         }
     }
 
     pub fn is_liveness(self) -> bool {
         matches!(
             self,
-            CheckerName::DeliveredAfterHeal | CheckerName::RedeliveredAfterExpiry
+            CheckerName::DeliveredAfterHeal
+                | CheckerName::RedeliveredAfterExpiry
+                | CheckerName::WokenPromptly
         )
     }
 }
@@ -219,6 +229,12 @@ pub struct CheckConfig {
     /// `redelivered_after_expiry`: simulated ms after a lease can have expired, or a
     /// nack was accepted, by which the offset must be delivered again.
     pub redelivery_bound_ms: u64,
+    /// `woken_promptly`: simulated ms within which a parked receive answers once a
+    /// record became deliverable to it.
+    pub wake_bound_ms: u64,
+    /// The engine ticker's period: a lease expiry or an opened delay gate wakes
+    /// receivers at the next tick.
+    pub tick_ms: u64,
     /// Events shown before and after each event a failure is about.
     pub context_events: usize,
 }
@@ -228,6 +244,8 @@ impl Default for CheckConfig {
         Self {
             delivery_bound_ms: 30_000,
             redelivery_bound_ms: 1_000,
+            wake_bound_ms: 50,
+            tick_ms: 10,
             context_events: 3,
         }
     }
@@ -251,6 +269,7 @@ pub struct CheckReport {
     pub retention_safe: retention_safe::RetentionReport,
     pub delivered_after_heal: liveness::LivenessReport,
     pub redelivered_after_expiry: redelivery::RedeliveryReport,
+    pub woken_promptly: woken::WokenReport,
 }
 
 impl CheckReport {
@@ -270,6 +289,7 @@ impl CheckReport {
             CheckerName::RetentionSafe => &self.retention_safe.violations,
             CheckerName::DeliveredAfterHeal => &self.delivered_after_heal.violations,
             CheckerName::RedeliveredAfterExpiry => &self.redelivered_after_expiry.violations,
+            CheckerName::WokenPromptly => &self.woken_promptly.violations,
         }
     }
 
@@ -354,6 +374,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         lease_exclusive: lease_exclusive::check(&facts),
         retention_safe: retention_safe::check(&facts),
         redelivered_after_expiry: redelivery::check(&facts, config),
+        woken_promptly: woken::check(&facts, config),
         accounting,
         no_lost_ack,
         delivered_after_heal,

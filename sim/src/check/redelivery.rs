@@ -139,7 +139,7 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                 );
             }
             // Leased to a consumer that had given up: back after the lease, like a drop.
-            EventKind::DeliveriesUnclaimed { tp, offsets } => {
+            EventKind::DeliveriesUnclaimed { tp, offsets, .. } => {
                 let lease_ms = leases.get(&tp.topic).copied().filter(|_| after_heal);
                 for offset in offsets {
                     let key = (tp.clone(), *offset);

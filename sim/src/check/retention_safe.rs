@@ -159,6 +159,7 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
         if let EventKind::RunStarted {
             wall_base_ms,
             topics,
+            ..
         } = &event.kind
         {
             retention = topics

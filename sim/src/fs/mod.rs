@@ -266,6 +266,12 @@ impl SimFs {
         Some(state.inodes.get(&ino)?.cache.clone())
     }
 
+    /// The visible entries (files and subdirectories) of directory `path`, sorted:
+    /// what a listing returns now.
+    pub fn visible_names(&self, path: &Path) -> Option<Vec<String>> {
+        self.lock().list_dir(path).ok()
+    }
+
     /// Whether the file visibly named `path` has unsynced writes or truncations.
     pub fn has_pending_data(&self, path: &Path) -> bool {
         let Ok((dir, name)) = split(path) else {

@@ -104,6 +104,15 @@ impl FaultOptions {
         }
     }
 
+    /// The longest sleep one operation may take before the heal, in whole ms rounded
+    /// up; 0 when no operation sleeps.
+    pub fn latency_max_ms(&self) -> u64 {
+        if self.latency_probability == 0.0 && self.latency_after_probability == 0.0 {
+            return 0;
+        }
+        u64::try_from(self.latency_max.as_micros().div_ceil(1_000)).unwrap_or(u64::MAX)
+    }
+
     /// Checks every probability and range; the constructor and `set_options` call it.
     pub fn validate(&self) -> Result<(), FaultOptionsError> {
         let probabilities = [

@@ -236,6 +236,10 @@ pub enum EventKind {
     RunStarted {
         wall_base_ms: u64,
         topics: Vec<TopicSetup>,
+        /// The longest sleep the disk may add to one operation until the heal (0: the
+        /// disk answers at once): how long a woken receive can take to answer.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        io_latency_max_ms: u64,
     },
     /// Producer, just before calling produce. `payload` must come from
     /// [`encode_payload`] with this `id`. `partition` is `None` when the engine picks.
@@ -312,6 +316,9 @@ pub enum EventKind {
     DeliveriesUnclaimed {
         tp: TopicPartition,
         offsets: Vec<Offset>,
+        /// When the receive began. Absent in histories written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked_at_ms: Option<u64>,
     },
     /// World, sampling the engine: the visible (in-memory) HWM, and when known the
     /// durable `hwm` file and the durable tail from the disk image.
@@ -394,6 +401,43 @@ pub enum EventKind {
         tp: TopicPartition,
         disk: DiskView,
         while_open: bool,
+    },
+    /// World, when a receive asked at `asked_at_ms` came back with no record: its park
+    /// timed out, or the engine failed it (`error`). With the deliveries (which carry
+    /// their ask), the history then holds every answered receive's wait.
+    ReceiveEmpty {
+        tp: TopicPartition,
+        asked_at_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// World, right after a `FrontierObserved` whose loaded frontier passed the last
+    /// value an earlier incarnation wrote to `consumer.offset` (`from`): the records the
+    /// log held at offsets `[from, to)` as reads saw them (the reference decoder's),
+    /// which no consumer will be given. Something moved the word (a fault on it, or a
+    /// bug). Recorded only when it held records (retention moves a frontier over
+    /// segments it deleted).
+    FrontierSkipped {
+        tp: TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    },
+    /// World, at a restart, right after the partition's `DiskAtOpen`: the records of
+    /// its hidden tail, offsets `[from, to)` between the HWM the open will trust and the
+    /// valid tail, as the reference decoder reads the durable image. Recorded only when
+    /// the hidden tail holds records.
+    HiddenAtOpen {
+        tp: TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    },
+    /// World, when it kills the node (just before the `Crash`): a receive asked at
+    /// `asked_at_ms` was still waiting, and dies unanswered.
+    ReceiveKilled {
+        tp: TopicPartition,
+        asked_at_ms: u64,
     },
 }
 
@@ -508,8 +552,32 @@ impl fmt::Display for Event {
                 write!(f, "partition_refused {tp} reason={reason:?}")
             }
             EventKind::PartitionPoisoned { tp } => write!(f, "partition_poisoned {tp}"),
-            EventKind::DeliveriesUnclaimed { tp, offsets } => {
+            EventKind::DeliveriesUnclaimed { tp, offsets, .. } => {
                 write!(f, "deliveries_unclaimed {tp} offsets={offsets:?}")
+            }
+            EventKind::HiddenAtOpen { tp, from, to, held } => write!(
+                f,
+                "hidden_at_open {tp} [{from}, {to}) records={}",
+                held.len()
+            ),
+            EventKind::ReceiveKilled { tp, asked_at_ms } => {
+                write!(f, "receive_killed {tp} asked_at_ms={asked_at_ms}")
+            }
+            EventKind::FrontierSkipped { tp, from, to, held } => write!(
+                f,
+                "frontier_skipped {tp} [{from}, {to}) records={}",
+                held.len()
+            ),
+            EventKind::ReceiveEmpty {
+                tp,
+                asked_at_ms,
+                error,
+            } => {
+                write!(f, "receive_empty {tp} asked_at_ms={asked_at_ms}")?;
+                match error {
+                    Some(e) => write!(f, " error={e:?}"),
+                    None => Ok(()),
+                }
             }
             EventKind::HwmObserved {
                 tp,
@@ -557,8 +625,12 @@ impl fmt::Display for Event {
             EventKind::RunStarted {
                 wall_base_ms,
                 topics,
+                io_latency_max_ms,
             } => {
                 write!(f, "run_started wall_base_ms={wall_base_ms}")?;
+                if *io_latency_max_ms > 0 {
+                    write!(f, " io_latency_max_ms={io_latency_max_ms}")?;
+                }
                 for t in topics {
                     write!(
                         f,
@@ -611,6 +683,10 @@ impl fmt::Display for Event {
             }
         }
     }
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 fn opt(value: &Option<u64>) -> String {
@@ -896,12 +972,101 @@ impl History {
         at_ms: u64,
         tp: &TopicPartition,
         offsets: Vec<Offset>,
+        asked_at_ms: u64,
     ) -> &mut Self {
         self.record(
             at_ms,
             EventKind::DeliveriesUnclaimed {
                 tp: tp.clone(),
                 offsets,
+                asked_at_ms: Some(asked_at_ms),
+            },
+        )
+    }
+
+    pub fn frontier_skipped(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::FrontierSkipped {
+                tp: tp.clone(),
+                from,
+                to,
+                held,
+            },
+        )
+    }
+
+    /// The last value an incarnation before `incarnation` wrote to `tp`'s
+    /// `consumer.offset`, if any (what a restart should find there).
+    pub fn last_frontier_written_before(
+        &self,
+        tp: &TopicPartition,
+        incarnation: Incarnation,
+    ) -> Option<Offset> {
+        self.events.iter().rev().find_map(|e| match &e.kind {
+            EventKind::FrontierWritten { tp: t, frontier }
+                if t == tp && e.incarnation < incarnation =>
+            {
+                Some(*frontier)
+            }
+            _ => None,
+        })
+    }
+
+    pub fn hidden_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HiddenAtOpen {
+                tp: tp.clone(),
+                from,
+                to,
+                held,
+            },
+        )
+    }
+
+    pub fn receive_killed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        asked_at_ms: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::ReceiveKilled {
+                tp: tp.clone(),
+                asked_at_ms,
+            },
+        )
+    }
+
+    pub fn receive_empty(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        asked_at_ms: u64,
+        error: Option<String>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::ReceiveEmpty {
+                tp: tp.clone(),
+                asked_at_ms,
+                error,
             },
         )
     }
@@ -1026,12 +1191,14 @@ impl History {
         at_ms: u64,
         wall_base_ms: u64,
         topics: Vec<TopicSetup>,
+        io_latency_max_ms: u64,
     ) -> &mut Self {
         self.record(
             at_ms,
             EventKind::RunStarted {
                 wall_base_ms,
                 topics,
+                io_latency_max_ms,
             },
         )
     }

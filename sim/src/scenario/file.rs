@@ -146,7 +146,7 @@ impl TryFrom<RawExpect> for Expect {
             ));
         }
         let checker = match raw.verdict {
-            VerdictKind::LivenessFailure => Some(CheckerName::DeliveredAfterHeal),
+            VerdictKind::LivenessFailure => raw.checker.or(Some(CheckerName::DeliveredAfterHeal)),
             _ => raw.checker,
         };
         Ok(Expect {
@@ -396,6 +396,8 @@ pub struct ConsumerSpec {
     pub nack_probability: f64,
     pub drop_probability: f64,
     pub think_ms: Range,
+    /// How long a receive parks before it answers empty (1 to 2,500 ms).
+    pub park_ms: u64,
 }
 
 impl Default for ConsumerSpec {
@@ -407,6 +409,7 @@ impl Default for ConsumerSpec {
             nack_probability: 0.0,
             drop_probability: 0.0,
             think_ms: Range { lo: 0, hi: 10 },
+            park_ms: crate::world::workload::DEFAULT_PARK_MS,
         }
     }
 }

@@ -180,6 +180,7 @@ impl Scenario {
                     nack_probability: c.nack_probability,
                     drop_probability: c.drop_probability,
                     think_ms: (c.think_ms.lo, c.think_ms.hi),
+                    park_ms: c.park_ms,
                 })
                 .collect(),
         };
@@ -273,6 +274,7 @@ impl Scenario {
                         lo: c.think_ms.0,
                         hi: c.think_ms.1,
                     },
+                    park_ms: c.park_ms,
                 })
                 .collect(),
             disk: DiskSpec::from(&spec.mix.fs),
@@ -365,6 +367,14 @@ fn validate(f: &ScenarioFile) -> Result<(), String> {
         }
         if c.batch_max == 0 {
             return Err(format!("consumers[{i}]: batch_max must be at least 1"));
+        }
+        if !(1..=crate::world::workload::PARK_MS_MAX).contains(&c.park_ms) {
+            return Err(format!(
+                "consumers[{i}]: park_ms {} is not in [1, {}] (a longer park outlasts \
+                 the client's reply timeout)",
+                c.park_ms,
+                crate::world::workload::PARK_MS_MAX
+            ));
         }
         for (field, p) in [
             ("nack_probability", c.nack_probability),

@@ -11,7 +11,7 @@
 
 use super::damage;
 use crate::fs::SimFs;
-use crate::history::{CrashPartition, OffsetRange, TopicPartition};
+use crate::history::{CrashPartition, HeldCopy, OffsetRange, TopicPartition, parse_payload_id};
 use crate::reference::{self, Decoded, DirImage, Rule, frame};
 use cafelog_engine::format::layout;
 use std::collections::BTreeMap;
@@ -32,6 +32,33 @@ pub fn durable_image(fs: &SimFs, dir: &Path) -> Option<DirImage> {
         }
     }
     Some(image)
+}
+
+/// Every record the segment files of `image` hold at offsets in `range`, by the
+/// reference decoder, with the produce id its payload carries.
+pub fn held_in(image: &DirImage, range: std::ops::Range<u64>) -> Vec<HeldCopy> {
+    if range.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (name, bytes) in &image.segments {
+        let Some(base) = reference::partition::segment_base(name) else {
+            continue;
+        };
+        out.extend(
+            reference::held_records(name, base, bytes)
+                .into_iter()
+                .filter(|r| range.contains(&r.offset))
+                .filter_map(|r| {
+                    Some(HeldCopy {
+                        offset: r.offset,
+                        id: parse_payload_id(&r.payload).ok()?,
+                        committed_at_ms: r.committed_at_ms,
+                    })
+                }),
+        );
+    }
+    out
 }
 
 /// The durable image of `dir`, decoded.

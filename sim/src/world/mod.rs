@@ -26,12 +26,14 @@ use crate::fs::SimFs;
 use crate::fs::dice::Dice;
 use crate::fs::plugin::{SimFsPlugin, attach};
 use crate::history::{
-    DiskView, FaultKind, FileKind, History, OffsetRange, TopicPartition, TopicSetup, encode_payload,
+    DiskView, FaultKind, FileKind, HeldCopy, History, OffsetRange, TopicPartition, TopicSetup,
+    encode_payload,
 };
 use crate::profile::Profile;
 use crate::swarm::FaultMix;
 use cafelog_engine::format::{layout, word};
 use cafelog_engine::log::Notify;
+use cafelog_engine::store::StoreConfig;
 use node::{DATA_ROOT, NodeContext, Request, SimStore};
 use observe::ObservingFs;
 use recorder::{Paths, Shared};
@@ -161,6 +163,8 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
     let config = CheckConfig {
         delivery_bound_ms: spec.profile.delivery_bound_ms,
         redelivery_bound_ms: spec.profile.redelivery_bound_ms,
+        wake_bound_ms: spec.profile.wake_bound_ms,
+        tick_ms: tick_ms(),
         context_events: 4,
     };
     let (verdict, report) = match result {
@@ -180,6 +184,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         paths.duplicates_exposed = r.accounting.counts().duplicated;
         paths.delayed_delivered = r.delay_gate.gated_deliveries;
         paths.frontiers_recovered = r.frontier_durable.held_to_durable;
+        paths.wakeups_timed = r.woken_promptly.timed;
     }
     RunOutcome {
         seed: spec.seed,
@@ -194,6 +199,12 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         fault_kinds_on: spec.mix.kinds_on(),
         records_produced: produced,
     }
+}
+
+/// The store ticker's period in ms: how late a lease expiry or an opened delay gate
+/// may be noticed.
+fn tick_ms() -> u64 {
+    u64::try_from(StoreConfig::default().tick_interval.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Shared between the world's tasks.
@@ -246,7 +257,9 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
             .collect();
         let mut rec = recorder.lock();
         let now = rec.now_ms();
-        rec.history.run_started(now, clock.wall_base_ms(), topics);
+        let io_latency_max_ms = spec.mix.fs.latency_max_ms();
+        rec.history
+            .run_started(now, clock.wall_base_ms(), topics, io_latency_max_ms);
     }
     let (tx, rx) = async_channel::unbounded();
     let current = Arc::new(Mutex::new(None));
@@ -517,17 +530,19 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
         let now = rec.now_ms();
         rec.history.heal(now);
     }
-    // Drain: until every acknowledged record is delivered, or the bound passes.
+    // Drain: until a consumer has acked every acknowledged record (so the deliveries
+    // consumers drop come back after their leases, for the liveness checkers to time),
+    // or the bound passes.
     let end = profile.end_ms();
     loop {
         sleep_serving(world, node, 50).await;
-        // Done once every acknowledged record is delivered and the engine is up: the
+        // Done once every acknowledged record is consumed and the engine is up: the
         // last restart's recovery has run, so the checkers see what it found.
         let up = world.slot().is_some();
         let done = {
             let rec = world.recorder.lock();
             up && world.producers_running.load(Ordering::SeqCst) == 0
-                && rec.acked.is_subset(&rec.delivered)
+                && rec.acked.is_subset(&rec.consumed)
         };
         let now = now_ms(world);
         if (done && now >= profile.heal_ms) || now >= end {
@@ -578,6 +593,10 @@ async fn kill(world: &Arc<World>, node: madsim::task::NodeId) {
     rec.paths.crashes += 1;
     rec.poisoned_seen.clear();
     let now = rec.now_ms();
+    // The receives the kill cut short (their tasks died with the node).
+    for (tp, asked) in std::mem::take(&mut rec.receiving).into_values() {
+        rec.history.receive_killed(now, &tp, asked);
+    }
     rec.history.crash(now, partitions);
     rec.node_down = true;
 }
@@ -596,9 +615,15 @@ fn step_clock(world: &World, back_ms: u64) {
 fn restart(world: &World, node: madsim::task::NodeId) {
     // What the open will read, before the new incarnation can touch it: each
     // directory's durable image, read once, decoded and with its segment files listed.
-    let mut disks: Vec<(TopicPartition, DiskView)> = Vec::new();
+    let mut disks: Vec<(TopicPartition, DiskView, Vec<HeldCopy>)> = Vec::new();
     let mut segments: Vec<(TopicPartition, Vec<u64>)> = Vec::new();
+    let mut frontiers = BTreeMap::new();
     for (tp, dir) in partition_dirs(world) {
+        let frontier = world
+            .fs
+            .durable_bytes(&dir.join(layout::CONSUMER_OFFSET_FILE))
+            .and_then(|bytes| word::decode(&bytes));
+        frontiers.insert(tp.clone(), frontier);
         let image = disk::durable_image(&world.fs, &dir);
         let bases = image.as_ref().map_or_else(Vec::new, |image| {
             image
@@ -609,7 +634,8 @@ fn restart(world: &World, node: madsim::task::NodeId) {
         });
         if let Some(image) = image {
             let view = DiskView::from_decoded(&crate::reference::decode(&image));
-            disks.push((tp.clone(), view));
+            let held = disk::held_in(&image, view.hwm..view.tail);
+            disks.push((tp.clone(), view, held));
         }
         segments.push((tp, bases));
     }
@@ -617,13 +643,20 @@ fn restart(world: &World, node: madsim::task::NodeId) {
     let mut rec = world.recorder.lock();
     let now = rec.now_ms();
     rec.history.restart(now);
-    for (tp, view) in disks {
+    for (tp, view, held) in disks {
+        let hidden = view.hwm..view.tail;
         rec.history.disk_at_open(now, &tp, view, false);
+        if !held.is_empty() {
+            rec.history
+                .hidden_at_open(now, &tp, hidden.start, hidden.end, held);
+        }
     }
     for (tp, bases) in segments {
         rec.history.segments_listed(now, &tp, bases);
     }
     rec.node_down = false;
+    rec.carried.clear();
+    rec.durable_frontiers = frontiers;
 }
 
 /// Adds the dying incarnation's engine counters to the run's paths.
@@ -633,6 +666,8 @@ fn add_incarnation_paths(rec: &mut recorder::Recorder, world: &World) {
     };
     let m = store.metrics();
     rec.paths.leases_expired += m.leases_expired.load(Ordering::Relaxed);
+    rec.paths.redeliveries += m.redeliveries.load(Ordering::Relaxed);
+    rec.paths.parked_receives_woken += m.parked_receives_woken.load(Ordering::Relaxed);
     rec.paths.delay_gates_held += m.delay_gate_holds.load(Ordering::Relaxed);
     rec.paths.records_skipped += m.records_skipped.load(Ordering::Relaxed);
     for (_, _, metrics) in store.partition_statuses() {
@@ -791,6 +826,8 @@ async fn sampler(world: Arc<World>) {
 
 /// How long a client waits for a reply before giving the request up as unknown.
 const REPLY_TIMEOUT: Duration = Duration::from_millis(3_000);
+// A parked receive answers before its client gives up on it.
+const _: () = assert!((workload::PARK_MS_MAX as u128) < REPLY_TIMEOUT.as_millis());
 
 async fn call<T>(
     world: &World,
@@ -874,6 +911,7 @@ async fn consumer(world: Arc<World>, index: usize, plan: workload::ConsumerPlan)
             topic: topic.clone(),
             partition: plan.partition,
             max: plan.batch_max,
+            park: Duration::from_millis(plan.park_ms),
             reply,
         })
         .await;

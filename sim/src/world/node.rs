@@ -37,6 +37,8 @@ pub enum Request {
         topic: String,
         partition: u32,
         max: usize,
+        /// How long the receive may park on the server before answering empty.
+        park: Duration,
         reply: async_channel::Sender<Result<Vec<Delivery>, String>>,
     },
     Settle {
@@ -71,9 +73,6 @@ impl Spawn for NodeSpawner {
         drop(madsim::task::spawn(tagged(self.0, engine_pinned(future))));
     }
 }
-
-/// How long a receive parks on the server before answering empty.
-const RECEIVE_PARK: Duration = Duration::from_millis(200);
 
 /// The node's main task. An I/O error that fails the open, or poisons the WAL or a
 /// partition, is fatal to the process: the node asks to be restarted and stops serving
@@ -226,6 +225,7 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     for ((topic, partition), (raw, loaded), log_start, metrics) in frontiers {
         let tp = TopicPartition::new(topic, partition);
         rec.history.frontier_loaded(now, &tp, raw, loaded);
+        rec.frontier_skips(&tp, loaded);
         // The log start recovery found, before the reaper can move it: a segment gone by
         // now was deleted before this open scanned the partition.
         rec.history.log_start_observed(now, &tp, log_start);
@@ -274,30 +274,34 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
             topic,
             partition,
             max,
+            park,
             reply,
         } => {
-            let asked = recorder.lock().now_ms();
-            let result = engine(
-                store.with_timeout(RECEIVE_PARK, store.receive_wait(&topic, partition, max)),
-            )
-            .await
-            .unwrap_or(Ok(Vec::new()))
-            .map_err(|e| e.to_string());
-            let delivered = result.clone().unwrap_or_default();
+            let tp = TopicPartition::new(topic.clone(), partition);
+            let (serial, asked) = recorder.lock().begin_receive(tp.clone());
+            let result =
+                engine(store.with_timeout(park, store.receive_wait(&topic, partition, max)))
+                    .await
+                    .unwrap_or(Ok(Vec::new()))
+                    .map_err(|e| e.to_string());
+            let (delivered, error) = match &result {
+                Ok(d) => (d.clone(), None),
+                Err(e) => (Vec::new(), Some(e.clone())),
+            };
             // Recorded in the same step as the send (no other task runs in between), so
-            // the history has each delivery at the moment and incarnation it happened.
-            if reply.send(result).await.is_err() {
+            // the history has each answer at the moment and incarnation it happened.
+            let claimed = reply.send(result).await.is_ok();
+            let mut rec = recorder.lock();
+            rec.receiving.remove(&serial);
+            let now = rec.now_ms();
+            if !claimed {
                 if !delivered.is_empty() {
-                    let mut rec = recorder.lock();
-                    let now = rec.now_ms();
-                    let tp = TopicPartition::new(topic.clone(), partition);
                     let offsets = delivered.iter().map(|d| d.offset).collect();
-                    rec.history.deliveries_unclaimed(now, &tp, offsets);
+                    rec.history.deliveries_unclaimed(now, &tp, offsets, asked);
                 }
+            } else if delivered.is_empty() {
+                rec.history.receive_empty(now, &tp, asked, error);
             } else {
-                let mut rec = recorder.lock();
-                let now = rec.now_ms();
-                let tp = TopicPartition::new(topic.clone(), partition);
                 for d in &delivered {
                     rec.history.delivery(
                         now,
@@ -311,6 +315,7 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
                     rec.history.asked_at(asked);
                     if let Ok(id) = crate::history::parse_payload_id(&d.payload) {
                         rec.delivered.insert(id);
+                        rec.carried.insert((tp.clone(), d.offset), id);
                     }
                 }
             }
@@ -335,6 +340,9 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
                 let tp = TopicPartition::new(topic.clone(), partition);
                 if ack {
                     rec.history.ack(now, &tp, offset);
+                    if let Some(&id) = rec.carried.get(&(tp.clone(), offset)) {
+                        rec.consumed.insert(id);
+                    }
                 } else {
                     rec.history.nack(now, &tp, offset);
                 }

@@ -3,6 +3,7 @@
 //! survives crashes).
 
 use super::damage;
+use super::node::DATA_ROOT;
 use crate::fs::{FsEvent, FsEventKind, SimFs};
 use crate::history::{
     FaultKind, FileKind, HeldCopy, History, Incarnation, OffsetRange, TopicPartition,
@@ -35,7 +36,15 @@ pub struct Paths {
     pub partitions_poisoned: u64,
     pub segments_reaped: u64,
     pub leases_expired: u64,
+    /// Deliveries of a record leased before (after a nack or an expired lease).
+    pub redeliveries: u64,
     pub delay_gates_held: u64,
+    /// Long-poll receives that parked and were woken with records (each wait timed by
+    /// `woken_promptly`).
+    pub parked_receives_woken: u64,
+    /// Records that became deliverable while a receive was parked, each timed by
+    /// `woken_promptly`.
+    pub wakeups_timed: u64,
     /// Deliveries of records of delayed topics (each checked by `delay_gate`).
     pub delayed_delivered: u64,
     /// Frontiers loaded at an open after the engine had persisted one (each held to it
@@ -69,7 +78,10 @@ impl Paths {
             ("partitions_poisoned", self.partitions_poisoned),
             ("segments_reaped", self.segments_reaped),
             ("leases_expired", self.leases_expired),
+            ("redeliveries", self.redeliveries),
             ("delay_gates_held", self.delay_gates_held),
+            ("parked_receives_woken", self.parked_receives_woken),
+            ("wakeups_timed", self.wakeups_timed),
             ("delayed_records_delivered", self.delayed_delivered),
             (
                 "frontiers_recovered_after_persist",
@@ -93,6 +105,17 @@ pub struct Recorder {
     pub paths: Paths,
     pub acked: BTreeSet<u64>,
     pub delivered: BTreeSet<u64>,
+    /// Produce ids a consumer acked (one copy of each is enough).
+    pub consumed: BTreeSet<u64>,
+    /// The id each offset's last delivery carried in this incarnation, to name what an
+    /// ack settles.
+    pub carried: BTreeMap<(TopicPartition, u64), u64>,
+    /// Receives the node is serving: their partition and ask, by a serial number.
+    pub receiving: BTreeMap<u64, (TopicPartition, u64)>,
+    next_receive: u64,
+    /// Per partition, the `consumer.offset` word the disk durably held at the last
+    /// restart, before the open could rewrite it (`None`: absent or not a word).
+    pub durable_frontiers: BTreeMap<TopicPartition, Option<u64>>,
     /// Fault counts by kind name, for reports.
     pub faults: BTreeMap<String, u64>,
     pub poisoned_seen: BTreeSet<TopicPartition>,
@@ -118,6 +141,11 @@ impl Shared {
             paths: Paths::default(),
             acked: BTreeSet::new(),
             delivered: BTreeSet::new(),
+            consumed: BTreeSet::new(),
+            carried: BTreeMap::new(),
+            durable_frontiers: BTreeMap::new(),
+            receiving: BTreeMap::new(),
+            next_receive: 0,
             faults: BTreeMap::new(),
             poisoned_seen: BTreeSet::new(),
             healed: false,
@@ -418,6 +446,67 @@ impl Recorder {
                 })
             })
             .collect()
+    }
+
+    /// Every record the segment files visible in partition directory `dir` hold at
+    /// offsets in `range`, by the reference decoder.
+    pub fn copies_in(&self, dir: &Path, range: Range<u64>) -> Vec<HeldCopy> {
+        let mut out = Vec::new();
+        for name in self.fs.visible_names(dir).unwrap_or_default() {
+            if let Some(base) = crate::reference::partition::segment_base(&name) {
+                out.extend(
+                    self.held_copies(&dir.join(&name), base)
+                        .into_iter()
+                        .filter(|c| range.contains(&c.offset)),
+                );
+            }
+        }
+        out
+    }
+
+    /// Right after an open loaded `tp`'s frontier as `loaded`: when it passed the last
+    /// value an earlier incarnation wrote, or the word the disk durably held at the
+    /// restart if lower (a crash lost the last rename), it skipped records (the open may
+    /// have rewritten the word already). Records those it skipped for good, with no
+    /// copy at or above the frontier, so that a loss there can be held to whatever
+    /// moved the word.
+    pub fn frontier_skips(&mut self, tp: &TopicPartition, loaded: u64) {
+        let written = self
+            .history
+            .last_frontier_written_before(tp, self.history.incarnation());
+        let durable = self.durable_frontiers.get(tp).copied().flatten();
+        let from = match (written, durable) {
+            (Some(w), Some(d)) => w.min(d),
+            (w, d) => w.or(d).unwrap_or(0),
+        };
+        if loaded <= from {
+            return;
+        }
+        let dir = layout::partition_dir(Path::new(DATA_ROOT), &tp.topic, tp.partition);
+        let copies = self.copies_in(&dir, from..u64::MAX);
+        let beyond: BTreeSet<u64> = copies
+            .iter()
+            .filter(|c| c.offset >= loaded)
+            .map(|c| c.id)
+            .collect();
+        let held: Vec<HeldCopy> = copies
+            .into_iter()
+            .filter(|c| c.offset < loaded && !beyond.contains(&c.id))
+            .collect();
+        // Retention moves a frontier over deleted segments, which hold nothing.
+        if !held.is_empty() {
+            let now = self.now_ms();
+            self.history.frontier_skipped(now, tp, from, loaded, held);
+        }
+    }
+
+    /// A receive of `tp` begins now: its serial number, for [`Recorder::receiving`].
+    pub fn begin_receive(&mut self, tp: TopicPartition) -> (u64, u64) {
+        let asked = self.now_ms();
+        let serial = self.next_receive;
+        self.next_receive += 1;
+        self.receiving.insert(serial, (tp, asked));
+        (serial, asked)
     }
 
     pub fn frontier_written(&mut self, tmp_path: &Path, value: u64) {

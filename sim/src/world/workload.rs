@@ -28,6 +28,13 @@ pub struct ProducerPlan {
     pub keys: u32,
 }
 
+/// A consumer's park unless its plan draws a longer one.
+pub const DEFAULT_PARK_MS: u64 = 200;
+/// The longest park: below the client's reply timeout, so a parked receive is answered.
+pub const PARK_MS_MAX: u64 = 2_500;
+/// The longest think time of a slow consumer (before the heal).
+pub const SLOW_THINK_MS_MAX: u64 = 400;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConsumerPlan {
     pub topic: usize,
@@ -38,6 +45,8 @@ pub struct ConsumerPlan {
     pub drop_probability: f64,
     /// Pause between receive calls.
     pub think_ms: (u64, u64),
+    /// How long a receive parks on the server before it answers empty.
+    pub park_ms: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -139,6 +148,7 @@ impl Workload {
                             0.0
                         },
                         think_ms: (0, dice.range(0..=50)),
+                        park_ms: DEFAULT_PARK_MS,
                     });
                 }
             }
@@ -162,6 +172,19 @@ impl Workload {
             }
             if dice.below(4) == 0 {
                 plan.config.log.zstd_hash_log = 0;
+            }
+        }
+        // Drawn last, for the same reason. Half the consumers park for up to seconds
+        // (below the client's 3 s reply timeout): a missed wake-up then costs a long
+        // wait that `woken_promptly` sees, where a short park would hide it. A quarter
+        // think for up to a few hundred ms before the heal: a record one of them nacked
+        // then waits on the wake-up of a parked peer, not on its own next receive.
+        for plan in &mut consumers {
+            if dice.chance(0.5) {
+                plan.park_ms = dice.range(DEFAULT_PARK_MS..=PARK_MS_MAX);
+            }
+            if dice.chance(0.25) {
+                plan.think_ms.1 = dice.range(100..=SLOW_THINK_MS_MAX);
             }
         }
         Workload {

@@ -115,6 +115,114 @@ fn lost_fsync_reaching(reach: OffsetRange) -> Run {
     r
 }
 
+/// Id 1 consumed at offset 0 of orders/0 and id 2 acknowledged at offset 1; a flip in
+/// its frame and a crash (the next open cuts offset 1 above the persisted HWM, and its
+/// WAL replay re-commits id 2 at offset 3); id 3
+/// acknowledged at offset 1 and consumed, the frontier 2 written; an out-of-contract
+/// `fault` on orders/0 reaching offsets [2, 1000); a crash, and the next open loading
+/// the moved frontier, clamped to 5, skipping [2, 5), where the world found
+/// `held_id`'s copy at 3. Id 2 is never delivered.
+fn frontier_skipped_copy(fault: FaultKind, held_id: ProduceId) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .fault(flip_above_hwm(1), Some(0))
+        .crash(&[(0, 1, 2, 2)])
+        .restart()
+        .disk(0, OpenRule::Hole, 1, 1, Some(1))
+        .alarm(Some(0), hole(1))
+        .opened(0, 1, 1)
+        .produce(3, 0, 1, 1_003)
+        .deliver(3, 0, 1, 1_003)
+        .consume(0, 1)
+        .with(|t, h| {
+            h.frontier_written(t, &tp(0), 2);
+        })
+        .fault(fault, Some(0))
+        .crash(&[(0, 5, 5, 5)])
+        .restart()
+        .with(|t, h| {
+            h.frontier_loaded(t, &tp(0), 1_000, 5);
+            let held = vec![HeldCopy {
+                offset: 3,
+                id: held_id,
+                committed_at_ms: 1_001,
+            }];
+            h.frontier_skipped(t, &tp(0), 2, 5, held);
+        });
+    r
+}
+
+/// Id 1 consumed at offset 0 of orders/0 and id 2 acknowledged at offset 1; a flip in
+/// its frame and a crash (the next open cuts offset 1, and its WAL replay re-commits id
+/// 2 at offset 3); ids 3 and 4 acknowledged at offsets 1 and 2 and consumed; the HWM 4
+/// persisted, then an out-of-contract `fault` on orders/0 reaching offsets [2, 4); a
+/// crash, and the next open trusting HWM 2 over the tail 4, whose hidden tail held id 4
+/// at 2 and `held_id`'s copy at 3 (the WAL checkpoint had passed both). Id 2 is never
+/// delivered.
+fn hidden_copy(fault: FaultKind, held_id: ProduceId) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .fault(flip_above_hwm(1), Some(0))
+        .crash(&[(0, 1, 2, 2)])
+        .restart()
+        .disk(0, OpenRule::Hole, 1, 1, Some(1))
+        .alarm(Some(0), hole(1))
+        .opened(0, 1, 1)
+        .produce(3, 0, 1, 1_003)
+        .produce(4, 0, 2, 1_004)
+        .deliver(3, 0, 1, 1_003)
+        .deliver(4, 0, 2, 1_004)
+        .consume(0, 1)
+        .consume(0, 2)
+        .hwm(0, 4, 4, 4)
+        .fault(fault, Some(0))
+        .crash(&[(0, 2, 4, 4)])
+        .restart()
+        .disk(0, OpenRule::Clean, 2, 4, None)
+        .opened(0, 2, 4)
+        .with(|t, h| {
+            let held = vec![
+                HeldCopy {
+                    offset: 2,
+                    id: 4,
+                    committed_at_ms: 1_004,
+                },
+                HeldCopy {
+                    offset: 3,
+                    id: held_id,
+                    committed_at_ms: 1_001,
+                },
+            ];
+            h.hidden_at_open(t, &tp(0), 2, 4, held);
+        });
+    r
+}
+
+fn hwm_flip_over(offsets: OffsetRange) -> FaultKind {
+    FaultKind::BitFlip {
+        file: FileKind::Hwm,
+        offsets: Some(offsets),
+        below_hwm: None,
+    }
+}
+
+fn consumer_offset_flip() -> FaultKind {
+    FaultKind::BitFlip {
+        file: FileKind::ConsumerOffset,
+        offsets: Some(OffsetRange {
+            start: 2,
+            end: 1_000,
+        }),
+        below_hwm: None,
+    }
+}
+
 /// Id 3 at offset 2: its WAL entry flipped while the node was down, and a flip at
 /// `at` (above the persisted HWM 1) that the open cut at.
 fn both_copies_with_flip_at(at: u64) -> Run {
@@ -292,6 +400,56 @@ const ROWS: &[Row] = &[
         needs: || lost_fsync_reaching(OffsetRange { start: 1, end: 2 }),
         // One offset further: the lost frames were [2, 3).
         wider: || lost_fsync_reaching(OffsetRange { start: 2, end: 3 }),
+    },
+    Row {
+        kind: ExcuseKind::OutOfContract,
+        checker: CheckerName::NoLostAck,
+        // Id 2's copy at 3, which a frontier moved by the flip skipped.
+        needs: || frontier_skipped_copy(consumer_offset_flip(), 2),
+        // One record over: the copy the frontier skipped was another record's.
+        wider: || frontier_skipped_copy(consumer_offset_flip(), 7),
+    },
+    Row {
+        kind: ExcuseKind::OutOfContract,
+        checker: CheckerName::NoLostAck,
+        needs: || frontier_skipped_copy(consumer_offset_flip(), 2),
+        // One file over: a fault on the segment cannot have moved the frontier.
+        wider: || {
+            frontier_skipped_copy(
+                FaultKind::LostFsync {
+                    file: FileKind::Segment,
+                    offsets: Some(OffsetRange {
+                        start: 2,
+                        end: 1_000,
+                    }),
+                },
+                2,
+            )
+        },
+    },
+    Row {
+        kind: ExcuseKind::OutOfContract,
+        checker: CheckerName::NoLostAck,
+        // Id 2's copy at 3, in the hidden tail an `hwm` flip from 4 to 2 made.
+        needs: || hidden_copy(hwm_flip_over(OffsetRange { start: 2, end: 4 }), 2),
+        // One record over: the hidden copy was another record's.
+        wider: || hidden_copy(hwm_flip_over(OffsetRange { start: 2, end: 4 }), 7),
+    },
+    Row {
+        kind: ExcuseKind::OutOfContract,
+        checker: CheckerName::NoLostAck,
+        needs: || hidden_copy(hwm_flip_over(OffsetRange { start: 2, end: 4 }), 2),
+        // One file over: a flip of `consumer.offset` hides nothing.
+        wider: || {
+            hidden_copy(
+                FaultKind::BitFlip {
+                    file: FileKind::ConsumerOffset,
+                    offsets: Some(OffsetRange { start: 2, end: 4 }),
+                    below_hwm: None,
+                },
+                2,
+            )
+        },
     },
     Row {
         kind: ExcuseKind::BothCopiesDamaged,

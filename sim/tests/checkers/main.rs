@@ -49,6 +49,7 @@ mod retention_safe;
 mod sweep_regressions;
 mod timeline;
 mod verdicts;
+mod woken;
 
 fn tp(partition: u32) -> TopicPartition {
     TopicPartition::new("orders", partition)
@@ -62,6 +63,8 @@ fn key(id: ProduceId) -> Vec<u8> {
 const CONFIG: CheckConfig = CheckConfig {
     delivery_bound_ms: 1_000,
     redelivery_bound_ms: 100,
+    wake_bound_ms: 50,
+    tick_ms: 10,
     context_events: 2,
 };
 /// A history under construction with its own clock: every event 10 ms after the last.
@@ -89,7 +92,7 @@ impl Run {
             lease_ms,
             retention_ms: None,
         };
-        r.h.run_started(0, wall_base_ms, vec![topic]);
+        r.h.run_started(0, wall_base_ms, vec![topic], 0);
         r
     }
 

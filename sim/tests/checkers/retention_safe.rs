@@ -15,7 +15,7 @@ impl Run {
             lease_ms: 30_000,
             retention_ms: Some(retention_ms),
         };
-        r.h.run_started(0, 0, vec![topic]);
+        r.h.run_started(0, 0, vec![topic], 0);
         r
     }
 

@@ -90,6 +90,7 @@ fn checker_names_are_stable_snake_case() {
             "retention_safe",
             "delivered_after_heal",
             "redelivered_after_expiry",
+            "woken_promptly",
         ]
     );
     for checker in CheckerName::ALL {

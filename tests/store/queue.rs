@@ -184,3 +184,33 @@ fn a_receive_that_stops_at_its_max_keeps_the_gate_a_parked_receiver_waits_on() {
     assert_eq!(woken.len(), 1);
     assert_eq!(woken[0].offset, 1);
 }
+
+/// Found by `woken_promptly` (fresh default seed 2405560001000524): a receive with a
+/// `max` of 1 expired two leases itself and took one; the ticker then found nothing
+/// left to expire, so nothing told the receiver parked on the partition that the other
+/// record was deliverable again.
+#[test]
+fn a_receive_that_expires_leases_it_does_not_take_wakes_the_parked_receivers() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    block(store.produce("t", Some(0), b"k", b"first")).unwrap();
+    block(store.produce("t", Some(0), b"k", b"second")).unwrap();
+    assert_eq!(block(store.receive("t", 0, 10)).unwrap().len(), 2);
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let store = store.clone();
+        std::thread::spawn(move || tx.send(block(store.receive_wait("t", 0, 10)).unwrap()));
+    }
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(rx.try_recv().is_err(), "both leased: parked");
+    clock.advance(Duration::from_millis(1_000));
+    let one = block(store.receive("t", 0, 1)).unwrap();
+    assert_eq!((one.len(), one[0].offset, one[0].attempt), (1, 0, 2));
+    block(store.tick());
+    let woken = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the parked receiver wakes: offset 1's lease expired");
+    assert_eq!((woken.len(), woken[0].offset, woken[0].attempt), (1, 1, 2));
+}

@@ -808,6 +808,12 @@ impl<F: Fs, C: Clock> Store<F, C> {
             out.push(self.delivery(&part.id, record, attempt));
         }
         add(&self.inner.metrics.deliveries, out.len() as u64);
+        // Leases this receive expired and left for others (it stopped at `max`) are news
+        // to receivers parked on the partition: the ticker will find nothing left to
+        // expire, so tell them here.
+        if expired > 0 && !q.ready.is_empty() {
+            part.log.notify_all();
+        }
         Ok(out)
     }
 

@@ -347,6 +347,28 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ))
     }
 
+    /// Why record `id` of `tp`, at `offset` when known, can be gone for good after history
+    /// index `after` (its acknowledgement, or a delivery of it): every row that covers
+    /// a record no consumer can be given again, in the order `no_lost_ack` asks them.
+    pub fn record_gone(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        offset: Option<Offset>,
+        after: usize,
+    ) -> Option<Excuse> {
+        let by_offset = |o: Offset| {
+            self.clamped(tp, o, after, usize::MAX)
+                .or_else(|| self.skipped(tp, o, after))
+                .or_else(|| self.both_copies_damaged(tp, id, o, after))
+        };
+        self.refused(tp, after)
+            .or_else(|| offset.and_then(by_offset))
+            .or_else(|| self.retention(tp, id, offset, after))
+            .or_else(|| self.out_of_contract(tp, offset, Some(id), Some(after), usize::MAX))
+            .or_else(|| self.stranded_copy(tp, id, after))
+    }
+
     /// `OutOfContract`, by a copy: after `after`, an open left the last copy of `id`
     /// (the WAL replay re-commits a record a cut took at another offset) where a word
     /// fault made it unreachable, and that fault, still live at the open, moved its
@@ -517,14 +539,51 @@ impl<'f, 'h> Excuses<'f, 'h> {
         {
             return None;
         }
+        let floor = facts.crash_before(ack_index).map_or(0, |c| c.index + 1);
+        // In-contract damage at rest to the frame holding `offset`, at or above
+        // `persisted` (the hidden tail), injected after the crash before the ack and
+        // before `until`.
+        let frame_damage = |until: usize, persisted: Offset| {
+            facts
+                .segment_damage
+                .get(tp)
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(move |&d| {
+                    floor <= d
+                        && d < until
+                        && match &events[d].kind {
+                            crate::history::EventKind::Fault { kind, .. } => kind
+                                .segment_damage()
+                                .and_then(|(offsets, _)| offsets)
+                                .is_some_and(|r| r.contains(offset) && r.start >= persisted),
+                            _ => false,
+                        }
+                })
+        };
+        // An open of `incarnation` cut the log at or below `offset` after damage `d` to
+        // its frame: the engine saw it, and the log copy was gone from then on.
+        let cut_after = |d: usize, incarnation: crate::history::Incarnation| {
+            facts
+                .alarms
+                .cuts(tp)
+                .any(|cut| cut.index > d && cut.offset <= offset && cut.incarnation == incarnation)
+        };
         let mut candidates = vec![first];
         let mut tail = first.partitions.get(tp)?.durable_tail;
         let mut completed = first.incarnation + 1;
         while !facts.opened.contains(&completed) {
-            if completed >= first_replay && facts.alarms.wal_damaged_in(completed) {
+            if completed >= first_replay
+                && facts.alarms.wal_damaged_in(completed)
+                && !frame_damage(usize::MAX, first.partitions.get(tp)?.persisted_hwm)
+                    .any(|d| cut_after(d, completed))
+            {
                 // That killed open got through the WAL's replay with the entry already
                 // gone; what it did next (exposing the hidden tail) may have saved the
-                // log copy, and no crash can say whether it did.
+                // log copy, and no crash can say whether it did. Unless it had already
+                // cut the damaged frame away (its log open comes before the replay):
+                // then there was no copy left to save.
                 return None;
             }
             let ended = facts.crash_ending(completed)?;
@@ -540,7 +599,6 @@ impl<'f, 'h> Excuses<'f, 'h> {
             // The first open that completed replayed the WAL while the entry was readable.
             return None;
         }
-        let floor = facts.crash_before(ack_index).map_or(0, |c| c.index + 1);
         let (crash, log_cause) = candidates.iter().find_map(|c| {
             let p = c.partitions.get(tp)?;
             if offset < p.persisted_hwm {
@@ -550,27 +608,11 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 return Some((c, None));
             }
             let until = facts.next_crash_after(c.index).min(events.len());
-            let d = facts.segment_damage.get(tp)?.iter().copied().find(|d| {
-                floor <= *d
-                    && *d < until
-                    && match &events[*d].kind {
-                        crate::history::EventKind::Fault { kind, .. } => kind
-                            .segment_damage()
-                            .and_then(|(offsets, _)| offsets)
-                            .is_some_and(|r| r.contains(offset) && r.start >= p.persisted_hwm),
-                        _ => false,
-                    }
-            })?;
+            let d = frame_damage(until, p.persisted_hwm).next()?;
             // The engine saw it: an open up to the one that completed cut the log at
             // or below `offset` after the damage landed.
-            facts
-                .alarms
-                .cuts(tp)
-                .any(|cut| {
-                    cut.index > d
-                        && cut.offset <= offset
-                        && (first.incarnation + 1..=completed).contains(&cut.incarnation)
-                })
+            (first.incarnation + 1..=completed)
+                .any(|incarnation| cut_after(d, incarnation))
                 .then_some((c, Some(d)))
         })?;
         let mut causes = vec![wal_fault_index, wal_damage_index, crash.index];
@@ -579,7 +621,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
             ExcuseKind::BothCopiesDamaged,
             causes,
             format!(
-                "{tp} offset {offset} (id {id}): its WAL entry destroyed by the {}; its log                  copy {}",
+                "{tp} offset {offset} (id {id}): its WAL entry destroyed by the {}; its log copy {}",
                 facts.describe_fault(wal_fault_index),
                 match log_cause {
                     Some(d) => format!("in the frame the {} hit", facts.describe_fault(d)),

@@ -54,20 +54,7 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> LossReport {
         let EventKind::ProduceAck { tp, offset, .. } = &events[ack_index].kind else {
             unreachable!("acks index ProduceAck events");
         };
-        let by_offset = |o: Offset| {
-            excuses
-                .clamped(tp, o, ack_index, usize::MAX)
-                .or_else(|| excuses.skipped(tp, o, ack_index))
-                .or_else(|| excuses.both_copies_damaged(tp, *id, o, ack_index))
-        };
-        let excuse = excuses
-            .refused(tp, ack_index)
-            .or_else(|| offset.and_then(by_offset))
-            .or_else(|| excuses.retention(tp, *id, *offset, ack_index))
-            .or_else(|| {
-                excuses.out_of_contract(tp, *offset, Some(*id), Some(ack_index), usize::MAX)
-            })
-            .or_else(|| excuses.stranded_copy(tp, *id, ack_index));
+        let excuse = excuses.record_gone(tp, *id, *offset, ack_index);
         match excuse {
             Some(excuse) => report.excused.push(ExcusedLoss {
                 id: *id,

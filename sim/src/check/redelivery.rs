@@ -20,11 +20,12 @@
 //! else ends one, each by the event that does it: the reaper deleting the segment that
 //! holds the offset since the delivery's receive began (retention removes a leased
 //! record like any other, and may race the receive that delivers it), a
-//! consume-time skip of the frame holding it. Rule 3 also takes two excuse rows:
-//! `refused` (an open refused the partition or its topic after the delivery) and
-//! `out_of_contract` (a fault whose reach covers the record: a flipped
-//! `consumer.offset` moving the frontier past it, say). A deadline past the end of the history
-//! is inconclusive, never a failure.
+//! consume-time skip of the frame holding it. Rule 3 also takes every row that
+//! excuses a lost record (`Excuses::record_gone`), judged from the last delivery:
+//! `refused` (an open refused the partition or its topic), `clamped`,
+//! `both_copies_damaged`, `out_of_contract` (a fault whose reach covers the record: a
+//! flipped `consumer.offset` moving the frontier past it, say), and the rest. A
+//! deadline past the end of the history is inconclusive, never a failure.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -225,13 +226,11 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
         if due > end_ms || ended {
             continue;
         }
-        // An open that refused the partition or its topic since (its records stay on
-        // disk, unavailable), or a fault out of contract that reaches the record (a
-        // flipped `consumer.offset` moving the frontier past it, say).
-        if let Some(e) = excuses
-            .refused(tp, d)
-            .or_else(|| excuses.out_of_contract(tp, Some(*offset), Some(*id), Some(d), usize::MAX))
-        {
+        // Whatever would excuse its loss since that delivery: an open that refused the
+        // partition or its topic (its records stay on disk, unavailable), a recorded
+        // clamp, both copies destroyed at rest, a fault out of contract that reaches the
+        // record (a flipped `consumer.offset` moving the frontier past it, say).
+        if let Some(e) = excuses.record_gone(tp, *id, Some(*offset), d) {
             report.excused.push(e);
             continue;
         }

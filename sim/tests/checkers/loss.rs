@@ -183,7 +183,7 @@ fn wal_damaged_after_an_open_run(completed: bool, tail: u64) -> Run {
 }
 
 /// The R2 cut an open announces at the frame of `offset` (100 bytes a frame).
-fn hole_at(offset: u64) -> Alarm {
+pub(super) fn hole_at(offset: u64) -> Alarm {
     Alarm::Hole {
         segment: "00000000000000000000.log".into(),
         position: 100 * offset,
@@ -522,6 +522,61 @@ fn both_copies_destroyed_before_the_first_open_that_completed_are_excused() {
         &messages_of(&report, CheckerName::NoLostAck),
         &["id 3 at offset 2"],
     );
+}
+
+/// Ids 1-3 at offsets 0-2, ids 1 and 2 delivered; a crash hides offsets 1-2 and a flip
+/// destroys id 3's WAL entry. While the open of incarnation 1 runs, a flip hits id 3's
+/// frame; that open cuts the log at `cut` when given, gets through the WAL's replay
+/// with the entry gone (its alarm), and is killed before the world sees its frontier,
+/// leaving the durable tail at `tail`. The open of incarnation 2 completes.
+fn both_copies_damaged_while_a_killed_open_ran(cut: Option<u64>, tail: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(2)
+        .crash(&[(0, 1, 3, 3)])
+        .wal_entry_flipped(2, 3, 1)
+        .restart()
+        .fault(flip_above_hwm(2), Some(0));
+    if let Some(offset) = cut {
+        r.alarm(Some(0), hole_at(offset));
+    }
+    r.alarm(
+        None,
+        Alarm::WalDamaged {
+            corrupt_entries: 1,
+            skipped_bytes: 100,
+        },
+    )
+    .crash(&[(0, 1, tail, tail)])
+    .restart()
+    .with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    });
+    r
+}
+
+#[test]
+fn a_killed_open_that_cut_the_damaged_frame_before_its_replay_saved_nothing() {
+    // Fresh default seed 141002466: the frame was cut (R1) by the open that then read
+    // the damaged WAL and was killed; no later step of that open could bring back a
+    // copy that no longer existed.
+    let report = both_copies_damaged_while_a_killed_open_ran(Some(2), 2).report();
+    assert_eq!(
+        report.no_lost_ack.excuse_of(3).map(|e| e.kind),
+        Some(ExcuseKind::BothCopiesDamaged),
+        "{:#?}",
+        report.violations()
+    );
+    // Without that cut the killed open may have exposed the hidden copy, and a cut
+    // above the record left its frame where it was: neither is excused.
+    for (cut, tail) in [(None, 3), (Some(3), 3)] {
+        let report = both_copies_damaged_while_a_killed_open_ran(cut, tail).report();
+        assert_mentions(
+            &messages_of(&report, CheckerName::NoLostAck),
+            &["id 3 at offset 2"],
+        );
+    }
 }
 
 #[test]

@@ -105,3 +105,56 @@ fn a_record_delivered_and_never_acked_is_a_hang_unless_a_reap_took_it() {
     );
     assert_clean(&run(true));
 }
+
+/// Ids 1-3 at offsets 0-2, all delivered, ids 1 and 2 acked; a crash hides offsets 1-2,
+/// a flip destroys id 3's WAL entry and another its frame, and the open after it
+/// announces `cut` when given; the heal, and 2 s pass. Id 3 is never acked.
+fn delivered_then_both_copies_destroyed(cut: Option<u64>) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(3)
+        .consume(0, 0)
+        .consume(0, 1)
+        .crash(&[(0, 1, 3, 3)])
+        .wal_entry_flipped(2, 3, 1)
+        .fault(flip_above_hwm(2), Some(0))
+        .restart();
+    if let Some(offset) = cut {
+        r.alarm(Some(0), super::loss::hole_at(offset));
+    }
+    r.with(|t, h| {
+        h.frontier_observed(t, &tp(0), 1);
+        h.heal(t);
+    })
+    .wait(2_000)
+    .hwm(0, 1, 1, 1);
+    r
+}
+
+#[test]
+fn a_record_whose_copies_were_both_destroyed_after_its_delivery_owes_no_ack() {
+    // Fresh quick seed 140012377: delivered, dropped, then both its WAL entry and its
+    // frame destroyed at rest before any open could replay it; no engine can deliver
+    // it again. The excuse rests on the engine's cut of the damaged frame.
+    let report = delivered_then_both_copies_destroyed(Some(2)).report();
+    assert!(
+        messages_of(&report, CheckerName::RedeliveredAfterExpiry).is_empty(),
+        "{:#?}",
+        report.violations()
+    );
+    assert!(
+        report
+            .redelivered_after_expiry
+            .excused
+            .iter()
+            .any(|e| e.kind == cafelog_sim::check::excuse::ExcuseKind::BothCopiesDamaged)
+    );
+    assert_mentions(
+        &messages_of(
+            &delivered_then_both_copies_destroyed(None).report(),
+            CheckerName::RedeliveredAfterExpiry,
+        ),
+        &["delivered but never acked by any consumer: id 3"],
+    );
+}

@@ -1,6 +1,6 @@
 use crate::common::*;
 use cafelog_engine::clock::ManualClock;
-use cafelog_engine::store::{StoreError, TopicConfig};
+use cafelog_engine::store::{Delivery, StoreError, TopicConfig};
 use std::time::Duration;
 
 #[test]
@@ -147,6 +147,16 @@ fn the_ticker_wakes_receivers_when_a_lease_expires_or_a_gate_opens() {
     assert_eq!(receiver.join().unwrap()[0].attempt, 2);
 }
 
+/// A `receive_wait` of up to 10 records of `t`/0 on its own thread, given 30 ms to
+/// park; its answer arrives on the channel (a test fails on a timeout, never hangs).
+fn parked_receiver(store: &TestStore) -> std::sync::mpsc::Receiver<Vec<Delivery>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let store = store.clone();
+    std::thread::spawn(move || tx.send(block(store.receive_wait("t", 0, 10)).unwrap()));
+    std::thread::sleep(Duration::from_millis(30));
+    rx
+}
+
 /// Found by `woken_promptly` (quick seed 1436): a receive that stopped at its `max`
 /// before reaching the gated records cleared the gate a parked receiver had set, so
 /// the ticker never broadcast its opening and the parked receiver slept through
@@ -166,12 +176,7 @@ fn a_receive_that_stops_at_its_max_keeps_the_gate_a_parked_receiver_waits_on() {
     .unwrap();
     block(store.produce("t", Some(0), b"k", b"first")).unwrap();
     block(store.produce("t", Some(0), b"k", b"second")).unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    {
-        let store = store.clone();
-        std::thread::spawn(move || tx.send(block(store.receive_wait("t", 0, 10)).unwrap()));
-    }
-    std::thread::sleep(Duration::from_millis(30));
+    let rx = parked_receiver(&store);
     assert!(rx.try_recv().is_err(), "gate closed: parked");
     clock.advance(Duration::from_millis(100));
     // Another consumer takes one record, stopping at its max short of the second.
@@ -198,12 +203,7 @@ fn a_receive_that_expires_leases_it_does_not_take_wakes_the_parked_receivers() {
     block(store.produce("t", Some(0), b"k", b"first")).unwrap();
     block(store.produce("t", Some(0), b"k", b"second")).unwrap();
     assert_eq!(block(store.receive("t", 0, 10)).unwrap().len(), 2);
-    let (tx, rx) = std::sync::mpsc::channel();
-    {
-        let store = store.clone();
-        std::thread::spawn(move || tx.send(block(store.receive_wait("t", 0, 10)).unwrap()));
-    }
-    std::thread::sleep(Duration::from_millis(30));
+    let rx = parked_receiver(&store);
     assert!(rx.try_recv().is_err(), "both leased: parked");
     clock.advance(Duration::from_millis(1_000));
     let one = block(store.receive("t", 0, 1)).unwrap();

@@ -314,7 +314,6 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
                     );
                     rec.history.asked_at(asked);
                     if let Ok(id) = crate::history::parse_payload_id(&d.payload) {
-                        rec.delivered.insert(id);
                         rec.carried.insert((tp.clone(), d.offset), id);
                     }
                 }

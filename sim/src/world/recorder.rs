@@ -104,7 +104,6 @@ pub struct Recorder {
     fs: SimFs,
     pub paths: Paths,
     pub acked: BTreeSet<u64>,
-    pub delivered: BTreeSet<u64>,
     /// Produce ids a consumer acked (one copy of each is enough).
     pub consumed: BTreeSet<u64>,
     /// The id each offset's last delivery carried in this incarnation, to name what an
@@ -140,7 +139,6 @@ impl Shared {
             fs,
             paths: Paths::default(),
             acked: BTreeSet::new(),
-            delivered: BTreeSet::new(),
             consumed: BTreeSet::new(),
             carried: BTreeMap::new(),
             durable_frontiers: BTreeMap::new(),

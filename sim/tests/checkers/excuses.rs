@@ -116,13 +116,9 @@ fn lost_fsync_reaching(reach: OffsetRange) -> Run {
 }
 
 /// Id 1 consumed at offset 0 of orders/0 and id 2 acknowledged at offset 1; a flip in
-/// its frame and a crash (the next open cuts offset 1 above the persisted HWM, and its
-/// WAL replay re-commits id 2 at offset 3); id 3
-/// acknowledged at offset 1 and consumed, the frontier 2 written; an out-of-contract
-/// `fault` on orders/0 reaching offsets [2, 1000); a crash, and the next open loading
-/// the moved frontier, clamped to 5, skipping [2, 5), where the world found
-/// `held_id`'s copy at 3. Id 2 is never delivered.
-fn frontier_skipped_copy(fault: FaultKind, held_id: ProduceId) -> Run {
+/// its frame and a crash, and the next open cuts offset 1 above the persisted HWM (its
+/// WAL replay re-commits id 2 further up, where the history cannot see it).
+fn id_2_cut_and_recommitted() -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)
         .produce(2, 0, 1, 1_001)
@@ -133,8 +129,18 @@ fn frontier_skipped_copy(fault: FaultKind, held_id: ProduceId) -> Run {
         .restart()
         .disk(0, OpenRule::Hole, 1, 1, Some(1))
         .alarm(Some(0), hole(1))
-        .opened(0, 1, 1)
-        .produce(3, 0, 1, 1_003)
+        .opened(0, 1, 1);
+    r
+}
+
+/// [`id_2_cut_and_recommitted`] (the replay put id 2 at offset 3); id 3
+/// acknowledged at offset 1 and consumed, the frontier 2 written; an out-of-contract
+/// `fault` on orders/0 reaching offsets [2, 1000); a crash, and the next open loading
+/// the moved frontier, clamped to 5, skipping [2, 5), where the world found
+/// `held_id`'s copy at 3. Id 2 is never delivered.
+fn frontier_skipped_copy(fault: FaultKind, held_id: ProduceId) -> Run {
+    let mut r = id_2_cut_and_recommitted();
+    r.produce(3, 0, 1, 1_003)
         .deliver(3, 0, 1, 1_003)
         .consume(0, 1)
         .with(|t, h| {
@@ -155,26 +161,15 @@ fn frontier_skipped_copy(fault: FaultKind, held_id: ProduceId) -> Run {
     r
 }
 
-/// Id 1 consumed at offset 0 of orders/0 and id 2 acknowledged at offset 1; a flip in
-/// its frame and a crash (the next open cuts offset 1, and its WAL replay re-commits id
-/// 2 at offset 3); ids 3 and 4 acknowledged at offsets 1 and 2 and consumed; the HWM 4
+/// [`id_2_cut_and_recommitted`] (the replay put id 2 at offset 3); ids 3 and 4
+/// acknowledged at offsets 1 and 2 and consumed; the HWM 4
 /// persisted, then an out-of-contract `fault` on orders/0 reaching offsets [2, 4); a
 /// crash, and the next open trusting HWM 2 over the tail 4, whose hidden tail held id 4
 /// at 2 and `held_id`'s copy at 3 (the WAL checkpoint had passed both). Id 2 is never
 /// delivered.
 fn hidden_copy(fault: FaultKind, held_id: ProduceId) -> Run {
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .produce(2, 0, 1, 1_001)
-        .deliver(1, 0, 0, 1_000)
-        .consume(0, 0)
-        .fault(flip_above_hwm(1), Some(0))
-        .crash(&[(0, 1, 2, 2)])
-        .restart()
-        .disk(0, OpenRule::Hole, 1, 1, Some(1))
-        .alarm(Some(0), hole(1))
-        .opened(0, 1, 1)
-        .produce(3, 0, 1, 1_003)
+    let mut r = id_2_cut_and_recommitted();
+    r.produce(3, 0, 1, 1_003)
         .produce(4, 0, 2, 1_004)
         .deliver(3, 0, 1, 1_003)
         .deliver(4, 0, 2, 1_004)

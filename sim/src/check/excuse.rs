@@ -21,7 +21,7 @@ use std::fmt;
 use super::alarms::SkipFact;
 use super::contract::Reach;
 use super::facts::Facts;
-use crate::history::{FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
+use crate::history::{Alarm, FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
 
 /// The rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -93,9 +93,10 @@ impl ExcuseKind {
                  acknowledged before the skip"
             }
             ExcuseKind::Retention => {
-                "a record in a segment the reaper deleted after its ack (the unlink the \
-                 world saw, judged by retention_safe), with no cut or clamp at or below \
-                 it in between"
+                "a record a segment the reaper deleted after its ack held below the HWM the \
+                 engine had shown (the unlink the world saw, judged by retention_safe): at \
+                 its acknowledged offset with no cut or clamp there since, or a copy \
+                 elsewhere the world decoded from the file"
             }
             ExcuseKind::OutOfContract => {
                 "a record an out-of-contract fault's reach names (its offsets on its \
@@ -262,11 +263,14 @@ impl<'f, 'h> Excuses<'f, 'h> {
     }
 
     /// `Retention`: a segment of `tp` the reaper deleted (the deletion `retention_safe`
-    /// judges) after the record `id` was acknowledged at `after` held it: at `offset`,
-    /// its acknowledged one, with no engine cut or clamp at or below the offset in
-    /// between (which would have put another record there); or a copy of it (the WAL
-    /// replay re-commits a record a cut or a hidden tail took) that the file held below
-    /// the HWM the engine had shown, so consumers could have read it.
+    /// judges) after `after` (the record's acknowledgement) held it, below the HWM the
+    /// engine had shown in that incarnation, so consumers could have read it: at
+    /// `offset`, its acknowledged one, with no engine cut or clamp at or below the
+    /// offset in between (which would have put another record there; a frame there
+    /// damaged at rest is still the record's, which the decode cannot name); or a copy
+    /// of it elsewhere (the WAL replay re-commits a record a cut or a hidden tail took),
+    /// by the world's decode of the file at the unlink. A record left in a hidden tail
+    /// the engine never showed again is no reaped record of consumers'.
     pub fn retention(
         &self,
         tp: &TopicPartition,
@@ -283,6 +287,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
         let at_ack = offset.and_then(|offset| {
             reaped().find(|r| {
                 r.contains(offset)
+                    && offset < r.shown_hwm
                     && !self
                         .facts
                         .alarms
@@ -300,9 +305,10 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 ExcuseKind::Retention,
                 vec![r.index],
                 format!(
-                    "{tp} offsets [{}, {}) in a reaped segment",
+                    "{tp} offsets [{}, {}) in a reaped segment (HWM shown {})",
                     r.base,
-                    r.end.unwrap_or(r.base)
+                    r.end.unwrap_or(r.base),
+                    r.shown_hwm
                 ),
             ));
         }
@@ -347,9 +353,9 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ))
     }
 
-    /// Why record `id` of `tp`, at `offset` when known, can be gone for good after history
-    /// index `after` (its acknowledgement, or a delivery of it): every row that covers
-    /// a record no consumer can be given again, in the order `no_lost_ack` asks them.
+    /// Why record `id` of `tp`, acknowledged at `offset` when known (history index
+    /// `after`), can have been lost: of every row that covers a record no consumer was
+    /// ever given, the one whose causes came first.
     pub fn record_gone(
         &self,
         tp: &TopicPartition,
@@ -357,16 +363,54 @@ impl<'f, 'h> Excuses<'f, 'h> {
         offset: Option<Offset>,
         after: usize,
     ) -> Option<Excuse> {
+        self.gone(tp, id, offset, after, true)
+    }
+
+    /// Why the copy of record `id` delivered at `offset` of `tp` (history index `after`)
+    /// can be gone for good: the rows of [`Excuses::record_gone`] but `retention`'s,
+    /// which forgives a reap of any copy consumers could have read, while this copy
+    /// was read and must itself be gone (its own reap ends the obligation where it is
+    /// judged, `redelivered_after_expiry`).
+    pub fn delivered_copy_gone(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        offset: Offset,
+        after: usize,
+    ) -> Option<Excuse> {
+        self.gone(tp, id, Some(offset), after, false)
+    }
+
+    fn gone(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        offset: Option<Offset>,
+        after: usize,
+        any_copy: bool,
+    ) -> Option<Excuse> {
         let by_offset = |o: Offset| {
-            self.clamped(tp, o, after, usize::MAX)
-                .or_else(|| self.skipped(tp, o, after))
-                .or_else(|| self.both_copies_damaged(tp, id, o, after))
+            [
+                self.clamped(tp, o, after, usize::MAX),
+                self.skipped(tp, o, after),
+                self.both_copies_damaged(tp, id, o, after),
+            ]
         };
-        self.refused(tp, after)
-            .or_else(|| offset.and_then(by_offset))
-            .or_else(|| self.retention(tp, id, offset, after))
-            .or_else(|| self.out_of_contract(tp, offset, Some(id), Some(after), usize::MAX))
-            .or_else(|| self.stranded_copy(tp, id, after))
+        // Of the rows that apply, the one whose causes all came first: what made the
+        // record unreachable, and what a deadline is measured against (a reap after a
+        // frontier jump already lost it is no cause of the loss).
+        [
+            self.refused(tp, after),
+            any_copy
+                .then(|| self.retention(tp, id, offset, after))
+                .flatten(),
+            self.out_of_contract(tp, offset, Some(id), Some(after), usize::MAX),
+            self.stranded_copy(tp, id, after),
+        ]
+        .into_iter()
+        .chain(offset.map(by_offset).into_iter().flatten())
+        .flatten()
+        .min_by_key(|e| e.causes.iter().max().copied().unwrap_or(0))
     }
 
     /// `OutOfContract`, by a copy: after `after`, an open left the last copy of `id`
@@ -570,10 +614,28 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 .cuts(tp)
                 .any(|cut| cut.index > d && cut.offset <= offset && cut.incarnation == incarnation)
         };
+        // An R2 salvage after the WAL damage wrote the records it kept into the WAL
+        // again, under new seqs: the record may have a readable entry after all.
+        if facts.alarms.of(tp).iter().any(|a| {
+            a.index > wal_fault_index && matches!(a.alarm, Alarm::Salvaged { kept, .. } if kept > 0)
+        }) {
+            return None;
+        }
         let mut candidates = vec![first];
         let mut tail = first.partitions.get(tp)?.durable_tail;
         let mut completed = first.incarnation + 1;
         while !facts.opened.contains(&completed) {
+            if completed < first_replay
+                && facts
+                    .alarms
+                    .cuts(tp)
+                    .any(|cut| cut.incarnation == completed && cut.offset <= offset)
+            {
+                // That killed open cut at or below the record and replayed while the
+                // entry was readable: it can have re-committed the record lower down, so
+                // a durable tail that did not grow proves nothing.
+                return None;
+            }
             if completed >= first_replay
                 && facts.alarms.wal_damaged_in(completed)
                 && !frame_damage(usize::MAX, first.partitions.get(tp)?.persisted_hwm)

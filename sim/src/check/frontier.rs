@@ -3,8 +3,9 @@
 //! value, never a torn one.
 //!
 //! 1. Every `FrontierWritten` and `FrontierObserved` value `f`: each offset in
-//!    `[log_start, f)` was acked before that event (offsets below the log start were
-//!    deleted by retention, not consumed), or settled by the engine as a record it
+//!    `[log_start, f)` was acked before that event (offsets below the log start, or in
+//!    a segment the reaper deleted before it, went by retention, not consumed; the
+//!    log start is only sampled), or settled by the engine as a record it
 //!    skipped with a counter (row `skipped`: its `frame_skipped`/`records_skipped`
 //!    alarm came first), or lies in the reach of an out-of-contract fault of the
 //!    partition's `consumer.offset` injected before (row `out_of_contract`: a flip or
@@ -98,8 +99,16 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
         // Walk acknowledged offsets up from the log start; the walk is bounded by the
         // number of acks, so a torn (huge) frontier costs nothing.
         let mut first_unacked = start;
+        // Segments the reaper deleted so far (judged by `retention_safe`): the engine
+        // moves its frontier over them at once, before a sample shows the log start.
+        let reaped: Vec<&crate::check::retention_safe::Reaped> = facts
+            .reaped
+            .iter()
+            .filter(|r| &r.tp == tp && r.index < index)
+            .collect();
         let settled = |o: Offset| {
             skips.iter().any(|s| s.contains(o))
+                || reaped.iter().any(|r| r.contains(o))
                 || word_faults
                     .iter()
                     .any(|r| r.offsets.is_some_and(|range| range.contains(o)))

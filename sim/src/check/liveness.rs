@@ -68,7 +68,12 @@ pub fn check(
         {
             continue;
         }
-        match loss.excuse_of(*id) {
+        // An excuse whose cause came after the deadline came too late: the record was
+        // already overdue when whatever excuses its loss happened.
+        let excuse = loss
+            .excuse_of(*id)
+            .filter(|e| e.causes.iter().all(|&c| facts.at_ms(c) <= deadline_ms));
+        match excuse {
             Some(e) if e.kind == ExcuseKind::Refused => {
                 report.refused.entry(tp.clone()).or_default().push(*id);
                 continue;

@@ -20,11 +20,13 @@
 //! else ends one, each by the event that does it: the reaper deleting the segment that
 //! holds the offset since the delivery's receive began (retention removes a leased
 //! record like any other, and may race the receive that delivers it), a
-//! consume-time skip of the frame holding it. Rule 3 also takes every row that
-//! excuses a lost record (`Excuses::record_gone`), judged from the last delivery:
-//! `refused` (an open refused the partition or its topic), `clamped`,
+//! consume-time skip of the frame holding it. Rule 3 also takes the rows that excuse
+//! a lost record, for the copy it delivered last (`Excuses::delivered_copy_gone`: all
+//! but `retention`'s any-copy row), from that delivery on and only with causes by its
+//! deadline: `refused` (an open refused the partition or its topic), `clamped`,
 //! `both_copies_damaged`, `out_of_contract` (a fault whose reach covers the record: a
-//! flipped `consumer.offset` moving the frontier past it, say), and the rest. A
+//! flipped `consumer.offset` moving the frontier past it, say), and the rest. Every end
+//! and excuse must come by the obligation's deadline: one after it came too late. A
 //! deadline past the end of the history is inconclusive, never a failure.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,7 +49,7 @@ pub struct RedeliveryReport {
     pub ended_by_engine: u64,
     /// Deadlines past the end of the history.
     pub inconclusive: u64,
-    /// Records never acked that a refusal or an out-of-contract fault explains (rule 3).
+    /// Records never acked whose delivered copy an excuse row explains gone (rule 3).
     pub excused: Vec<Excuse>,
     pub violations: Vec<Violation>,
 }
@@ -140,10 +142,16 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                 );
             }
             // Leased to a consumer that had given up: back after the lease, like a drop.
-            EventKind::DeliveriesUnclaimed { tp, offsets, .. } => {
+            EventKind::DeliveriesUnclaimed {
+                tp,
+                offsets,
+                asked_at_ms,
+            } => {
                 let lease_ms = leases.get(&tp.topic).copied().filter(|_| after_heal);
+                let asked = asked_at_ms.unwrap_or(event.at_ms);
                 for offset in offsets {
                     let key = (tp.clone(), *offset);
+                    let raced = reaped_since(facts, tp, *offset, asked, index);
                     leased(
                         &mut report,
                         &mut owed,
@@ -151,7 +159,7 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                         index,
                         event.at_ms,
                         lease_ms,
-                        false,
+                        raced,
                         &late,
                     );
                 }
@@ -163,13 +171,38 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                     acked.insert(*id);
                 }
             }
-            EventKind::Nack { tp, offset } => {
+            // Every nack the engine accepted after the heal, whichever delivery it
+            // settles (one before the heal is untracked by rule 1).
+            EventKind::Nack { tp, offset } if after_heal => {
                 let key = (tp.clone(), *offset);
-                if let Some(o) = owed.get_mut(&key) {
-                    report.after_nack += 1;
-                    report.after_expiry -= 1;
-                    o.nack = Some(index);
-                    o.due_ms = event.at_ms + bound;
+                report.after_nack += 1;
+                let delivery = match owed.remove(&key) {
+                    Some(o) => {
+                        report.after_expiry = report.after_expiry.saturating_sub(1);
+                        o.delivery
+                    }
+                    None => index,
+                };
+                owed.insert(
+                    key,
+                    Owed {
+                        delivery,
+                        nack: Some(index),
+                        due_ms: event.at_ms + bound,
+                    },
+                );
+            }
+            // A crash ends every lease; an obligation already past due was late.
+            EventKind::Crash { .. } => {
+                for (key, o) in std::mem::take(&mut owed) {
+                    if o.due_ms < event.at_ms {
+                        late(
+                            &mut report,
+                            &key,
+                            o,
+                            "not delivered again before the crash".to_owned(),
+                        );
+                    }
                 }
             }
             _ => {}
@@ -186,9 +219,21 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                     .skips(tp)
                     .any(|s| s.index == index && s.contains(offset))
         };
-        let before = owed.len();
-        owed.retain(|(tp, offset), _| !ends(tp, *offset));
-        report.ended_by_engine += (before - owed.len()) as u64;
+        let ended: Vec<_> = owed
+            .keys()
+            .filter(|(tp, offset)| ends(tp, *offset))
+            .cloned()
+            .collect();
+        for key in ended {
+            let Some(o) = owed.remove(&key) else { continue };
+            if o.due_ms < event.at_ms {
+                // Already late when the engine took the offset away.
+                let what = format!("taken away by the engine only at t={}ms", event.at_ms);
+                late(&mut report, &key, o, what);
+            } else {
+                report.ended_by_engine += 1;
+            }
+        }
     }
     // Deliveries rules 1 and 2 still held at the end: judged here, not by rule 3.
     let mut judged = BTreeSet::new();
@@ -218,19 +263,43 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
             unreachable!("last indexes deliveries");
         };
         let asked = asked_at_ms.unwrap_or(facts.at_ms(d));
-        let ended = reaped_since(facts, tp, *offset, asked, usize::MAX)
-            || facts
-                .alarms
-                .skips(tp)
-                .any(|s| s.index > d && s.contains(*offset));
+        // The engine took the delivered copy away by the deadline: a reap of the file
+        // that held it (in the delivery's incarnation, or the world's decode at the
+        // unlink names it there), or a skip of its frame while the offset still held it
+        // (no crash since left it at or above the persisted HWM, where a cut and a
+        // replay can put another record there).
+        let kept_since = |i: usize| {
+            facts
+                .crashes
+                .iter()
+                .filter(|c| d < c.index && c.index < i)
+                .all(|c| {
+                    c.partitions
+                        .get(tp)
+                        .is_some_and(|p| *offset < p.persisted_hwm)
+                })
+        };
+        let ended = facts.reaped.iter().any(|r| {
+            &r.tp == tp
+                && r.contains(*offset)
+                && (events[r.index].incarnation == events[d].incarnation
+                    || r.held.iter().any(|c| c.offset == *offset && c.id == *id))
+                && (asked..=due).contains(&facts.at_ms(r.index))
+        }) || facts.alarms.skips(tp).any(|s| {
+            s.index > d && s.contains(*offset) && facts.at_ms(s.index) <= due && kept_since(s.index)
+        });
         if due > end_ms || ended {
             continue;
         }
-        // Whatever would excuse its loss since that delivery: an open that refused the
-        // partition or its topic (its records stay on disk, unavailable), a recorded
-        // clamp, both copies destroyed at rest, a fault out of contract that reaches the
-        // record (a flipped `consumer.offset` moving the frontier past it, say).
-        if let Some(e) = excuses.record_gone(tp, *id, Some(*offset), d) {
+        // Whatever would excuse the loss of the delivered copy since, if it came by the
+        // deadline: an open that refused the partition or its topic (its records stay on
+        // disk, unavailable), a recorded clamp, both copies destroyed at rest, a fault
+        // out of contract that reaches the record (a flipped `consumer.offset` moving
+        // the frontier past it, say).
+        if let Some(e) = excuses
+            .delivered_copy_gone(tp, *id, *offset, d)
+            .filter(|e| e.causes.iter().all(|&c| facts.at_ms(c) <= due))
+        {
             report.excused.push(e);
             continue;
         }

@@ -24,10 +24,10 @@
 //!
 //! [`Reaped`] segments are what `no_lost_ack`'s `retention` row excuses: an
 //! acknowledged record is forgiven for vanishing only if a segment the reaper deleted
-//! after its ack held it at its acknowledged offset (no cut or clamp at or below it in
-//! between), or the file held a copy of it (a WAL re-commit) below the HWM the engine
-//! had shown in that incarnation, resting on that deletion. No excuse applies here: retention is
-//! the engine's own act, and no fault makes it delete.
+//! after its ack held a copy of it (at its acknowledged offset, or a WAL re-commit
+//! elsewhere; the world's decode of the file at the unlink) below the HWM the engine
+//! had shown in that incarnation, resting on that deletion. No excuse applies here:
+//! retention is the engine's own act, and no fault makes it delete.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -76,3 +76,34 @@ fn frontier_safe_accepts_an_old_or_new_value_and_fires_on_a_torn_one() {
     );
     assert_mentions(&messages, &["recovered as 4294967298", "never written"]);
 }
+
+#[test]
+fn a_frontier_may_pass_a_segment_the_reaper_deleted_before_the_log_start_is_sampled() {
+    // Fresh quick seed 160017591: the reaper deleted segment 0 (offsets 0 and 1, id 2
+    // never acked), the engine moved its frontier to 2 at once, and the partition was
+    // refused at every later open, so no log start was ever sampled past 0.
+    let run = |reap: bool| {
+        let mut r = Run::with_retention(10);
+        r.segment(0, true)
+            .opened(0, 0, 0)
+            .committed(1, 0)
+            .committed(2, 1)
+            .segment(2, true)
+            .committed(3, 2)
+            .deliver(1, 0, 0, 15)
+            .consume(0, 0)
+            .wait(100);
+        if reap {
+            r.segment(0, false);
+        }
+        r.with(|t, h| {
+            h.frontier_written(t, &tp(0), 2);
+        });
+        r.report()
+    };
+    assert!(messages_of(&run(true), CheckerName::FrontierSafe).is_empty());
+    assert_mentions(
+        &messages_of(&run(false), CheckerName::FrontierSafe),
+        &["written as 2", "passes unacknowledged offset 1"],
+    );
+}

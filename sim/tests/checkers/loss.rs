@@ -568,6 +568,20 @@ fn a_killed_open_that_cut_the_damaged_frame_before_its_replay_saved_nothing() {
         "{:#?}",
         report.violations()
     );
+    // An R2 salvage after the WAL damage wrote the records it kept into the WAL again:
+    // the record may have had a readable entry after all.
+    let mut salvaged = both_copies_damaged_while_a_killed_open_ran(Some(2), 2);
+    salvaged.alarm(
+        Some(0),
+        Alarm::Salvaged {
+            offered: 1,
+            kept: 1,
+        },
+    );
+    assert_mentions(
+        &messages_of(&salvaged.report(), CheckerName::NoLostAck),
+        &["id 3 at offset 2"],
+    );
     // Without that cut the killed open may have exposed the hidden copy, and a cut
     // above the record left its frame where it was: neither is excused.
     for (cut, tail) in [(None, 3), (Some(3), 3)] {
@@ -577,6 +591,33 @@ fn a_killed_open_that_cut_the_damaged_frame_before_its_replay_saved_nothing() {
             &["id 3 at offset 2"],
         );
     }
+}
+
+#[test]
+fn a_killed_open_that_cut_below_the_record_while_its_entry_was_readable_voids_the_excuse() {
+    // Ids 1-3 at offsets 0-2; a crash hides 1-2 and a flip hits id 3's frame. The open
+    // of incarnation 1 cuts there (R2) and is killed with the durable tail at 2, after
+    // its replay, which could still read id 3's entry and re-commit it (a salvage the
+    // history does not show). Only then is the entry destroyed. The tail not growing
+    // proves nothing after a cut: both copies are not shown destroyed.
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(2)
+        .crash(&[(0, 1, 3, 3)])
+        .fault(flip_above_hwm(2), Some(0))
+        .restart()
+        .alarm(Some(0), hole_at(2))
+        .crash(&[(0, 1, 2, 2)])
+        .wal_entry_flipped(2, 3, 2)
+        .restart()
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::NoLostAck),
+        &["id 3 at offset 2"],
+    );
 }
 
 #[test]

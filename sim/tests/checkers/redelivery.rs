@@ -75,8 +75,8 @@ fn a_nacked_delivery_comes_back_within_the_bound_not_the_lease() {
 fn a_record_delivered_and_never_acked_is_a_hang_unless_a_reap_took_it() {
     // Delivered before the heal, dropped, and the crash after it ended the lease: the
     // frontier should have brought it back within the delivery bound (1,000 ms),
-    // unless the reaper deleted its segment (sealed by segment 2, and aged).
-    let run = |reap: bool| {
+    // unless the reaper deleted its segment (sealed by segment 2, and aged) by then.
+    let run = |reap_after: Option<u64>| {
         let mut r = Run::with_retention(1_000);
         r.segment(0, true)
             .opened(0, 0, 0)
@@ -88,22 +88,23 @@ fn a_record_delivered_and_never_acked_is_a_hang_unless_a_reap_took_it() {
             .opened(0, 1, 1)
             .with(|t, h| {
                 h.heal(t);
-            })
-            .wait(1_500);
-        if reap {
-            r.segment(0, false);
+            });
+        if let Some(wait) = reap_after {
+            r.wait(wait).segment(0, false);
         }
-        r.hwm(0, 1, 1, 1);
+        r.wait(1_500).hwm(0, 1, 1, 1);
         r.report()
     };
     assert_mentions(
-        &fires_only(&run(false), CheckerName::RedeliveredAfterExpiry),
+        &fires_only(&run(None), CheckerName::RedeliveredAfterExpiry),
         &[
             "1 acknowledged record(s) on orders/0 delivered but never acked",
             "id 1 (last delivered t=",
         ],
     );
-    assert_clean(&run(true));
+    assert_clean(&run(Some(950)));
+    // A reap after the deadline came too late to excuse the hang.
+    assert!(!messages_of(&run(Some(1_200)), CheckerName::RedeliveredAfterExpiry).is_empty());
 }
 
 /// Ids 1-3 at offsets 0-2, all delivered, ids 1 and 2 acked; a crash hides offsets 1-2,
@@ -156,5 +157,50 @@ fn a_record_whose_copies_were_both_destroyed_after_its_delivery_owes_no_ack() {
             CheckerName::RedeliveredAfterExpiry,
         ),
         &["delivered but never acked by any consumer: id 3"],
+    );
+}
+
+#[test]
+fn an_obligation_a_crash_ends_only_after_it_was_due_was_late() {
+    // Dropped after the heal (lease 300 ms, bound 100 ms: due 400 ms later); a crash
+    // before that ends the lease, one after it comes too late to excuse the hang.
+    let run = |wait: u64| {
+        let mut r = dropped_after_heal();
+        r.wait(wait)
+            .crash(&[(0, 1, 1, 1)])
+            .restart()
+            .hwm(0, 1, 1, 1);
+        r.report()
+    };
+    assert!(messages_of(&run(200), CheckerName::RedeliveredAfterExpiry).is_empty());
+    assert_mentions(
+        &messages_of(&run(600), CheckerName::RedeliveredAfterExpiry),
+        &["not delivered again before the crash"],
+    );
+}
+
+#[test]
+fn a_nack_after_the_heal_is_timed_whatever_delivery_it_settles() {
+    // Delivered before the heal (untracked by the expiry rule), nacked after it: back
+    // within the bound (100 ms), not only at the lease's end (300 ms).
+    let run = |wait: u64| {
+        let mut r = Run::with_setup(0, 0, 300);
+        r.produce(1, 0, 0, 15).deliver(1, 0, 0, 15).with(|t, h| {
+            h.heal(t);
+        });
+        r.with(|t, h| {
+            h.nack(t, &tp(0), 0);
+        })
+        .wait(wait)
+        .deliver(1, 0, 0, 15)
+        .consume(0, 0)
+        .wait(500)
+        .hwm(0, 1, 1, 1);
+        r.report()
+    };
+    assert!(messages_of(&run(50), CheckerName::RedeliveredAfterExpiry).is_empty());
+    assert_mentions(
+        &messages_of(&run(250), CheckerName::RedeliveredAfterExpiry),
+        &["orders/0 offset 0 nacked at t=", "delivered again only at"],
     );
 }

@@ -19,14 +19,58 @@ impl Run {
         r
     }
 
+    /// The engine created (`created`) or the reaper deleted the segment of orders/0
+    /// named `base`. A deletion carries what the world would decode from the file: the
+    /// last record acknowledged at each offset from `base` up to the next segment's.
     pub(super) fn segment(&mut self, base: u64, created: bool) -> &mut Self {
+        let held = if created {
+            Vec::new()
+        } else {
+            self.held_from(base)
+        };
         self.with(|t, h| {
             if created {
                 h.segment_created(t, &tp(0), base);
             } else {
-                h.segment_deleted(t, &tp(0), base, Vec::new());
+                h.segment_deleted(t, &tp(0), base, held);
             }
         })
+    }
+
+    /// The records acknowledged so far on orders/0 in `[base, next base)`.
+    fn held_from(&self, base: u64) -> Vec<HeldCopy> {
+        use cafelog_sim::history::EventKind;
+        let events = self.h.events();
+        let end = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::SegmentCreated { tp: t, base: b } if *t == tp(0) && *b > base => {
+                    Some(*b)
+                }
+                _ => None,
+            })
+            .min()
+            .unwrap_or(u64::MAX);
+        let mut held = std::collections::BTreeMap::new();
+        for e in events {
+            if let EventKind::ProduceAck {
+                id,
+                tp: t,
+                offset: Some(offset),
+                committed_at_ms,
+            } = &e.kind
+                && *t == tp(0)
+                && (base..end).contains(offset)
+            {
+                let copy = HeldCopy {
+                    offset: *offset,
+                    id: *id,
+                    committed_at_ms: committed_at_ms.unwrap_or(0),
+                };
+                held.insert(*offset, copy);
+            }
+        }
+        held.into_values().collect()
     }
 
     /// Id `id` at `offset` of orders/0, committed as it is acknowledged.
@@ -153,8 +197,8 @@ fn no_lost_ack_forgives_retention_only_inside_a_reaped_segment() {
 
 #[test]
 fn a_cut_between_the_ack_and_the_reap_leaves_the_loss_unexcused() {
-    // Id 2 at offset 1 was cut away (another record took the offset) before its
-    // segment aged out: the reaper deleted someone else's record.
+    // Id 2 at offset 1 was cut away before its segment aged out: the file the reaper
+    // deleted no longer held it (the world's decode at the unlink has id 1 alone).
     let mut r = Run::with_retention(1_000);
     r.segment(0, true)
         .opened(0, 0, 0)
@@ -174,8 +218,13 @@ fn a_cut_between_the_ack_and_the_reap_leaves_the_loss_unexcused() {
         .deliver(1, 0, 0, 35)
         .deliver(3, 0, 2, 95)
         .wait(1_000)
-        .segment(0, false)
         .with(|t, h| {
+            let held = vec![HeldCopy {
+                offset: 0,
+                id: 1,
+                committed_at_ms: 15,
+            }];
+            h.segment_deleted(t, &tp(0), 0, held);
             h.log_start_observed(t, &tp(0), 2);
         });
     assert_mentions(
@@ -281,4 +330,37 @@ fn retention_safe_ages_a_segment_by_the_last_record_its_file_held() {
     let report = run(200);
     assert!(messages_of(&report, CheckerName::RetentionSafe).is_empty());
     assert_eq!(report.retention_safe.aged_checked, 1);
+}
+
+#[test]
+fn a_record_the_engine_never_showed_again_is_not_retentions_when_its_segment_goes() {
+    // Id 2, acknowledged at offset 1, lies in the hidden tail after a crash (persisted
+    // HWM 1); a replay that never re-commits it loses it, whatever the reaper deletes
+    // later: the file held it only above the HWM the engine showed.
+    let run = |shown_again: bool| {
+        let mut r = Run::with_retention(10);
+        r.segment(0, true)
+            .opened(0, 0, 0)
+            .committed(1, 0)
+            .committed(2, 1)
+            .segment(2, true)
+            .committed(3, 2)
+            .deliver(1, 0, 0, 15)
+            .crash(&[(0, 1, 3, 3)])
+            .restart()
+            .opened(0, 1, 3);
+        if shown_again {
+            r.hwm(0, 3, 3, 3);
+        }
+        r.wait(100).segment(0, false).with(|t, h| {
+            h.log_start_observed(t, &tp(0), 2);
+        });
+        r.report()
+    };
+    assert_mentions(
+        &messages_of(&run(false), CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
+    // Shown again (the HWM moved over it), it was the reaper's to delete.
+    assert!(run(true).no_lost_ack.excuse_of(2).is_some());
 }

@@ -46,6 +46,9 @@ enum Command {
     /// Shrink a failing seed into a small scenario file that fails the same checker.
     #[command(after_help = cli::shrink::EXIT_CODES_HELP)]
     Shrink(cli::shrink::Args),
+    /// Report a mutation run of the engine (`ci/mutants`): caught, missed, by what.
+    #[command(after_help = cli::mutants::EXIT_CODES_HELP)]
+    Mutants(cli::mutants::Args),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => return cli::sweep::merge_command(&args),
         Command::Scenario(args) => return cli::scenario::run_command(&args),
         Command::Shrink(args) => return cli::shrink::run_command(&args),
+        Command::Mutants(args) => return cli::mutants::run_command(&args),
     };
     cli::finish(outcome)
 }

@@ -8,6 +8,7 @@
 
 pub mod append;
 pub mod dump;
+pub mod mutants;
 mod partition;
 pub mod replay;
 pub mod scenario;

@@ -1,0 +1,446 @@
+//! `cafelog mutants DIR... [--json FILE]`: the report of a mutation run (`ci/mutants`),
+//! read from cargo-mutants' `DIR/outcomes.json` and the log of each mutant; several
+//! directories (the shards of one run) make one report.
+//!
+//! A mutant is caught when a test failed on it, and the report says by what: the seed
+//! sweep (`tests/mutants` prints how many seeds it needed), the engine's own tests, or
+//! both. A timeout counts as caught (a hang fails CI as surely as a verdict) but is
+//! listed on its own; unviable mutants (they do not build) count for nothing. The score
+//! is caught / (caught + missed), timeouts among the caught. Mutants listed as
+//! equivalent in `.cargo/mutants.toml` are never run; `ci/mutants` writes their names to
+//! `DIR/equivalent.txt` (DIR being `mutants.out`), which the report counts.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The `mutants.out` directories of a cargo-mutants run (one per shard).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  the report was printed (whatever the score)
+  1  the directory holds no readable outcomes.json
+  2  usage error";
+
+/// What became of one mutant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fate {
+    Caught,
+    Missed,
+    Timeout,
+    Unviable,
+}
+
+/// One mutant's line of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct MutantReport {
+    pub name: String,
+    pub file: String,
+    pub line: u64,
+    pub fate: Fate,
+    /// The test targets that failed (`--test log`, `--lib`, ...), from cargo's log.
+    pub failed_targets: Vec<String>,
+    /// Seeds the sweep needed to its first failure, when the sweep caught it.
+    pub seeds_to_failure: Option<u64>,
+    pub build_s: f64,
+    pub test_s: f64,
+    /// The mutation as a diff, for missed mutants.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+impl MutantReport {
+    pub fn by_sweep(&self) -> bool {
+        self.failed_targets
+            .iter()
+            .any(|t| t.ends_with("--test mutants"))
+    }
+    pub fn by_tests(&self) -> bool {
+        self.failed_targets
+            .iter()
+            .any(|t| !t.ends_with("--test mutants"))
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Tally {
+    pub tested: u64,
+    pub caught: u64,
+    pub caught_by_sweep: u64,
+    /// Caught by the sweep while every engine test passed: what only the harness saw.
+    pub caught_by_sweep_only: u64,
+    pub caught_by_tests_only: u64,
+    pub missed: u64,
+    pub timeout: u64,
+    pub unviable: u64,
+    pub equivalent: u64,
+}
+
+impl Tally {
+    fn add(&mut self, m: &MutantReport) {
+        self.tested += 1;
+        match m.fate {
+            Fate::Caught => {
+                self.caught += 1;
+                if m.by_sweep() {
+                    self.caught_by_sweep += 1;
+                    if !m.by_tests() {
+                        self.caught_by_sweep_only += 1;
+                    }
+                } else {
+                    self.caught_by_tests_only += 1;
+                }
+            }
+            Fate::Missed => self.missed += 1,
+            Fate::Timeout => self.timeout += 1,
+            Fate::Unviable => self.unviable += 1,
+        }
+    }
+
+    /// Caught (timeouts included) over the viable mutants that ran.
+    pub fn score(&self) -> Option<f64> {
+        let caught = self.caught + self.timeout;
+        let viable = caught + self.missed;
+        (viable > 0).then(|| caught as f64 / viable as f64)
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub total: Tally,
+    pub by_file: BTreeMap<String, Tally>,
+    pub equivalent: Vec<String>,
+    pub mutants: Vec<MutantReport>,
+}
+
+pub fn run_command(args: &Args) -> ExitCode {
+    let report = match read(&args.dirs) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cafelog: error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    print!("{}", render(&report));
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report).expect("the report serialises");
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            eprintln!("cafelog: error: writing {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Reads `mutants.out` directories (the shards of one run) into one report.
+pub fn read(dirs: &[PathBuf]) -> Result<Report, String> {
+    let mut mutants = Vec::new();
+    let mut equivalent = Vec::new();
+    for dir in dirs {
+        mutants.extend(read_dir(dir)?);
+        // Each shard lists the same equivalent mutants of the whole selection.
+        if let Ok(text) = std::fs::read_to_string(dir.join("equivalent.txt")) {
+            equivalent.extend(text.lines().map(str::to_owned));
+        }
+    }
+    equivalent.sort();
+    equivalent.dedup();
+    Ok(summarise(mutants, equivalent))
+}
+
+fn read_dir(dir: &Path) -> Result<Vec<MutantReport>, String> {
+    let path = dir.join("outcomes.json");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let json: Value =
+        serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", path.display()))?;
+    let outcomes = json["outcomes"]
+        .as_array()
+        .ok_or_else(|| format!("{}: no `outcomes` array", path.display()))?;
+    let mut mutants = Vec::new();
+    for outcome in outcomes {
+        let Some(mutant) = outcome["scenario"].get("Mutant") else {
+            continue; // the baseline
+        };
+        mutants.push(mutant_report(dir, outcome, mutant)?);
+    }
+    Ok(mutants)
+}
+
+fn mutant_report(dir: &Path, outcome: &Value, mutant: &Value) -> Result<MutantReport, String> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let fate = match outcome["summary"].as_str() {
+        Some("CaughtMutant") => Fate::Caught,
+        Some("MissedMutant") => Fate::Missed,
+        Some("Timeout") => Fate::Timeout,
+        Some("Unviable") => Fate::Unviable,
+        other => return Err(format!("mutant {}: outcome {other:?}", mutant["name"])),
+    };
+    let phase_s = |name: &str| {
+        outcome["phase_results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["phase"] == name)
+            .filter_map(|p| p["duration"].as_f64())
+            .sum::<f64>()
+    };
+    let log = outcome["log_path"]
+        .as_str()
+        .and_then(|p| std::fs::read_to_string(dir.join(p)).ok())
+        .unwrap_or_default();
+    let diff = (fate == Fate::Missed)
+        .then(|| outcome["diff_path"].as_str())
+        .flatten()
+        .and_then(|p| std::fs::read_to_string(dir.join(p)).ok());
+    let (failed_targets, seeds_to_failure) = read_log(&log);
+    Ok(MutantReport {
+        name: text(&mutant["name"]),
+        file: text(&mutant["file"]),
+        line: mutant["span"]["start"]["line"].as_u64().unwrap_or(0),
+        fate,
+        failed_targets,
+        seeds_to_failure,
+        build_s: phase_s("Build"),
+        test_s: phase_s("Test"),
+        diff,
+    })
+}
+
+/// The failed test targets and the sweep's seeds to failure, from a mutant's log:
+/// cargo prints ``to rerun pass `-p cafelog --test log` `` for each failed target, and
+/// `tests/mutants` prints `mutant sweep: caught after N seeds`.
+pub fn read_log(log: &str) -> (Vec<String>, Option<u64>) {
+    let mut targets: Vec<String> = log
+        .lines()
+        .filter_map(|l| l.split("to rerun pass `").nth(1)?.split('`').next())
+        .map(str::to_owned)
+        .collect();
+    targets.sort();
+    targets.dedup();
+    let seeds = log.lines().find_map(|l| {
+        l.split("mutant sweep: caught after ")
+            .nth(1)?
+            .split(' ')
+            .next()?
+            .parse()
+            .ok()
+    });
+    (targets, seeds)
+}
+
+fn summarise(mutants: Vec<MutantReport>, equivalent: Vec<String>) -> Report {
+    let mut total = Tally::default();
+    let mut by_file: BTreeMap<String, Tally> = BTreeMap::new();
+    for m in &mutants {
+        total.add(m);
+        by_file.entry(m.file.clone()).or_default().add(m);
+    }
+    for name in &equivalent {
+        total.equivalent += 1;
+        let file = name.split(':').next().unwrap_or_default().to_owned();
+        by_file.entry(file).or_default().equivalent += 1;
+    }
+    Report {
+        total,
+        by_file,
+        equivalent,
+        mutants,
+    }
+}
+
+fn percent(score: Option<f64>) -> String {
+    score.map_or_else(|| "-".to_owned(), |s| format!("{:.1}%", 100.0 * s))
+}
+
+/// Quantile of a sorted slice (nearest rank).
+fn quantile<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len().max(1));
+    sorted.get(rank - 1).copied()
+}
+
+pub fn render(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let t = &r.total;
+    let _ = writeln!(
+        s,
+        "mutants tested: {}   caught: {} (by the sweep {}, of them by the sweep alone {}; \
+         by the engine tests alone {})   missed: {}   timeout: {}   unviable: {}   \
+         equivalent (not run): {}",
+        t.tested,
+        t.caught,
+        t.caught_by_sweep,
+        t.caught_by_sweep_only,
+        t.caught_by_tests_only,
+        t.missed,
+        t.timeout,
+        t.unviable,
+        t.equivalent
+    );
+    let _ = writeln!(
+        s,
+        "score: {} of the viable mutants caught (timeouts count as caught)",
+        percent(t.score())
+    );
+    let _ = writeln!(
+        s,
+        "\n{:<34} {:>6} {:>6} {:>6} {:>6} {:>7} {:>8} {:>6} {:>7}",
+        "file", "tested", "caught", "sweep", "missed", "timeout", "unviable", "equiv", "score"
+    );
+    for (file, f) in &r.by_file {
+        let _ = writeln!(
+            s,
+            "{:<34} {:>6} {:>6} {:>6} {:>6} {:>7} {:>8} {:>6} {:>7}",
+            file.trim_start_matches("engine/src/"),
+            f.tested,
+            f.caught,
+            f.caught_by_sweep,
+            f.missed,
+            f.timeout,
+            f.unviable,
+            f.equivalent,
+            percent(f.score())
+        );
+    }
+    let viable: Vec<&MutantReport> = r
+        .mutants
+        .iter()
+        .filter(|m| m.fate != Fate::Unviable)
+        .collect();
+    let mut build: Vec<f64> = viable.iter().map(|m| m.build_s).collect();
+    let mut test: Vec<f64> = viable.iter().map(|m| m.test_s).collect();
+    build.sort_by(f64::total_cmp);
+    test.sort_by(f64::total_cmp);
+    if let (Some(b50), Some(t50)) = (quantile(&build, 0.5), quantile(&test, 0.5)) {
+        let _ = writeln!(
+            s,
+            "\nper viable mutant: rebuild p50 {b50:.1}s p90 {:.1}s; tests p50 {t50:.1}s p90 {:.1}s",
+            quantile(&build, 0.9).unwrap_or(b50),
+            quantile(&test, 0.9).unwrap_or(t50)
+        );
+    }
+    let mut seeds: Vec<u64> = r
+        .mutants
+        .iter()
+        .filter_map(|m| m.seeds_to_failure)
+        .collect();
+    seeds.sort_unstable();
+    if let Some(p50) = quantile(&seeds, 0.5) {
+        let _ = writeln!(
+            s,
+            "seeds the sweep needed to its first failure ({} mutants): p50 {p50}, p90 {}, max {}",
+            seeds.len(),
+            quantile(&seeds, 0.9).unwrap_or(p50),
+            seeds.last().copied().unwrap_or(p50)
+        );
+    }
+    let missed: Vec<&MutantReport> = r
+        .mutants
+        .iter()
+        .filter(|m| m.fate == Fate::Missed)
+        .collect();
+    if !missed.is_empty() {
+        let _ = writeln!(s, "\nmissed:");
+        for m in missed {
+            let _ = writeln!(s, "  {}", m.name);
+            for line in m.diff.as_deref().unwrap_or_default().lines() {
+                if (line.starts_with('+') || line.starts_with('-'))
+                    && !line.starts_with("+++")
+                    && !line.starts_with("---")
+                {
+                    let _ = writeln!(s, "      {line}");
+                }
+            }
+        }
+    }
+    let timeouts: Vec<&MutantReport> = r
+        .mutants
+        .iter()
+        .filter(|m| m.fate == Fate::Timeout)
+        .collect();
+    if !timeouts.is_empty() {
+        let _ = writeln!(s, "\ntimed out (counted as caught):");
+        for m in timeouts {
+            let _ = writeln!(s, "  {}", m.name);
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_names_failed_targets_and_the_seeds_to_failure() {
+        let log = "test a ... FAILED\n\
+            error: test failed, to rerun pass `-p cafelog --test store`\n\
+            mutant sweep: caught after 37 seeds (seed 36: fail no_lost_ack)\n\
+            error: test failed, to rerun pass `-p cafelog --test mutants`\n\
+            error: 2 targets failed:\n    `-p cafelog --test store`\n";
+        let (targets, seeds) = read_log(log);
+        assert_eq!(
+            targets,
+            ["-p cafelog --test mutants", "-p cafelog --test store"]
+        );
+        assert_eq!(seeds, Some(37));
+        assert_eq!(
+            read_log("mutant sweep: passed 500 seeds in 3.1 s\n"),
+            (vec![], None)
+        );
+    }
+
+    #[test]
+    fn the_score_counts_timeouts_as_caught_and_unviable_as_nothing() {
+        let m = |fate, targets: &[&str]| MutantReport {
+            name: "engine/src/x.rs:1:1: replace f with ()".into(),
+            file: "engine/src/x.rs".into(),
+            line: 1,
+            fate,
+            failed_targets: targets.iter().map(|t| t.to_string()).collect(),
+            seeds_to_failure: None,
+            build_s: 1.0,
+            test_s: 2.0,
+            diff: None,
+        };
+        let r = summarise(
+            vec![
+                m(Fate::Caught, &["-p cafelog --test mutants"]),
+                m(Fate::Caught, &["-p cafelog-engine --lib"]),
+                m(Fate::Missed, &[]),
+                m(Fate::Timeout, &[]),
+                m(Fate::Unviable, &[]),
+            ],
+            vec!["engine/src/y.rs:2:2: replace g with ()".into()],
+        );
+        let t = &r.total;
+        assert_eq!(
+            (
+                t.tested,
+                t.caught,
+                t.caught_by_sweep,
+                t.caught_by_tests_only
+            ),
+            (5, 2, 1, 1)
+        );
+        assert_eq!(
+            (t.missed, t.timeout, t.unviable, t.equivalent),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(t.score(), Some(0.75));
+        assert_eq!(r.by_file["engine/src/y.rs"].equivalent, 1);
+        assert!(render(&r).contains("score: 75.0%"));
+    }
+}

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 /// Deterministic crash-simulation testing for a segmented log storage engine.
 #[derive(Parser, Debug)]
-#[command(name = "cafelog", version, about, after_help = cli::EXIT_CODES_HELP)]
+#[command(name = "cafelog", version, about, after_help = cli::TOP_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

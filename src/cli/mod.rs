@@ -21,7 +21,12 @@ use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Appended to `--help`.
+/// Appended to the top-level `--help`: an index, each subcommand carries its own codes.
+pub const TOP_HELP: &str = "\
+Start with `cafelog sweep` (many seeds) and `cafelog replay --seed S` (one, exactly).
+Each subcommand's --help lists its own exit codes; a usage error exits 2 everywhere.";
+
+/// Appended to `verify --help` and `dump --help`.
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  recovery would open the partition (possibly after truncating a torn tail, R1/R2)
@@ -29,7 +34,7 @@ Exit codes:
      malformed hwm file); the reason, with file and byte position, goes to stderr
   2  usage error, or an I/O error (e.g. the directory does not exist)
 
-Both commands only read the partition directory; they never change it.";
+The command only reads the partition directory; it never changes it.";
 
 /// What a command concluded about the partition, when it ran to the end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

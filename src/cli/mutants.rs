@@ -240,7 +240,9 @@ pub fn read_log(log: &str) -> (Vec<String>, Option<u64>) {
     (targets, seeds)
 }
 
-fn summarise(mutants: Vec<MutantReport>, equivalent: Vec<String>) -> Report {
+fn summarise(mut mutants: Vec<MutantReport>, equivalent: Vec<String>) -> Report {
+    // A mutant an earlier part tested and a later one lists as equivalent is equivalent.
+    mutants.retain(|m| !equivalent.contains(&m.name));
     let mut total = Tally::default();
     let mut by_file: BTreeMap<String, Tally> = BTreeMap::new();
     for m in &mutants {
@@ -422,6 +424,10 @@ mod tests {
                 m(Fate::Missed, &[]),
                 m(Fate::Timeout, &[]),
                 m(Fate::Unviable, &[]),
+                MutantReport {
+                    name: "engine/src/y.rs:2:2: replace g with ()".into(),
+                    ..m(Fate::Missed, &[])
+                },
             ],
             vec!["engine/src/y.rs:2:2: replace g with ()".into()],
         );

@@ -87,11 +87,20 @@ fn an_empty_directory_is_an_empty_partition() {
 
 #[test]
 fn help_documents_the_exit_codes() {
-    for args in [
-        &["--help"][..],
-        &["verify", "--help"][..],
-        &["dump", "--help"][..],
-    ] {
+    // The top level is an index: it points at each subcommand's own codes.
+    let top = cafelog(&["--help"]);
+    assert_eq!(top.code, 0);
+    assert!(
+        top.stdout.contains("lists its own exit codes"),
+        "{}",
+        top.stdout
+    );
+    assert!(
+        !top.stdout.contains("recovery would refuse"),
+        "{}",
+        top.stdout
+    );
+    for args in [&["verify", "--help"][..], &["dump", "--help"][..]] {
         let run = cafelog(args);
         assert_eq!(run.code, 0, "{args:?}");
         assert!(

@@ -4,11 +4,15 @@
 //!
 //! A mutant is caught when a test failed on it, and the report says by what: the seed
 //! sweep (`tests/mutants` prints how many seeds it needed), the engine's own tests, or
-//! both. A timeout counts as caught (a hang fails CI as surely as a verdict) but is
-//! listed on its own; unviable mutants (they do not build) count for nothing. The score
-//! is caught / (caught + missed), timeouts among the caught. Mutants listed as
-//! equivalent in `.cargo/mutants.toml` are never run; `ci/mutants` writes their names to
-//! `DIR/equivalent.txt` (DIR being `mutants.out`), which the report counts.
+//! both. The score is caught / (caught + missed). Left out of it, each listed on its
+//! own: timeouts (a test ran past the limit, a hang, or a build did: cargo's order
+//! runs the `log` tests before the sweep, so a hang there says nothing of the sweep),
+//! inconclusive sweeps (the budget ran out before the last seed, so "passed" would
+//! overstate what was tried), failures of the run itself, unviable mutants (they do not
+//! build). Mutants listed as equivalent in `.cargo/mutants.toml` are never run;
+//! `ci/mutants` writes their names to `equivalent.txt` beside `mutants.out`, and a
+//! mutant an earlier part tested that the list names counts only as equivalent. A
+//! mutant tested in two parts counts once, as the later part found it.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -38,8 +42,13 @@ Exit codes:
 pub enum Fate {
     Caught,
     Missed,
+    /// A test or the build ran past its time limit.
     Timeout,
+    /// Every test passed, but the sweep's budget ended it before its last seed.
+    Inconclusive,
     Unviable,
+    /// cargo-mutants could not judge it (a test binary killed by a signal, say).
+    Failure,
 }
 
 /// One mutant's line of the report.
@@ -51,6 +60,9 @@ pub struct MutantReport {
     pub fate: Fate,
     /// The test targets that failed (`--test log`, `--lib`, ...), from cargo's log.
     pub failed_targets: Vec<String>,
+    /// For a timeout: whether the build, not a test, ran out of time.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub build_timed_out: bool,
     /// Seeds the sweep needed to its first failure, when the sweep caught it.
     pub seeds_to_failure: Option<u64>,
     pub build_s: f64,
@@ -81,9 +93,13 @@ pub struct Tally {
     /// Caught by the sweep while every engine test passed: what only the harness saw.
     pub caught_by_sweep_only: u64,
     pub caught_by_tests_only: u64,
+    /// Caught, but cargo's log names no failed target.
+    pub caught_unattributed: u64,
     pub missed: u64,
     pub timeout: u64,
+    pub inconclusive: u64,
     pub unviable: u64,
+    pub failure: u64,
     pub equivalent: u64,
 }
 
@@ -98,21 +114,24 @@ impl Tally {
                     if !m.by_tests() {
                         self.caught_by_sweep_only += 1;
                     }
-                } else {
+                } else if m.by_tests() {
                     self.caught_by_tests_only += 1;
+                } else {
+                    self.caught_unattributed += 1;
                 }
             }
             Fate::Missed => self.missed += 1,
             Fate::Timeout => self.timeout += 1,
+            Fate::Inconclusive => self.inconclusive += 1,
             Fate::Unviable => self.unviable += 1,
+            Fate::Failure => self.failure += 1,
         }
     }
 
-    /// Caught (timeouts included) over the viable mutants that ran.
+    /// Caught over caught and missed: the mutants whose tests all ran to a verdict.
     pub fn score(&self) -> Option<f64> {
-        let caught = self.caught + self.timeout;
-        let viable = caught + self.missed;
-        (viable > 0).then(|| caught as f64 / viable as f64)
+        let judged = self.caught + self.missed;
+        (judged > 0).then(|| self.caught as f64 / judged as f64)
     }
 }
 
@@ -145,18 +164,24 @@ pub fn run_command(args: &Args) -> ExitCode {
 
 /// Reads `mutants.out` directories (the shards of one run) into one report.
 pub fn read(dirs: &[PathBuf]) -> Result<Report, String> {
-    let mut mutants = Vec::new();
+    // By name: a mutant tested again in a later part counts as the later part found it.
+    let mut mutants: BTreeMap<String, MutantReport> = BTreeMap::new();
     let mut equivalent = Vec::new();
     for dir in dirs {
-        mutants.extend(read_dir(dir)?);
-        // Each shard lists the same equivalent mutants of the whole selection.
-        if let Ok(text) = std::fs::read_to_string(dir.join("equivalent.txt")) {
-            equivalent.extend(text.lines().map(str::to_owned));
+        for m in read_dir(dir)? {
+            mutants.insert(m.name.clone(), m);
+        }
+        // Each shard lists the same equivalent mutants of the whole selection, beside
+        // its mutants.out (ci/mutants) or inside it.
+        for path in [dir.join("equivalent.txt"), dir.join("../equivalent.txt")] {
+            if let Ok(text) = std::fs::read_to_string(path) {
+                equivalent.extend(text.lines().map(str::to_owned));
+            }
         }
     }
     equivalent.sort();
     equivalent.dedup();
-    Ok(summarise(mutants, equivalent))
+    Ok(summarise(mutants.into_values().collect(), equivalent))
 }
 
 fn read_dir(dir: &Path) -> Result<Vec<MutantReport>, String> {
@@ -180,11 +205,17 @@ fn read_dir(dir: &Path) -> Result<Vec<MutantReport>, String> {
 
 fn mutant_report(dir: &Path, outcome: &Value, mutant: &Value) -> Result<MutantReport, String> {
     let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let log = outcome["log_path"]
+        .as_str()
+        .and_then(|p| std::fs::read_to_string(dir.join(p)).ok())
+        .unwrap_or_default();
     let fate = match outcome["summary"].as_str() {
         Some("CaughtMutant") => Fate::Caught,
+        Some("MissedMutant") if log.contains("mutant sweep: inconclusive") => Fate::Inconclusive,
         Some("MissedMutant") => Fate::Missed,
         Some("Timeout") => Fate::Timeout,
         Some("Unviable") => Fate::Unviable,
+        Some("Failure") => Fate::Failure,
         other => return Err(format!("mutant {}: outcome {other:?}", mutant["name"])),
     };
     let phase_s = |name: &str| {
@@ -196,10 +227,11 @@ fn mutant_report(dir: &Path, outcome: &Value, mutant: &Value) -> Result<MutantRe
             .filter_map(|p| p["duration"].as_f64())
             .sum::<f64>()
     };
-    let log = outcome["log_path"]
-        .as_str()
-        .and_then(|p| std::fs::read_to_string(dir.join(p)).ok())
-        .unwrap_or_default();
+    let build_timed_out = outcome["phase_results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|p| p["phase"] == "Build" && p["process_status"] == "Timeout");
     let diff = (fate == Fate::Missed)
         .then(|| outcome["diff_path"].as_str())
         .flatten()
@@ -211,6 +243,7 @@ fn mutant_report(dir: &Path, outcome: &Value, mutant: &Value) -> Result<MutantRe
         line: mutant["span"]["start"]["line"].as_u64().unwrap_or(0),
         fate,
         failed_targets,
+        build_timed_out: fate == Fate::Timeout && build_timed_out,
         seeds_to_failure,
         build_s: phase_s("Build"),
         test_s: phase_s("Test"),
@@ -279,38 +312,52 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(
         s,
         "mutants tested: {}   caught: {} (by the sweep {}, of them by the sweep alone {}; \
-         by the engine tests alone {})   missed: {}   timeout: {}   unviable: {}   \
+         by the engine tests alone {}; unattributed {})   missed: {}\n\
+         not scored: timeout {}, inconclusive {}, unviable {}, failure {}   \
          equivalent (not run): {}",
         t.tested,
         t.caught,
         t.caught_by_sweep,
         t.caught_by_sweep_only,
         t.caught_by_tests_only,
+        t.caught_unattributed,
         t.missed,
         t.timeout,
+        t.inconclusive,
         t.unviable,
+        t.failure,
         t.equivalent
     );
     let _ = writeln!(
         s,
-        "score: {} of the viable mutants caught (timeouts count as caught)",
+        "score: {} (caught / (caught + missed))",
         percent(t.score())
     );
     let _ = writeln!(
         s,
-        "\n{:<34} {:>6} {:>6} {:>6} {:>6} {:>7} {:>8} {:>6} {:>7}",
-        "file", "tested", "caught", "sweep", "missed", "timeout", "unviable", "equiv", "score"
+        "\n{:<34} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>8} {:>6} {:>7}",
+        "file",
+        "tested",
+        "caught",
+        "sweep",
+        "missed",
+        "timeout",
+        "incon",
+        "unviable",
+        "equiv",
+        "score"
     );
     for (file, f) in &r.by_file {
         let _ = writeln!(
             s,
-            "{:<34} {:>6} {:>6} {:>6} {:>6} {:>7} {:>8} {:>6} {:>7}",
+            "{:<34} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>8} {:>6} {:>7}",
             file.trim_start_matches("engine/src/"),
             f.tested,
             f.caught,
             f.caught_by_sweep,
             f.missed,
             f.timeout,
+            f.inconclusive,
             f.unviable,
             f.equivalent,
             percent(f.score())
@@ -373,15 +420,44 @@ pub fn render(r: &Report) -> String {
         .filter(|m| m.fate == Fate::Timeout)
         .collect();
     if !timeouts.is_empty() {
-        let _ = writeln!(s, "\ntimed out (counted as caught):");
+        let _ = writeln!(s, "\ntimed out (not scored):");
         for m in timeouts {
-            let _ = writeln!(s, "  {}", m.name);
+            let what = if m.build_timed_out {
+                " (the build)"
+            } else {
+                ""
+            };
+            let _ = writeln!(s, "  {}{what}", m.name);
+        }
+    }
+    for (fate, title) in [
+        (
+            Fate::Inconclusive,
+            "inconclusive: the sweep's budget ended before its last seed",
+        ),
+        (
+            Fate::Failure,
+            "not judged (cargo-mutants reported a failure)",
+        ),
+    ] {
+        let names: Vec<&str> = r
+            .mutants
+            .iter()
+            .filter(|m| m.fate == fate)
+            .map(|m| m.name.as_str())
+            .collect();
+        if !names.is_empty() {
+            let _ = writeln!(s, "\n{title}:");
+            for name in names {
+                let _ = writeln!(s, "  {name}");
+            }
         }
     }
     s
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -405,13 +481,14 @@ mod tests {
     }
 
     #[test]
-    fn the_score_counts_timeouts_as_caught_and_unviable_as_nothing() {
+    fn the_score_leaves_out_what_no_test_judged_and_equivalents_count_once() {
         let m = |fate, targets: &[&str]| MutantReport {
             name: "engine/src/x.rs:1:1: replace f with ()".into(),
             file: "engine/src/x.rs".into(),
             line: 1,
             fate,
             failed_targets: targets.iter().map(|t| t.to_string()).collect(),
+            build_timed_out: false,
             seeds_to_failure: None,
             build_s: 1.0,
             test_s: 2.0,
@@ -423,6 +500,8 @@ mod tests {
                 m(Fate::Caught, &["-p cafelog-engine --lib"]),
                 m(Fate::Missed, &[]),
                 m(Fate::Timeout, &[]),
+                m(Fate::Inconclusive, &[]),
+                m(Fate::Caught, &[]),
                 m(Fate::Unviable, &[]),
                 MutantReport {
                     name: "engine/src/y.rs:2:2: replace g with ()".into(),
@@ -432,21 +511,95 @@ mod tests {
             vec!["engine/src/y.rs:2:2: replace g with ()".into()],
         );
         let t = &r.total;
-        assert_eq!(
-            (
-                t.tested,
-                t.caught,
-                t.caught_by_sweep,
-                t.caught_by_tests_only
-            ),
-            (5, 2, 1, 1)
-        );
-        assert_eq!(
-            (t.missed, t.timeout, t.unviable, t.equivalent),
-            (1, 1, 1, 1)
-        );
+        assert_eq!((t.tested, t.caught, t.caught_by_sweep), (7, 3, 1));
+        assert_eq!((t.caught_by_tests_only, t.caught_by_sweep_only), (1, 1));
+        assert_eq!(t.caught_unattributed, 1);
+        assert_eq!((t.missed, t.timeout, t.inconclusive), (1, 1, 1));
+        assert_eq!((t.unviable, t.equivalent), (1, 1));
+        // Caught 3 of the 4 judged: timeouts and inconclusive sweeps are not scored.
         assert_eq!(t.score(), Some(0.75));
         assert_eq!(r.by_file["engine/src/y.rs"].equivalent, 1);
         assert!(render(&r).contains("score: 75.0%"));
+    }
+
+    /// A mutants.out directory with one outcome per (name, summary, log text).
+    fn fixture(dir: &Path, outcomes: &[(&str, &str, &str)]) {
+        std::fs::create_dir_all(dir.join("log")).unwrap();
+        let mut list = Vec::new();
+        for (i, (name, summary, log)) in outcomes.iter().enumerate() {
+            let log_path = format!("log/m{i}.log");
+            std::fs::write(dir.join(&log_path), log).unwrap();
+            list.push(serde_json::json!({
+                "scenario": {"Mutant": {"name": name, "file": "engine/src/x.rs",
+                    "span": {"start": {"line": 3}}}},
+                "summary": summary,
+                "log_path": log_path,
+                "diff_path": null,
+                "phase_results": [{"phase": "Build", "duration": 2.0,
+                    "process_status": if *summary == "Timeout" { "Timeout" } else { "Success" }}],
+            }));
+        }
+        list.insert(
+            0,
+            serde_json::json!({"scenario": "Baseline", "summary": "Success"}),
+        );
+        let json = serde_json::json!({"outcomes": list});
+        std::fs::write(dir.join("outcomes.json"), json.to_string()).unwrap();
+    }
+
+    #[test]
+    fn parts_merge_by_name_and_a_budget_cut_sweep_is_inconclusive() {
+        let root = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            root.path().join("a/mutants.out"),
+            root.path().join("b/mutants.out"),
+        );
+        let caught = "error: test failed, to rerun pass `-p cafelog --test mutants`\n\
+            mutant sweep: caught after 9 seeds (seed 8: fail no_lost_ack)\n";
+        fixture(
+            &a,
+            &[
+                (
+                    "x.rs:3:1: m1",
+                    "MissedMutant",
+                    "mutant sweep: passed 500 seeds in 3 s\n",
+                ),
+                (
+                    "x.rs:3:2: m2",
+                    "MissedMutant",
+                    "mutant sweep: inconclusive: ran 90 of 500\n",
+                ),
+                ("x.rs:3:3: eq", "MissedMutant", ""),
+            ],
+        );
+        // The later part tested m1 again and caught it; eq is now listed as equivalent.
+        fixture(
+            &b,
+            &[
+                ("x.rs:3:1: m1", "CaughtMutant", caught),
+                ("x.rs:3:4: m4", "Timeout", ""),
+            ],
+        );
+        std::fs::write(root.path().join("b/equivalent.txt"), "x.rs:3:3: eq\n").unwrap();
+        let r = read(&[a, b]).unwrap();
+        let fates: Vec<(&str, Fate)> = r
+            .mutants
+            .iter()
+            .map(|m| (m.name.as_str(), m.fate))
+            .collect();
+        assert_eq!(
+            fates,
+            [
+                ("x.rs:3:1: m1", Fate::Caught),
+                ("x.rs:3:2: m2", Fate::Inconclusive),
+                ("x.rs:3:4: m4", Fate::Timeout),
+            ]
+        );
+        assert_eq!(r.mutants[0].seeds_to_failure, Some(9));
+        assert!(r.mutants[2].build_timed_out);
+        assert_eq!((r.total.caught_by_sweep_only, r.total.equivalent), (1, 1));
+        assert_eq!(r.total.score(), Some(1.0));
+        let missing = read(&[root.path().join("nowhere")]).unwrap_err();
+        assert!(missing.contains("outcomes.json"), "{missing}");
     }
 }

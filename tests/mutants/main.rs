@@ -9,11 +9,15 @@
 //! `mutant sweep: caught after N seeds (seed S: VERDICT CHECKER)`, where N counts the
 //! seeds of the range up to and including the first failing one (every lower seed ran:
 //! the sweep hands seeds out in order and stops starting new ones at a failure), or
-//! `mutant sweep: passed N seeds in T s`.
+//! `mutant sweep: passed N seeds in T s`, or `mutant sweep: inconclusive: ran N of M
+//! seeds` when the budget ran out first (the test passes, and the report counts the
+//! mutant as inconclusive, not missed). The line goes straight to stderr, past the test
+//! harness's capture, so cargo's log has it whether the test passed or failed.
 //!
 //! `CAFELOG_MUTANT_SEEDS` (`A..B`, default `0..500`), `CAFELOG_MUTANT_BUDGET` (seconds
 //! of wall time, default 60) and `CAFELOG_MUTANT_PROFILE` (default `quick`) bound it.
 
+use std::io::Write;
 use std::process::Command;
 use std::time::Instant;
 
@@ -22,6 +26,11 @@ struct SeedLine {
     seed: u64,
     verdict: String,
     checker: Option<String>,
+}
+
+/// One line for `ci/mutants`'s report, uncaptured.
+fn report(line: &str) {
+    let _ = writeln!(std::io::stderr(), "mutant sweep: {line}");
 }
 
 fn env_or(name: &str, default: &str) -> String {
@@ -33,10 +42,11 @@ fn a_bounded_sweep_passes() {
     let seeds = env_or("CAFELOG_MUTANT_SEEDS", "0..500");
     let budget = env_or("CAFELOG_MUTANT_BUDGET", "60");
     let profile = env_or("CAFELOG_MUTANT_PROFILE", "quick");
-    let (first, _) = seeds
+    let (first, end) = seeds
         .split_once("..")
         .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
-        .unwrap_or_else(|| panic!("CAFELOG_MUTANT_SEEDS={seeds}: expected A..B"));
+        .filter(|(a, b)| a < b)
+        .unwrap_or_else(|| panic!("CAFELOG_MUTANT_SEEDS={seeds}: expected A..B with A < B"));
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("seeds.json");
     let begun = Instant::now();
@@ -63,13 +73,13 @@ fn a_bounded_sweep_passes() {
         .filter(|r| r.verdict != "pass")
         .min_by_key(|r| r.seed);
     if let Some(f) = failed {
-        println!(
-            "mutant sweep: caught after {} seeds (seed {}: {} {})",
+        report(&format!(
+            "caught after {} seeds (seed {}: {} {})",
             f.seed - first + 1,
             f.seed,
             f.verdict,
             f.checker.as_deref().unwrap_or("-")
-        );
+        ));
         panic!(
             "the sweep failed: cafelog replay --seed {} --profile {profile}",
             f.seed
@@ -81,9 +91,17 @@ fn a_bounded_sweep_passes() {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    println!(
-        "mutant sweep: passed {} seeds in {:.1} s",
+    let wanted = end - first;
+    if (records.len() as u64) < wanted {
+        report(&format!(
+            "inconclusive: ran {} of {wanted} seeds in the {budget} s budget",
+            records.len()
+        ));
+        return;
+    }
+    report(&format!(
+        "passed {} seeds in {:.1} s",
         records.len(),
         begun.elapsed().as_secs_f64()
-    );
+    ));
 }

@@ -3,11 +3,11 @@
 //! directories (the shards of one run) make one report.
 //!
 //! A mutant is caught when a test failed on it, and the report says by what: the seed
-//! sweep (`tests/mutants` prints how many seeds it needed), the engine's own tests, or
+//! sweep (`tests/harness` prints how many seeds it needed), the engine's own tests, or
 //! both. The score is caught / (caught + missed). Left out of it, each listed on its
-//! own: timeouts (a test ran past the limit, a hang, or a build did: cargo's order
-//! runs the `log` tests before the sweep, so a hang there says nothing of the sweep),
-//! inconclusive sweeps (the budget ran out before the last seed, so "passed" would
+//! own: timeouts (a test or the build ran past the limit; cargo runs the sweep's target
+//! before the `log` and `store` tests, so a timeout after the sweep failed counts as
+//! caught, and one where the sweep passed or never ran is not judged), inconclusive sweeps (the budget ran out before the last seed, so "passed" would
 //! overstate what was tried), failures of the run itself, unviable mutants (they do not
 //! build). Mutants listed as equivalent in `.cargo/mutants.toml` are never run;
 //! `ci/mutants` writes their names to `equivalent.txt` beside `mutants.out`, and a
@@ -72,16 +72,18 @@ pub struct MutantReport {
     pub diff: Option<String>,
 }
 
+/// The sweep's test target (`tests/harness`; runs of cafelog before its rename called
+/// it `mutants`).
+fn is_sweep(target: &str) -> bool {
+    target.ends_with("--test harness") || target.ends_with("--test mutants")
+}
+
 impl MutantReport {
     pub fn by_sweep(&self) -> bool {
-        self.failed_targets
-            .iter()
-            .any(|t| t.ends_with("--test mutants"))
+        self.failed_targets.iter().any(|t| is_sweep(t))
     }
     pub fn by_tests(&self) -> bool {
-        self.failed_targets
-            .iter()
-            .any(|t| !t.ends_with("--test mutants"))
+        self.failed_targets.iter().any(|t| !is_sweep(t))
     }
 }
 
@@ -213,6 +215,9 @@ fn mutant_report(dir: &Path, outcome: &Value, mutant: &Value) -> Result<MutantRe
         Some("CaughtMutant") => Fate::Caught,
         Some("MissedMutant") if log.contains("mutant sweep: inconclusive") => Fate::Inconclusive,
         Some("MissedMutant") => Fate::Missed,
+        // The sweep runs before the log tests: when it failed before something hung,
+        // the harness caught the mutant.
+        Some("Timeout") if log.contains("mutant sweep: caught after") => Fate::Caught,
         Some("Timeout") => Fate::Timeout,
         Some("Unviable") => Fate::Unviable,
         Some("Failure") => Fate::Failure,
@@ -253,7 +258,7 @@ fn mutant_report(dir: &Path, outcome: &Value, mutant: &Value) -> Result<MutantRe
 
 /// The failed test targets and the sweep's seeds to failure, from a mutant's log:
 /// cargo prints ``to rerun pass `-p cafelog --test log` `` for each failed target, and
-/// `tests/mutants` prints `mutant sweep: caught after N seeds`.
+/// `tests/harness` prints `mutant sweep: caught after N seeds`.
 pub fn read_log(log: &str) -> (Vec<String>, Option<u64>) {
     let mut targets: Vec<String> = log
         .lines()
@@ -466,12 +471,12 @@ mod tests {
         let log = "test a ... FAILED\n\
             error: test failed, to rerun pass `-p cafelog --test store`\n\
             mutant sweep: caught after 37 seeds (seed 36: fail no_lost_ack)\n\
-            error: test failed, to rerun pass `-p cafelog --test mutants`\n\
+            error: test failed, to rerun pass `-p cafelog --test harness`\n\
             error: 2 targets failed:\n    `-p cafelog --test store`\n";
         let (targets, seeds) = read_log(log);
         assert_eq!(
             targets,
-            ["-p cafelog --test mutants", "-p cafelog --test store"]
+            ["-p cafelog --test harness", "-p cafelog --test store"]
         );
         assert_eq!(seeds, Some(37));
         assert_eq!(
@@ -496,7 +501,7 @@ mod tests {
         };
         let r = summarise(
             vec![
-                m(Fate::Caught, &["-p cafelog --test mutants"]),
+                m(Fate::Caught, &["-p cafelog --test harness"]),
                 m(Fate::Caught, &["-p cafelog-engine --lib"]),
                 m(Fate::Missed, &[]),
                 m(Fate::Timeout, &[]),
@@ -554,7 +559,7 @@ mod tests {
             root.path().join("a/mutants.out"),
             root.path().join("b/mutants.out"),
         );
-        let caught = "error: test failed, to rerun pass `-p cafelog --test mutants`\n\
+        let caught = "error: test failed, to rerun pass `-p cafelog --test harness`\n\
             mutant sweep: caught after 9 seeds (seed 8: fail no_lost_ack)\n";
         fixture(
             &a,
@@ -578,6 +583,7 @@ mod tests {
             &[
                 ("x.rs:3:1: m1", "CaughtMutant", caught),
                 ("x.rs:3:4: m4", "Timeout", ""),
+                ("x.rs:3:5: m5", "Timeout", caught),
             ],
         );
         std::fs::write(root.path().join("b/equivalent.txt"), "x.rs:3:3: eq\n").unwrap();
@@ -593,11 +599,13 @@ mod tests {
                 ("x.rs:3:1: m1", Fate::Caught),
                 ("x.rs:3:2: m2", Fate::Inconclusive),
                 ("x.rs:3:4: m4", Fate::Timeout),
+                // Timed out after the sweep failed: the harness caught it.
+                ("x.rs:3:5: m5", Fate::Caught),
             ]
         );
         assert_eq!(r.mutants[0].seeds_to_failure, Some(9));
         assert!(r.mutants[2].build_timed_out);
-        assert_eq!((r.total.caught_by_sweep_only, r.total.equivalent), (1, 1));
+        assert_eq!((r.total.caught_by_sweep_only, r.total.equivalent), (2, 1));
         assert_eq!(r.total.score(), Some(1.0));
         let missing = read(&[root.path().join("nowhere")]).unwrap_err();
         assert!(missing.contains("outcomes.json"), "{missing}");

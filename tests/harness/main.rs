@@ -2,7 +2,7 @@
 //! sweep of the real `cafelog` binary that stops at its first failure.
 //!
 //! `cargo test` does not run it (`test = false` in `Cargo.toml`); `ci/mutants` names it
-//! with `--test mutants`, beside the engine's own tests, so that a mutant of the engine
+//! with `--test harness`, beside the engine's own tests, so that a mutant of the engine
 //! is caught when the harness would catch the same defect in a user's change. It prints
 //! one line that `ci/mutants` reads into its report:
 //!

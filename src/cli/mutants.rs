@@ -5,9 +5,10 @@
 //! A mutant is caught when a test failed on it, and the report says by what: the seed
 //! sweep (`tests/harness` prints how many seeds it needed), the engine's own tests, or
 //! both. The score is caught / (caught + missed). Left out of it, each listed on its
-//! own: timeouts (a test or the build ran past the limit; cargo runs the sweep's target
-//! before the `log` and `store` tests, so a timeout after the sweep failed counts as
-//! caught, and one where the sweep passed or never ran is not judged), inconclusive sweeps (the budget ran out before the last seed, so "passed" would
+//! own: timeouts no test judged (cargo runs the sweep's target before the `log` and
+//! `store` tests, so a timeout after the sweep failed is caught by it, and one after it
+//! passed is caught by the target that hung, as a hang fails CI; one where the build
+//! timed out or the sweep never ran is not judged), inconclusive sweeps (the budget ran out before the last seed, so "passed" would
 //! overstate what was tried), failures of the run itself, unviable mutants (they do not
 //! build). Mutants listed as equivalent in `.cargo/mutants.toml` are never run;
 //! `ci/mutants` writes their names to `equivalent.txt` beside `mutants.out`, and a
@@ -216,8 +217,12 @@ fn mutant_report(dir: &Path, outcome: &Value, mutant: &Value) -> Result<MutantRe
         Some("MissedMutant") if log.contains("mutant sweep: inconclusive") => Fate::Inconclusive,
         Some("MissedMutant") => Fate::Missed,
         // The sweep runs before the log tests: when it failed before something hung,
-        // the harness caught the mutant.
+        // the harness caught the mutant; when it passed and a later target hung, that
+        // target caught it (a hang fails CI as surely as an assertion).
         Some("Timeout") if log.contains("mutant sweep: caught after") => Fate::Caught,
+        Some("Timeout") if log.contains("mutant sweep: passed") && hung_target(&log).is_some() => {
+            Fate::Caught
+        }
         Some("Timeout") => Fate::Timeout,
         Some("Unviable") => Fate::Unviable,
         Some("Failure") => Fate::Failure,
@@ -241,7 +246,12 @@ fn mutant_report(dir: &Path, outcome: &Value, mutant: &Value) -> Result<MutantRe
         .then(|| outcome["diff_path"].as_str())
         .flatten()
         .and_then(|p| std::fs::read_to_string(dir.join(p)).ok());
-    let (failed_targets, seeds_to_failure) = read_log(&log);
+    let (mut failed_targets, seeds_to_failure) = read_log(&log);
+    if outcome["summary"] == "Timeout"
+        && let Some(target) = hung_target(&log)
+    {
+        failed_targets.push(format!("hung: {target}"));
+    }
     Ok(MutantReport {
         name: text(&mutant["name"]),
         file: text(&mutant["file"]),
@@ -254,6 +264,19 @@ fn mutant_report(dir: &Path, outcome: &Value, mutant: &Value) -> Result<MutantRe
         test_s: phase_s("Test"),
         diff,
     })
+}
+
+/// The test binary that was running when a timeout killed the tests: the last one cargo
+/// started (`Running `.../deps/log-0123abcd``) with no `test result` line after it.
+pub fn hung_target(log: &str) -> Option<String> {
+    let start = log.rfind("     Running `")?;
+    let rest = &log[start..];
+    if rest.contains("test result:") {
+        return None;
+    }
+    let binary = rest.split('`').nth(1)?.rsplit('/').next()?;
+    let name = binary.rsplit_once('-').map_or(binary, |(name, _)| name);
+    Some(format!("--test {name}"))
 }
 
 /// The failed test targets and the sweep's seeds to failure, from a mutant's log:
@@ -559,6 +582,8 @@ mod tests {
             root.path().join("a/mutants.out"),
             root.path().join("b/mutants.out"),
         );
+        let hung = "     Running `/t/deps/harness-0a`\nmutant sweep: passed 500 seeds in 3 s\n\
+            test result: ok. 1 passed\n     Running `/t/deps/log-1b`\ntest a ... \n";
         let caught = "error: test failed, to rerun pass `-p cafelog --test harness`\n\
             mutant sweep: caught after 9 seeds (seed 8: fail no_lost_ack)\n";
         fixture(
@@ -584,6 +609,7 @@ mod tests {
                 ("x.rs:3:1: m1", "CaughtMutant", caught),
                 ("x.rs:3:4: m4", "Timeout", ""),
                 ("x.rs:3:5: m5", "Timeout", caught),
+                ("x.rs:3:6: m6", "Timeout", hung),
             ],
         );
         std::fs::write(root.path().join("b/equivalent.txt"), "x.rs:3:3: eq\n").unwrap();
@@ -601,10 +627,14 @@ mod tests {
                 ("x.rs:3:4: m4", Fate::Timeout),
                 // Timed out after the sweep failed: the harness caught it.
                 ("x.rs:3:5: m5", Fate::Caught),
+                // The sweep passed, then the log tests hung: they caught it.
+                ("x.rs:3:6: m6", Fate::Caught),
             ]
         );
         assert_eq!(r.mutants[0].seeds_to_failure, Some(9));
         assert!(r.mutants[2].build_timed_out);
+        assert_eq!(r.mutants[4].failed_targets, ["hung: --test log"]);
+        assert_eq!(r.total.caught_by_tests_only, 1);
         assert_eq!((r.total.caught_by_sweep_only, r.total.equivalent), (2, 1));
         assert_eq!(r.total.score(), Some(1.0));
         let missing = read(&[root.path().join("nowhere")]).unwrap_err();

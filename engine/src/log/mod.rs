@@ -290,6 +290,13 @@ impl<F: Fs> State<F> {
             self.next_offset,
             "buffer does not end at the log end"
         );
+        // What counts against `buffer_bytes_max` is what the buffer holds: each record's
+        // envelope behind its length prefix.
+        assert_eq!(
+            self.buffer_bytes + RECORD_LEN_PREFIX * self.buffer.len(),
+            self.buffer.payload.len() - self.buffer.start,
+            "buffer_bytes out of step with the buffered records"
+        );
     }
 }
 

@@ -19,6 +19,19 @@ impl Run {
         r
     }
 
+    /// Topic `orders` (see [`Run::with_retention`]) opened with segment 0 holding ids 1
+    /// and 2 at offsets 0 and 1, and segment 2 holding id 3 at offset 2.
+    pub(super) fn two_segments(retention_ms: u64) -> Self {
+        let mut r = Run::with_retention(retention_ms);
+        r.segment(0, true)
+            .opened(0, 0, 0)
+            .committed(1, 0)
+            .committed(2, 1)
+            .segment(2, true)
+            .committed(3, 2);
+        r
+    }
+
     /// The engine created (`created`) or the reaper deleted the segment of orders/0
     /// named `base`. A deletion carries what the world would decode from the file: the
     /// last record acknowledged at each offset from `base` up to the next segment's.
@@ -83,14 +96,8 @@ impl Run {
 /// Segments 0 (ids 1, 2 at offsets 0, 1, the second committed at 55) and 2 (id 3),
 /// the open done; `wait` ms later, segment 0 is reaped and the log start moves to 2.
 fn reaped_after(wait: u64) -> Run {
-    let mut r = Run::with_retention(1_000);
-    r.segment(0, true)
-        .opened(0, 0, 0)
-        .committed(1, 0)
-        .committed(2, 1)
-        .segment(2, true)
-        .committed(3, 2)
-        .deliver(1, 0, 0, 35)
+    let mut r = Run::two_segments(1_000);
+    r.deliver(1, 0, 0, 35)
         .deliver(2, 0, 1, 55)
         .deliver(3, 0, 2, 85)
         .wait(wait)
@@ -168,16 +175,8 @@ fn no_lost_ack_forgives_retention_only_inside_a_reaped_segment() {
     // Id 2 at offset 1 is never delivered: inside the reaped segment it is retention's;
     // at a log start the engine reports without deleting anything, it is lost.
     let run = |reap: bool| {
-        let mut r = Run::with_retention(1_000);
-        r.segment(0, true)
-            .opened(0, 0, 0)
-            .committed(1, 0)
-            .committed(2, 1)
-            .segment(2, true)
-            .committed(3, 2)
-            .deliver(1, 0, 0, 35)
-            .deliver(3, 0, 2, 85)
-            .wait(1_000);
+        let mut r = Run::two_segments(1_000);
+        r.deliver(1, 0, 0, 35).deliver(3, 0, 2, 85).wait(1_000);
         if reap {
             r.segment(0, false);
         }
@@ -338,14 +337,8 @@ fn a_record_the_engine_never_showed_again_is_not_retentions_when_its_segment_goe
     // HWM 1); a replay that never re-commits it loses it, whatever the reaper deletes
     // later: the file held it only above the HWM the engine showed.
     let run = |shown_again: bool| {
-        let mut r = Run::with_retention(10);
-        r.segment(0, true)
-            .opened(0, 0, 0)
-            .committed(1, 0)
-            .committed(2, 1)
-            .segment(2, true)
-            .committed(3, 2)
-            .deliver(1, 0, 0, 15)
+        let mut r = Run::two_segments(10);
+        r.deliver(1, 0, 0, 15)
             .crash(&[(0, 1, 3, 3)])
             .restart()
             .opened(0, 1, 3);

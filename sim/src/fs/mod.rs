@@ -124,6 +124,9 @@ pub struct BitFlip {
     /// The byte before and after.
     pub before: u8,
     pub after: u8,
+    /// The page cache held the same byte and took the flip too (the platter and the
+    /// cache disagree only where a write is pending or an fsync lied).
+    pub in_cache: bool,
 }
 
 /// The simulated disk. Cheap to clone: clones share one disk.
@@ -632,7 +635,8 @@ impl State {
         let after = before ^ (1 << bit);
         inode.durable[index] = after;
         let masked = inode.pending.iter().any(|op| op.masks(position));
-        if !masked && inode.cache.get(index) == Some(&before) {
+        let in_cache = !masked && inode.cache.get(index) == Some(&before);
+        if in_cache {
             inode.cache[index] = after;
         }
         let flip = BitFlip {
@@ -641,6 +645,7 @@ impl State {
             bit,
             before,
             after,
+            in_cache,
         };
         self.log.record(
             self.epoch,

@@ -151,6 +151,14 @@ pub fn locate(
     (None, Some(false))
 }
 
+/// The records of the frame holding byte `position` of the segment image `bytes` (the
+/// file at `path`), walking its headers from byte 0.
+pub fn locate_in_image(path: &Path, position: u64, bytes: &[u8]) -> Option<OffsetRange> {
+    let name = path.file_name().and_then(|n| n.to_str())?;
+    let base = layout::parse_segment_file_name(name)?;
+    walk_headers(bytes, 0, base, position)
+}
+
 /// Walks frame headers in `bytes` from `at` (where the frame with base offset `base`
 /// starts) to the frame holding byte `position`, and returns its records. Where the
 /// walk meets bytes that are no header (earlier damage: a misdirected write, a flip),

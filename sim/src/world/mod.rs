@@ -724,7 +724,17 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
         (Some(_), FileKind::Segment) => {
             // Headers are walked in the durable image as it was before the flip.
             let bytes = durable_before_flip(&world.fs, &flip);
-            disk::locate(&before, &flip.path, flip.position, bytes.as_deref())
+            match disk::locate(&before, &flip.path, flip.position, bytes.as_deref()) {
+                // No frame there on the platter, but the cache took the flip too: a lost
+                // fsync left frames the platter lacks, and the engine reads those.
+                (None, below) if flip.in_cache => {
+                    let visible = visible_before_flip(&world.fs, &flip);
+                    let range =
+                        visible.and_then(|b| disk::locate_in_image(&flip.path, flip.position, &b));
+                    (range, below)
+                }
+                found => found,
+            }
         }
         // An 8-byte word: the flip can move what it says anywhere between its value
         // before and after (for `hwm`, the HWM the next open trusts; for
@@ -790,6 +800,18 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
 fn durable_before_flip(fs: &SimFs, flip: &crate::fs::BitFlip) -> Option<Vec<u8>> {
     let mut bytes = fs.durable_bytes(&flip.path)?;
     if let Some(byte) = bytes.get_mut(flip.position as usize) {
+        *byte = flip.before;
+    }
+    Some(bytes)
+}
+
+/// The page cache's image of the file `flip` hit, as it was before the flip (`None`
+/// when the file has no visible name).
+fn visible_before_flip(fs: &SimFs, flip: &crate::fs::BitFlip) -> Option<Vec<u8>> {
+    let mut bytes = fs.visible_bytes(&flip.path)?;
+    if flip.in_cache
+        && let Some(byte) = bytes.get_mut(flip.position as usize)
+    {
         *byte = flip.before;
     }
     Some(bytes)

@@ -62,6 +62,11 @@
 //!   the partition's open) was sealed and its latest commit seen was `retention_ms` old
 //!   by the highest clock the engine may read; every log start is a segment's base.
 //!   Its deletions are what `no_lost_ack`'s `retention` row excuses.
+//! - `layout`: the frames and segments the engine left hold the spec's shapes: at most
+//!   `flush_records` records and `flush_bytes` of records per frame (one larger record
+//!   alone), zstd only at `compress_min_bytes` and up, segments within `segment_bytes`
+//!   (one larger frame alone), rolled only when the next frame would overflow, sealed
+//!   at their last frame.
 //!
 //! Liveness checker:
 //! - `delivered_after_heal`: every acknowledged record is delivered by
@@ -94,6 +99,7 @@ pub mod explained;
 pub mod facts;
 pub mod frontier;
 pub mod frontier_durable;
+pub mod layout;
 pub mod lease_exclusive;
 pub mod liveness;
 pub mod loss;
@@ -132,13 +138,14 @@ pub enum CheckerName {
     DelayGate,
     LeaseExclusive,
     RetentionSafe,
+    Layout,
     DeliveredAfterHeal,
     RedeliveredAfterExpiry,
     WokenPromptly,
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 15] = [
+    pub const ALL: [CheckerName; 16] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
@@ -151,6 +158,7 @@ impl CheckerName {
         CheckerName::DelayGate,
         CheckerName::LeaseExclusive,
         CheckerName::RetentionSafe,
+        CheckerName::Layout,
         CheckerName::DeliveredAfterHeal,
         CheckerName::RedeliveredAfterExpiry,
         CheckerName::WokenPromptly,
@@ -170,6 +178,7 @@ impl CheckerName {
             CheckerName::DelayGate => "delay_gate",
             CheckerName::LeaseExclusive => "lease_exclusive",
             CheckerName::RetentionSafe => "retention_safe",
+            CheckerName::Layout => "layout",
             CheckerName::DeliveredAfterHeal => "delivered_after_heal",
             CheckerName::RedeliveredAfterExpiry => "redelivered_after_expiry",
             CheckerName::WokenPromptly => "woken_promptly",
@@ -267,6 +276,7 @@ pub struct CheckReport {
     pub delay_gate: delay_gate::DelayGateReport,
     pub lease_exclusive: lease_exclusive::LeaseReport,
     pub retention_safe: retention_safe::RetentionReport,
+    pub layout: layout::LayoutReport,
     pub delivered_after_heal: liveness::LivenessReport,
     pub redelivered_after_expiry: redelivery::RedeliveryReport,
     pub woken_promptly: woken::WokenReport,
@@ -287,6 +297,7 @@ impl CheckReport {
             CheckerName::DelayGate => &self.delay_gate.violations,
             CheckerName::LeaseExclusive => &self.lease_exclusive.violations,
             CheckerName::RetentionSafe => &self.retention_safe.violations,
+            CheckerName::Layout => &self.layout.violations,
             CheckerName::DeliveredAfterHeal => &self.delivered_after_heal.violations,
             CheckerName::RedeliveredAfterExpiry => &self.redelivered_after_expiry.violations,
             CheckerName::WokenPromptly => &self.woken_promptly.violations,
@@ -373,6 +384,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         delay_gate: delay_gate::check(&facts),
         lease_exclusive: lease_exclusive::check(&facts),
         retention_safe: retention_safe::check(&facts),
+        layout: layout::check(&facts),
         redelivered_after_expiry: redelivery::check(&facts, config),
         woken_promptly: woken::check(&facts, config),
         accounting,

@@ -29,9 +29,11 @@
 
 mod alarm;
 mod disk;
+mod layout;
 
 pub use alarm::Alarm;
 pub use disk::{BadAt, DiskView, OpenRule};
+pub use layout::{LayoutKnobs, SegmentLayout};
 
 use std::fmt;
 
@@ -439,6 +441,14 @@ pub enum EventKind {
         tp: TopicPartition,
         asked_at_ms: u64,
     },
+    /// World, at the end of the run: the partition's segment files as the page cache
+    /// holds them (what the engine wrote, whatever reached the platter), in offset
+    /// order, decoded by the reference decoder, with the knobs the shape rules use.
+    LayoutObserved {
+        tp: TopicPartition,
+        knobs: LayoutKnobs,
+        segments: Vec<SegmentLayout>,
+    },
 }
 
 /// One ingress WAL entry destroyed by damage at rest.
@@ -563,6 +573,12 @@ impl fmt::Display for Event {
             EventKind::ReceiveKilled { tp, asked_at_ms } => {
                 write!(f, "receive_killed {tp} asked_at_ms={asked_at_ms}")
             }
+            EventKind::LayoutObserved { tp, segments, .. } => write!(
+                f,
+                "layout_observed {tp} segments={} frames={}",
+                segments.len(),
+                segments.iter().map(|s| u64::from(s.frames)).sum::<u64>()
+            ),
             EventKind::FrontierSkipped { tp, from, to, held } => write!(
                 f,
                 "frontier_skipped {tp} [{from}, {to}) records={}",
@@ -1050,6 +1066,23 @@ impl History {
             EventKind::ReceiveKilled {
                 tp: tp.clone(),
                 asked_at_ms,
+            },
+        )
+    }
+
+    pub fn layout_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        knobs: LayoutKnobs,
+        segments: Vec<SegmentLayout>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::LayoutObserved {
+                tp: tp.clone(),
+                knobs,
+                segments,
             },
         )
     }

@@ -18,6 +18,7 @@ pub mod engine_call;
 pub mod node;
 pub mod observe;
 pub mod recorder;
+pub mod shape;
 pub mod workload;
 
 use crate::check::{CheckConfig, CheckReport, Verdict, check};
@@ -185,6 +186,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         paths.delayed_delivered = r.delay_gate.gated_deliveries;
         paths.frontiers_recovered = r.frontier_durable.held_to_durable;
         paths.wakeups_timed = r.woken_promptly.timed;
+        paths.rolls_judged = r.layout.rolls_judged;
     }
     RunOutcome {
         seed: spec.seed,
@@ -319,6 +321,7 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
         task.abort();
     }
     sample(&world);
+    observe_layouts(&world);
     let mut rec = world.recorder.lock();
     add_incarnation_paths(&mut rec, &world);
     let produced = world.next_id.load(Ordering::SeqCst);
@@ -677,6 +680,22 @@ fn add_incarnation_paths(rec: &mut recorder::Recorder, world: &World) {
 }
 
 /// Every partition directory on the disk, as `(tp, dir)`.
+/// Records each partition's segment files as the engine left them, for `layout`.
+fn observe_layouts(world: &World) {
+    let mut rec = world.recorder.lock();
+    let now = rec.now_ms();
+    for plan in &world.spec.workload.topics {
+        let knobs = shape::knobs(&plan.config.log);
+        for p in 0..plan.config.partitions {
+            let dir = layout::partition_dir(Path::new(DATA_ROOT), &plan.name, p);
+            if let Some(segments) = shape::visible_layout(&world.fs, &dir) {
+                let tp = TopicPartition::new(plan.name.clone(), p);
+                rec.history.layout_observed(now, &tp, knobs, segments);
+            }
+        }
+    }
+}
+
 fn partition_dirs(world: &World) -> Vec<(TopicPartition, PathBuf)> {
     let mut out = Vec::new();
     for plan in &world.spec.workload.topics {

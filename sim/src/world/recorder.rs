@@ -50,6 +50,8 @@ pub struct Paths {
     /// Frontiers loaded at an open after the engine had persisted one (each held to it
     /// by `frontier_durable`).
     pub frontiers_recovered: u64,
+    /// Segment rolls judged by `layout` (a segment and its successor's first frame).
+    pub rolls_judged: u64,
     pub wal_replayed: u64,
     pub clock_steps: u64,
     pub bit_flips: u64,
@@ -87,6 +89,7 @@ impl Paths {
                 "frontiers_recovered_after_persist",
                 self.frontiers_recovered,
             ),
+            ("segment_rolls_judged", self.rolls_judged),
             ("wal_entries_replayed", self.wal_replayed),
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),

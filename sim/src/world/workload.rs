@@ -174,7 +174,7 @@ impl Workload {
                 plan.config.log.zstd_hash_log = 0;
             }
         }
-        // Drawn last, for the same reason. Half the consumers park for up to seconds
+        // Drawn after the knobs, for the same reason. Half the consumers park for up to seconds
         // (below the client's 3 s reply timeout): a missed wake-up then costs a long
         // wait that `woken_promptly` sees, where a short park would hide it. A quarter
         // think for up to a few hundred ms before the heal: a record one of them nacked
@@ -185,6 +185,15 @@ impl Workload {
             }
             if dice.chance(0.25) {
                 plan.think_ms.1 = dice.range(100..=SLOW_THINK_MS_MAX);
+            }
+        }
+        // Drawn last, for the same reason. One
+        // topic in eight drains frames of a few hundred bytes: most records are then
+        // larger than `flush_bytes` and take a frame of their own, the case the frame
+        // cut (storage-engine.md: "one frame per drain") must get right at its edge.
+        for plan in &mut topics {
+            if dice.below(8) == 0 {
+                plan.config.log.flush_bytes = dice.range(16..=512) as usize;
             }
         }
         Workload {

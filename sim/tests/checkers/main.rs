@@ -39,6 +39,7 @@ mod duplicates;
 mod excuses;
 mod frontier;
 mod frontier_durable;
+mod layout;
 mod lease_exclusive;
 mod liveness;
 mod loss;

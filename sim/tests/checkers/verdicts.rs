@@ -88,6 +88,7 @@ fn checker_names_are_stable_snake_case() {
             "delay_gate",
             "lease_exclusive",
             "retention_safe",
+            "layout",
             "delivered_after_heal",
             "redelivered_after_expiry",
             "woken_promptly",

@@ -1,0 +1,277 @@
+//! `layout`: the engine writes the shapes the spec states (storage-engine.md, "The
+//! flusher pipeline" and "Segments are capped"), judged on the segment files it left
+//! at the end of the run ([`EventKind::LayoutObserved`]):
+//! - F1: a frame holds at most `flush_records` records;
+//! - F2: a frame of two or more records holds at most `flush_bytes` of record bytes
+//!   (one record larger than that is a frame of its own);
+//! - F3: a zstd frame's payload is at least `compress_min_bytes`, and its topic's codec
+//!   is zstd;
+//! - S1: a segment of two or more frames is at most `segment_bytes` long;
+//! - S2: a segment is rolled only when the next frame would overflow it: a segment's
+//!   frames plus its successor's first frame exceed `segment_bytes`;
+//! - S3: a sealed segment (one with a successor) ends at its last frame.
+//!
+//! What may excuse, each naming its event and covering one segment:
+//! - S2: an open found the successor listed and empty (the durable tail at its base,
+//!   [`EventKind::DiskAtOpen`]): its first frame was then written into a segment that
+//!   already existed, with no roll to judge;
+//! - S2, S3: the decoder stopped inside the segment (damage): not judged, counted;
+//! - S2, S3: the last incarnation refused the partition ([`EventKind::PartitionRefused`]):
+//!   no open since the damage trimmed or cut anything, so only F1-F3 and S1 are judged;
+//! - S3: a fault hit the segment's file after the last open (bytes after the last
+//!   frame that no open has trimmed yet).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::facts::Facts;
+use super::{RecordRef, Violation};
+use crate::history::{EventKind, Incarnation, LayoutKnobs, Offset, SegmentLayout, TopicPartition};
+use crate::reference::partition::segment_base;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LayoutReport {
+    pub partitions: u64,
+    pub segments: u64,
+    pub frames: u64,
+    /// Successive segment pairs judged by S2.
+    pub rolls_judged: u64,
+    /// `(partition, successor's base, DiskAtOpen index)`: S2 excused by an open that
+    /// found the successor empty.
+    pub rolls_excused: Vec<(TopicPartition, Offset, usize)>,
+    /// `(partition, base, fault index)`: S3 excused by a fault on the file since the
+    /// last open.
+    pub tails_excused: Vec<(TopicPartition, Offset, usize)>,
+    /// Segments the decoder stopped inside (damage), not judged by S2 and S3.
+    pub damaged: u64,
+    /// `(partition, PartitionRefused index)`: partitions the last incarnation refused,
+    /// not judged by S2 and S3.
+    pub refused: Vec<(TopicPartition, usize)>,
+    pub violations: Vec<Violation>,
+}
+
+pub fn check(facts: &Facts<'_>) -> LayoutReport {
+    let mut report = LayoutReport::default();
+    let events = facts.history.events();
+    let found_empty = found_empty(facts);
+    let mut last_restart = None;
+    let mut refused: BTreeMap<&TopicPartition, usize> = BTreeMap::new();
+    for (index, event) in events.iter().enumerate() {
+        match &event.kind {
+            EventKind::Restart => {
+                last_restart = Some(index);
+                refused.clear();
+            }
+            EventKind::PartitionRefused { tp, .. } => {
+                refused.entry(tp).or_insert(index);
+            }
+            EventKind::LayoutObserved {
+                tp,
+                knobs,
+                segments,
+            } => {
+                let judge = Judge {
+                    facts,
+                    tp,
+                    knobs,
+                    index,
+                    since: last_restart.unwrap_or(0),
+                    found_empty: &found_empty,
+                    refused: refused.get(tp).copied(),
+                };
+                judge.partition(segments, &mut report);
+            }
+            _ => {}
+        }
+    }
+    report
+}
+
+/// `(partition, base) -> DiskAtOpen index` for each segment an open found listed with
+/// no valid frame (the durable tail at its base), first open first. A restart records
+/// the partition's `DiskAtOpen` and `SegmentsListed` in either order.
+fn found_empty(facts: &Facts<'_>) -> BTreeMap<(TopicPartition, Offset), usize> {
+    // Every image an open may have read: a second `DiskAtOpen` (`while_open`) follows
+    // damage that landed during the open.
+    let mut tails: Vec<((TopicPartition, Incarnation), Offset, usize)> = Vec::new();
+    let mut listed: BTreeMap<(TopicPartition, Incarnation), &[Offset]> = BTreeMap::new();
+    for (index, event) in facts.history.events().iter().enumerate() {
+        let key = |tp: &TopicPartition| (tp.clone(), event.incarnation);
+        match &event.kind {
+            EventKind::DiskAtOpen { tp, disk, .. } => {
+                tails.push((key(tp), disk.tail, index));
+            }
+            EventKind::SegmentsListed { tp, bases } => {
+                listed.insert(key(tp), bases);
+            }
+            _ => {}
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (key, tail, index) in tails {
+        if listed.get(&key).is_some_and(|bases| bases.contains(&tail)) {
+            out.entry((key.0, tail)).or_insert(index);
+        }
+    }
+    out
+}
+
+struct Judge<'a, 'h> {
+    facts: &'a Facts<'h>,
+    tp: &'a TopicPartition,
+    knobs: &'a LayoutKnobs,
+    /// The `LayoutObserved` event.
+    index: usize,
+    /// Faults from here on can have left bytes no open trimmed.
+    since: usize,
+    found_empty: &'a BTreeMap<(TopicPartition, Offset), usize>,
+    /// The last incarnation refused the partition (this `PartitionRefused`).
+    refused: Option<usize>,
+}
+
+impl Judge<'_, '_> {
+    fn partition(&self, segments: &[SegmentLayout], report: &mut LayoutReport) {
+        report.partitions += 1;
+        if let Some(index) = self.refused {
+            report.refused.push((self.tp.clone(), index));
+        }
+        for (k, segment) in segments.iter().enumerate() {
+            report.segments += 1;
+            report.frames += u64::from(segment.frames);
+            self.frames(segment, report);
+            if segment.frames > 1 && segment.valid_len > self.knobs.segment_bytes {
+                self.violation(
+                    report,
+                    segment,
+                    format!(
+                        "S1: segment {} holds {} frames in {} bytes, over segment_bytes {}",
+                        segment.base, segment.frames, segment.valid_len, self.knobs.segment_bytes
+                    ),
+                );
+            }
+            if segment.damaged {
+                report.damaged += 1;
+                continue;
+            }
+            let Some(next) = segments.get(k + 1).filter(|_| self.refused.is_none()) else {
+                continue;
+            };
+            self.sealed_tail(segment, report);
+            if !next.damaged && next.frames > 0 && next.base == segment.end {
+                self.roll(segment, next, report);
+            }
+        }
+    }
+
+    /// F1-F3 over one segment's frames.
+    fn frames(&self, segment: &SegmentLayout, report: &mut LayoutReport) {
+        let k = self.knobs;
+        if u64::from(segment.records_max) > k.flush_records {
+            self.violation(
+                report,
+                segment,
+                format!(
+                    "F1: a frame of segment {} holds {} records, over flush_records {}",
+                    segment.base, segment.records_max, k.flush_records
+                ),
+            );
+        }
+        if segment.multi_record_bytes_max > k.flush_bytes {
+            self.violation(
+                report,
+                segment,
+                format!(
+                    "F2: a frame of segment {} holds {} record bytes in several records, over \
+                     flush_bytes {}",
+                    segment.base, segment.multi_record_bytes_max, k.flush_bytes
+                ),
+            );
+        }
+        if let Some(min) = segment.zstd_payload_min
+            && (!k.zstd || min < k.compress_min_bytes)
+        {
+            self.violation(
+                report,
+                segment,
+                format!(
+                    "F3: segment {} holds a zstd frame of {min} payload bytes (topic codec \
+                     zstd: {}, compress_min_bytes {})",
+                    segment.base, k.zstd, k.compress_min_bytes
+                ),
+            );
+        }
+    }
+
+    /// S3: a sealed segment ends at its last frame.
+    fn sealed_tail(&self, segment: &SegmentLayout, report: &mut LayoutReport) {
+        if segment.file_len == segment.valid_len {
+            return;
+        }
+        if let Some(fault) = self.fault_on(segment.base) {
+            report
+                .tails_excused
+                .push((self.tp.clone(), segment.base, fault));
+            return;
+        }
+        self.violation(
+            report,
+            segment,
+            format!(
+                "S3: sealed segment {} is {} bytes long but its frames end at {}",
+                segment.base, segment.file_len, segment.valid_len
+            ),
+        );
+    }
+
+    /// S2: `next` was rolled only because its first frame would overflow `segment`.
+    fn roll(&self, segment: &SegmentLayout, next: &SegmentLayout, report: &mut LayoutReport) {
+        report.rolls_judged += 1;
+        if segment.valid_len + next.first_frame_len > self.knobs.segment_bytes {
+            return;
+        }
+        if let Some(&open) = self.found_empty.get(&(self.tp.clone(), next.base)) {
+            report
+                .rolls_excused
+                .push((self.tp.clone(), next.base, open));
+            return;
+        }
+        self.violation(
+            report,
+            next,
+            format!(
+                "S2: segment {} was rolled at {} bytes although its successor's first frame \
+                 ({} bytes) fit within segment_bytes {}",
+                segment.base, segment.valid_len, next.first_frame_len, self.knobs.segment_bytes
+            ),
+        );
+    }
+
+    /// The first fault on segment `base`'s file since the last open.
+    fn fault_on(&self, base: Offset) -> Option<usize> {
+        let events = self.facts.history.events();
+        (self.since..self.index).find(|&i| match &events[i].kind {
+            EventKind::Fault {
+                tp: Some(tp),
+                path: Some(path),
+                ..
+            } => {
+                tp == self.tp
+                    && std::path::Path::new(path)
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .and_then(segment_base)
+                        == Some(base)
+            }
+            _ => false,
+        })
+    }
+
+    fn violation(&self, report: &mut LayoutReport, segment: &SegmentLayout, what: String) {
+        report.violations.push(Violation {
+            message: format!("{} {what}", self.tp),
+            records: vec![RecordRef::new(self.tp, Some(segment.base), None)],
+            events: vec![self.index],
+        });
+    }
+}

@@ -1,0 +1,88 @@
+//! The shape of what the engine wrote ([`crate::history::SegmentLayout`]), read off the
+//! page cache's image of a partition directory at the end of the run and decoded by the
+//! reference decoder, never by the engine's scanner.
+//!
+//! Invariants:
+//! - a segment is summarised from its valid frames only, and listed only up to the
+//!   one the decoder stopped in (marked `damaged`);
+//! - reading draws no dice and lets no simulated time pass (the page cache is read
+//!   synchronously).
+
+use crate::fs::SimFs;
+use crate::history::{LayoutKnobs, SegmentLayout};
+use crate::reference::{self, DirImage, frame};
+use cafelog_engine::format::Codec;
+use cafelog_engine::log::LogConfig;
+use std::path::Path;
+
+/// The knobs of `config` the shape rules use.
+pub fn knobs(config: &LogConfig) -> LayoutKnobs {
+    LayoutKnobs {
+        segment_bytes: config.segment_bytes,
+        flush_records: config.flush_records as u64,
+        flush_bytes: config.flush_bytes as u64,
+        compress_min_bytes: config.compress_min_bytes as u64,
+        zstd: config.codec == Codec::Zstd,
+    }
+}
+
+/// The segment files of `dir` as the page cache holds them, summarised in offset
+/// order; `None` when the directory is not there.
+pub fn visible_layout(fs: &SimFs, dir: &Path) -> Option<Vec<SegmentLayout>> {
+    let mut image = DirImage::default();
+    for name in fs.visible_names(dir)? {
+        if reference::partition::segment_base(&name).is_some()
+            && let Some(bytes) = fs.visible_bytes(&dir.join(&name))
+        {
+            image.segments.push((name, bytes));
+        }
+    }
+    Some(summarise(&image))
+}
+
+/// Every segment of `image` the decoder walked, summarised.
+pub fn summarise(image: &DirImage) -> Vec<SegmentLayout> {
+    let decoded = reference::decode(image);
+    let mut out = Vec::new();
+    for extent in &decoded.extents {
+        let Some((_, bytes)) = image.segments.iter().find(|(n, _)| *n == extent.name) else {
+            continue;
+        };
+        let mut layout = SegmentLayout {
+            base: extent.base_offset,
+            end: extent.end_offset,
+            file_len: extent.file_len,
+            valid_len: extent.valid_len,
+            frames: u32::try_from(extent.frames.len()).unwrap_or(u32::MAX),
+            first_frame_len: extent.frames.first().map_or(0, |f| f.frame_len),
+            records_max: 0,
+            multi_record_bytes_max: 0,
+            zstd_payload_min: None,
+            damaged: decoded
+                .bad
+                .as_ref()
+                .is_some_and(|b| b.segment == extent.name),
+        };
+        for at in &extent.frames {
+            let header = frame::header_at(bytes, at.position)
+                .expect("the decoder placed a valid frame here");
+            assert_eq!(header.record_count, at.record_count);
+            layout.records_max = layout.records_max.max(header.record_count);
+            // Each record is stored behind a 4-byte length prefix (FORMAT.md).
+            let record_bytes =
+                u64::from(header.uncompressed).saturating_sub(4 * u64::from(header.record_count));
+            if header.record_count > 1 {
+                layout.multi_record_bytes_max = layout.multi_record_bytes_max.max(record_bytes);
+            }
+            if header.zstd {
+                let payload = u64::from(header.uncompressed);
+                layout.zstd_payload_min =
+                    Some(layout.zstd_payload_min.map_or(payload, |m| m.min(payload)));
+            }
+        }
+        assert!(layout.valid_len <= layout.file_len);
+        assert_eq!(layout.frames == 0, layout.valid_len == 0);
+        out.push(layout);
+    }
+    out
+}

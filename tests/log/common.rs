@@ -35,7 +35,10 @@ pub fn json_record(i: u64) -> Vec<u8> {
 }
 
 /// Every record from `from` below the HWM.
-pub fn read_all(log: &TestLog, from: u64) -> Vec<cafelog_engine::log::Record> {
+pub fn read_all<F: cafelog_engine::fs::Fs, C: cafelog_engine::clock::Clock>(
+    log: &Log<F, C>,
+    from: u64,
+) -> Vec<cafelog_engine::log::Record> {
     let mut out = Vec::new();
     let mut next = from;
     loop {
@@ -74,6 +77,25 @@ pub struct FailingFs {
     /// While set, `write_at` blocks its thread (and sets `write_blocked`) until cleared.
     pub block_write: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub write_blocked: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// While set, writes of zeros (preallocation) fail; other writes pass.
+    pub fail_zero_writes: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// `Some((from, to))`: a read at position `from` of any file reads from `to`
+    /// instead (a misdirected read).
+    pub redirect_read: std::sync::Arc<std::sync::Mutex<Option<(u64, u64)>>>,
+    /// Every write attempted, in order.
+    pub writes: std::sync::Arc<std::sync::Mutex<Vec<WriteOp>>>,
+    /// Every directory operation, in order: `remove NAME`, `sync_dir`.
+    pub dir_ops: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// One attempted `write_at`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteOp {
+    pub file: String,
+    pub position: u64,
+    pub len: u64,
+    /// Every byte was zero (a preallocation).
+    pub zeros: bool,
 }
 
 /// Opens a log in `dir` on a [`FailingFs`] (no faults set yet), returning both.
@@ -94,6 +116,7 @@ async fn hang_while(flag: &std::sync::atomic::AtomicBool) {
 pub struct FailingFile {
     inner: <StdFs as cafelog_engine::fs::Fs>::File,
     fs: FailingFs,
+    name: String,
 }
 
 fn injected(flag: &std::sync::atomic::AtomicBool) -> std::io::Result<()> {
@@ -107,10 +130,25 @@ fn injected(flag: &std::sync::atomic::AtomicBool) -> std::io::Result<()> {
 impl cafelog_engine::fs::File for FailingFile {
     async fn read_at(&self, buf: &mut [u8], position: u64) -> std::io::Result<usize> {
         hang_while(&self.fs.hang_read).await;
+        let redirect = *self.fs.redirect_read.lock().expect("lock");
+        let position = match redirect {
+            Some((from, to)) if from == position => to,
+            _ => position,
+        };
         self.inner.read_at(buf, position).await
     }
     async fn write_at(&self, data: &[u8], position: u64) -> std::io::Result<()> {
+        let zeros = data.iter().all(|b| *b == 0);
+        self.fs.writes.lock().expect("lock").push(WriteOp {
+            file: self.name.clone(),
+            position,
+            len: data.len() as u64,
+            zeros,
+        });
         injected(&self.fs.fail_write)?;
+        if zeros {
+            injected(&self.fs.fail_zero_writes)?;
+        }
         hang_while(&self.fs.hang_write).await;
         while self
             .fs
@@ -146,6 +184,10 @@ impl cafelog_engine::fs::Fs for FailingFs {
         Ok(FailingFile {
             inner: StdFs.open(path, mode).await?,
             fs: self.clone(),
+            name: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
         })
     }
     async fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
@@ -158,9 +200,15 @@ impl cafelog_engine::fs::Fs for FailingFs {
         StdFs.rename(from, to).await
     }
     async fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        self.dir_ops
+            .lock()
+            .expect("lock")
+            .push(format!("remove {}", name.unwrap_or_default()));
         StdFs.remove_file(path).await
     }
     async fn sync_dir(&self, path: &Path) -> std::io::Result<()> {
+        self.dir_ops.lock().expect("lock").push("sync_dir".into());
         injected(&self.fail_sync)?;
         StdFs.sync_dir(path).await
     }

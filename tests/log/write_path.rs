@@ -58,38 +58,6 @@ fn each_drain_becomes_one_frame_bounded_by_flush_records() {
 }
 
 #[test]
-fn the_flusher_drains_on_thresholds_and_interval_without_committing_in_batched_mode() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(WALL_START_MS);
-    let config = LogConfig {
-        flush_records: 5,
-        ..LogConfig::default()
-    };
-    let (log, _) = open(dir.path(), &clock, config);
-    log.append_batch((0..3).map(|_| (&b"k"[..], &b"v"[..])))
-        .unwrap();
-    pollster::block_on(log.flush_tick()).unwrap();
-    assert_eq!(
-        log.metrics().snapshot().frames_written,
-        0,
-        "below every threshold"
-    );
-    log.append_batch((0..3).map(|_| (&b"k"[..], &b"v"[..])))
-        .unwrap();
-    pollster::block_on(log.flush_tick()).unwrap();
-    let status = log.status();
-    assert_eq!(status.written_end, 6, "record threshold reached: drained");
-    assert_eq!(status.hwm, 0, "batched mode: written, not yet committed");
-    log.append(b"k", b"late").unwrap();
-    clock.advance(Duration::from_millis(100));
-    pollster::block_on(log.flush_tick()).unwrap();
-    assert_eq!(log.status().written_end, 7, "flush_interval reached");
-    clock.advance(Duration::from_secs(1));
-    pollster::block_on(log.flush_tick()).unwrap();
-    assert_eq!(log.hwm(), 7, "sync_interval reached: fsynced and committed");
-}
-
-#[test]
 fn per_write_policy_commits_every_flushed_frame() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);

@@ -297,6 +297,19 @@ impl<F: Fs> State<F> {
             self.buffer.payload.len() - self.buffer.start,
             "buffer_bytes out of step with the buffered records"
         );
+        // Every record's envelope has at least its version, key length and commit time,
+        // so records in flight have bytes in flight and none have none.
+        assert_eq!(
+            self.in_flight == 0,
+            self.in_flight_bytes == 0,
+            "in_flight_bytes {} out of step with {} records in flight",
+            self.in_flight_bytes,
+            self.in_flight
+        );
+        assert!(
+            self.spare_frames.len() <= write::SPARE_FRAMES,
+            "frame buffer pool over its bound"
+        );
     }
 }
 

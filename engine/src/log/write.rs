@@ -14,7 +14,7 @@ use crate::recovery::FrameEntry;
 use std::sync::{Arc, LazyLock};
 
 /// Frame buffers kept for reuse between encodes (two stages in flight need two).
-const SPARE_FRAMES: usize = 2;
+pub(super) const SPARE_FRAMES: usize = 2;
 
 /// Zeros for preallocation (the default chunk's worth), shared by every log and never
 /// written. A fresh `vec![0; 1 MiB]` per zero-fill is a 1 MiB memset once the allocator

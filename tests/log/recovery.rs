@@ -139,6 +139,39 @@ fn a_zero_filled_tail_is_the_normal_end_and_is_written_over() {
 }
 
 #[test]
+fn a_zero_tail_as_short_as_a_frame_header_is_still_a_zero_tail() {
+    use cafelog_engine::format::frame::FRAME_HEADER_LEN;
+    let header = FRAME_HEADER_LEN as u64;
+    for zeros in [1, header - 1, header, header + 1] {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(WALL_START_MS);
+        let config = LogConfig {
+            preallocate_bytes: 0,
+            ..LogConfig::default()
+        };
+        let (log, _) = open(dir.path(), &clock, config.clone());
+        commit_n(&log, 0, 3);
+        pollster::block_on(log.close()).unwrap();
+        drop(log);
+        let segment = dir.path().join("00000000000000000000.log");
+        let frames = frames_end(dir.path(), "00000000000000000000.log");
+        OpenOptions::new()
+            .write(true)
+            .open(&segment)
+            .unwrap()
+            .set_len(frames + zeros)
+            .unwrap();
+        let (log, report) = open(dir.path(), &clock, config);
+        assert_eq!(
+            report.truncation, None,
+            "{zeros} zero bytes are no torn tail"
+        );
+        assert_eq!(report.zero_tail_bytes, zeros);
+        assert_records(&log, 3);
+    }
+}
+
+#[test]
 fn without_preallocation_the_file_ends_at_its_last_frame() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);

@@ -45,10 +45,6 @@ impl<'f, F: File> SegmentReader<'f, F> {
         }
     }
 
-    pub fn file_len(&self) -> u64 {
-        self.file_len
-    }
-
     /// The bytes `[position, position + len)`; the caller has checked they are in the file.
     async fn bytes(&mut self, position: u64, len: usize) -> io::Result<&[u8]> {
         let end = position + len as u64;
@@ -172,8 +168,118 @@ fn all_zero(bytes: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{SegmentReader, all_zero};
+    use super::{SegmentReader, WINDOW_BYTES, all_zero};
+    use crate::format::frame::{Codec, Codecs};
     use crate::fs::{Fs, OpenMode, StdFs};
+    use std::time::Duration;
+
+    const W: u64 = WINDOW_BYTES as u64;
+
+    /// One raw frame at `base` holding one record of `len` bytes.
+    fn frame(base: u64, len: usize) -> Vec<u8> {
+        let record = vec![0x5a; len];
+        let mut out = Vec::new();
+        Codecs::default()
+            .encode_frame(Codec::None, base, [record.as_slice()].into_iter(), &mut out)
+            .expect("encode");
+        out
+    }
+
+    /// Runs `test` on another thread, failing if it does not return within seconds: a
+    /// reader that loops is a failure here, not a hang.
+    fn within(test: impl FnOnce() + Send + 'static) {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            test();
+            let _ = done.send(());
+        });
+        match finished.recv_timeout(Duration::from_secs(20)) {
+            Ok(()) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("the reader loops"),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("the check failed"),
+        }
+    }
+
+    /// Runs `check` on a reader over a file of `bytes`, [`within`] bounded time.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test writes its file behind the engine's back"
+    )]
+    fn with_reader(
+        bytes: Vec<u8>,
+        check: impl FnOnce(&mut SegmentReader<'_, <StdFs as Fs>::File>) + Send + 'static,
+    ) {
+        within(move || {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let path = dir.path().join("segment");
+            std::fs::write(&path, &bytes).expect("write");
+            pollster::block_on(async {
+                let file = StdFs.open(&path, OpenMode::Read).await.expect("open");
+                let mut reader = SegmentReader::new(&file, bytes.len() as u64);
+                check(&mut reader);
+            });
+        });
+    }
+
+    #[test]
+    fn hunt_finds_a_frame_whose_magic_straddles_two_chunks_and_only_after_its_start() {
+        // hunt(10) reads its first chunk from byte 11; the frame's magic starts on that
+        // chunk's last byte. A lone magic before it starts no frame.
+        let at = 11 + W - 1;
+        let mut bytes = vec![0x11; at as usize];
+        bytes[100..102].copy_from_slice(&super::MAGIC);
+        bytes.extend(frame(7, 100));
+        bytes.extend(vec![0x11; 100]);
+        with_reader(bytes, move |r| {
+            let hunt = |r: &mut SegmentReader<'_, _>, from| pollster::block_on(r.hunt(from));
+            assert_eq!(hunt(r, 10).expect("hunt"), Some(at));
+            assert_eq!(hunt(r, at - 1).expect("hunt"), Some(at));
+            assert_eq!(hunt(r, 0).expect("hunt"), Some(at));
+            assert_eq!(
+                hunt(r, at).expect("hunt"),
+                None,
+                "a frame at the start is not after it"
+            );
+        });
+    }
+
+    #[test]
+    fn a_read_before_the_window_refills_it() {
+        let mut bytes = frame(0, 100);
+        bytes.resize(2 * W as usize, 0x11);
+        bytes.extend(frame(9, 200));
+        bytes.resize(3 * W as usize, 0);
+        with_reader(bytes, |r| {
+            let far = pollster::block_on(r.probe(2 * W))
+                .expect("read")
+                .expect("frame");
+            assert_eq!(far.header.base_offset, 9);
+            let near = pollster::block_on(r.probe(0))
+                .expect("read")
+                .expect("frame");
+            assert_eq!(near.header.base_offset, 0);
+            assert_eq!(near.stored.len(), 104);
+        });
+    }
+
+    #[test]
+    fn zero_from_reads_every_window_to_the_end() {
+        let len = 2 * W as usize + W as usize / 2;
+        with_reader(vec![0u8; len], |r| {
+            assert!(pollster::block_on(r.zero_from(0)).expect("read"));
+            assert!(pollster::block_on(r.zero_from(W + 1)).expect("read"));
+        });
+        for set in [0, W as usize - 1, W as usize, len - 1] {
+            let mut bytes = vec![0u8; len];
+            bytes[set] = 1;
+            with_reader(bytes, move |r| {
+                assert!(
+                    !pollster::block_on(r.zero_from(0)).expect("read"),
+                    "byte {set}"
+                );
+            });
+        }
+    }
 
     #[test]
     #[expect(
@@ -181,20 +287,22 @@ mod tests {
         reason = "the test writes its two files behind the engine's back"
     )]
     fn a_reused_window_never_serves_the_previous_files_bytes() {
-        pollster::block_on(async {
-            let dir = tempfile::tempdir().expect("temp dir");
-            let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-            std::fs::write(&a, vec![0xaa; 4096]).expect("write a");
-            std::fs::write(&b, vec![0u8; 64]).expect("write b");
-            let file_a = StdFs.open(&a, OpenMode::Read).await.expect("open a");
-            let mut reader = SegmentReader::new(&file_a, 4096);
-            assert!(!reader.zero_from(0).await.expect("read a"));
-            drop(reader);
-            // The next reader gets a's 4096-byte buffer; b holds 64 zero bytes.
-            let file_b = StdFs.open(&b, OpenMode::Read).await.expect("open b");
-            let mut reader = SegmentReader::new(&file_b, 64);
-            assert!(reader.zero_from(0).await.expect("read b"));
-            assert_eq!(reader.bytes(0, 64).await.expect("bytes"), &[0u8; 64][..]);
+        within(|| {
+            pollster::block_on(async {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+                std::fs::write(&a, vec![0xaa; 4096]).expect("write a");
+                std::fs::write(&b, vec![0u8; 64]).expect("write b");
+                let file_a = StdFs.open(&a, OpenMode::Read).await.expect("open a");
+                let mut reader = SegmentReader::new(&file_a, 4096);
+                assert!(!reader.zero_from(0).await.expect("read a"));
+                drop(reader);
+                // The next reader gets a's 4096-byte buffer; b holds 64 zero bytes.
+                let file_b = StdFs.open(&b, OpenMode::Read).await.expect("open b");
+                let mut reader = SegmentReader::new(&file_b, 64);
+                assert!(reader.zero_from(0).await.expect("read b"));
+                assert_eq!(reader.bytes(0, 64).await.expect("bytes"), &[0u8; 64][..]);
+            })
         });
     }
 

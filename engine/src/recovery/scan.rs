@@ -82,15 +82,6 @@ pub enum TruncationRule {
     HoleAboveHwm,
 }
 
-impl TruncationRule {
-    pub fn name(self) -> &'static str {
-        match self {
-            TruncationRule::TornTail => "R1 torn tail",
-            TruncationRule::HoleAboveHwm => "R2 hole above the persisted HWM",
-        }
-    }
-}
-
 /// What recovery cuts away.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Truncation {

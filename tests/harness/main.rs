@@ -16,10 +16,19 @@
 //!
 //! `CAFELOG_MUTANT_SEEDS` (`A..B`, default `0..500`), `CAFELOG_MUTANT_BUDGET` (seconds
 //! of wall time, default 60) and `CAFELOG_MUTANT_PROFILE` (default `quick`) bound it.
+//!
+//! A seed that never ends (a mutant that loops in the engine) would hang the sweep and
+//! the test until `ci/mutants`'s timeout, which judges nothing. The sweep is therefore
+//! killed [`HANG_GRACE_S`] after its budget, and the lowest seed with no verdict is
+//! reported as caught, with the verdict `hang`.
 
 use std::io::Write;
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Seconds past the budget after which the sweep counts as hung: the budget only stops
+/// new seeds, and a quick seed takes milliseconds.
+const HANG_GRACE_S: u64 = 15;
 
 #[derive(serde::Deserialize)]
 struct SeedLine {
@@ -49,8 +58,12 @@ fn a_bounded_sweep_passes() {
         .unwrap_or_else(|| panic!("CAFELOG_MUTANT_SEEDS={seeds}: expected A..B with A < B"));
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("seeds.json");
+    let stderr_path = dir.path().join("stderr.txt");
     let begun = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_cafelog"))
+    let budget_s: u64 = budget
+        .parse()
+        .unwrap_or_else(|_| panic!("CAFELOG_MUTANT_BUDGET={budget}: expected seconds"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cafelog"))
         .args(["sweep", "--profile", &profile, "--seeds", &seeds])
         .args([
             "--time-budget",
@@ -61,13 +74,43 @@ fn a_bounded_sweep_passes() {
         ])
         .arg("--json")
         .arg(&json)
-        .output()
+        .stdout(std::process::Stdio::null())
+        // A file, not a pipe: a pipe nobody reads until the end could fill and stall
+        // the sweep into a false hang.
+        .stderr(std::fs::File::create(&stderr_path).expect("create the sweep's stderr file"))
+        .spawn()
         .expect("run cafelog sweep");
+    let deadline = begun + Duration::from_secs(budget_s + HANG_GRACE_S);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for cafelog sweep") {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let lines = std::fs::read_to_string(&json).unwrap_or_default();
+    // A killed sweep may leave its last line half written.
     let records: Vec<SeedLine> = lines
         .lines()
-        .map(|l| serde_json::from_str(l).expect("a sweep JSON line"))
+        .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
+    let Some(status) = status else {
+        let done: std::collections::BTreeSet<u64> = records.iter().map(|r| r.seed).collect();
+        let hung = (first..end).find(|s| !done.contains(s)).unwrap_or(first);
+        report(&format!(
+            "caught after {} seeds (seed {hung}: hang -)",
+            hung - first + 1
+        ));
+        panic!(
+            "the sweep ran {} s past its budget: seed {hung} never ended \
+             (cafelog replay --seed {hung} --profile {profile})",
+            HANG_GRACE_S
+        );
+    };
     let failed = records
         .iter()
         .filter(|r| r.verdict != "pass")
@@ -85,11 +128,10 @@ fn a_bounded_sweep_passes() {
             f.seed
         );
     }
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     assert!(
-        out.status.success(),
-        "cafelog sweep exited with {} and no failing seed in its JSON:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+        status.success(),
+        "cafelog sweep exited with {status} and no failing seed in its JSON:\n{stderr}"
     );
     let wanted = end - first;
     if (records.len() as u64) < wanted {

@@ -39,15 +39,18 @@ fn segments_are_summarised_from_their_valid_frames() {
     bad[last] ^= 1;
     let mut seg4 = third.clone();
     seg4.extend_from_slice(&bad);
+    // Segment 7, after the damage: still walked and summarised.
+    let seg7 = frame(&mut codecs, Codec::None, 7, 1, 10);
     let image = DirImage {
         segments: vec![
             ("00000000000000000004.log".into(), seg4),
             ("00000000000000000000.log".into(), seg0),
+            ("00000000000000000007.log".into(), seg7.clone()),
         ],
         hwm: None,
     };
     let s = summarise(&image);
-    assert_eq!(s.len(), 2);
+    assert_eq!(s.len(), 3);
     assert_eq!((s[0].base, s[0].end), (0, 4));
     assert_eq!((s[0].valid_len, s[0].file_len), (valid, valid + 16));
     assert_eq!(s[0].frames, 2);
@@ -61,4 +64,7 @@ fn segments_are_summarised_from_their_valid_frames() {
     assert_eq!(s[1].multi_record_bytes_max, 2 * 21);
     assert_eq!(s[1].zstd_payload_min, None);
     assert!(s[1].damaged);
+    assert_eq!((s[2].base, s[2].end, s[2].frames), (7, 8, 1));
+    assert_eq!(s[2].valid_len, seg7.len() as u64);
+    assert!(!s[2].damaged);
 }

@@ -11,15 +11,20 @@
 //!   frames plus its successor's first frame exceed `segment_bytes`;
 //! - S3: a sealed segment (one with a successor) ends at its last frame.
 //!
+//! Each segment is walked on its own, so damage in one hides nothing of the others.
 //! What may excuse, each naming its event and covering one segment:
 //! - S2: an open found the successor listed and empty (the durable tail at its base,
-//!   [`EventKind::DiskAtOpen`]): its first frame was then written into a segment that
-//!   already existed, with no roll to judge;
+//!   [`EventKind::DiskAtOpen`]) and the engine did not create that file again since:
+//!   its first frame was then written into a segment that already existed, with no
+//!   roll to judge;
 //! - S2, S3: the decoder stopped inside the segment (damage): not judged, counted;
-//! - S2, S3: the last incarnation refused the partition ([`EventKind::PartitionRefused`]):
-//!   no open since the damage trimmed or cut anything, so only F1-F3 and S1 are judged;
-//! - S3: a fault hit the segment's file after the last open (bytes after the last
-//!   frame that no open has trimmed yet).
+//! - S3: a lost fsync or a misdirected write named the segment's file, and no open of
+//!   the partition succeeded after it (`log_opened`): the platter kept bytes past the
+//!   trim, and the page cache took them back at a crash, with no open to trim them
+//!   again (a refusal, a run that ended with the node down).
+//!
+//! Frames a cut or retention removed before the end are not judged: the shape is read
+//! once, at the end of the run.
 
 use std::collections::BTreeMap;
 
@@ -27,7 +32,9 @@ use serde::Serialize;
 
 use super::facts::Facts;
 use super::{RecordRef, Violation};
-use crate::history::{EventKind, Incarnation, LayoutKnobs, Offset, SegmentLayout, TopicPartition};
+use crate::history::{
+    Alarm, EventKind, FaultKind, Incarnation, LayoutKnobs, Offset, SegmentLayout, TopicPartition,
+};
 use crate::reference::partition::segment_base;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -40,14 +47,11 @@ pub struct LayoutReport {
     /// `(partition, successor's base, DiskAtOpen index)`: S2 excused by an open that
     /// found the successor empty.
     pub rolls_excused: Vec<(TopicPartition, Offset, usize)>,
-    /// `(partition, base, fault index)`: S3 excused by a fault on the file since the
-    /// last open.
+    /// `(partition, base, fault index)`: S3 excused by a lost fsync or misdirected
+    /// write on the file that no successful open followed.
     pub tails_excused: Vec<(TopicPartition, Offset, usize)>,
     /// Segments the decoder stopped inside (damage), not judged by S2 and S3.
     pub damaged: u64,
-    /// `(partition, PartitionRefused index)`: partitions the last incarnation refused,
-    /// not judged by S2 and S3.
-    pub refused: Vec<(TopicPartition, usize)>,
     pub violations: Vec<Violation>,
 }
 
@@ -55,47 +59,36 @@ pub fn check(facts: &Facts<'_>) -> LayoutReport {
     let mut report = LayoutReport::default();
     let events = facts.history.events();
     let found_empty = found_empty(facts);
-    let mut last_restart = None;
-    let mut refused: BTreeMap<&TopicPartition, usize> = BTreeMap::new();
     for (index, event) in events.iter().enumerate() {
-        match &event.kind {
-            EventKind::Restart => {
-                last_restart = Some(index);
-                refused.clear();
-            }
-            EventKind::PartitionRefused { tp, .. } => {
-                refused.entry(tp).or_insert(index);
-            }
-            EventKind::LayoutObserved {
+        if let EventKind::LayoutObserved {
+            tp,
+            knobs,
+            segments,
+        } = &event.kind
+        {
+            let judge = Judge {
+                facts,
                 tp,
                 knobs,
-                segments,
-            } => {
-                let judge = Judge {
-                    facts,
-                    tp,
-                    knobs,
-                    index,
-                    since: last_restart.unwrap_or(0),
-                    found_empty: &found_empty,
-                    refused: refused.get(tp).copied(),
-                };
-                judge.partition(segments, &mut report);
-            }
-            _ => {}
+                index,
+                found_empty: &found_empty,
+            };
+            judge.partition(segments, &mut report);
         }
     }
     report
 }
 
 /// `(partition, base) -> DiskAtOpen index` for each segment an open found listed with
-/// no valid frame (the durable tail at its base), first open first. A restart records
-/// the partition's `DiskAtOpen` and `SegmentsListed` in either order.
+/// no valid frame (the durable tail at its base) and the engine did not create again
+/// after that open. A restart records the partition's `DiskAtOpen` and
+/// `SegmentsListed` in either order.
 fn found_empty(facts: &Facts<'_>) -> BTreeMap<(TopicPartition, Offset), usize> {
     // Every image an open may have read: a second `DiskAtOpen` (`while_open`) follows
     // damage that landed during the open.
     let mut tails: Vec<((TopicPartition, Incarnation), Offset, usize)> = Vec::new();
     let mut listed: BTreeMap<(TopicPartition, Incarnation), &[Offset]> = BTreeMap::new();
+    let mut created: BTreeMap<(TopicPartition, Offset), usize> = BTreeMap::new();
     for (index, event) in facts.history.events().iter().enumerate() {
         let key = |tp: &TopicPartition| (tp.clone(), event.incarnation);
         match &event.kind {
@@ -105,13 +98,18 @@ fn found_empty(facts: &Facts<'_>) -> BTreeMap<(TopicPartition, Offset), usize> {
             EventKind::SegmentsListed { tp, bases } => {
                 listed.insert(key(tp), bases);
             }
+            EventKind::SegmentCreated { tp, base } => {
+                created.insert((tp.clone(), *base), index);
+            }
             _ => {}
         }
     }
     let mut out = BTreeMap::new();
     for (key, tail, index) in tails {
-        if listed.get(&key).is_some_and(|bases| bases.contains(&tail)) {
-            out.entry((key.0, tail)).or_insert(index);
+        let segment = (key.0.clone(), tail);
+        let recreated = created.get(&segment).is_some_and(|&c| c > index);
+        if !recreated && listed.get(&key).is_some_and(|bases| bases.contains(&tail)) {
+            out.entry(segment).or_insert(index);
         }
     }
     out
@@ -123,19 +121,12 @@ struct Judge<'a, 'h> {
     knobs: &'a LayoutKnobs,
     /// The `LayoutObserved` event.
     index: usize,
-    /// Faults from here on can have left bytes no open trimmed.
-    since: usize,
     found_empty: &'a BTreeMap<(TopicPartition, Offset), usize>,
-    /// The last incarnation refused the partition (this `PartitionRefused`).
-    refused: Option<usize>,
 }
 
 impl Judge<'_, '_> {
     fn partition(&self, segments: &[SegmentLayout], report: &mut LayoutReport) {
         report.partitions += 1;
-        if let Some(index) = self.refused {
-            report.refused.push((self.tp.clone(), index));
-        }
         for (k, segment) in segments.iter().enumerate() {
             report.segments += 1;
             report.frames += u64::from(segment.frames);
@@ -154,7 +145,7 @@ impl Judge<'_, '_> {
                 report.damaged += 1;
                 continue;
             }
-            let Some(next) = segments.get(k + 1).filter(|_| self.refused.is_none()) else {
+            let Some(next) = segments.get(k + 1) else {
                 continue;
             };
             self.sealed_tail(segment, report);
@@ -208,7 +199,7 @@ impl Judge<'_, '_> {
         if segment.file_len == segment.valid_len {
             return;
         }
-        if let Some(fault) = self.fault_on(segment.base) {
+        if let Some(fault) = self.untrimmed_by(segment.base) {
             report
                 .tails_excused
                 .push((self.tp.clone(), segment.base, fault));
@@ -247,14 +238,16 @@ impl Judge<'_, '_> {
         );
     }
 
-    /// The first fault on segment `base`'s file since the last open.
-    fn fault_on(&self, base: Offset) -> Option<usize> {
+    /// The last lost fsync or misdirected write on segment `base`'s file, when no open
+    /// of the partition succeeded after it: the only faults that leave the platter
+    /// longer than the engine's trim, with nothing since to trim it again.
+    fn untrimmed_by(&self, base: Offset) -> Option<usize> {
         let events = self.facts.history.events();
-        (self.since..self.index).find(|&i| match &events[i].kind {
+        let fault = (0..self.index).rev().find(|&i| match &events[i].kind {
             EventKind::Fault {
+                kind: FaultKind::LostFsync { .. } | FaultKind::Misdirected { .. },
                 tp: Some(tp),
                 path: Some(path),
-                ..
             } => {
                 tp == self.tp
                     && std::path::Path::new(path)
@@ -264,7 +257,18 @@ impl Judge<'_, '_> {
                         == Some(base)
             }
             _ => false,
-        })
+        })?;
+        let opened_after = events[fault..self.index].iter().any(|e| {
+            matches!(
+                &e.kind,
+                EventKind::EngineAlarm {
+                    tp: Some(tp),
+                    alarm: Alarm::LogOpened { .. },
+                    ..
+                } if tp == self.tp
+            )
+        });
+        (!opened_after).then_some(fault)
     }
 
     fn violation(&self, report: &mut LayoutReport, segment: &SegmentLayout, what: String) {

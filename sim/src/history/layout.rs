@@ -45,7 +45,6 @@ pub struct SegmentLayout {
     pub multi_record_bytes_max: u64,
     /// The fewest payload bytes (before the codec) of a zstd frame.
     pub zstd_payload_min: Option<u64>,
-    /// The decoder stopped inside it (damage): only the frames before are summarised,
-    /// and the segments after it are not listed.
+    /// The decoder stopped inside it (damage): only the frames before are summarised.
     pub damaged: bool,
 }

@@ -215,6 +215,15 @@ pub fn decode(dir: &DirImage) -> Decoded {
     decoded
 }
 
+/// One segment's frames from byte 0, on its own (whatever the segments before it
+/// hold): its extent, and whether it stops short at a bad region. `next_base` is the
+/// next segment's name, which lets damage after the last frame of a sealed segment
+/// count as a junk tail, as in [`decode`].
+pub fn walk_segment(name: &str, base: u64, image: &[u8], next_base: Option<u64>) -> (Extent, bool) {
+    let (extent, bad) = walk(name, base, image, next_base);
+    (extent, bad.is_some())
+}
+
 /// One segment's frames from byte 0: the extent, and the bad region `(position,
 /// offset)` where it stops short, if it does.
 fn walk(

@@ -3,8 +3,8 @@
 //! reference decoder, never by the engine's scanner.
 //!
 //! Invariants:
-//! - a segment is summarised from its valid frames only, and listed only up to the
-//!   one the decoder stopped in (marked `damaged`);
+//! - a segment is summarised from its valid frames only, walked on its own from byte 0
+//!   (`damaged` when it stops short of its end at a bad region);
 //! - reading draws no dice and lets no simulated time pass (the page cache is read
 //!   synchronously).
 
@@ -40,14 +40,25 @@ pub fn visible_layout(fs: &SimFs, dir: &Path) -> Option<Vec<SegmentLayout>> {
     Some(summarise(&image))
 }
 
-/// Every segment of `image` the decoder walked, summarised.
+/// Every segment of `image`, each walked on its own from byte 0, summarised in offset
+/// order: damage in one segment hides nothing of the others.
 pub fn summarise(image: &DirImage) -> Vec<SegmentLayout> {
-    let decoded = reference::decode(image);
+    let mut segments: Vec<(u64, &str, &[u8])> = image
+        .segments
+        .iter()
+        .filter_map(|(name, bytes)| {
+            Some((
+                reference::partition::segment_base(name)?,
+                name.as_str(),
+                bytes.as_slice(),
+            ))
+        })
+        .collect();
+    segments.sort_by_key(|s| s.0);
     let mut out = Vec::new();
-    for extent in &decoded.extents {
-        let Some((_, bytes)) = image.segments.iter().find(|(n, _)| *n == extent.name) else {
-            continue;
-        };
+    for (index, &(base, name, bytes)) in segments.iter().enumerate() {
+        let next_base = segments.get(index + 1).map(|s| s.0);
+        let (extent, damaged) = reference::partition::walk_segment(name, base, bytes, next_base);
         let mut layout = SegmentLayout {
             base: extent.base_offset,
             end: extent.end_offset,
@@ -58,10 +69,7 @@ pub fn summarise(image: &DirImage) -> Vec<SegmentLayout> {
             records_max: 0,
             multi_record_bytes_max: 0,
             zstd_payload_min: None,
-            damaged: decoded
-                .bad
-                .as_ref()
-                .is_some_and(|b| b.segment == extent.name),
+            damaged,
         };
         for at in &extent.frames {
             let header = frame::header_at(bytes, at.position)

@@ -144,76 +144,111 @@ fn an_early_roll_is_excused_only_by_an_open_that_found_the_successor_empty() {
     fires_only(&r.report(), CheckerName::Layout);
 }
 
-fn flip_on<'a>(r: &'a mut Run, segment: &str) -> &'a mut Run {
+fn fault_on<'a>(r: &'a mut Run, kind: FaultKind, segment: &str) -> &'a mut Run {
     let path = format!("/data/topics/orders/p00000/{segment}");
     r.with(|t, h| {
-        h.fault(
-            t,
-            FaultKind::BitFlip {
-                file: FileKind::Segment,
-                offsets: None,
-                below_hwm: None,
-            },
-            Some(&tp(0)),
-            Some(&path),
-        );
+        h.fault(t, kind, Some(&tp(0)), Some(&path));
     })
 }
 
-#[test]
-fn a_sealed_tail_is_excused_only_by_a_fault_on_its_file_since_the_last_open() {
-    let long_tail = || {
-        let mut s = good();
-        s[0].file_len = 1_024;
-        s
-    };
-    let mut r = Run::new();
-    open_found(&mut r, 23, vec![0, 10, 20]);
-    flip_on(&mut r, "00000000000000000000.log");
-    observed(&mut r, long_tail());
-    let report = r.report();
-    assert_clean(&report);
-    assert_eq!(report.layout.tails_excused.len(), 1);
+fn lost_fsync() -> FaultKind {
+    FaultKind::LostFsync {
+        file: FileKind::Segment,
+        offsets: None,
+    }
+}
 
-    // On another segment's file: no excuse.
-    let mut r = Run::new();
-    flip_on(&mut r, "00000000000000000010.log");
-    observed(&mut r, long_tail());
-    fires_only(&r.report(), CheckerName::Layout);
-    // Before the last open, which trims sealed tails: no excuse.
-    let mut r = Run::new();
-    flip_on(&mut r, "00000000000000000000.log");
-    open_found(&mut r, 23, vec![0, 10, 20]);
-    observed(&mut r, long_tail());
-    fires_only(&r.report(), CheckerName::Layout);
+fn opened(r: &mut Run) -> &mut Run {
+    r.with(|t, h| {
+        let alarm = Alarm::LogOpened {
+            log_start: 0,
+            hwm: 23,
+            tail: 23,
+            hidden: 0,
+        };
+        h.engine_alarm(t, Some(&tp(0)), alarm, None);
+    })
+}
+
+fn long_tail() -> Vec<SegmentLayout> {
+    let mut s = good();
+    s[0].file_len = 1_024;
+    s
 }
 
 #[test]
-fn a_refused_partition_is_judged_on_its_frames_only() {
+fn a_sealed_tail_is_excused_only_by_a_lying_fsync_on_its_file_no_open_followed() {
+    let mut r = Run::new();
+    fault_on(&mut r, lost_fsync(), "00000000000000000000.log");
+    observed(&mut r, long_tail());
+    let report = r.report();
+    assert_eq!(report.layout.violations, []);
+    assert_eq!(report.layout.tails_excused.len(), 1);
+
+    // An open succeeded since: it trims sealed tails, so no excuse.
+    let mut r = Run::new();
+    fault_on(&mut r, lost_fsync(), "00000000000000000000.log");
+    opened(&mut r);
+    observed(&mut r, long_tail());
+    fires_only(&r.report(), CheckerName::Layout);
+    // On another segment's file: no excuse.
+    let mut r = Run::new();
+    fault_on(&mut r, lost_fsync(), "00000000000000000010.log");
+    observed(&mut r, long_tail());
+    fires_only(&r.report(), CheckerName::Layout);
+    // A bit flip lengthens no file: no excuse.
+    let flip = FaultKind::BitFlip {
+        file: FileKind::Segment,
+        offsets: None,
+        below_hwm: None,
+    };
+    let mut r = Run::new();
+    fault_on(&mut r, flip, "00000000000000000000.log");
+    observed(&mut r, long_tail());
+    assert!(r.report().failed_checkers().contains(&CheckerName::Layout));
+}
+
+#[test]
+fn a_refused_partition_is_judged_like_any_other() {
     let refused = |r: &mut Run| {
         r.crash(&[(0, 0, 0, 0)]).restart().with(|t, h| {
             h.partition_refused(t, &tp(0), "damage below the persisted HWM");
         });
     };
-    let mut r = Run::new();
-    refused(&mut r);
-    let mut s = early_roll();
-    s[0].file_len = 1_024;
-    observed(&mut r, s);
-    let report = r.report();
-    assert_eq!(report.layout.violations, []);
-    assert_eq!(report.layout.refused.len(), 1);
+    for segments in [early_roll(), long_tail()] {
+        let mut r = Run::new();
+        refused(&mut r);
+        observed(&mut r, segments);
+        assert!(r.report().failed_checkers().contains(&CheckerName::Layout));
+    }
+}
 
+#[test]
+fn an_open_that_found_a_segment_empty_excuses_nothing_once_the_file_is_created_again() {
     let mut r = Run::new();
-    refused(&mut r);
-    let mut s = good();
-    s[0].records_max = 11;
-    observed(&mut r, s);
-    assert!(r.report().failed_checkers().contains(&CheckerName::Layout));
-    // A refusal in an earlier incarnation, then an open that succeeded: judged.
-    let mut r = Run::new();
-    refused(&mut r);
-    r.crash(&[(0, 0, 0, 0)]).restart();
+    open_found(&mut r, 19, vec![0, 10, 19]);
+    r.with(|t, h| {
+        h.segment_created(t, &tp(0), 19);
+    });
     observed(&mut r, early_roll());
-    assert!(r.report().failed_checkers().contains(&CheckerName::Layout));
+    fires_only(&r.report(), CheckerName::Layout);
+}
+
+#[test]
+fn damage_in_one_segment_leaves_the_others_judged() {
+    let mut s = good();
+    s[0].damaged = true;
+    s[0].valid_len = 300;
+    s[0].frames = 3;
+    s[0].end = 3;
+    // The next segments are still judged: F1 in the last one fires.
+    s[2].records_max = 11;
+    let report = report_of(s);
+    let m = fires_only(&report, CheckerName::Layout);
+    assert_mentions(&m, &["F1", "segment 20"]);
+    assert_eq!(report.layout.damaged, 1);
+    assert_eq!(
+        report.layout.rolls_judged, 1,
+        "only the roll after the undamaged one"
+    );
 }

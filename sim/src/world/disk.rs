@@ -130,12 +130,12 @@ pub fn locate(
         // A segment past the bad region of an earlier decode (or not durably named
         // then): walk it from its start. Without its bytes, where the flip stands is
         // unknown.
-        None => {
-            let (Some(base), Some(bytes)) = (layout::parse_segment_file_name(name), bytes) else {
-                return (None, None);
-            };
-            walk_headers(bytes, 0, base, position)
-        }
+        None => match bytes {
+            Some(bytes) if layout::parse_segment_file_name(name).is_some() => {
+                locate_in_image(path, position, bytes)
+            }
+            _ => return (None, None),
+        },
     };
     let Some(decoded) = decoded else {
         // Where the persisted HWM stood is unknown.

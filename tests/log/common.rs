@@ -12,6 +12,15 @@ pub type TestLog = Log<StdFs, ManualClock>;
 
 pub const WALL_START_MS: u64 = 1_700_000_000_000;
 
+/// Payload bytes that, with the key `b"k"`, make an envelope of [`ENVELOPE`] bytes
+/// (`shape.rs` checks it against the engine's `envelope::encoded_len`).
+pub const PAYLOAD: usize = 89;
+/// The envelope: version (1), key length (1), key (1), commit time (8), payload.
+pub const ENVELOPE: u64 = 100;
+/// A raw frame of one such record: header, length prefix, envelope.
+pub const ONE_RECORD_FRAME: u64 =
+    cafelog_engine::format::frame::FRAME_HEADER_LEN as u64 + 4 + ENVELOPE;
+
 pub fn open(dir: &Path, clock: &ManualClock, config: LogConfig) -> (TestLog, OpenReport) {
     pollster::block_on(Log::open(StdFs, clock.clone(), dir, config)).expect("open log")
 }

@@ -44,8 +44,10 @@ fn the_flusher_drains_on_thresholds_and_interval_without_committing_in_batched_m
 fn batched_mode_syncs_once_sync_bytes_are_written_without_waiting_for_the_interval() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);
-    // One raw record of one byte per frame: header, length prefix, an envelope of 12.
-    let frame = 27 + 4 + 12;
+    // One raw record of one byte per frame: header, length prefix, envelope.
+    let frame = (cafelog_engine::format::frame::FRAME_HEADER_LEN
+        + 4
+        + cafelog_engine::format::envelope::encoded_len(1, 1)) as u64;
     let config = LogConfig {
         codec: Codec::None,
         flush_records: 1,

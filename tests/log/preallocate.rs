@@ -12,9 +12,8 @@ use cafelog_engine::format::Codec;
 use cafelog_engine::log::LogConfig;
 use std::sync::atomic::Ordering;
 
-const PAYLOAD: usize = 89;
-/// A raw frame of one record of `PAYLOAD` bytes with the key `b"k"`.
-const FRAME: u64 = 27 + 4 + 11 + PAYLOAD as u64;
+/// The frame of each record the tests commit.
+const FRAME: u64 = ONE_RECORD_FRAME;
 
 /// The writes the model expects for `frames` one-record frames of `FRAME` bytes from
 /// an empty log.

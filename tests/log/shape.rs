@@ -12,13 +12,6 @@ use cafelog_engine::format::frame::{FRAME_HEADER_LEN, FrameHeader};
 use cafelog_engine::log::LogConfig;
 use std::path::Path;
 
-/// A record whose envelope is exactly `ENVELOPE` bytes with the key `b"k"`: version
-/// (1), key length (1), key (1), commit time (8), payload.
-const ENVELOPE: u64 = 100;
-const PAYLOAD: usize = ENVELOPE as usize - 11;
-/// A raw frame of one such record: header, length prefix, envelope.
-const ONE_RECORD_FRAME: u64 = FRAME_HEADER_LEN as u64 + 4 + ENVELOPE;
-
 fn record(i: u8) -> Vec<u8> {
     vec![b'a' + i % 26; PAYLOAD]
 }
@@ -36,6 +29,12 @@ fn headers(dir: &Path, name: &str) -> Vec<FrameHeader> {
         out.push(header);
     }
     out
+}
+
+#[test]
+fn the_shared_record_size_is_the_engines() {
+    use cafelog_engine::format::envelope::encoded_len;
+    assert_eq!(encoded_len(1, PAYLOAD) as u64, ENVELOPE);
 }
 
 #[test]

@@ -7,8 +7,8 @@ use crate::common::*;
 use cafelog_engine::format::Codec;
 use cafelog_engine::log::LogConfig;
 
-const PAYLOAD: usize = 89;
-const FRAME: u64 = 27 + 4 + 11 + PAYLOAD as u64;
+/// The frame of each record the tests commit.
+const FRAME: u64 = ONE_RECORD_FRAME;
 
 /// Commits one record, then reads the second frame's position from `from` while a
 /// commit of `count` records is verified: the commit must fail and commit nothing.

@@ -192,13 +192,17 @@ pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<Sc
             EventKind::Crash { .. } => down = true,
             EventKind::Restart => down = false,
             EventKind::Fault { kind, .. } => match kind {
-                FaultKind::Crash => out.push(ScheduledFault {
+                FaultKind::Crash | FaultKind::ProcessCrash => out.push(ScheduledFault {
                     trigger: if previous_was_ack {
                         Trigger::AfterAcks(acks)
                     } else {
                         Trigger::AtMs(event.at_ms)
                     },
-                    action: Action::Crash,
+                    action: if matches!(kind, FaultKind::Crash) {
+                        Action::Crash
+                    } else {
+                        Action::ProcessCrash
+                    },
                 }),
                 FaultKind::BitFlip { file, .. } => {
                     let flip = Action::CrashWithBitFlip { file: *file };

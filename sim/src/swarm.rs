@@ -6,6 +6,8 @@
 //! poisons a partition until the next restart); lost fsyncs at most 2; misdirected
 //! writes at most 2; ENOSPC at most 20, never more than 3 in a row; bit flips at most
 //! 4; clock steps at most 4, each at most 30 s back. Nothing fires after the heal.
+//! A kill is a power loss or, with `process_crash_fraction`, a process crash (the
+//! page cache survives); both count against `crashes_max`.
 
 use crate::fs::FaultOptions;
 use crate::fs::dice::Dice;
@@ -30,6 +32,9 @@ pub struct FaultMix {
     /// misdirected writes, latency).
     pub fs: FaultOptions,
     pub crashes_max: u32,
+    /// Fraction of the swarm's kills that are process crashes, not power losses
+    /// (0..=1). A restart after a fatal I/O error is always a process crash.
+    pub process_crash_fraction: f64,
 }
 
 impl FaultMix {
@@ -45,6 +50,7 @@ impl FaultMix {
             clock_steps_max: 0,
             fs: FaultOptions::none(),
             crashes_max: 0,
+            process_crash_fraction: 0.0,
         }
     }
 
@@ -96,6 +102,10 @@ impl FaultMix {
             mix.clock_step_back_ms_max = dice.range(100..=30_000);
             mix.clock_steps_max = 4;
         }
+        // Drawn last, so that the draws above keep the values they had before it existed.
+        if mix.crash_mean_gap_ms.is_some() && on(dice, 0.6) {
+            mix.process_crash_fraction = [0.3, 0.6, 1.0][dice.below(3) as usize];
+        }
         mix
     }
 
@@ -104,6 +114,9 @@ impl FaultMix {
         let mut kinds = Vec::new();
         if self.crash_mean_gap_ms.is_some() {
             kinds.push("crash");
+        }
+        if self.crash_mean_gap_ms.is_some() && self.process_crash_fraction > 0.0 {
+            kinds.push("process_crash");
         }
         if self.fs.fsync_eio_max > 0 {
             kinds.push("fsync_eio");

@@ -184,15 +184,22 @@ fn crash_keeps_or_loses_a_pending_set_len() {
     assert_eq!(lens, BTreeSet::from([10, 1000]));
 }
 
-#[test]
-fn fsync_eio_leaves_data_undurable_but_readable_and_the_next_fsync_succeeds() {
-    let fs = sim(3);
+/// `/d/f` durably holding `aaaa`, `bbbb` written over it, and the next fsync set to
+/// fail with EIO (once).
+fn bbbb_before_one_eio(seed: u64) -> (SimFs, SimFile) {
+    let fs = sim(seed);
     let file = durable_file(&fs, "f", b"aaaa");
     let mut options = FaultOptions::none();
     options.fsync_eio_probability = 1.0;
     options.fsync_eio_max = 1;
     fs.set_options(options).expect("options");
     block(file.write_at(b"bbbb", 0)).expect("write");
+    (fs, file)
+}
+
+#[test]
+fn fsync_eio_leaves_data_undurable_but_readable_and_the_next_fsync_succeeds() {
+    let (fs, file) = bbbb_before_one_eio(3);
     let error = block(file.sync_data()).expect_err("EIO");
     assert_eq!(error.raw_os_error(), Some(EIO));
     assert_eq!(
@@ -769,5 +776,57 @@ fn throughput_of_small_writes_and_syncs_stays_linear() {
     assert!(
         elapsed < std::time::Duration::from_secs(2),
         "took {elapsed:?}"
+    );
+}
+
+#[test]
+fn a_process_crash_keeps_the_page_cache_and_pending_operations_until_a_power_loss() {
+    let fs = sim(5);
+    let file = durable_file(&fs, "f", b"aaaa");
+    block(file.write_at(b"bb", 0)).expect("write");
+    let created = block(fs.open(Path::new("/d/g"), OpenMode::CreateNew)).expect("create");
+    block(created.write_at(b"gg", 0)).expect("write");
+    fs.process_crash();
+    // The old handles died with the process.
+    let stale = block(file.write_at(b"x", 0)).expect_err("stale handle");
+    assert_eq!(stale.raw_os_error(), Some(ESTALE));
+    // The next process reads what the last one wrote, synced or not.
+    assert_eq!(read_visible(&fs, "/d/f").as_deref(), Some(&b"bbaa"[..]));
+    assert_eq!(read_visible(&fs, "/d/g").as_deref(), Some(&b"gg"[..]));
+    assert!(fs.has_pending_data(Path::new("/d/f")), "still not durable");
+    assert_eq!(fs.pending_dir_op_count(), 1, "the create is still pending");
+    assert_eq!(fs.event_counts().get(&FsEventKind::ProcessCrash), Some(&1));
+    assert_eq!(fs.event_counts().get(&FsEventKind::Crash), None);
+    // A power loss later drops what nobody synced (lost writes are the only outcome
+    // with these options: nothing is kept or torn).
+    let mut options = FaultOptions::none();
+    options.crash_write_lost_probability = 1.0;
+    options.crash_write_torn_probability = 0.0;
+    fs.set_options(options).expect("options");
+    fs.crash();
+    assert_eq!(read_visible(&fs, "/d/f").as_deref(), Some(&b"aaaa"[..]));
+    fs.check_invariants();
+}
+
+#[test]
+fn after_an_fsync_eio_a_process_crash_shows_pages_no_fsync_will_write() {
+    let (fs, file) = bbbb_before_one_eio(6);
+    block(file.sync_data()).expect_err("EIO");
+    fs.process_crash();
+    // The restarted process reads the new bytes as if they were durable...
+    assert_eq!(read_visible(&fs, "/d/f").as_deref(), Some(&b"bbbb"[..]));
+    let again = block(fs.open(Path::new("/d/f"), OpenMode::ReadWrite)).expect("open");
+    block(again.sync_data()).expect("an fsync succeeds");
+    assert_eq!(
+        fs.durable_bytes(Path::new("/d/f")).as_deref(),
+        Some(&b"aaaa"[..]),
+        "and writes nothing: the pages are clean"
+    );
+    // ...until it writes them again.
+    block(again.write_at(b"bbbb", 0)).expect("write back");
+    block(again.sync_data()).expect("sync");
+    assert_eq!(
+        fs.durable_bytes(Path::new("/d/f")).as_deref(),
+        Some(&b"bbbb"[..])
     );
 }

@@ -57,3 +57,124 @@ fn segments_r2_removes_are_unlinked_then_the_directory_is_fsynced() {
     );
     assert_eq!(segment_files(dir.path()), names[..2]);
 }
+
+/// Commits `n` records in frames of one, closes, and sets the `hwm` word to `hwm`.
+fn log_with_hidden_tail(dir: &std::path::Path, n: u64, hwm: u64) -> LogConfig {
+    let clock = ManualClock::new(WALL_START_MS);
+    let config = LogConfig {
+        codec: Codec::None,
+        segment_bytes: 600,
+        ..LogConfig::default()
+    };
+    let (log, _) = open(dir, &clock, config.clone());
+    for i in 0..n {
+        let r = json_record(i);
+        pollster::block_on(log.commit([(&b"k"[..], r.as_slice())])).unwrap();
+    }
+    pollster::block_on(log.close()).unwrap();
+    drop(log);
+    std::fs::write(dir.join("hwm"), hwm.to_be_bytes()).unwrap();
+    config
+}
+
+/// The frames an open writes back: non-zero writes to segment files, by file.
+fn segment_writes(fs: &FailingFs) -> Vec<WriteOp> {
+    fs.writes
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|w| w.file.ends_with(".log") && !w.zeros)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn an_open_writes_back_every_frame_above_the_hwm_with_the_bytes_it_holds() {
+    // After a process crash the page cache may show frames the disk lacks (a failed
+    // fsync leaves them clean); only writing them again makes a later fsync persist them.
+    let dir = tempfile::tempdir().unwrap();
+    let config = log_with_hidden_tail(dir.path(), 12, 5);
+    let names = segment_files(dir.path());
+    assert!(names.len() >= 3, "{names:?}");
+    let before: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| std::fs::read(dir.path().join(n)).unwrap())
+        .collect();
+    let (log, fs) = open_failing(dir.path(), config);
+    assert_eq!(log.hwm(), 5);
+    let writes = segment_writes(&fs);
+    // Every segment holding an offset at or above 5 is written back from its first such
+    // frame to its last frame, and nothing below it.
+    for name in &names {
+        let base: u64 = name.trim_end_matches(".log").parse().unwrap();
+        let end = frames_end(dir.path(), name);
+        let mine: Vec<&WriteOp> = writes.iter().filter(|w| &w.file == name).collect();
+        let next_base = names
+            .iter()
+            .filter_map(|n| n.trim_end_matches(".log").parse::<u64>().ok())
+            .find(|&b| b > base)
+            .unwrap_or(u64::MAX);
+        if next_base <= 5 {
+            assert!(mine.is_empty(), "{name} lies below the HWM: {mine:?}");
+            continue;
+        }
+        let first = mine.iter().map(|w| w.position).min().expect("written back");
+        let last = mine.iter().map(|w| w.position + w.len).max().unwrap();
+        assert_eq!(last, end, "{name}: written back to its last frame");
+        if base >= 5 {
+            assert_eq!(first, 0, "{name}: every frame is above the HWM");
+        } else {
+            assert!(first > 0, "{name}: its frames below the HWM are left alone");
+        }
+    }
+    // The bytes are the ones the files held.
+    for (name, bytes) in names.iter().zip(&before) {
+        let now = std::fs::read(dir.path().join(name)).unwrap();
+        let end = frames_end(dir.path(), name) as usize;
+        assert_eq!(now[..end], bytes[..end], "{name}");
+    }
+    assert!(
+        fs.dir_ops.lock().unwrap().contains(&"sync_dir".to_string()),
+        "the partition directory is fsynced at open"
+    );
+    assert!(
+        fs.writes.lock().unwrap().iter().any(|w| w.file == "hwm"),
+        "the hwm word is written again at open"
+    );
+}
+
+#[test]
+fn an_open_with_nothing_above_the_hwm_writes_no_frame_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = log_with_hidden_tail(dir.path(), 6, 6);
+    let (log, fs) = open_failing(dir.path(), config);
+    assert_eq!(log.hwm(), 6);
+    assert_eq!(segment_writes(&fs), Vec::<WriteOp>::new());
+}
+
+#[test]
+fn a_clamped_open_writes_back_every_frame() {
+    // A persisted HWM beyond the tail proves the word wrong: nothing is taken as durable.
+    let dir = tempfile::tempdir().unwrap();
+    let config = log_with_hidden_tail(dir.path(), 6, 100);
+    let (log, report) = {
+        let fs = FailingFs::default();
+        let clock = ManualClock::new(WALL_START_MS);
+        let (log, report) = pollster::block_on(cafelog_engine::log::Log::open(
+            fs.clone(),
+            clock,
+            dir.path(),
+            config,
+        ))
+        .expect("open");
+        assert!(report.recorded_loss_records > 0);
+        let firsts: Vec<u64> = segment_writes(&fs).iter().map(|w| w.position).collect();
+        assert!(
+            firsts.contains(&0),
+            "the first frame is written back: {firsts:?}"
+        );
+        (log, report)
+    };
+    assert_eq!(log.hwm(), 6);
+    assert!(report.written_back_bytes > 0);
+}

@@ -58,6 +58,7 @@ scenarios! {
     disk_full_refuses_writes_without_losing_acknowledged_records;
     expired_leases_redeliver_records_the_consumer_dropped => redelivered;
     fsync_error_poisons_the_partition_and_nothing_after_it_is_acknowledged;
+    fsync_error_then_process_restart_never_builds_on_pages_the_disk_lacks;
     hwm_file_ahead_of_the_tail_is_clamped => loss_recorded;
     lost_fsync_is_recorded_loss_never_silent => lost_fsync_hit_a_segment;
     parked_consumers_wake_for_commits_nacks_and_expired_leases => woken_by_queue_broadcasts;

@@ -349,12 +349,17 @@ pub struct OpenReport {
     pub salvage_offered: u64,
     /// Of them, the ones the salvage kept (made durable elsewhere for re-commit).
     pub salvaged: u64,
+    /// Bytes of frames above the HWM written back and fsynced, because the page cache
+    /// of a crashed process may show them without the disk holding them.
+    pub written_back_bytes: u64,
 }
 
 impl<F: Fs, C: Clock> Log<F, C> {
     /// Opens (or creates) the partition in `dir`, running recovery (R1-R4): torn tails
     /// and holes above the persisted HWM are truncated and fsynced, a clamp is recorded
-    /// and persisted, and damaged acknowledged data refuses to open.
+    /// and persisted, and damaged acknowledged data refuses to open. The frames kept
+    /// above the HWM are written back and fsynced, and the directory fsynced, so that
+    /// nothing a crashed process left only in the page cache is built on.
     pub async fn open(
         fs: F,
         clock: C,
@@ -435,6 +440,9 @@ impl<F: Fs, C: Clock> Log<F, C> {
         recovery::apply(&fs, &dir, &mut scan)
             .await
             .map_err(LogError::io("truncate during recovery"))?;
+        report.written_back_bytes = recovery::persist_unproven(&fs, &dir, &scan)
+            .await
+            .map_err(LogError::io("write back what recovery found above the HWM"))?;
         let hwm = scan.hwm();
         report.hwm = hwm;
         report.tail_offset = scan.tail_offset;
@@ -446,7 +454,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         add(&metrics.recorded_loss_records, report.recorded_loss_records);
         add(&metrics.hidden_records_at_open, report.hidden_records);
 
-        let hwm_file = open_hwm_file(&fs, &dir, hwm, scan.persisted_hwm).await?;
+        let hwm_file = open_hwm_file(&fs, &dir, hwm).await?;
 
         let mut segments = BTreeMap::new();
         for s in &scan.segments {
@@ -475,12 +483,6 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 .await
                 .map_err(LogError::io("open active segment"))?,
         );
-        // The hidden tail may still be only in the page cache of a crashed process;
-        // make it durable before anything builds on it.
-        active
-            .sync_data()
-            .await
-            .map_err(LogError::io("sync active segment at open"))?;
 
         let tail = scan.tail_offset;
         let now = clock.now();
@@ -884,14 +886,9 @@ async fn create_segment_file<F: Fs>(fs: &F, dir: &Path, base: u64) -> Result<F::
     Ok(file)
 }
 
-/// Opens the `hwm` file (creating it durably when absent) and makes it hold `hwm` when
-/// recovery changed the value (a clamp) or the file is new.
-async fn open_hwm_file<F: Fs>(
-    fs: &F,
-    dir: &Path,
-    hwm: u64,
-    persisted: Option<u64>,
-) -> Result<F::File, LogError> {
+/// Opens the `hwm` file (creating it durably when absent), writes `hwm` into it and
+/// fsyncs it, whether or not recovery changed the value.
+async fn open_hwm_file<F: Fs>(fs: &F, dir: &Path, hwm: u64) -> Result<F::File, LogError> {
     let path = dir.join(layout::HWM_FILE);
     let exists = fs.exists(&path).await.map_err(LogError::io("stat hwm"))?;
     let file = fs
@@ -905,12 +902,12 @@ async fn open_hwm_file<F: Fs>(
         )
         .await
         .map_err(LogError::io("open hwm"))?;
-    if persisted != Some(hwm) {
-        file.write_at(&word::encode(hwm), 0)
-            .await
-            .map_err(LogError::io("write hwm"))?;
-        file.sync_data().await.map_err(LogError::io("sync hwm"))?;
-    }
+    // Written even when unchanged: the value read may sit only in the page cache of a
+    // crashed process (a failed fsync leaves it there, clean), and this open builds on it.
+    file.write_at(&word::encode(hwm), 0)
+        .await
+        .map_err(LogError::io("write hwm"))?;
+    file.sync_data().await.map_err(LogError::io("sync hwm"))?;
     if !exists {
         fs.sync_dir(dir)
             .await

@@ -365,14 +365,15 @@ impl<F: Fs, C: Clock> Log<F, C> {
     async fn roll(&self, io: &mut Io<F>, new_base: u64) -> Result<(), LogError> {
         self.sync_locked(io).await?;
         // Sealing trims the preallocated space: a sealed segment ends at its last frame.
+        // Trimmed even when the page cache shows nothing past it: the platter may hold
+        // more (a write a crashed process left pending, a write that landed astray),
+        // and the next open judges the bytes past a sealed segment's end.
         let len = self.segment_len(io.active_base);
-        if io.allocated > len {
-            if let Err(e) = io.active.set_len(len).await {
-                return Err(self.poison("trim sealed segment", e));
-            }
-            if let Err(e) = io.active.sync_data().await {
-                return Err(self.poison("fsync trimmed segment", e));
-            }
+        if let Err(e) = io.active.set_len(len).await {
+            return Err(self.poison("trim sealed segment", e));
+        }
+        if let Err(e) = io.active.sync_data().await {
+            return Err(self.poison("fsync trimmed segment", e));
         }
         let file = match create_segment_file(&self.inner.fs, &self.inner.dir, new_base).await {
             Ok(file) => file,

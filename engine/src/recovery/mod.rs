@@ -1,9 +1,12 @@
-//! Recovery: scan a partition ([`scan_partition`]), then carry out the plan ([`apply`]).
+//! Recovery: scan a partition ([`scan_partition`]), carry out the plan ([`apply`]), then
+//! make durable what the scan found but cannot prove durable ([`persist_unproven`]).
 
+mod persist;
 mod reader;
 mod salvage;
 mod scan;
 
+pub use persist::persist_unproven;
 pub use reader::{ProbedFrame, SegmentReader, WINDOW_BYTES};
 pub use salvage::{Discard, Salvage, SalvagedRecord, read_discarded};
 pub use scan::{

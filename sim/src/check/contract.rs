@@ -26,7 +26,10 @@
 //! A fault whose reach the world could not compute (`offsets: None`) reaches the
 //! records of its partition acknowledged after it and before the next crash, the
 //! only acknowledgements a sync after it can have made on its strength; a fault
-//! not on any partition's files reaches no partition.
+//! not on any partition's files reaches no partition. "The next crash" of a lost
+//! fsync, a misdirected or a torn write is the next *power loss*: a process crash
+//! leaves the page cache, which still shows the engine's bytes, so the fault shows
+//! (and its window closes) only when power loss rebuilds the cache from the platter.
 
 use std::collections::BTreeSet;
 
@@ -155,9 +158,9 @@ impl Reach {
         matches!(self.kind, FaultKind::LostFsync { .. })
     }
 
-    /// A word file's fault that shows at the crash after it (a lost fsync, a
-    /// misdirected write): `window_end` is that crash, and the open after it reads the
-    /// word it left.
+    /// A word file's fault that shows at the power loss after it (a lost fsync, a
+    /// misdirected write): `window_end` is that power loss, and the open after it reads
+    /// the word it left.
     fn word_at_crash(&self) -> bool {
         word_file(self.file)
             && !matches!(
@@ -211,7 +214,7 @@ impl Reach {
             };
             return rewritten.is_none_or(|w| index < w);
         }
-        if self.lost_fsync() && !facts.crash_between(self.fault_index, index) {
+        if self.lost_fsync() && !facts.power_loss_between(self.fault_index, index) {
             return false;
         }
         // A cut rewrote the frame only once its open completed: an alarm of that same
@@ -283,7 +286,10 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
                         .and_then(|tp| word_rewritten(facts, *file, tp, index, offsets))
                         .map_or(usize::MAX, |w| facts.next_crash_after(w))
                 }
-                _ => facts.next_crash_after(index),
+                // A lost fsync, a misdirected write and a torn write change the platter
+                // only; the page cache keeps the engine's bytes through process
+                // crashes, so the fault first shows at the next power loss.
+                _ => facts.next_power_loss_after(index),
             },
             kind: kind.clone(),
             cuts_after: tp

@@ -12,6 +12,12 @@
 //!    `damage_never_scanned`, `damage_deleted_before_scan`): no open scanned the
 //!    partition after the damage, or the open that did found the log start past it.
 //!    Unplaced damage (no frame held the byte) is left to rule 1 and `no_lost_ack`.
+//!    A misdirected write lands on the platter while the page cache keeps the right
+//!    bytes, so only an open after a power loss (which rebuilds the cache from the
+//!    platter) reads it; an open after a process crash does not. Damage that a later
+//!    write covered before the first open that reads it is owed nothing either
+//!    (`damage_repaired_before_scan`): every view of the disk the world took for that
+//!    open holds valid frames through the damaged offsets.
 
 use serde::Serialize;
 
@@ -28,6 +34,9 @@ pub enum DamageOutcome {
     NeverScanned,
     /// Retention deleted it before an open scanned it (`damage_deleted_before_scan`).
     DeletedBeforeScan { log_start_index: usize },
+    /// A later write covered it before an open read it (`damage_repaired_before_scan`):
+    /// the disk the open of this restart read holds intact frames there.
+    RepairedBeforeScan { restart_index: usize },
     /// The world could not place it in a frame.
     Unplaced,
     /// Scanned and not detected (a violation).
@@ -106,7 +115,8 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> CorruptionReport {
         let Some((offsets, below_hwm)) = kind.segment_damage() else {
             continue;
         };
-        let outcome = judge(facts, fault_index, tp.as_ref(), offsets);
+        let platter_only = matches!(kind, crate::history::FaultKind::Misdirected { .. });
+        let outcome = judge(facts, fault_index, tp.as_ref(), offsets, platter_only);
         if let DamageOutcome::Undetected { restart_index } = outcome {
             let place = tp
                 .as_ref()
@@ -147,6 +157,7 @@ fn judge(
     fault_index: usize,
     tp: Option<&TopicPartition>,
     offsets: Option<crate::history::OffsetRange>,
+    platter_only: bool,
 ) -> DamageOutcome {
     let (Some(tp), Some(range)) = (tp, offsets) else {
         // Unplaced damage (no frame held the byte): nothing to demand detection of; the
@@ -197,11 +208,14 @@ fn judge(
         };
     }
     // The first open after the damage that scanned `tp` (the engine's account says it
-    // opened or refused it).
+    // opened or refused it) through a page cache that shows the damage: for damage on
+    // the platter only, an open after a power loss.
     let scan = alarms.of(tp).iter().find(|a| {
         a.index > fault_index
             && facts.restarts.contains_key(&a.incarnation)
             && facts.restarts[&a.incarnation] > fault_index
+            && (!platter_only
+                || facts.power_loss_between(fault_index, facts.restarts[&a.incarnation]))
             && matches!(a.alarm, Alarm::LogOpened { .. } | Alarm::Refused { .. })
     });
     let Some(scan) = scan else {
@@ -218,6 +232,13 @@ fn judge(
         return DamageOutcome::DeletedBeforeScan {
             log_start_index: scan.index,
         };
+    }
+    let views = alarms.views_before(tp, scan.incarnation, usize::MAX);
+    let intact = |d: &&crate::history::DiskView| {
+        d.tail >= range.end && d.bad.as_ref().is_none_or(|bad| bad.offset > range.start)
+    };
+    if !views.is_empty() && views.iter().all(intact) {
+        return DamageOutcome::RepairedBeforeScan { restart_index };
     }
     DamageOutcome::Undetected { restart_index }
 }

@@ -40,10 +40,11 @@ pub enum ExcuseKind {
     CheckpointLost,
     DamageNeverScanned,
     DamageDeletedBeforeScan,
+    DamageRepairedBeforeScan,
 }
 
 impl ExcuseKind {
-    pub const ALL: [ExcuseKind; 13] = [
+    pub const ALL: [ExcuseKind; 14] = [
         ExcuseKind::Refused,
         ExcuseKind::Clamped,
         ExcuseKind::Skipped,
@@ -57,6 +58,7 @@ impl ExcuseKind {
         ExcuseKind::CheckpointLost,
         ExcuseKind::DamageNeverScanned,
         ExcuseKind::DamageDeletedBeforeScan,
+        ExcuseKind::DamageRepairedBeforeScan,
     ];
 
     pub fn name(self) -> &'static str {
@@ -74,6 +76,7 @@ impl ExcuseKind {
             ExcuseKind::CheckpointLost => "checkpoint_lost",
             ExcuseKind::DamageNeverScanned => "damage_never_scanned",
             ExcuseKind::DamageDeletedBeforeScan => "damage_deleted_before_scan",
+            ExcuseKind::DamageRepairedBeforeScan => "damage_repaired_before_scan",
         }
     }
 
@@ -132,6 +135,11 @@ impl ExcuseKind {
             }
             ExcuseKind::DamageDeletedBeforeScan => {
                 "damage at rest in a segment retention deleted before an open scanned it"
+            }
+            ExcuseKind::DamageRepairedBeforeScan => {
+                "damage at rest that a later write covered before an open read it: every \
+                 view of the disk the first open to read it took (reference decoder) holds \
+                 valid frames through the damaged offsets and no bad region at or below them"
             }
         }
     }

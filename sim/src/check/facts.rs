@@ -15,12 +15,14 @@ use crate::history::{
     CrashPartition, EventKind, FaultKind, History, Incarnation, Offset, ProduceId, TopicPartition,
 };
 
-/// A crash, with the durable state of each partition.
+/// A crash, with the state of each partition the next open reads.
 #[derive(Clone, Debug)]
 pub struct CrashFact {
     pub index: usize,
     pub at_ms: u64,
     pub incarnation: Incarnation,
+    /// A process crash: the page cache survived, so what it held is not yet durable.
+    pub process: bool,
     pub partitions: BTreeMap<TopicPartition, CrashPartition>,
 }
 
@@ -83,10 +85,14 @@ impl<'h> Facts<'h> {
                 EventKind::ProduceAck { id, .. } => {
                     facts.acks.entry(*id).or_insert(index);
                 }
-                EventKind::Crash { partitions } => facts.crashes.push(CrashFact {
+                EventKind::Crash {
+                    partitions,
+                    process,
+                } => facts.crashes.push(CrashFact {
                     index,
                     at_ms: event.at_ms,
                     incarnation: event.incarnation,
+                    process: *process,
                     partitions: partitions
                         .iter()
                         .map(|p| (p.tp.clone(), p.clone()))
@@ -195,6 +201,22 @@ impl<'h> Facts<'h> {
             .map_or(usize::MAX, |c| c.index)
     }
 
+    /// The index of the first power loss (not a process crash) after `index`, or
+    /// `usize::MAX`: where damage that only the platter holds first shows.
+    pub fn next_power_loss_after(&self, index: usize) -> usize {
+        self.crashes
+            .iter()
+            .find(|c| !c.process && c.index > index)
+            .map_or(usize::MAX, |c| c.index)
+    }
+
+    /// Whether a power loss (not a process crash) lies strictly between two indices.
+    pub fn power_loss_between(&self, after: usize, before: usize) -> bool {
+        self.crashes
+            .iter()
+            .any(|c| !c.process && after < c.index && c.index < before)
+    }
+
     /// Whether a crash lies strictly between two history indices.
     pub fn crash_between(&self, after: usize, before: usize) -> bool {
         self.crashes
@@ -230,6 +252,7 @@ impl<'h> Facts<'h> {
 pub fn fault_name(kind: &FaultKind) -> &'static str {
     match kind {
         FaultKind::Crash => "crash",
+        FaultKind::ProcessCrash => "process crash",
         FaultKind::TornWrite { .. } => "torn write",
         FaultKind::LostWrite { .. } => "lost write",
         FaultKind::FsyncEio { .. } => "fsync EIO",

@@ -18,10 +18,14 @@
 //!   its first frame was then written into a segment that already existed, with no
 //!   roll to judge;
 //! - S2, S3: the decoder stopped inside the segment (damage): not judged, counted;
-//! - S3: a lost fsync or a misdirected write named the segment's file, and no open of
-//!   the partition succeeded after it (`log_opened`): the platter kept bytes past the
-//!   trim, and the page cache took them back at a crash, with no open to trim them
-//!   again (a refusal, a run that ended with the node down).
+//! - S3: a lost fsync or a misdirected write named the segment's file, a power loss
+//!   followed, and no open of the partition succeeded after that power loss
+//!   (`log_opened`): the platter kept bytes past the trim, and the page cache took them
+//!   back at the power loss (a process crash leaves the cache), with no open to trim them
+//!   again (a refusal, a run that ended with the node down);
+//! - S3: every open of the partition since the last power loss refused it (R3): a
+//!   seal's trim still pending at a kill is lost at a power loss, and the engine
+//!   repairs nothing in a partition it refuses to open.
 //!
 //! Frames a cut or retention removed before the end are not judged: the shape is read
 //! once, at the end of the run.
@@ -47,8 +51,9 @@ pub struct LayoutReport {
     /// `(partition, successor's base, DiskAtOpen index)`: S2 excused by an open that
     /// found the successor empty.
     pub rolls_excused: Vec<(TopicPartition, Offset, usize)>,
-    /// `(partition, base, fault index)`: S3 excused by a lost fsync or misdirected
-    /// write on the file that no successful open followed.
+    /// `(partition, base, event index)`: S3 excused by a lost fsync or misdirected
+    /// write on the file that no successful open followed, or by the refusal of every
+    /// open since the last power loss.
     pub tails_excused: Vec<(TopicPartition, Offset, usize)>,
     /// Segments the decoder stopped inside (damage), not judged by S2 and S3.
     pub damaged: u64,
@@ -199,7 +204,10 @@ impl Judge<'_, '_> {
         if segment.file_len == segment.valid_len {
             return;
         }
-        if let Some(fault) = self.untrimmed_by(segment.base) {
+        if let Some(fault) = self
+            .untrimmed_by(segment.base)
+            .or_else(|| self.refused_since_power_loss())
+        {
             report
                 .tails_excused
                 .push((self.tp.clone(), segment.base, fault));
@@ -239,8 +247,11 @@ impl Judge<'_, '_> {
     }
 
     /// The last lost fsync or misdirected write on segment `base`'s file, when no open
-    /// of the partition succeeded after it: the only faults that leave the platter
-    /// longer than the engine's trim, with nothing since to trim it again.
+    /// of the partition succeeded after it showed: the only faults that leave the
+    /// platter longer than the engine's trim, with nothing since to trim it again. Such
+    /// a fault shows at the next power loss (a process crash leaves the page cache,
+    /// which holds the engine's bytes): with none before the observation it excuses
+    /// nothing, and only an open after it counts.
     fn untrimmed_by(&self, base: Offset) -> Option<usize> {
         let events = self.facts.history.events();
         let fault = (0..self.index).rev().find(|&i| match &events[i].kind {
@@ -258,7 +269,11 @@ impl Judge<'_, '_> {
             }
             _ => false,
         })?;
-        let opened_after = events[fault..self.index].iter().any(|e| {
+        let shown = self.facts.next_power_loss_after(fault);
+        if shown >= self.index {
+            return None;
+        }
+        let opened_after = events[shown..self.index].iter().any(|e| {
             matches!(
                 &e.kind,
                 EventKind::EngineAlarm {
@@ -269,6 +284,29 @@ impl Judge<'_, '_> {
             )
         });
         (!opened_after).then_some(fault)
+    }
+
+    /// The refusal of the partition after the last power loss, when no open of it
+    /// succeeded since that power loss: nothing could trim what the power loss left.
+    fn refused_since_power_loss(&self) -> Option<usize> {
+        let loss = self
+            .facts
+            .crashes
+            .iter()
+            .rev()
+            .find(|c| !c.process && c.index < self.index)?;
+        let alarms = self.facts.alarms.of(self.tp);
+        let after = || {
+            alarms
+                .iter()
+                .filter(|a| loss.index < a.index && a.index < self.index)
+        };
+        if after().any(|a| matches!(a.alarm, Alarm::LogOpened { .. })) {
+            return None;
+        }
+        after()
+            .find(|a| matches!(a.alarm, Alarm::Refused { .. }))
+            .map(|a| a.index)
     }
 
     fn violation(&self, report: &mut LayoutReport, segment: &SegmentLayout, what: String) {

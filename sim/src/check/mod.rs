@@ -353,6 +353,9 @@ impl CheckReport {
                 corruption::DamageOutcome::DeletedBeforeScan { .. } => {
                     ExcuseKind::DamageDeletedBeforeScan
                 }
+                corruption::DamageOutcome::RepairedBeforeScan { .. } => {
+                    ExcuseKind::DamageRepairedBeforeScan
+                }
                 _ => continue,
             };
             *out.entry(kind).or_insert(0) += 1;

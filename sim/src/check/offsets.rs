@@ -31,7 +31,7 @@ use super::excuse::{Excuse, Excuses, GapLasts};
 use super::facts::Facts;
 use super::{Accounting, RecordRef, Violation, list};
 use crate::history::{
-    EventKind, FileKind, Incarnation, Offset, OffsetRange, ProduceId, TopicPartition,
+    Alarm, EventKind, FileKind, Incarnation, Offset, OffsetRange, ProduceId, TopicPartition,
     parse_payload_id,
 };
 
@@ -307,7 +307,10 @@ fn check_hwm(facts: &Facts<'_>, report: &mut OffsetsReport) {
         let inc = event.incarnation;
         let at = event.at_ms;
         match &event.kind {
-            EventKind::Crash { partitions, .. } => {
+            EventKind::Crash {
+                partitions,
+                process,
+            } => {
                 for p in partitions {
                     let what = format!("at the crash t={at}ms");
                     beyond_tail(
@@ -334,7 +337,11 @@ fn check_hwm(facts: &Facts<'_>, report: &mut OffsetsReport) {
                     }
                     let s = state.entry(p.tp.clone()).or_default();
                     persisted_backwards(facts, report, &p.tp, index, s.persisted, p.persisted_hwm);
-                    s.persisted = Some((p.persisted_hwm, index));
+                    // After a process crash the word is the page cache's: what the next
+                    // open reads, but no claim that the platter holds it.
+                    if !process {
+                        s.persisted = Some((p.persisted_hwm, index));
+                    }
                     s.after_crash = Some((p.persisted_hwm, index));
                 }
             }
@@ -402,6 +409,15 @@ fn check_hwm(facts: &Facts<'_>, report: &mut OffsetsReport) {
                     persisted_backwards(facts, report, tp, index, s.persisted, *persisted);
                     s.persisted = Some((*persisted, index));
                 }
+            }
+            // A recorded clamp is the engine's own account of moving the word back (its
+            // cause is judged by `alarms_explained`); the open persists the clamped value.
+            EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: Alarm::Clamp { hwm, .. },
+                ..
+            } => {
+                state.entry(tp.clone()).or_default().persisted = Some((*hwm, index));
             }
             _ => {}
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum FsEventKind {
-    /// The disk crashed (power loss or node kill); `detail` sums up the outcome.
+    /// Power loss: the disk crashed; `detail` sums up the outcome.
     Crash,
     /// A pending write was lost entirely at a crash.
     CrashWriteLost,
@@ -41,6 +41,9 @@ pub enum FsEventKind {
     StaleHandle,
     /// [`super::SimFs::heal`] was called: no fault fires from here on.
     Heal,
+    /// The process using the disk died, the kernel did not: the page cache and every
+    /// pending operation outlive it; `detail` says what stays pending.
+    ProcessCrash,
 }
 
 impl FsEventKind {

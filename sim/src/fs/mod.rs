@@ -29,7 +29,7 @@
 //! name with its inode and the target with its old inode. Inodes no name or handle
 //! refers to are freed.
 //!
-//! **Crash** ([`SimFs::crash`], or a madsim kill of the node it is attached to, see
+//! **Power loss** ([`SimFs::crash`], or a madsim kill of the node it is attached to, see
 //! [`plugin`]). For every file, in order, each pending write is independently lost,
 //! kept whole, or torn: a random proper subset of the absolute 512-byte sectors it
 //! touches reaches the disk. So unsynced writes can persist out of order and leave
@@ -45,6 +45,16 @@
 //! list is empty, and the *epoch* is bumped: handles opened before it fail every
 //! operation with ESTALE, so a leftover handle of a crashed node cannot write into the
 //! new world.
+//!
+//! **Process crash** ([`SimFs::process_crash`], or a kill announced with
+//! [`plugin::kill_process`]): the process dies, the kernel does not. The epoch is bumped
+//! (old handles fail with ESTALE, as the dead process's descriptors are gone) and nothing
+//! else changes: the page cache, every pending file operation and every pending
+//! directory operation survive, so the next incarnation reads what the last one wrote,
+//! synced or not, and a later power loss still drops whatever nobody synced, including
+//! what the new incarnation read and built on. After an fsync EIO the cache keeps the
+//! data no fsync will write (below): a restarted process reads it as if it were durable,
+//! which is Linux's behaviour and the root of fsyncgate.
 //!
 //! **Faults** ([`FaultOptions`], capped, off after [`SimFs::heal`]): fsync EIO (Linux
 //! semantics: the pending data is *not* persisted, the cache still shows it, the list is
@@ -234,6 +244,13 @@ impl SimFs {
     /// Power loss: applies the crash model (module docs) to every file and directory.
     pub fn crash(&self) {
         self.lock().crash();
+    }
+
+    /// Process crash: the process dies, the kernel does not. Handles go stale, nothing
+    /// else changes: the next incarnation reads the page cache, and what was pending
+    /// stays pending until a sync or the next power loss (module docs).
+    pub fn process_crash(&self) {
+        self.lock().process_crash();
     }
 
     /// Takes the events logged since the last call, in order.
@@ -609,6 +626,39 @@ impl State {
             }
         }
         self.inodes.retain(|_, inode| inode.visible_links > 0);
+    }
+
+    fn process_crash(&mut self) {
+        let ended = self.epoch;
+        let files = self
+            .inodes
+            .values()
+            .filter(|i| !i.pending.is_empty())
+            .count();
+        let pending_ops: usize = self.inodes.values().map(|i| i.pending.len()).sum();
+        let dir_ops = self.ns.pending.len();
+        self.log.record(
+            ended,
+            FsEventKind::ProcessCrash,
+            PathBuf::new(),
+            None,
+            None,
+            format!(
+                "epoch {ended} ended by a process crash: {pending_ops} pending file \
+                 operations in {files} files and {dir_ops} directory operations stay pending"
+            ),
+        );
+        self.epoch += 1;
+        self.enospc_streak = 0;
+        // The dead process's handles closed with it: an unlinked file no name refers to
+        // any more is freed, as the kernel frees it at the last close.
+        let inodes: Vec<InodeId> = self.inodes.keys().copied().collect();
+        for ino in inodes {
+            if let Some(inode) = self.inodes.get_mut(&ino) {
+                inode.open_handles = 0;
+            }
+            self.collect(ino);
+        }
     }
 
     fn flip_random_bit(&mut self, filter: &dyn Fn(&Path) -> bool) -> Option<BitFlip> {

@@ -9,6 +9,10 @@
 //! should also be a crash must kill first: [`crash_and_restart`] does exactly
 //! `kill(id); restart(id)` (the order madsim's own restart test uses).
 //!
+//! A kill is a power loss unless announced as a process crash: [`kill_process`] marks
+//! the node so that its next reset calls [`SimFs::process_crash`] instead (the page
+//! cache survives), then kills it.
+//!
 //! `reset_node` runs while madsim holds its node table and simulator table locks, so
 //! the crash must not call back into madsim's task or plugin APIs; `SimFs::crash` only
 //! takes the disk's own lock (and reads simulated time for the event log).
@@ -20,7 +24,7 @@ use madsim::rand::GlobalRng;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use madsim::time::TimeHandle;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 /// Register with `runtime.add_simulator::<SimFsPlugin>()`, then [`attach`] each node's
@@ -28,6 +32,8 @@ use std::sync::Mutex;
 #[derive(Default)]
 pub struct SimFsPlugin {
     disks: Mutex<BTreeMap<NodeId, Vec<SimFs>>>,
+    /// Nodes whose next reset is a process crash, not a power loss.
+    process_only: Mutex<BTreeSet<NodeId>>,
 }
 
 impl Simulator for SimFsPlugin {
@@ -36,9 +42,18 @@ impl Simulator for SimFsPlugin {
     }
 
     fn reset_node(&self, id: NodeId) {
+        let process_only = self
+            .process_only
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
         let disks = self.disks.lock().unwrap_or_else(|e| e.into_inner());
         for disk in disks.get(&id).into_iter().flatten() {
-            disk.crash();
+            if process_only {
+                disk.process_crash();
+            } else {
+                disk.crash();
+            }
         }
     }
 }
@@ -52,6 +67,14 @@ impl SimFsPlugin {
             .entry(node)
             .or_default()
             .push(fs.clone());
+    }
+
+    /// The next reset of `node` is a process crash: its disks keep their page cache.
+    pub fn announce_process_crash(&self, node: NodeId) {
+        self.process_only
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(node);
     }
 
     /// The disks attached to `node`.
@@ -69,6 +92,13 @@ impl SimFsPlugin {
 /// `SimFsPlugin` was not added to the runtime: a harness bug.
 pub fn attach(node: NodeId, fs: &SimFs) {
     madsim::plugin::simulator::<SimFsPlugin>().attach(node, fs);
+}
+
+/// Kills `node`'s process only: its tasks die, its disks go through
+/// [`SimFs::process_crash`] (the page cache survives). Not restarted.
+pub fn kill_process(node: NodeId) {
+    madsim::plugin::simulator::<SimFsPlugin>().announce_process_crash(node);
+    Handle::current().kill(node);
 }
 
 /// Kills `node` (crashing its attached disks) and starts it again from its `init`.

@@ -110,7 +110,7 @@ pub enum FileKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "fault")]
 pub enum FaultKind {
-    /// The decision to kill the node. Informational: checkers read
+    /// The decision to kill the node with a power loss. Informational: checkers read
     /// [`EventKind::Crash`], which carries the durable state.
     Crash,
     /// An unsynced write reached the disk only partly (sector granularity).
@@ -152,6 +152,9 @@ pub enum FaultKind {
     Latency { delay_ms: u64 },
     /// The wall clock stepped backwards by `back_ms`.
     ClockStep { back_ms: u64 },
+    /// The decision to kill the engine's process only: the page cache survives.
+    /// Informational, like `Crash`.
+    ProcessCrash,
 }
 
 impl FaultKind {
@@ -191,14 +194,15 @@ impl FaultKind {
     }
 }
 
-/// The durable state of one partition at the moment of a crash, as the simulated
-/// disk's durable image says (before any at-rest damage is taken into account).
+/// The state of one partition at the moment of a crash that the next incarnation opens
+/// from: the simulated disk's durable image after a power loss, its page cache after a
+/// process crash (before any at-rest damage is taken into account).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrashPartition {
     pub tp: TopicPartition,
-    /// Value of the durable `hwm` file (0 if missing).
+    /// Value of the `hwm` file the next open reads (0 if missing).
     pub persisted_hwm: Offset,
-    /// End offset (exclusive) of the records durably in the log.
+    /// End offset (exclusive) of the records the next open finds in the log.
     pub durable_tail: Offset,
     /// The engine's in-memory HWM just before the kill, if the world knew it.
     pub memory_hwm: Option<Offset>,
@@ -303,8 +307,16 @@ pub enum EventKind {
         loaded: Option<Offset>,
     },
     /// World, when it kills the node; the event's incarnation is the one that dies. One
-    /// entry per partition on the node, from the disk's durable image.
-    Crash { partitions: Vec<CrashPartition> },
+    /// entry per partition on the node, from what the next incarnation will open: the
+    /// durable image after a power loss, the page cache after a process crash
+    /// (`process`: the kernel survived, and with it every unsynced write, which a later
+    /// power loss may still drop).
+    Crash {
+        partitions: Vec<CrashPartition>,
+        /// Absent (false) in histories written before process crashes existed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        process: bool,
+    },
     /// World, when the node is up again; the event's incarnation is the new one. Every
     /// partition is opened (and so fully scanned) at restart.
     Restart,
@@ -543,8 +555,11 @@ impl fmt::Display for Event {
                     None => Ok(()),
                 }
             }
-            EventKind::Crash { partitions } => {
-                write!(f, "crash:")?;
+            EventKind::Crash {
+                partitions,
+                process,
+            } => {
+                write!(f, "{}:", if *process { "process_crash" } else { "crash" })?;
                 for p in partitions {
                     write!(
                         f,
@@ -958,9 +973,27 @@ impl History {
         )
     }
 
-    /// Records the crash of the current incarnation.
+    /// Records the power loss that ends the current incarnation.
     pub fn crash(&mut self, at_ms: u64, partitions: Vec<CrashPartition>) -> &mut Self {
-        self.record(at_ms, EventKind::Crash { partitions })
+        self.record(
+            at_ms,
+            EventKind::Crash {
+                partitions,
+                process: false,
+            },
+        )
+    }
+
+    /// Records the process crash that ends the current incarnation (the page cache
+    /// survives it).
+    pub fn process_crash(&mut self, at_ms: u64, partitions: Vec<CrashPartition>) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::Crash {
+                partitions,
+                process: true,
+            },
+        )
     }
 
     /// Records the start of the next incarnation.

@@ -159,8 +159,9 @@ impl TryFrom<RawExpect> for Expect {
 }
 
 /// The fault kinds a run's fault counts use (the `fault` tag of `FaultKind`).
-pub const FAULT_NAMES: [&str; 10] = [
+pub const FAULT_NAMES: [&str; 11] = [
     "crash",
+    "process_crash",
     "torn_write",
     "lost_write",
     "fsync_eio",
@@ -515,6 +516,13 @@ pub struct SwarmSpec {
     pub clock_step_probability: f64,
     pub clock_step_back_ms_max: u64,
     pub clock_steps_max: u32,
+    /// Fraction of the kills that are process crashes (the page cache survives).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub process_crash_fraction: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Default for SwarmSpec {
@@ -534,6 +542,7 @@ impl From<&crate::swarm::FaultMix> for SwarmSpec {
             clock_step_probability: m.clock_step_probability,
             clock_step_back_ms_max: m.clock_step_back_ms_max,
             clock_steps_max: m.clock_steps_max,
+            process_crash_fraction: m.process_crash_fraction,
         }
     }
 }
@@ -543,6 +552,7 @@ impl From<&crate::swarm::FaultMix> for SwarmSpec {
 #[serde(rename_all = "snake_case")]
 pub enum ActionName {
     Crash,
+    ProcessCrash,
     CrashWithBitFlip,
     CrashWithClockStep,
     FsyncEio,
@@ -597,6 +607,7 @@ impl TryFrom<RawEntry> for ScheduleEntry {
             }
             (action, None, None) => match action {
                 ActionName::Crash => Action::Crash,
+                ActionName::ProcessCrash => Action::ProcessCrash,
                 ActionName::FsyncEio => Action::FsyncEio,
                 ActionName::LostFsync => Action::LostFsync,
                 ActionName::CrashWithBitFlip | ActionName::CrashWithClockStep => {
@@ -626,6 +637,7 @@ impl From<ScheduleEntry> for RawEntry {
         };
         let (action, file, back_ms) = match e.0.action {
             Action::Crash => (ActionName::Crash, None, None),
+            Action::ProcessCrash => (ActionName::ProcessCrash, None, None),
             Action::CrashWithBitFlip { file } => (ActionName::CrashWithBitFlip, Some(file), None),
             Action::CrashWithClockStep { ms } => (ActionName::CrashWithClockStep, None, Some(ms)),
             Action::FsyncEio => (ActionName::FsyncEio, None, None),

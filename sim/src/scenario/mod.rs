@@ -195,6 +195,7 @@ impl Scenario {
             mix.clock_step_probability = s.clock_step_probability;
             mix.clock_step_back_ms_max = s.clock_step_back_ms_max;
             mix.clock_steps_max = s.clock_steps_max;
+            mix.process_crash_fraction = s.process_crash_fraction;
         }
         RunSpec {
             seed: f.seed,
@@ -312,6 +313,14 @@ impl ScenarioFile {
 fn validate(f: &ScenarioFile) -> Result<(), String> {
     if f.topics.is_empty() {
         return Err("a scenario needs at least one [[topics]] entry".into());
+    }
+    if let Some(s) = &f.swarm
+        && !(0.0..=1.0).contains(&s.process_crash_fraction)
+    {
+        return Err(format!(
+            "[swarm]: process_crash_fraction = {} must be within 0..=1",
+            s.process_crash_fraction
+        ));
     }
     for (i, t) in f.topics.iter().enumerate() {
         if f.topics[..i].iter().any(|u| u.name == t.name) {

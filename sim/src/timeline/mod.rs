@@ -118,7 +118,7 @@ pub fn render(outcome: &RunOutcome) -> String {
                 .or_default()
                 .acks
                 .push((t, *offset)),
-            EventKind::Crash { partitions } => {
+            EventKind::Crash { partitions, .. } => {
                 crashes.push(t);
                 for cp in partitions {
                     panels.entry(cp.tp.clone()).or_default().tails.push((
@@ -131,7 +131,10 @@ pub fn render(outcome: &RunOutcome) -> String {
             EventKind::Restart => restarts.push(t),
             EventKind::Heal => heal = Some(t),
             EventKind::Fault { kind, tp, .. } => {
-                if matches!(kind, FaultKind::Crash | FaultKind::Latency { .. }) {
+                if matches!(
+                    kind,
+                    FaultKind::Crash | FaultKind::ProcessCrash | FaultKind::Latency { .. }
+                ) {
                     continue;
                 }
                 match tp {

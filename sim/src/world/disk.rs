@@ -1,11 +1,13 @@
-//! What the world reads off the simulated disk for the checkers: durable images decoded
-//! by the reference decoder ([`crate::reference`]), never by the engine's scanner, and
-//! read synchronously, so that looking neither draws the disk's dice nor lets
-//! simulated time pass.
+//! What the world reads off the simulated disk for the checkers: images decoded by the
+//! reference decoder ([`crate::reference`]), never by the engine's scanner, and read
+//! synchronously, so that looking neither draws the disk's dice nor lets simulated time
+//! pass.
 //!
 //! Invariants:
-//! - every read is of the *durable* image (what the platter holds): what a power loss
-//!   leaves and what damage at rest hits; the page cache is the engine's business;
+//! - every read names its [`Image`]: the *durable* one (what the platter holds: what a
+//!   power loss leaves and what damage at rest hits) or the *visible* one (the page
+//!   cache: what a process crash leaves, and what an open reads). Right after a power
+//!   loss the two are the same;
 //! - a frame is named by an offset range only when the decoder (or, past a bad region,
 //!   a header walk continuing the offsets) placed it in the image it read.
 
@@ -17,16 +19,48 @@ use cafelog_engine::format::layout;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Which of the disk's two views a read takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Image {
+    /// What the platter holds.
+    Durable,
+    /// What the page cache shows (reads, listings).
+    Visible,
+}
+
+impl Image {
+    fn names(self, fs: &SimFs, dir: &Path) -> Option<Vec<String>> {
+        match self {
+            Image::Durable => fs.durable_names(dir),
+            Image::Visible => fs.visible_names(dir),
+        }
+    }
+
+    /// The bytes of the file named `path` in this view.
+    pub fn bytes(self, fs: &SimFs, path: &Path) -> Option<Vec<u8>> {
+        match self {
+            Image::Durable => fs.durable_bytes(path),
+            Image::Visible => fs.visible_bytes(path),
+        }
+    }
+}
+
 /// The durable image of a partition directory: its segment files and `hwm`. `None`
 /// when the directory is not durably there.
 pub fn durable_image(fs: &SimFs, dir: &Path) -> Option<DirImage> {
-    let names = fs.durable_names(dir)?;
+    dir_image(fs, dir, Image::Durable)
+}
+
+/// A partition directory's segment files and `hwm` in the view `which`. `None` when
+/// the directory is not there in that view.
+pub fn dir_image(fs: &SimFs, dir: &Path, which: Image) -> Option<DirImage> {
+    let names = which.names(fs, dir)?;
     let mut image = DirImage::default();
     for name in names {
         if name == layout::HWM_FILE {
-            image.hwm = fs.durable_bytes(&dir.join(&name));
+            image.hwm = which.bytes(fs, &dir.join(&name));
         } else if reference::partition::segment_base(&name).is_some()
-            && let Some(bytes) = fs.durable_bytes(&dir.join(&name))
+            && let Some(bytes) = which.bytes(fs, &dir.join(&name))
         {
             image.segments.push((name, bytes));
         }
@@ -66,17 +100,20 @@ pub fn decode_durable(fs: &SimFs, dir: &Path) -> Option<Decoded> {
     durable_image(fs, dir).map(|image| reference::decode(&image))
 }
 
-/// The durable state of each partition right after a crash. `damaged` names the
-/// partitions whose segments took damage at rest, `memory` the HWMs the engine had.
+/// The state of each partition right after a crash, in the view the next open reads
+/// (`which`: durable after a power loss, visible after a process crash). `damaged`
+/// names the partitions whose segments took damage at rest, `memory` the HWMs the
+/// engine had.
 pub fn crash_partitions(
     fs: &SimFs,
     dirs: &[(TopicPartition, PathBuf)],
     damaged: &std::collections::BTreeSet<TopicPartition>,
     memory: &BTreeMap<TopicPartition, u64>,
+    which: Image,
 ) -> Vec<CrashPartition> {
     let mut out = Vec::new();
     for (tp, dir) in dirs {
-        let Some(decoded) = decode_durable(fs, dir) else {
+        let Some(decoded) = dir_image(fs, dir, which).map(|image| reference::decode(&image)) else {
             continue;
         };
         let persisted_hwm = decoded.persisted_hwm.unwrap_or(0);

@@ -1,7 +1,8 @@
 //! The simulated world: one seed → one run of the real engine under madsim.
 //!
 //! - The engine's node runs a store on a [`SimFs`] with the engine's background loops
-//!   ([`node`]); killing it crashes the disk (the `SimFsPlugin` hook).
+//!   ([`node`]); killing it crashes the disk (the `SimFsPlugin` hook): a power loss, or
+//!   a process crash that leaves the page cache to the next incarnation ([`Kill`]).
 //! - Producers and consumers run outside that node, so they survive its crashes and
 //!   keep the record of what was acknowledged and delivered ([`recorder`]).
 //! - A supervisor injects crashes (some aimed right after a commit, before the next HWM
@@ -83,8 +84,10 @@ pub enum Trigger {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Action {
-    /// Kill and restart the engine's node (the disk crashes with it).
+    /// Kill and restart the engine's node (the disk crashes with it: a power loss).
     Crash,
+    /// Kill and restart the engine's process only: the page cache survives.
+    ProcessCrash,
     /// Kill the node, flip one bit of durable data in a file of this kind, restart.
     CrashWithBitFlip { file: FileKind },
     /// Kill the node, step the wall clock back by `ms`, restart.
@@ -375,16 +378,23 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
                 if matches!(entry.trigger, Trigger::AfterAcks(_)) {
                     world.recorder.lock().paths.crashes_after_commit += 1;
                 }
-                kill(world, node).await;
+                kill(world, node, Kill::PowerLoss).await;
+                restart(world, node);
+            }
+            Action::ProcessCrash => {
+                if matches!(entry.trigger, Trigger::AfterAcks(_)) {
+                    world.recorder.lock().paths.crashes_after_commit += 1;
+                }
+                kill(world, node, Kill::Process).await;
                 restart(world, node);
             }
             Action::CrashWithBitFlip { file } => {
-                kill(world, node).await;
+                kill(world, node, Kill::PowerLoss).await;
                 flip(world, &mut dice, Some(file)).await;
                 restart(world, node);
             }
             Action::CrashWithClockStep { ms } => {
-                kill(world, node).await;
+                kill(world, node, Kill::PowerLoss).await;
                 step_clock(world, ms);
                 restart(world, node);
             }
@@ -413,11 +423,13 @@ const RESTART_POLL_MS: u64 = 20;
 
 /// The engine treats an fsync error as fatal to its process (its data files cannot be
 /// trusted through the same page cache again, see DESIGN.md): the node asks to be
-/// restarted, and the supervisor restarts it as a machine would be, with a crash.
+/// restarted, and the supervisor restarts the process as an operator would. The kernel
+/// lives on, and with it the pages a failed fsync left in the cache without writing
+/// them (Linux), which the next incarnation reads as if they were durable.
 async fn serve_restart(world: &Arc<World>, node: madsim::task::NodeId) {
     if world.restart_requested.swap(false, Ordering::SeqCst) {
         world.recorder.lock().paths.restarts_after_fatal_error += 1;
-        kill(world, node).await;
+        kill(world, node, Kill::Process).await;
         restart(world, node);
     }
 }
@@ -455,6 +467,8 @@ async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
     let profile = &world.spec.profile;
     let mix = &world.spec.mix;
     let mut dice = Dice::new(sub_seed(world.spec.seed, 4));
+    // A stream of its own, so that runs without process crashes draw as before.
+    let mut kinds = Dice::new(sub_seed(world.spec.seed, 5));
     let mut crashes = 0u32;
     let mut flips = 0u32;
     let mut steps = 0u32;
@@ -494,7 +508,12 @@ async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
             let _ = madsim::time::timeout(Duration::from_millis(500), listener).await;
             world.recorder.lock().paths.crashes_after_commit += 1;
         }
-        kill(world, node).await;
+        let kind = if mix.process_crash_fraction > 0.0 && kinds.chance(mix.process_crash_fraction) {
+            Kill::Process
+        } else {
+            Kill::PowerLoss
+        };
+        kill(world, node, kind).await;
         if flips < mix.bit_flips_max && dice.chance(0.5) && flip(world, &mut dice, None).await {
             flips += 1;
         }
@@ -563,8 +582,17 @@ fn next_exp(dice: &mut Dice, per_s: f64) -> Option<u64> {
     (per_s > 0.0).then(|| exp_ms(dice, (1000.0 / per_s) as u64))
 }
 
-/// Kills the engine's node (crashing its disk) and records the durable state.
-async fn kill(world: &Arc<World>, node: madsim::task::NodeId) {
+/// How a kill ends an incarnation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kill {
+    /// The machine loses power: whatever is not durable is lost or torn.
+    PowerLoss,
+    /// Only the engine's process dies: the page cache and the pending writes survive.
+    Process,
+}
+
+/// Kills the engine's node and records what the next incarnation will open from.
+async fn kill(world: &Arc<World>, node: madsim::task::NodeId, kind: Kill) {
     {
         let mut rec = world.recorder.lock();
         add_incarnation_paths(&mut rec, world);
@@ -583,24 +611,43 @@ async fn kill(world: &Arc<World>, node: madsim::task::NodeId) {
     {
         let mut rec = world.recorder.lock();
         if !rec.healed {
-            rec.fault(FaultKind::Crash, None, None);
+            let fault = match kind {
+                Kill::PowerLoss => FaultKind::Crash,
+                Kill::Process => FaultKind::ProcessCrash,
+            };
+            rec.fault(fault, None, None);
         }
     }
-    madsim::runtime::Handle::current().kill(node);
+    let image = match kind {
+        Kill::PowerLoss => {
+            madsim::runtime::Handle::current().kill(node);
+            disk::Image::Durable
+        }
+        Kill::Process => {
+            crate::fs::plugin::kill_process(node);
+            disk::Image::Visible
+        }
+    };
     let partitions = {
         let damaged = world.damaged.lock().unwrap_or_else(|e| e.into_inner());
-        disk::crash_partitions(&world.fs, &partition_dirs(world), &damaged, &memory)
+        disk::crash_partitions(&world.fs, &partition_dirs(world), &damaged, &memory, image)
     };
     let mut rec = world.recorder.lock();
     rec.drain_fs();
     rec.paths.crashes += 1;
+    if kind == Kill::Process {
+        rec.paths.process_crashes += 1;
+    }
     rec.poisoned_seen.clear();
     let now = rec.now_ms();
     // The receives the kill cut short (their tasks died with the node).
     for (tp, asked) in std::mem::take(&mut rec.receiving).into_values() {
         rec.history.receive_killed(now, &tp, asked);
     }
-    rec.history.crash(now, partitions);
+    match kind {
+        Kill::PowerLoss => rec.history.crash(now, partitions),
+        Kill::Process => rec.history.process_crash(now, partitions),
+    };
     rec.node_down = true;
 }
 
@@ -617,17 +664,18 @@ fn step_clock(world: &World, back_ms: u64) {
 /// Starts the next incarnation of the engine's node.
 fn restart(world: &World, node: madsim::task::NodeId) {
     // What the open will read, before the new incarnation can touch it: each
-    // directory's durable image, read once, decoded and with its segment files listed.
+    // directory as the page cache shows it (after a power loss, the durable image),
+    // read once, decoded and with its segment files listed.
     let mut disks: Vec<(TopicPartition, DiskView, Vec<HeldCopy>)> = Vec::new();
     let mut segments: Vec<(TopicPartition, Vec<u64>)> = Vec::new();
     let mut frontiers = BTreeMap::new();
     for (tp, dir) in partition_dirs(world) {
         let frontier = world
             .fs
-            .durable_bytes(&dir.join(layout::CONSUMER_OFFSET_FILE))
+            .visible_bytes(&dir.join(layout::CONSUMER_OFFSET_FILE))
             .and_then(|bytes| word::decode(&bytes));
         frontiers.insert(tp.clone(), frontier);
-        let image = disk::durable_image(&world.fs, &dir);
+        let image = disk::dir_image(&world.fs, &dir, disk::Image::Visible);
         let bases = image.as_ref().map_or_else(Vec::new, |image| {
             image
                 .segments
@@ -804,7 +852,8 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
         && let Some(decoded) = flip
             .path
             .parent()
-            .and_then(|d| disk::decode_durable(&world.fs, d))
+            .and_then(|d| disk::dir_image(&world.fs, d, disk::Image::Visible))
+            .map(|image| crate::reference::decode(&image))
     {
         let now = rec.now_ms();
         rec.history

@@ -19,6 +19,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Paths {
     pub crashes: u64,
+    /// Kills that were process crashes (the page cache survived); also in `crashes`.
+    pub process_crashes: u64,
     pub crashes_after_commit: u64,
     pub torn_tails_truncated: u64,
     /// Partitions opened with preallocated zeros after their last frame.
@@ -63,6 +65,7 @@ impl Paths {
     pub fn entries(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("crashes", self.crashes),
+            ("process_crashes", self.process_crashes),
             ("crashes_after_commit", self.crashes_after_commit),
             ("torn_tails_truncated_r1", self.torn_tails_truncated),
             ("zero_tails_at_open", self.zero_tails_at_open),
@@ -115,8 +118,9 @@ pub struct Recorder {
     /// Receives the node is serving: their partition and ask, by a serial number.
     pub receiving: BTreeMap<u64, (TopicPartition, u64)>,
     next_receive: u64,
-    /// Per partition, the `consumer.offset` word the disk durably held at the last
-    /// restart, before the open could rewrite it (`None`: absent or not a word).
+    /// Per partition, the `consumer.offset` word the last restart's open found (the
+    /// page cache's, which a power loss has made the durable one), before the open
+    /// could rewrite it (`None`: absent or not a word).
     pub durable_frontiers: BTreeMap<TopicPartition, Option<u64>>,
     /// Fault counts by kind name, for reports.
     pub faults: BTreeMap<String, u64>,

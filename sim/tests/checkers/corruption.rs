@@ -279,3 +279,58 @@ fn damage_above_a_cut_the_running_open_announced_is_cut_away() {
         &["never detected"],
     );
 }
+
+/// A misdirected write into orders/0's frame at offset 0, then the kills `kinds`
+/// (`true`: a process crash), each followed by an open that detects nothing and reads
+/// a disk with a bad region at offset 0.
+fn misdirected_then(kinds: &[bool]) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .fault(
+            FaultKind::Misdirected {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 0, end: 1 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        );
+    for &process in kinds {
+        if process {
+            r.process_crash(&[(0, 2, 2, 2)]);
+        } else {
+            r.crash(&[(0, 2, 2, 2)]);
+        }
+        r.restart()
+            .disk(0, OpenRule::Refuse, 2, 0, Some(0))
+            .opened(0, 2, 2);
+    }
+    r
+}
+
+#[test]
+fn a_misdirected_write_is_owed_by_the_first_open_after_a_power_loss() {
+    // The page cache kept the right bytes through the process crash: its open could not
+    // read the damage, so it owes no detection.
+    let report = misdirected_then(&[true]).report();
+    assert!(
+        !report
+            .failed_checkers()
+            .contains(&CheckerName::NoCorruptDelivery),
+        "{:#?}",
+        report.violations()
+    );
+    // The open after a power loss reads the platter: it owes one.
+    for kinds in [&[false][..], &[true, false]] {
+        let report = misdirected_then(kinds).report();
+        assert!(
+            report
+                .violations_of(CheckerName::NoCorruptDelivery)
+                .iter()
+                .any(|m| m.message.contains("never detected")),
+            "{kinds:?}: {:#?}",
+            report.violations()
+        );
+    }
+}

@@ -345,6 +345,18 @@ fn flip_scanned(scanned: bool) -> Run {
     r
 }
 
+/// A flip at offset 0, a crash, and an open that read a disk whose frames are intact
+/// through offset `intact_to` (exclusive) and did not detect anything.
+fn flip_covered(intact_to: u64) -> Run {
+    let mut r = flipped(Some(true));
+    let bad = (intact_to < 2).then_some(intact_to);
+    r.crash(&[(0, 2, 2, 2)])
+        .restart()
+        .disk(0, OpenRule::Clean, 2, intact_to, bad)
+        .opened(0, 2, 2);
+    r
+}
+
 /// A flip at offset 0, a crash, and the open finding the log start at `log_start`.
 fn flip_before_log_start(log_start: u64) -> Run {
     let mut r = flipped(Some(true));
@@ -501,6 +513,13 @@ const ROWS: &[Row] = &[
         needs: || flip_before_log_start(1),
         // One offset further: a log start of 0 deleted nothing.
         wider: || flip_before_log_start(0),
+    },
+    Row {
+        kind: ExcuseKind::DamageRepairedBeforeScan,
+        checker: CheckerName::NoCorruptDelivery,
+        needs: || flip_covered(2),
+        // One offset further: the disk the open read ends at the damaged frame.
+        wider: || flip_covered(0),
     },
 ];
 

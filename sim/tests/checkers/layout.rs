@@ -178,22 +178,44 @@ fn long_tail() -> Vec<SegmentLayout> {
 
 #[test]
 fn a_sealed_tail_is_excused_only_by_a_lying_fsync_on_its_file_no_open_followed() {
+    let power_loss = |r: &mut Run| {
+        r.crash(&[(0, 0, 23, 23)]).restart();
+    };
     let mut r = Run::new();
     fault_on(&mut r, lost_fsync(), "00000000000000000000.log");
+    power_loss(&mut r);
     observed(&mut r, long_tail());
     let report = r.report();
     assert_eq!(report.layout.violations, []);
     assert_eq!(report.layout.tails_excused.len(), 1);
 
-    // An open succeeded since: it trims sealed tails, so no excuse.
+    // An open succeeded after the power loss that showed it: it trims sealed tails.
     let mut r = Run::new();
     fault_on(&mut r, lost_fsync(), "00000000000000000000.log");
+    power_loss(&mut r);
     opened(&mut r);
     observed(&mut r, long_tail());
     fires_only(&r.report(), CheckerName::Layout);
+    // No power loss since: the page cache still holds the engine's bytes, so the fault
+    // cannot have lengthened what the world read; a process crash changes nothing.
+    let mut r = Run::new();
+    fault_on(&mut r, lost_fsync(), "00000000000000000000.log");
+    r.process_crash(&[(0, 0, 23, 23)]).restart();
+    observed(&mut r, long_tail());
+    fires_only(&r.report(), CheckerName::Layout);
+    // An open after a process crash, then the power loss: still excused (the open read
+    // the cache, where the tail was trimmed).
+    let mut r = Run::new();
+    fault_on(&mut r, lost_fsync(), "00000000000000000000.log");
+    r.process_crash(&[(0, 0, 23, 23)]).restart();
+    opened(&mut r);
+    power_loss(&mut r);
+    observed(&mut r, long_tail());
+    assert_eq!(r.report().layout.violations, []);
     // On another segment's file: no excuse.
     let mut r = Run::new();
     fault_on(&mut r, lost_fsync(), "00000000000000000010.log");
+    power_loss(&mut r);
     observed(&mut r, long_tail());
     fires_only(&r.report(), CheckerName::Layout);
     // A bit flip lengthens no file: no excuse.
@@ -205,6 +227,45 @@ fn a_sealed_tail_is_excused_only_by_a_lying_fsync_on_its_file_no_open_followed()
     let mut r = Run::new();
     fault_on(&mut r, flip, "00000000000000000000.log");
     observed(&mut r, long_tail());
+    assert!(r.report().failed_checkers().contains(&CheckerName::Layout));
+}
+
+#[test]
+fn a_sealed_tail_is_excused_when_every_open_since_the_last_power_loss_refused() {
+    let refused = |r: &mut Run| {
+        r.with(|t, h| {
+            let alarm = Alarm::Refused {
+                segment: "00000000000000000010.log".into(),
+                position: 0,
+            };
+            h.engine_alarm(t, Some(&tp(0)), alarm, None);
+        });
+    };
+    let mut r = Run::new();
+    r.crash(&[(0, 0, 23, 23)]).restart();
+    refused(&mut r);
+    observed(&mut r, long_tail());
+    let report = r.report();
+    assert_eq!(report.layout.violations, []);
+    assert_eq!(report.layout.tails_excused.len(), 1);
+    // The refusal followed a process crash only: nothing lost the trim.
+    let mut r = Run::new();
+    r.process_crash(&[(0, 0, 23, 23)]).restart();
+    refused(&mut r);
+    observed(&mut r, long_tail());
+    assert!(r.report().failed_checkers().contains(&CheckerName::Layout));
+    // An open succeeded after the power loss: it trims.
+    let mut r = Run::new();
+    r.crash(&[(0, 0, 23, 23)]).restart();
+    opened(&mut r);
+    refused(&mut r);
+    observed(&mut r, long_tail());
+    assert!(r.report().failed_checkers().contains(&CheckerName::Layout));
+    // The early roll (S2) is not excused by it.
+    let mut r = Run::new();
+    r.crash(&[(0, 0, 23, 23)]).restart();
+    refused(&mut r);
+    observed(&mut r, early_roll());
     assert!(r.report().failed_checkers().contains(&CheckerName::Layout));
 }
 

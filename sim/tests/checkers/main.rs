@@ -155,19 +155,17 @@ impl Run {
         self
     }
 
-    /// `parts`: (partition, persisted_hwm, durable_tail, memory_hwm).
+    /// A power loss. `parts`: (partition, persisted_hwm, durable_tail, memory_hwm).
     fn crash(&mut self, parts: &[(u32, u64, u64, u64)]) -> &mut Self {
         let t = self.now();
-        let partitions = parts
-            .iter()
-            .map(|&(p, persisted_hwm, durable_tail, memory)| CrashPartition {
-                tp: tp(p),
-                persisted_hwm,
-                durable_tail,
-                memory_hwm: Some(memory),
-            })
-            .collect();
-        self.h.crash(t, partitions);
+        self.h.crash(t, crash_partitions(parts));
+        self
+    }
+
+    /// A process crash (the page cache survives); `parts` as for [`Run::crash`].
+    fn process_crash(&mut self, parts: &[(u32, u64, u64, u64)]) -> &mut Self {
+        let t = self.now();
+        self.h.process_crash(t, crash_partitions(parts));
         self
     }
 
@@ -282,6 +280,18 @@ impl Run {
         check(&self.h, &CONFIG)
     }
 }
+fn crash_partitions(parts: &[(u32, u64, u64, u64)]) -> Vec<CrashPartition> {
+    parts
+        .iter()
+        .map(|&(p, persisted_hwm, durable_tail, memory)| CrashPartition {
+            tp: tp(p),
+            persisted_hwm,
+            durable_tail,
+            memory_hwm: Some(memory),
+        })
+        .collect()
+}
+
 /// Asserts that `checker` and no other fired; returns its messages.
 fn fires_only(report: &CheckReport, checker: CheckerName) -> Vec<String> {
     assert_eq!(

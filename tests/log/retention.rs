@@ -153,3 +153,31 @@ fn the_log_start_moves_only_once_the_delete_is_durable() {
     assert_eq!(log.status().log_start, report.log_start);
     assert!(report.log_start > 0);
 }
+
+#[test]
+fn a_sweep_that_deletes_nothing_reports_the_log_start_as_it_stands() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (log, _) = open(dir.path(), &clock, config());
+    for i in 0..10u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
+    }
+    clock.advance(Duration::from_secs(61));
+    let start = pollster::block_on(log.reap_once()).unwrap().log_start;
+    assert!(start > 0, "the first sweep deleted something");
+    // Nothing more is due: the report still says where the log starts.
+    let again = pollster::block_on(log.reap_once()).unwrap();
+    assert!(again.segments.is_empty());
+    assert_eq!(again.log_start, start);
+    pollster::block_on(log.close()).unwrap();
+    drop(log);
+    // Without retention the sweep deletes nothing and says the same.
+    let keep = LogConfig {
+        retention_ms: None,
+        ..config()
+    };
+    let (log, _) = open(dir.path(), &clock, keep);
+    let report = pollster::block_on(log.reap_once()).unwrap();
+    assert!(report.segments.is_empty());
+    assert_eq!(report.log_start, start);
+}

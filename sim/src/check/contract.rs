@@ -194,7 +194,11 @@ impl Reach {
             return false;
         }
         if word_file(self.file) {
-            if index < self.window_end || !self.word_at_crash() {
+            if self.word_at_crash() && index < self.window_end {
+                // Before the power loss the page cache still shows the engine's word.
+                return false;
+            }
+            if !self.word_at_crash() {
                 return index < self.window_end;
             }
             // The crash left the word the fault made durable; it stays until the engine
@@ -214,7 +218,7 @@ impl Reach {
             };
             return rewritten.is_none_or(|w| index < w);
         }
-        if self.lost_fsync() && !facts.power_loss_between(self.fault_index, index) {
+        if self.platter_only() && !facts.power_loss_between(self.fault_index, index) {
             return false;
         }
         // A cut rewrote the frame only once its open completed: an alarm of that same
@@ -235,10 +239,23 @@ impl Reach {
         files.contains(&self.file)
     }
 
-    /// Whether its offsets meet `gap` (unknown offsets meet every gap).
+    /// Whether its offsets meet `gap` (unknown offsets meet every gap, an empty reach
+    /// none).
     pub fn meets(&self, gap: OffsetRange) -> bool {
         self.offsets
-            .is_none_or(|o| o.start < gap.end && gap.start < o.end)
+            .is_none_or(|o| o.start < o.end && o.start < gap.end && gap.start < o.end)
+    }
+
+    /// A fault whose effect only the platter holds (a lost fsync, a misdirected or torn
+    /// write): the page cache keeps the engine's bytes through process crashes, so it
+    /// shows only after a power loss.
+    pub fn platter_only(&self) -> bool {
+        matches!(
+            self.kind,
+            FaultKind::LostFsync { .. }
+                | FaultKind::Misdirected { .. }
+                | FaultKind::TornWrite { .. }
+        )
     }
 
     /// Whether the reach includes the offset `offset` of `tp`, or everything there.
@@ -286,10 +303,15 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
                         .and_then(|tp| word_rewritten(facts, *file, tp, index, offsets))
                         .map_or(usize::MAX, |w| facts.next_crash_after(w))
                 }
-                // A lost fsync, a misdirected write and a torn write change the platter
-                // only; the page cache keeps the engine's bytes through process
-                // crashes, so the fault first shows at the next power loss.
-                _ => facts.next_power_loss_after(index),
+                // A word's lost fsync, misdirected or torn write changes the platter
+                // only; the page cache keeps the engine's word through process crashes,
+                // so the next open that reads the fault's word is after a power loss.
+                _ if word_file(file) => facts.next_power_loss_after(index),
+                // A data file's: the acknowledgements made on its strength are those up
+                // to the next crash (each later incarnation fsyncs what it acknowledges,
+                // and writes back what it found above the HWM); what it lost stays
+                // covered by its offsets.
+                _ => facts.next_crash_after(index),
             },
             kind: kind.clone(),
             cuts_after: tp

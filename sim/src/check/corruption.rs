@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::accounting::CorruptReason;
 use super::facts::{Facts, fault_name};
 use super::{Accounting, RecordRef, Violation};
-use crate::history::{Alarm, EventKind, TopicPartition};
+use crate::history::{Alarm, EventKind, Incarnation, TopicPartition};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum DamageOutcome {
@@ -233,12 +233,33 @@ fn judge(
             log_start_index: scan.index,
         };
     }
-    let views = alarms.views_before(tp, scan.incarnation, usize::MAX);
-    let intact = |d: &&crate::history::DiskView| {
-        d.tail >= range.end && d.bad.as_ref().is_none_or(|bad| bad.offset > range.start)
+    // Covered by a later write: every view of the disk this open read holds valid
+    // frames through the damage. Settled only by an open after a power loss; a flip the
+    // page cache did not take (a pending write over it) may still show at one.
+    let intact = |incarnation: Incarnation| {
+        let views = alarms.views_before(tp, incarnation, usize::MAX);
+        !views.is_empty()
+            && views.iter().all(|d| {
+                d.tail >= range.end && d.bad.as_ref().is_none_or(|bad| bad.offset >= range.end)
+            })
     };
-    if !views.is_empty() && views.iter().all(intact) {
-        return DamageOutcome::RepairedBeforeScan { restart_index };
+    if intact(scan.incarnation) {
+        let settled = alarms.of(tp).iter().find(|a| {
+            a.index >= scan.index
+                && facts.restarts.get(&a.incarnation).is_some_and(|&restart| {
+                    restart > fault_index && facts.power_loss_between(fault_index, restart)
+                })
+                && matches!(a.alarm, Alarm::LogOpened { .. } | Alarm::Refused { .. })
+        });
+        return match settled {
+            Some(a) if intact(a.incarnation) => DamageOutcome::RepairedBeforeScan {
+                restart_index: facts.restarts[&a.incarnation],
+            },
+            Some(a) => DamageOutcome::Undetected {
+                restart_index: facts.restarts[&a.incarnation],
+            },
+            None => DamageOutcome::NeverScanned,
+        };
     }
     DamageOutcome::Undetected { restart_index }
 }

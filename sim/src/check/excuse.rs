@@ -209,11 +209,23 @@ pub fn tally<'e>(excuses: impl IntoIterator<Item = &'e Excuse>) -> BTreeMap<Excu
 /// The questions checkers ask.
 pub struct Excuses<'f, 'h> {
     facts: &'f Facts<'h>,
+    /// The observation being excused read the page cache (a process crash's state), not
+    /// the platter: a fault on the platter alone cannot have moved it before a power loss.
+    reads_cache: bool,
 }
 
 impl<'f, 'h> Excuses<'f, 'h> {
     pub fn new(facts: &'f Facts<'h>) -> Self {
-        Excuses { facts }
+        Excuses {
+            facts,
+            reads_cache: false,
+        }
+    }
+
+    /// The same excuses, for an observation of the page cache when `yes`.
+    pub fn reading_cache(mut self, yes: bool) -> Self {
+        self.reads_cache = yes;
+        self
     }
 
     /// `Refused`: the first refusal of `tp` (or of its whole topic, whose topic.conf
@@ -747,7 +759,11 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 GapLasts::UntilHwmRewritten => true,
                 GapLasts::UntilCrash => true,
             };
-            r.on(files) && begun && index <= end && r.meets(gap)
+            // A platter-only fault shows in the page cache only after a power loss.
+            let shown = !self.reads_cache
+                || !r.platter_only()
+                || self.facts.power_loss_between(r.fault_index, index);
+            r.on(files) && begun && shown && index <= end && r.meets(gap)
         })?;
         Some(Excuse::new(
             ExcuseKind::OutOfContract,

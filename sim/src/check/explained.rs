@@ -3,8 +3,8 @@
 //! a bug: it costs availability, and as an excuse it would hide loss.
 //!
 //! 1. **The open's account agrees with the disk it read.** At every restart the world
-//!    decoded each partition's durable image with the reference decoder
-//!    (`DiskAtOpen`). An open's cut (R1/R2 at an offset), refusal (R3), clamp (R4:
+//!    decoded each partition as the open reads it (the page cache: after a power loss,
+//!    the durable image) with the reference decoder (`DiskAtOpen`). An open's cut (R1/R2 at an offset), refusal (R3), clamp (R4:
 //!    persisted HWM, new HWM, records lost) and final account (`log_opened`: log start,
 //!    HWM, tail) must be what that decode says, and an open that finished must have
 //!    raised every alarm the decode demands.
@@ -297,11 +297,12 @@ fn reach_at(
 
 /// Whether an out-of-contract fault on `tp`'s `hwm` before `before` can have left it
 /// of the wrong length. No window: a refused partition rewrites nothing, and a word
-/// left too long stays so under every rewrite.
+/// left too long stays so under every rewrite; but only a power loss since the fault
+/// shows it (the page cache keeps the engine's 8 bytes).
 fn hwm_malformed_by_fault(facts: &Facts<'_>, tp: &TopicPartition, before: usize) -> bool {
-    facts
-        .reaches_before(tp, before)
-        .any(|r| r.on(HWM_FILE) && r.can_malform())
+    facts.reaches_before(tp, before).any(|r| {
+        r.on(HWM_FILE) && r.can_malform() && facts.power_loss_between(r.fault_index, before)
+    })
 }
 
 /// The restart that began `incarnation` (the open's alarms must have a cause before it).

@@ -23,9 +23,10 @@
 //!   (`log_opened`): the platter kept bytes past the trim, and the page cache took them
 //!   back at the power loss (a process crash leaves the cache), with no open to trim them
 //!   again (a refusal, a run that ended with the node down);
-//! - S3: every open of the partition since the last power loss refused it (R3): a
-//!   seal's trim still pending at a kill is lost at a power loss, and the engine
-//!   repairs nothing in a partition it refuses to open.
+//! - S3: the segment was sealed (its successor created) after the power loss before
+//!   the last one, and every open of the partition since the last power loss refused it
+//!   (R3): a seal's trim still pending at a kill is lost at a power loss, and the
+//!   engine repairs nothing in a partition it refuses to open.
 //!
 //! Frames a cut or retention removed before the end are not judged: the shape is read
 //! once, at the end of the run.
@@ -206,7 +207,7 @@ impl Judge<'_, '_> {
         }
         if let Some(fault) = self
             .untrimmed_by(segment.base)
-            .or_else(|| self.refused_since_power_loss())
+            .or_else(|| self.refused_since_power_loss(segment.end))
         {
             report
                 .tails_excused
@@ -287,14 +288,25 @@ impl Judge<'_, '_> {
     }
 
     /// The refusal of the partition after the last power loss, when no open of it
-    /// succeeded since that power loss: nothing could trim what the power loss left.
-    fn refused_since_power_loss(&self) -> Option<usize> {
-        let loss = self
+    /// succeeded since that power loss and the segment ending at `end` was sealed (its
+    /// successor created) after the power loss before it: only then can its trim have
+    /// been pending at the last one, with nothing since to trim it again.
+    fn refused_since_power_loss(&self, end: Offset) -> Option<usize> {
+        let mut losses = self
             .facts
             .crashes
             .iter()
             .rev()
-            .find(|c| !c.process && c.index < self.index)?;
+            .filter(|c| !c.process && c.index < self.index);
+        let loss = losses.next()?;
+        let previous = losses.next().map_or(0, |c| c.index);
+        let events = self.facts.history.events();
+        let sealed_since = events[previous..loss.index].iter().any(|e| {
+            matches!(&e.kind, EventKind::SegmentCreated { tp, base } if tp == self.tp && *base == end)
+        });
+        if !sealed_since {
+            return None;
+        }
         let alarms = self.facts.alarms.of(self.tp);
         let after = || {
             alarms

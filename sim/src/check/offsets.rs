@@ -319,9 +319,9 @@ fn check_hwm(facts: &Facts<'_>, report: &mut OffsetsReport) {
                         &p.tp,
                         index,
                         "persisted HWM",
-                        p.persisted_hwm,
-                        p.durable_tail,
+                        (p.persisted_hwm, p.durable_tail),
                         &what,
+                        *process,
                     );
                     if let Some(memory) = p.memory_hwm {
                         beyond_tail(
@@ -330,13 +330,21 @@ fn check_hwm(facts: &Facts<'_>, report: &mut OffsetsReport) {
                             &p.tp,
                             index,
                             "in-memory HWM",
-                            memory,
-                            p.durable_tail,
+                            (memory, p.durable_tail),
                             &what,
+                            *process,
                         );
                     }
                     let s = state.entry(p.tp.clone()).or_default();
-                    persisted_backwards(facts, report, &p.tp, index, s.persisted, p.persisted_hwm);
+                    persisted_backwards(
+                        facts,
+                        report,
+                        &p.tp,
+                        index,
+                        s.persisted,
+                        p.persisted_hwm,
+                        *process,
+                    );
                     // After a process crash the word is the page cache's: what the next
                     // open reads, but no claim that the platter holds it.
                     if !process {
@@ -359,9 +367,9 @@ fn check_hwm(facts: &Facts<'_>, report: &mut OffsetsReport) {
                         tp,
                         index,
                         "in-memory HWM",
-                        *hwm,
-                        *tail,
+                        (*hwm, *tail),
                         &what,
+                        false,
                     );
                     if let Some(persisted) = persisted_hwm {
                         beyond_tail(
@@ -370,9 +378,9 @@ fn check_hwm(facts: &Facts<'_>, report: &mut OffsetsReport) {
                             tp,
                             index,
                             "persisted HWM",
-                            *persisted,
-                            *tail,
+                            (*persisted, *tail),
                             &what,
+                            false,
                         );
                     }
                 }
@@ -406,7 +414,7 @@ fn check_hwm(facts: &Facts<'_>, report: &mut OffsetsReport) {
                 }
                 s.memory = Some((inc, *hwm, index));
                 if let Some(persisted) = persisted_hwm {
-                    persisted_backwards(facts, report, tp, index, s.persisted, *persisted);
+                    persisted_backwards(facts, report, tp, index, s.persisted, *persisted, false);
                     s.persisted = Some((*persisted, index));
                 }
             }
@@ -431,9 +439,9 @@ fn beyond_tail(
     tp: &TopicPartition,
     index: usize,
     which: &str,
-    hwm: Offset,
-    tail: Offset,
+    (hwm, tail): (Offset, Offset),
     when: &str,
+    cache: bool,
 ) {
     if hwm <= tail {
         return;
@@ -458,7 +466,10 @@ fn beyond_tail(
         start: tail,
         end: hwm,
     };
-    if let Some(excuse) = Excuses::new(facts).out_of_contract_gap(tp, files, gap, index, lasts) {
+    if let Some(excuse) = Excuses::new(facts)
+        .reading_cache(cache)
+        .out_of_contract_gap(tp, files, gap, index, lasts)
+    {
         report.excused.push(ExcusedChange {
             tp: tp.clone(),
             offset: hwm,
@@ -484,6 +495,7 @@ fn persisted_backwards(
     index: usize,
     previous: Option<(Offset, usize)>,
     now: Offset,
+    cache: bool,
 ) {
     let Some((before, before_index)) = previous else {
         return;
@@ -492,7 +504,7 @@ fn persisted_backwards(
         return;
     }
     let drop = before - now;
-    let excuses = Excuses::new(facts);
+    let excuses = Excuses::new(facts).reading_cache(cache);
     if let Some(excuse) = excuses
         .clamped_by(tp, drop, before_index, index)
         .or_else(|| {

@@ -319,8 +319,13 @@ impl Recorder {
     fn lost_fsync_offsets(&self, path: &Path, file: FileKind) -> Option<OffsetRange> {
         match file {
             FileKind::Segment => {
+                // No frame byte left undurable (e.g. the lost fsync was of a write-back
+                // of bytes the platter already held): the fault reached no offset.
                 let (visible, ranges) = self.undurable(path)?;
-                damage::segment_offsets_hit(path, &visible, &ranges)
+                Some(
+                    damage::segment_offsets_hit(path, &visible, &ranges)
+                        .unwrap_or(OffsetRange { start: 0, end: 0 }),
+                )
             }
             FileKind::Hwm | FileKind::ConsumerOffset => {
                 let written = self.visible_word(path)?;

@@ -298,8 +298,9 @@ fn a_malformed_hwm_refusal_needs_a_fault_on_hwm() {
         r.produce(1, 0, 0, 1_000)
             .hwm(0, 1, 1, 1)
             .deliver(1, 0, 0, 1_000)
-            .crash(&[(0, 1, 1, 1)])
+            // The world records what a power loss did to pending writes just before it.
             .fault(FaultKind::TornWrite { file }, Some(0))
+            .crash(&[(0, 1, 1, 1)])
             .restart()
             .with(|t, h| {
                 let mut view = disk_view(OpenRule::Refuse, 1, 1, None);
@@ -477,13 +478,19 @@ fn a_flipped_frontier_lasts_until_a_rewrite_of_it_survives_a_crash() {
     );
 }
 
-/// Two records, persisted HWM 2; `fault` on orders/0; a crash after it if `crash`
-/// (the restart's open then completes), and a consume-time skip of offset 1's frame.
-fn skip_after(fault: FaultKind, crash: bool) -> Run {
+/// Two records, persisted HWM 2; `fault` on orders/0; the kills `kills` after it
+/// (`true`: a process crash), each restart's open completing, and a consume-time skip
+/// of offset 1's frame.
+fn skip_after_kills(fault: FaultKind, kills: &[bool]) -> Run {
     let mut r = Run::new();
     r.produced(2).hwm(0, 2, 2, 2).fault(fault, Some(0));
-    if crash {
-        r.crash(&[(0, 2, 2, 2)]).restart().open_clean(0, 2, 2);
+    for &process in kills {
+        if process {
+            r.process_crash(&[(0, 2, 2, 2)]);
+        } else {
+            r.crash(&[(0, 2, 2, 2)]);
+        }
+        r.restart().open_clean(0, 2, 2);
     }
     r.alarm(
         Some(0),
@@ -496,10 +503,15 @@ fn skip_after(fault: FaultKind, crash: bool) -> Run {
     r
 }
 
+/// [`skip_after_kills`] with one power loss when `crash`.
+fn skip_after(fault: FaultKind, crash: bool) -> Run {
+    skip_after_kills(fault, if crash { &[false] } else { &[] })
+}
+
 #[test]
 fn a_lost_fsync_explains_an_alarm_only_once_a_crash_followed_it() {
     // Frames a lost fsync did not persist are still in the page cache and read back
-    // whole until a crash drops them.
+    // whole until a power loss drops them; a process crash leaves the cache.
     let lost = || lost_fsync(FileKind::Segment, Some(OffsetRange { start: 1, end: 2 }));
     assert_mentions(
         &messages_of(
@@ -514,13 +526,36 @@ fn a_lost_fsync_explains_an_alarm_only_once_a_crash_followed_it() {
         "{:?}",
         report.alarms_explained.violations
     );
-    // A misdirected write damages the frame in place at once.
-    let misdirected = FaultKind::Misdirected {
+    assert_mentions(
+        &messages_of(
+            &skip_after_kills(lost(), &[true]).report(),
+            CheckerName::AlarmsExplained,
+        ),
+        &["frame_skipped base=1 records=1"],
+    );
+    let report = skip_after_kills(lost(), &[true, false]).report();
+    assert!(
+        report.alarms_explained.violations.is_empty(),
+        "{:?}",
+        report.alarms_explained.violations
+    );
+    // A misdirected write lands on the platter too: the page cache keeps the right
+    // bytes until a power loss.
+    let misdirected = || FaultKind::Misdirected {
         file: FileKind::Segment,
         offsets: Some(OffsetRange { start: 1, end: 2 }),
         below_hwm: Some(true),
     };
-    let report = skip_after(misdirected, false).report();
+    for kills in [&[][..], &[true]] {
+        assert_mentions(
+            &messages_of(
+                &skip_after_kills(misdirected(), kills).report(),
+                CheckerName::AlarmsExplained,
+            ),
+            &["frame_skipped base=1 records=1"],
+        );
+    }
+    let report = skip_after(misdirected(), true).report();
     assert!(
         report.alarms_explained.violations.is_empty(),
         "{:?}",
@@ -965,4 +1000,51 @@ fn a_late_report_of_a_word_a_chained_flip_left_is_no_rewrite() {
     // the flip's reach.
     assert!(clamp_uncaused(&chained_hwm_flips(true, 5)));
     assert!(clamp_uncaused(&chained_hwm_flips(false, 2)));
+}
+
+#[test]
+fn a_lost_fsync_that_left_nothing_undurable_excuses_no_gap() {
+    // The world gives such a fault an empty reach (e.g. a lost fsync of recovery's
+    // write-back of bytes the platter already held); it meets no gap.
+    let empty = hwm_beyond_tail_after(lost_fsync(
+        FileKind::Segment,
+        Some(OffsetRange { start: 1, end: 1 }),
+    ))
+    .report();
+    assert_mentions(
+        &messages_of(&empty, CheckerName::StableOffsets),
+        &["beyond the durable tail 1"],
+    );
+}
+
+#[test]
+fn a_process_crash_tail_below_the_hwm_is_not_a_platter_faults_before_a_power_loss() {
+    // The crash partition of a process crash is the page cache, which a lost fsync does
+    // not touch: a tail below the HWM there is the engine's, until a power loss.
+    let run = |process: bool| {
+        let mut r = Run::new();
+        r.produce(1, 0, 0, 1_000)
+            .produce(2, 0, 1, 1_001)
+            .deliver(1, 0, 0, 1_000)
+            .deliver(2, 0, 1, 1_001)
+            .fault(
+                lost_fsync(FileKind::Segment, Some(OffsetRange { start: 1, end: 2 })),
+                Some(0),
+            );
+        if process {
+            r.process_crash(&[(0, 1, 1, 2)]);
+        } else {
+            r.crash(&[(0, 1, 1, 2)]);
+        }
+        r.report()
+    };
+    assert_mentions(
+        &messages_of(&run(true), CheckerName::StableOffsets),
+        &["in-memory HWM of orders/0 is 2, beyond the durable tail 1"],
+    );
+    assert!(
+        run(false).stable_offsets.violations.is_empty(),
+        "{:?}",
+        run(false).stable_offsets.violations
+    );
 }

@@ -334,3 +334,54 @@ fn a_misdirected_write_is_owed_by_the_first_open_after_a_power_loss() {
         );
     }
 }
+
+/// The `flipped` prefix (offset 0), then kills `(process, intact)`: each followed by an
+/// open that detects nothing and reads a disk intact through offset 2, or bad at 0.
+fn flip_then(kills: &[(bool, bool)]) -> Run {
+    let mut r = flipped(Some(true));
+    for &(process, intact) in kills {
+        if process {
+            r.process_crash(&[(0, 2, 2, 2)]);
+        } else {
+            r.crash(&[(0, 2, 2, 2)]);
+        }
+        r.restart();
+        if intact {
+            r.disk(0, OpenRule::Clean, 2, 2, None);
+        } else {
+            r.disk(0, OpenRule::Refuse, 2, 0, Some(0));
+        }
+        r.opened(0, 2, 2);
+    }
+    r
+}
+
+#[test]
+fn damage_is_settled_as_repaired_only_by_an_open_after_a_power_loss() {
+    let repaired = |r: &CheckReport| {
+        r.excuses_used()
+            .contains_key(&cafelog_sim::check::excuse::ExcuseKind::DamageRepairedBeforeScan)
+    };
+    // An intact cache after a process crash settles nothing (a pending write may hide
+    // the flip until a power loss drops it).
+    let report = flip_then(&[(true, true)]).report();
+    assert!(!repaired(&report));
+    assert!(
+        report.failed_checkers().is_empty(),
+        "{:#?}",
+        report.violations()
+    );
+    // The open after the power loss settles it: intact, repaired...
+    let report = flip_then(&[(true, true), (false, true)]).report();
+    assert!(repaired(&report), "{:?}", report.excuses_used());
+    // ...or not intact and undetected: a violation.
+    let report = flip_then(&[(true, true), (false, false)]).report();
+    assert!(
+        report
+            .violations_of(CheckerName::NoCorruptDelivery)
+            .iter()
+            .any(|v| v.message.contains("never detected")),
+        "{:#?}",
+        report.violations()
+    );
+}

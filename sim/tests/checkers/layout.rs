@@ -241,13 +241,29 @@ fn a_sealed_tail_is_excused_when_every_open_since_the_last_power_loss_refused() 
             h.engine_alarm(t, Some(&tp(0)), alarm, None);
         });
     };
+    let sealed = |r: &mut Run| {
+        r.with(|t, h| {
+            h.segment_created(t, &tp(0), 10);
+        });
+    };
     let mut r = Run::new();
+    sealed(&mut r);
     r.crash(&[(0, 0, 23, 23)]).restart();
     refused(&mut r);
     observed(&mut r, long_tail());
     let report = r.report();
     assert_eq!(report.layout.violations, []);
     assert_eq!(report.layout.tails_excused.len(), 1);
+    // Sealed before an earlier power loss: its trim had been made durable or would
+    // have been trimmed by the open after that one.
+    let mut r = Run::new();
+    sealed(&mut r);
+    r.crash(&[(0, 0, 23, 23)]).restart();
+    opened(&mut r);
+    r.crash(&[(0, 0, 23, 23)]).restart();
+    refused(&mut r);
+    observed(&mut r, long_tail());
+    assert!(r.report().failed_checkers().contains(&CheckerName::Layout));
     // The refusal followed a process crash only: nothing lost the trim.
     let mut r = Run::new();
     r.process_crash(&[(0, 0, 23, 23)]).restart();

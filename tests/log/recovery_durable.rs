@@ -178,3 +178,66 @@ fn a_clamped_open_writes_back_every_frame() {
     assert_eq!(log.hwm(), 6);
     assert!(report.written_back_bytes > 0);
 }
+
+#[test]
+fn an_r2_cut_offers_every_readable_record_past_the_hole_to_the_salvage() {
+    // Each removed segment is read from its first frame, the cut segment from the first
+    // valid frame after the bad one.
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        codec: Codec::None,
+        segment_bytes: 600,
+        preallocate_bytes: 0,
+        ..LogConfig::default()
+    };
+    let clock = ManualClock::new(WALL_START_MS);
+    let (log, _) = open(dir.path(), &clock, config.clone());
+    for i in 0..12 {
+        let r = json_record(i);
+        pollster::block_on(log.commit([(&b"k"[..], r.as_slice())])).unwrap();
+    }
+    pollster::block_on(log.close()).unwrap();
+    drop(log);
+    let names = segment_files(dir.path());
+    assert!(names.len() >= 4, "{names:?}");
+    std::fs::write(dir.path().join("hwm"), 0u64.to_be_bytes()).unwrap();
+    // Damage the second segment's first frame: R2 cuts there.
+    let damaged = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join(&names[1]))
+        .unwrap();
+    damaged.write_all_at(&[0xFF], 40).unwrap();
+    let fs = FailingFs::default();
+    let scan =
+        pollster::block_on(scan_partition(&fs, dir.path(), ScanDepth::Frames)).expect("scan");
+    assert_eq!(
+        scan.truncation.as_ref().unwrap().rule,
+        TruncationRule::HoleAboveHwm
+    );
+    let offered: Vec<u64> = pollster::block_on(cafelog_engine::recovery::read_discarded(
+        &fs,
+        dir.path(),
+        &scan,
+    ))
+    .expect("read")
+    .iter()
+    .map(|r| r.offset)
+    .collect();
+    let first_removed: u64 = names[2].trim_end_matches(".log").parse().unwrap();
+    let second: u64 = names[1].trim_end_matches(".log").parse().unwrap();
+    // Everything from the second record of the cut segment (its first frame is the bad
+    // one) to the last record, each once.
+    let expected: Vec<u64> = (second + 1..12).collect();
+    assert!(offered.contains(&first_removed), "{offered:?}");
+    assert_eq!(offered, expected);
+    // A bare log open (no WAL) discards them all, as the spec says.
+    let (_, report) = pollster::block_on(cafelog_engine::log::Log::open(
+        fs,
+        clock,
+        dir.path(),
+        config,
+    ))
+    .expect("open");
+    assert_eq!(report.salvage_offered, expected.len() as u64);
+    assert_eq!(report.salvaged, 0);
+}

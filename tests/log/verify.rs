@@ -39,3 +39,37 @@ fn a_read_back_of_another_frame_with_the_same_record_count_fails() {
 fn a_read_back_of_another_frame_with_a_different_count_and_base_fails() {
     misdirected_read_back_fails_the_commit(0, 2);
 }
+
+#[test]
+fn a_records_scan_counts_unparseable_records_below_the_hwm_and_the_extent() {
+    // `cafelog verify`'s figures: one frame of three records, the last two not
+    // envelopes; the persisted HWM 2 puts one of them below it.
+    use cafelog_engine::format::frame::{Codec, Codecs};
+    use cafelog_engine::format::{envelope, layout};
+    let dir = tempfile::tempdir().unwrap();
+    let mut good = Vec::new();
+    envelope::encode(&mut good, b"k", WALL_START_MS, b"v");
+    let garbage: &[u8] = &[0xFF; 3];
+    let records: [&[u8]; 3] = [&good, garbage, garbage];
+    let mut frame = Vec::new();
+    Codecs::default()
+        .encode_frame(Codec::None, 7, records.into_iter(), &mut frame)
+        .unwrap();
+    std::fs::write(dir.path().join(layout::segment_file_name(7)), &frame).unwrap();
+    std::fs::write(dir.path().join("hwm"), 9u64.to_be_bytes()).unwrap();
+    let fs = cafelog_engine::fs::StdFs;
+    let scan = pollster::block_on(cafelog_engine::recovery::scan_partition(
+        &fs,
+        dir.path(),
+        cafelog_engine::recovery::ScanDepth::Records,
+    ))
+    .expect("scan");
+    assert_eq!(scan.log_start, 7);
+    assert_eq!(scan.tail_offset, 10);
+    assert_eq!(
+        scan.records(),
+        3,
+        "the extent holds 3 records from the log start"
+    );
+    assert_eq!(scan.skipped_records(), 1, "offset 8 only: 9 is at the HWM");
+}

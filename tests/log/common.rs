@@ -95,6 +95,8 @@ pub struct FailingFs {
     pub writes: std::sync::Arc<std::sync::Mutex<Vec<WriteOp>>>,
     /// Every directory operation, in order: `remove NAME`, `sync_dir`.
     pub dir_ops: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Every `set_len`, in order: (file name, length).
+    pub set_lens: std::sync::Arc<std::sync::Mutex<Vec<(String, u64)>>>,
 }
 
 /// One attempted `write_at`.
@@ -175,6 +177,11 @@ impl cafelog_engine::fs::File for FailingFile {
         self.inner.len().await
     }
     async fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.fs
+            .set_lens
+            .lock()
+            .expect("lock")
+            .push((self.name.clone(), len));
         self.inner.set_len(len).await
     }
     async fn sync_data(&self) -> std::io::Result<()> {

@@ -127,12 +127,36 @@ fn an_open_writes_back_every_frame_above_the_hwm_with_the_bytes_it_holds() {
             assert!(first > 0, "{name}: its frames below the HWM are left alone");
         }
     }
-    // The bytes are the ones the files held.
+    // The bytes are the ones the files held, and the active segment keeps its
+    // preallocated zeros.
     for (name, bytes) in names.iter().zip(&before) {
         let now = std::fs::read(dir.path().join(name)).unwrap();
         let end = frames_end(dir.path(), name) as usize;
         assert_eq!(now[..end], bytes[..end], "{name}");
     }
+    let last = names.last().unwrap();
+    assert_eq!(
+        std::fs::metadata(dir.path().join(last)).unwrap().len(),
+        before.last().unwrap().len() as u64,
+        "{last} keeps its zero tail"
+    );
+    // Each sealed segment written back has its length set to its last frame in the
+    // same fsync (a written-back frame that lands astray past the end cannot outlive
+    // it); the active one is never trimmed.
+    let set_lens = fs.set_lens.lock().unwrap().clone();
+    for name in &names[..names.len() - 1] {
+        if writes.iter().any(|w| &w.file == name) {
+            let end = frames_end(dir.path(), name);
+            assert!(
+                set_lens.contains(&(name.clone(), end)),
+                "{name}: {set_lens:?}"
+            );
+        }
+    }
+    assert!(
+        set_lens.iter().all(|(n, _)| n != last),
+        "the active segment is not trimmed: {set_lens:?}"
+    );
     assert!(
         fs.dir_ops.lock().unwrap().contains(&"sync_dir".to_string()),
         "the partition directory is fsynced at open"

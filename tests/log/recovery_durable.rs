@@ -265,3 +265,100 @@ fn an_r2_cut_offers_every_readable_record_past_the_hole_to_the_salvage() {
     assert_eq!(report.salvage_offered, expected.len() as u64);
     assert_eq!(report.salvaged, 0);
 }
+
+#[test]
+fn the_write_back_refuses_a_frame_that_changed_since_the_scan() {
+    // A frame read back for the write-back must be the one the scan accepted; a valid
+    // frame of another offset in its place (same length, good CRC) is not written.
+    use cafelog_engine::format::frame::{Codec, Codecs};
+    use cafelog_engine::format::{envelope, layout};
+    let dir = tempfile::tempdir().unwrap();
+    let mut record = Vec::new();
+    envelope::encode(&mut record, b"k", WALL_START_MS, b"v");
+    let frame_at = |base: u64| {
+        let mut out = Vec::new();
+        Codecs::default()
+            .encode_frame(Codec::None, base, [record.as_slice()].into_iter(), &mut out)
+            .unwrap();
+        out
+    };
+    let name = layout::segment_file_name(0);
+    let path = dir.path().join(&name);
+    let (first, second) = (frame_at(0), frame_at(1));
+    std::fs::write(&path, [first.as_slice(), second.as_slice()].concat()).unwrap();
+    std::fs::write(dir.path().join("hwm"), 0u64.to_be_bytes()).unwrap();
+    let fs = FailingFs::default();
+    let scan =
+        pollster::block_on(scan_partition(&fs, dir.path(), ScanDepth::Frames)).expect("scan");
+    assert_eq!(scan.tail_offset, 2);
+    // The same bytes: written back.
+    pollster::block_on(cafelog_engine::recovery::persist_unproven(
+        &fs,
+        dir.path(),
+        &scan,
+    ))
+    .expect("unchanged frames are written back");
+    // The second frame replaced by a valid frame of offset 5, same length.
+    let other = frame_at(5);
+    assert_eq!(other.len(), second.len());
+    std::fs::write(&path, [first.as_slice(), other.as_slice()].concat()).unwrap();
+    let error = pollster::block_on(cafelog_engine::recovery::persist_unproven(
+        &fs,
+        dir.path(),
+        &scan,
+    ))
+    .expect_err("a changed frame is not written back");
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
+    assert!(
+        error.to_string().contains("changed since the scan"),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_write_back_groups_frames_into_writes_of_at_most_a_mebibyte() {
+    // `persist::CHUNK_BYTES`: memory stays bounded whatever the hidden tail holds, and
+    // small frames are not written one call each.
+    const CHUNK_BYTES: u64 = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let config = LogConfig {
+        codec: Codec::None,
+        ..LogConfig::default()
+    };
+    let (log, _) = open(dir.path(), &clock, config.clone());
+    let records: Vec<Vec<u8>> = (0..20_000).map(json_record).collect();
+    for batch in records.chunks(500) {
+        pollster::block_on(log.commit(batch.iter().map(|r| (&b"k"[..], r.as_slice())))).unwrap();
+    }
+    pollster::block_on(log.close()).unwrap();
+    drop(log);
+    std::fs::write(dir.path().join("hwm"), 0u64.to_be_bytes()).unwrap();
+    let names = segment_files(dir.path());
+    assert_eq!(names.len(), 1);
+    let end = frames_end(dir.path(), &names[0]);
+    assert!(end > 2 * CHUNK_BYTES, "a hidden tail of {end} bytes");
+    let frames = pollster::block_on(scan_partition(
+        &FailingFs::default(),
+        dir.path(),
+        ScanDepth::Frames,
+    ))
+    .unwrap()
+    .segments[0]
+        .frames
+        .clone();
+    let frame_max = frames.iter().map(|f| f.frame_len).max().unwrap();
+    let (_, fs) = open_failing(dir.path(), config);
+    let writes = segment_writes(&fs);
+    assert_eq!(writes.iter().map(|w| w.len).sum::<u64>(), end);
+    assert!(
+        writes.iter().all(|w| w.len <= CHUNK_BYTES.max(frame_max)),
+        "{writes:?}"
+    );
+    assert!(
+        writes.len() * 4 < frames.len(),
+        "{} writes for {} frames",
+        writes.len(),
+        frames.len()
+    );
+}

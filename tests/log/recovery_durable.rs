@@ -11,9 +11,10 @@ use cafelog_engine::log::LogConfig;
 use cafelog_engine::recovery::{ScanDepth, TruncationRule, apply, scan_partition};
 use std::os::unix::fs::FileExt;
 
-#[test]
-fn segments_r2_removes_are_unlinked_then_the_directory_is_fsynced() {
-    let dir = tempfile::tempdir().unwrap();
+/// Twelve records in frames of one over segments of 600 bytes, nothing persisted as
+/// committed, and the second segment's first frame damaged: R2 cuts there and removes
+/// every later segment. Returns the config and the segment names.
+fn hole_in_the_second_segment(dir: &std::path::Path) -> (LogConfig, Vec<String>) {
     let clock = ManualClock::new(WALL_START_MS);
     let config = LogConfig {
         codec: Codec::None,
@@ -21,23 +22,28 @@ fn segments_r2_removes_are_unlinked_then_the_directory_is_fsynced() {
         preallocate_bytes: 0,
         ..LogConfig::default()
     };
-    let (log, _) = open(dir.path(), &clock, config);
+    let (log, _) = open(dir, &clock, config.clone());
     for i in 0..12 {
         let r = json_record(i);
         pollster::block_on(log.commit([(&b"k"[..], r.as_slice())])).unwrap();
     }
     pollster::block_on(log.close()).unwrap();
     drop(log);
-    let names = segment_files(dir.path());
+    let names = segment_files(dir);
     assert!(names.len() >= 4, "{names:?}");
-    // Nothing persisted as committed, and the second segment's first frame damaged:
-    // R2 cuts there and removes every later segment.
-    std::fs::write(dir.path().join("hwm"), 0u64.to_be_bytes()).unwrap();
+    std::fs::write(dir.join("hwm"), 0u64.to_be_bytes()).unwrap();
     let damaged = std::fs::OpenOptions::new()
         .write(true)
-        .open(dir.path().join(&names[1]))
+        .open(dir.join(&names[1]))
         .unwrap();
     damaged.write_all_at(&[0xFF], 40).unwrap();
+    (config, names)
+}
+
+#[test]
+fn segments_r2_removes_are_unlinked_then_the_directory_is_fsynced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, names) = hole_in_the_second_segment(dir.path());
 
     let fs = FailingFs::default();
     let mut scan =
@@ -208,29 +214,8 @@ fn an_r2_cut_offers_every_readable_record_past_the_hole_to_the_salvage() {
     // Each removed segment is read from its first frame, the cut segment from the first
     // valid frame after the bad one.
     let dir = tempfile::tempdir().unwrap();
-    let config = LogConfig {
-        codec: Codec::None,
-        segment_bytes: 600,
-        preallocate_bytes: 0,
-        ..LogConfig::default()
-    };
+    let (config, names) = hole_in_the_second_segment(dir.path());
     let clock = ManualClock::new(WALL_START_MS);
-    let (log, _) = open(dir.path(), &clock, config.clone());
-    for i in 0..12 {
-        let r = json_record(i);
-        pollster::block_on(log.commit([(&b"k"[..], r.as_slice())])).unwrap();
-    }
-    pollster::block_on(log.close()).unwrap();
-    drop(log);
-    let names = segment_files(dir.path());
-    assert!(names.len() >= 4, "{names:?}");
-    std::fs::write(dir.path().join("hwm"), 0u64.to_be_bytes()).unwrap();
-    // Damage the second segment's first frame: R2 cuts there.
-    let damaged = std::fs::OpenOptions::new()
-        .write(true)
-        .open(dir.path().join(&names[1]))
-        .unwrap();
-    damaged.write_all_at(&[0xFF], 40).unwrap();
     let fs = FailingFs::default();
     let scan =
         pollster::block_on(scan_partition(&fs, dir.path(), ScanDepth::Frames)).expect("scan");

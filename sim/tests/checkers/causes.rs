@@ -10,16 +10,21 @@ use std::collections::BTreeSet;
 use super::*;
 use cafelog_sim::check::excuse::ExcuseKind;
 
-/// Two records delivered; `fault` on orders/0; then an in-memory HWM 2 over a durable
-/// tail of 1.
-fn hwm_beyond_tail_after(fault: FaultKind) -> Run {
+/// Two records delivered, then `fault` on orders/0.
+fn delivered_then(fault: FaultKind) -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)
         .produce(2, 0, 1, 1_001)
         .deliver(1, 0, 0, 1_000)
         .deliver(2, 0, 1, 1_001)
-        .fault(fault, Some(0))
-        .hwm(0, 2, 1, 1);
+        .fault(fault, Some(0));
+    r
+}
+
+/// [`delivered_then`], then an in-memory HWM 2 over a durable tail of 1.
+fn hwm_beyond_tail_after(fault: FaultKind) -> Run {
+    let mut r = delivered_then(fault);
+    r.hwm(0, 2, 1, 1);
     r
 }
 
@@ -1022,15 +1027,10 @@ fn a_process_crash_tail_below_the_hwm_is_not_a_platter_faults_before_a_power_los
     // The crash partition of a process crash is the page cache, which a lost fsync does
     // not touch: a tail below the HWM there is the engine's, until a power loss.
     let run = |process: bool| {
-        let mut r = Run::new();
-        r.produce(1, 0, 0, 1_000)
-            .produce(2, 0, 1, 1_001)
-            .deliver(1, 0, 0, 1_000)
-            .deliver(2, 0, 1, 1_001)
-            .fault(
-                lost_fsync(FileKind::Segment, Some(OffsetRange { start: 1, end: 2 })),
-                Some(0),
-            );
+        let mut r = delivered_then(lost_fsync(
+            FileKind::Segment,
+            Some(OffsetRange { start: 1, end: 2 }),
+        ));
         if process {
             r.process_crash(&[(0, 1, 1, 2)]);
         } else {

@@ -17,14 +17,15 @@
 //!   (a clamp, R4) proves that word wrong, so then nothing is taken as proven and
 //!   every frame is written back;
 //! - the bytes written back are the bytes the scan accepted: each frame is read again
-//!   and its header, length, offset and CRC checked before it is written;
+//!   through the scanner's own check (magic, bounds, CRC) and its length, offset and
+//!   count compared with the scan's before it is written;
 //! - nothing is written past a segment's valid extent, so the zero tail stays zeros; a
 //!   sealed segment's length is set again to its valid extent in the same fsync, so a
 //!   written-back frame that lands astray past the end cannot outlive it on the platter.
 
+use super::reader::SegmentReader;
 use super::scan::{FrameEntry, PartitionScan};
-use crate::format::frame::{FRAME_HEADER_LEN, FrameHeader};
-use crate::fs::{File, Fs, OpenMode, read_exact_at};
+use crate::fs::{File, Fs, OpenMode};
 use std::io;
 use std::path::Path;
 
@@ -98,49 +99,44 @@ fn chunks<'a>(frames: &'a [&'a FrameEntry]) -> impl Iterator<Item = &'a [&'a Fra
     })
 }
 
-/// Reads `frames` (contiguous) back, checks each, writes them to the same place.
+/// Reads `frames` (contiguous) back through the scanner's own frame check
+/// ([`SegmentReader::probe`]: magic, bounds, CRC), checks each is the frame the scan
+/// accepted, and writes them to the same place.
 async fn write_back<F: File>(file: &F, name: &str, frames: &[&FrameEntry]) -> io::Result<u64> {
     let (Some(first), Some(last)) = (frames.first(), frames.last()) else {
         return Ok(0);
     };
-    let len = usize::try_from(last.end_position() - first.position)
-        .map_err(|_| io::Error::other("write-back chunk exceeds memory"))?;
-    let mut bytes = vec![0u8; len];
-    read_exact_at(file, &mut bytes, first.position).await?;
+    let mut reader = SegmentReader::new(file, last.end_position());
+    let mut bytes = Vec::new();
     for frame in frames {
-        let at = usize::try_from(frame.position - first.position).expect("within the chunk");
-        let stored = &bytes[at..at + frame.frame_len as usize];
-        check_frame(name, frame, stored)?;
+        let changed = |what: &str| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{name} at byte {}: {what} changed since the scan; not writing it back",
+                    frame.position
+                ),
+            )
+        };
+        let probed = reader
+            .probe(frame.position)
+            .await?
+            .map_err(|_| changed("frame"))?;
+        let header = probed.header;
+        if header.frame_len() != frame.frame_len
+            || header.base_offset != frame.base_offset
+            || header.record_count != frame.record_count
+        {
+            return Err(changed("frame header"));
+        }
+        bytes.extend_from_slice(&header.encode());
+        bytes.extend_from_slice(&probed.stored);
     }
+    assert_eq!(
+        bytes.len() as u64,
+        last.end_position() - first.position,
+        "the frames are contiguous"
+    );
     file.write_at(&bytes, first.position).await?;
-    Ok(len as u64)
-}
-
-/// The frame read back is the one the scan accepted: same base offset, count, length
-/// and a valid CRC. Anything else means the file changed under recovery.
-fn check_frame(name: &str, frame: &FrameEntry, stored: &[u8]) -> io::Result<()> {
-    let changed = |what: &str| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "{name} at byte {}: {what} changed since the scan; not writing it back",
-                frame.position
-            ),
-        )
-    };
-    let header_bytes: &[u8; FRAME_HEADER_LEN] = stored
-        .get(..FRAME_HEADER_LEN)
-        .and_then(|h| h.try_into().ok())
-        .ok_or_else(|| changed("frame length"))?;
-    let header = FrameHeader::parse(header_bytes).map_err(|_| changed("frame header"))?;
-    if header.frame_len() != frame.frame_len
-        || header.base_offset != frame.base_offset
-        || header.record_count != frame.record_count
-    {
-        return Err(changed("frame header"));
-    }
-    header
-        .check_crc(&stored[FRAME_HEADER_LEN..])
-        .map_err(|_| changed("frame CRC"))?;
-    Ok(())
+    Ok(bytes.len() as u64)
 }

@@ -252,6 +252,41 @@ fn an_r2_cut_offers_every_readable_record_past_the_hole_to_the_salvage() {
 }
 
 #[test]
+fn the_salvage_skips_a_stray_frame_that_names_an_offset_below_the_cut() {
+    // A valid frame past the hole whose offset lies below the cut (a misdirected write
+    // of an old frame) holds records the log keeps below the cut: offering them would
+    // commit them twice.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, names) = hole_in_the_second_segment(dir.path());
+    let fs = FailingFs::default();
+    let first = pollster::block_on(scan_partition(&fs, dir.path(), ScanDepth::Frames))
+        .expect("scan")
+        .segments[0]
+        .frames[0];
+    let stray = &std::fs::read(dir.path().join(&names[0])).unwrap()[..first.frame_len as usize];
+    let last = dir.path().join(names.last().unwrap());
+    let mut bytes = std::fs::read(&last).unwrap();
+    bytes.extend_from_slice(stray);
+    std::fs::write(&last, bytes).unwrap();
+
+    let scan =
+        pollster::block_on(scan_partition(&fs, dir.path(), ScanDepth::Frames)).expect("scan");
+    let truncation = scan.truncation.clone().expect("R2 cuts");
+    let offered: Vec<u64> = pollster::block_on(cafelog_engine::recovery::read_discarded(
+        &fs,
+        dir.path(),
+        &scan,
+    ))
+    .expect("read")
+    .iter()
+    .map(|r| r.offset)
+    .collect();
+    let second: u64 = names[1].trim_end_matches(".log").parse().unwrap();
+    assert_eq!(truncation.offset, second);
+    assert_eq!(offered, (second + 1..12).collect::<Vec<u64>>());
+}
+
+#[test]
 fn the_write_back_refuses_a_frame_that_changed_since_the_scan() {
     // A frame read back for the write-back must be the one the scan accepted; a valid
     // frame of another offset in its place (same length, good CRC) is not written.

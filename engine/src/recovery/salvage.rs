@@ -15,6 +15,10 @@
 //!   salvaged record is never a wrong byte;
 //! - the read is bounded by the bytes R2 discards (the truncated part of one segment
 //!   and the segments after it), through [`SegmentReader`]'s window;
+//! - only frames at or past the cut's offset are records the cut discards: a valid
+//!   frame past the hole that names a lower offset is a stray (a misdirected write, a
+//!   stale block) whose records the log already holds below the cut, and keeping it
+//!   would commit them twice;
 //! - nothing here writes: [`super::apply`] truncates only after [`Salvage::keep`]
 //!   returned `Ok`, so a crash between the two leaves the damage (and the copies) for
 //!   the next open to find again.
@@ -99,6 +103,10 @@ pub async fn read_discarded<F: Fs>(
             };
             let end = position + frame.header.frame_len();
             assert!(end <= file_len, "a probed frame lies inside the file");
+            next = (end < file_len).then_some(end);
+            if frame.header.base_offset < truncation.offset {
+                continue;
+            }
             let decoded = codecs
                 .decode_payload(&frame.header, &frame.stored)
                 .ok()
@@ -119,7 +127,6 @@ pub async fn read_discarded<F: Fs>(
                     });
                 }
             }
-            next = (end < file_len).then_some(end);
         }
     }
     Ok(out)

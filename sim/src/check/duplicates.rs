@@ -4,10 +4,13 @@
 //! Why a hidden tail explains a duplicate (row `hidden_tail`): records in
 //! `[persisted_hwm, durable_tail)` at a crash are hidden by recovery and re-committed by
 //! the ingress WAL at fresh offsets, at or past the durable tail; once the HWM passes the
-//! hidden copies both are visible. So for copies of one id sorted by (partition,
-//! offset), each copy after the first must pair with the previous copy lying in some
-//! crash's hidden tail, that crash coming before the later copy was first delivered. A
-//! crash explains at most its bound `sum over partitions of (durable_tail -
+//! hidden copies both are visible. So of the copies of one id, all but one (the
+//! original) must each be a re-commit by some crash: one that came before the copy was
+//! first delivered and whose hidden tail held another copy of the id, one copy of an id
+//! per crash (a replay commits each WAL entry once). The copies of every id are placed
+//! at once, as a maximum flow ([`super::flow`]), so no crash's budget goes to a copy
+//! another crash could explain while a copy only it explains goes without. A crash
+//! explains at most its bound `sum over partitions of (durable_tail -
 //! persisted_hwm)`, with the persisted HWM the next open read when that is lower (a
 //! flipped `hwm` file hides more), and up to the engine's HWM when an out-of-contract
 //! fault left a hole below it. When that open cut the log (its R1/R2 alarm), the
@@ -26,6 +29,7 @@ use std::collections::BTreeMap;
 use super::accounting::Copy;
 use super::excuse::{Excuse, ExcuseKind, Excuses};
 use super::facts::{CrashFact, Facts};
+use super::flow::Flow;
 use super::{Accounting, RecordRef, Violation, list};
 use crate::history::{
     Alarm, CrashPartition, FileKind, Incarnation, Offset, ProduceId, TopicPartition,
@@ -108,28 +112,46 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
         ..DuplicatesReport::default()
     };
     let excuses = Excuses::new(facts);
-    // Attribute every pair first, then explain the leftovers with final budgets.
+    let placed = place(facts, &report.crashes, &accounting.duplicated);
     let mut leftovers = Vec::new();
     for (id, copies) in &accounting.duplicated {
-        for pair in copies.windows(2) {
-            let [earlier, later] = pair else {
-                unreachable!("windows(2)");
-            };
-            // After a cut (R1, R2) a re-commit can land at a lower offset than the
-            // hidden copy it repeats: try the pair both ways round.
-            let slot = attribute(facts, &report.crashes, earlier, later)
-                .or_else(|| attribute(facts, &report.crashes, later, earlier));
-            if let Some(slot) = slot {
-                report.crashes[slot].count += 1;
+        let roles = &placed[id];
+        for role in roles {
+            if let Role::Recommit(slot) = role {
+                report.crashes[*slot].count += 1;
+            }
+        }
+        for (k, later) in copies.iter().enumerate() {
+            if roles[k] != Role::Unplaced {
                 continue;
             }
-            match explain(facts, &excuses, earlier, later) {
+            // Paired with each other copy in turn, in the accounting's (partition,
+            // offset) order: any pair an excuse row covers explains this copy.
+            let pairs: Vec<(&Copy, &Copy)> = copies
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != k)
+                .map(|(j, other)| {
+                    if j < k {
+                        (other, later)
+                    } else {
+                        (later, other)
+                    }
+                })
+                .collect();
+            match pairs
+                .iter()
+                .find_map(|(earlier, later)| explain(facts, &excuses, earlier, later))
+            {
                 Some(excuse) => report.excused.push((*id, excuse)),
-                None => leftovers.push((*id, earlier, later)),
+                None => {
+                    let (earlier, later) = pairs[0];
+                    leftovers.push((*id, earlier, later));
+                }
             }
         }
     }
-    // Pairs the per-crash attribution could not place, on a partition an open cut (a
+    // Copies the per-crash placement could not place, on a partition an open cut (a
     // cut moves copies between hidden tails), are judged per partition and in time: at
     // each duplicate's first delivery, the duplicates delivered so far on its partition
     // must fit in the sum of its hidden tails over the crashes before that moment.
@@ -172,6 +194,141 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
         report.violations.push(violation);
     }
     report
+}
+
+/// What the placement made of one copy of a duplicated id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// The copy the others repeat (one per id).
+    Original,
+    /// Committed again by the replay after this crash (a slot of the budgets).
+    Recommit(usize),
+    /// No crash with budget left can have committed it.
+    Unplaced,
+}
+
+/// Places every copy of every duplicated id at once, as a maximum flow: each id has one
+/// original, and each other copy is a re-commit by a crash that [`recommits`] it, at
+/// most one copy of an id per crash (its replay commits each WAL entry once) and at most
+/// its bound per crash. Placing pair by pair in a fixed order can spend a crash's budget
+/// on a copy another crash explains and then fail one only that crash explains; the
+/// flow finds a placement for every copy whenever one exists.
+fn place(
+    facts: &Facts<'_>,
+    budgets: &[CrashBudget],
+    duplicated: &BTreeMap<ProduceId, Vec<Copy>>,
+) -> BTreeMap<ProduceId, Vec<Role>> {
+    let mut flow = Flow::default();
+    let (source, sink) = (flow.node(), flow.node());
+    let crash_nodes: Vec<usize> = budgets
+        .iter()
+        .map(|b| {
+            let node = flow.node();
+            flow.edge(node, sink, b.bound);
+            node
+        })
+        .collect();
+    // Per copy: its edge to the id's original, and its edge to each crash.
+    let mut edges = Vec::new();
+    for copies in duplicated.values() {
+        let original = flow.node();
+        flow.edge(original, sink, 1);
+        let mut per_crash: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut of_id = Vec::new();
+        for k in 0..copies.len() {
+            let node = flow.node();
+            flow.edge(source, node, 1);
+            let as_original = flow.edge(node, original, 1);
+            let mut as_recommit = Vec::new();
+            for (slot, crash) in facts.crashes.iter().enumerate() {
+                if budgets[slot].bound == 0 || !recommits(facts, crash, copies, k) {
+                    continue;
+                }
+                let pair = *per_crash.entry(slot).or_insert_with(|| {
+                    let pair = flow.node();
+                    flow.edge(pair, crash_nodes[slot], 1);
+                    pair
+                });
+                as_recommit.push((slot, flow.edge(node, pair, 1)));
+            }
+            of_id.push((as_original, as_recommit));
+        }
+        edges.push(of_id);
+    }
+    flow.max_flow(source, sink);
+    duplicated
+        .keys()
+        .zip(edges)
+        .map(|(id, of_id)| {
+            let mut roles: Vec<Role> = of_id
+                .iter()
+                .map(|(as_original, as_recommit)| {
+                    if flow.flow(*as_original) == 1 {
+                        return Role::Original;
+                    }
+                    as_recommit
+                        .iter()
+                        .find(|(_, e)| flow.flow(*e) == 1)
+                        .map_or(Role::Unplaced, |(slot, _)| Role::Recommit(*slot))
+                })
+                .collect();
+            // Every copy placed as a re-commit leaves the original's place free: the
+            // first delivered takes it, so no budget counts an original.
+            if !roles.contains(&Role::Original)
+                && !roles.contains(&Role::Unplaced)
+                && let Some(k) = (0..roles.len()).min_by_key(|k| duplicated[id][*k].first_delivery)
+            {
+                roles[k] = Role::Original;
+            }
+            assert!(
+                roles.iter().filter(|r| **r == Role::Original).count() <= 1,
+                "one original per id"
+            );
+            (*id, roles)
+        })
+        .collect()
+}
+
+/// Whether the replay after `crash` can have committed `copies[k]`: the crash came
+/// before its first delivery, and another copy lay in the crash's hidden tail (the
+/// replay re-commits what it hid), with `copies[k]` where that replay commits on the
+/// partition: past the durable tail, unless the open that re-commits cut the log (its
+/// R1/R2 alarm), then from the cut on.
+fn recommits(facts: &Facts<'_>, crash: &CrashFact, copies: &[Copy], k: usize) -> bool {
+    let later = &copies[k];
+    crash.index < later.first_delivery
+        && copies.iter().enumerate().any(|(j, earlier)| {
+            if j == k {
+                return false;
+            }
+            let Some(state) = crash.partitions.get(&earlier.tp) else {
+                return false;
+            };
+            let (start, end) = hidden_tail(facts, crash, state);
+            start <= earlier.offset
+                && earlier.offset < end
+                && (later.tp != earlier.tp || later.offset >= fresh_from(facts, crash, state))
+        })
+}
+
+/// Where the replay after `crash` commits on `state`'s partition: past the durable
+/// tail, or from the lowest cut of the open that re-commits. That open is the first
+/// after the crash to come up on the partition (a refused one replays nothing of it),
+/// so its cuts count up to the crash that ends it.
+fn fresh_from(facts: &Facts<'_>, crash: &CrashFact, state: &CrashPartition) -> Offset {
+    let up = facts
+        .alarms
+        .of(&state.tp)
+        .iter()
+        .find(|a| a.index > crash.index && matches!(a.alarm, Alarm::LogOpened { .. }))
+        .map_or(crash.index, |a| a.index);
+    let cut = facts
+        .alarms
+        .cuts(&state.tp)
+        .filter(|c| c.index > crash.index && c.index < facts.next_crash_after(up))
+        .map(|c| c.offset)
+        .min();
+    cut.map_or(state.durable_tail, |c| c.min(state.durable_tail))
 }
 
 /// The excuse rows for a pair no single crash explains.
@@ -262,50 +419,6 @@ fn checkpoint_lost(facts: &Facts<'_>, earlier: &Copy, later: &Copy) -> Option<Ex
         causes: vec![alarm.index],
         covers: format!("{} offsets from {tail}", later.tp),
     })
-}
-
-/// The crash (index into `budgets`) that explains `later` as a re-commit of `earlier`:
-/// the latest one before `later` appeared whose hidden tail held `earlier` (its replay
-/// is the one that committed `later`), with budget left.
-fn attribute(
-    facts: &Facts<'_>,
-    budgets: &[CrashBudget],
-    earlier: &Copy,
-    later: &Copy,
-) -> Option<usize> {
-    facts
-        .crashes
-        .iter()
-        .enumerate()
-        .rev()
-        .find_map(|(slot, crash)| {
-            let budget = &budgets[slot];
-            let state = crash.partitions.get(&earlier.tp)?;
-            let (start, end) = hidden_tail(facts, crash, state);
-            // Re-commits land past the durable tail, unless the open that re-commits cut
-            // the log (its R1/R2 alarm): then they land from the cut on. That open is the
-            // first after the crash to come up on the partition (a refused one replays
-            // nothing of it), so its cuts count up to the crash that ends it.
-            let up = facts
-                .alarms
-                .of(&earlier.tp)
-                .iter()
-                .find(|a| a.index > crash.index && matches!(a.alarm, Alarm::LogOpened { .. }))
-                .map_or(crash.index, |a| a.index);
-            let cut = facts
-                .alarms
-                .cuts(&earlier.tp)
-                .filter(|c| c.index > crash.index && c.index < facts.next_crash_after(up))
-                .map(|c| c.offset)
-                .min();
-            let fresh_from = cut.map_or(state.durable_tail, |c| c.min(state.durable_tail));
-            (crash.index < later.first_delivery
-                && start <= earlier.offset
-                && earlier.offset < end
-                && (later.tp != earlier.tp || later.offset >= fresh_from)
-                && budget.count < budget.bound)
-                .then_some(slot)
-        })
 }
 
 fn unexplained(

@@ -97,6 +97,7 @@ pub mod engine_clock;
 pub mod excuse;
 pub mod explained;
 pub mod facts;
+mod flow;
 pub mod frontier;
 pub mod frontier_durable;
 pub mod layout;

@@ -186,16 +186,28 @@ fn judge(
     });
     // Or cut away: damage that lands while an open runs, above a cut that open already
     // announced (the engine raises the alarm, then truncates), is in bytes the truncation
-    // removes; the world placed it in frames that still existed.
+    // removes; the world placed it in frames that still existed. The truncation took
+    // effect if that open finished, or, when it never did, if every view the next open
+    // read ends the log at or below the damage with nothing bad (an open that failed
+    // after its truncation).
     let evidence = evidence.or_else(|| {
         let incarnation = facts.incarnation_at(fault_index);
-        let opened_after = alarms.of(tp).iter().any(|a| {
-            a.index > fault_index
-                && a.incarnation == incarnation
-                && matches!(a.alarm, Alarm::LogOpened { .. })
-        });
+        let opened = |after: bool| {
+            alarms.of(tp).iter().any(|a| {
+                (a.index > fault_index) == after
+                    && a.incarnation == incarnation
+                    && matches!(a.alarm, Alarm::LogOpened { .. })
+            })
+        };
+        let opened_after = opened(true);
+        let next_views = alarms.views_before(tp, incarnation + 1, usize::MAX);
+        let truncated_before_next = !opened(false)
+            && !next_views.is_empty()
+            && next_views
+                .iter()
+                .all(|d| d.tail <= range.start && d.bad.is_none());
         alarms.of(tp).iter().find(|a| {
-            opened_after
+            (opened_after || truncated_before_next)
                 && a.index < fault_index
                 && a.incarnation == incarnation
                 && matches!(&a.alarm, Alarm::TornTail { offset, .. } | Alarm::Hole { offset, .. }

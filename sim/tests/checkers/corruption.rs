@@ -280,6 +280,57 @@ fn damage_above_a_cut_the_running_open_announced_is_cut_away() {
     );
 }
 
+/// [`flip_during_a_cutting_open`]'s flip after the Hole alarm, but the open fails
+/// after its truncation (a write-back hit ENOSPC, say) and the process dies; the next
+/// open reads the disk `next` (rule, tail, bad offset) and detects nothing.
+fn flip_during_a_cutting_open_that_fails(next: (OpenRule, u64, Option<u64>)) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(1)
+        .crash(&[(0, 1, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::Hole, 1, 1, Some(1))
+        .alarm(
+            Some(0),
+            Alarm::Hole {
+                segment: "00000000000000000000.log".into(),
+                position: 100,
+                offset: 1,
+                bytes: 200,
+            },
+        )
+        .fault(
+            segment_flip(OffsetRange { start: 2, end: 3 }, Some(false)),
+            Some(0),
+        );
+    let (rule, tail, bad) = next;
+    r.process_crash(&[(0, 1, tail, 1)])
+        .restart()
+        .disk(0, rule, 1, tail, bad)
+        .opened(0, 1, tail);
+    r
+}
+
+#[test]
+fn damage_above_a_cut_stays_cut_away_when_the_open_fails_after_truncating() {
+    // Quick seed 186019937: the next open found the log ending at the cut, so the
+    // truncation ran; the flipped bytes were gone before anything could read them.
+    let report = flip_during_a_cutting_open_that_fails((OpenRule::Clean, 1, None)).report();
+    assert!(
+        report.no_corrupt_delivery.violations.is_empty(),
+        "{:?}",
+        report.no_corrupt_delivery.violations
+    );
+    // If the next open still finds the damaged frame, the cut never took effect and that
+    // open owes its detection.
+    let report = flip_during_a_cutting_open_that_fails((OpenRule::Hole, 3, Some(2))).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::NoCorruptDelivery),
+        &["never detected"],
+    );
+}
+
 /// A misdirected write into orders/0's frame at offset 0, then the kills `kinds`
 /// (`true`: a process crash), each followed by an open that detects nothing and reads
 /// a disk with a bad region at offset 0.

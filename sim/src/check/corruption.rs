@@ -187,8 +187,8 @@ fn judge(
     // Or cut away: damage that lands while an open runs, above a cut that open already
     // announced (the engine raises the alarm, then truncates), is in bytes the truncation
     // removes; the world placed it in frames that still existed. The truncation took
-    // effect if that open finished, or, when it never did, if every view the next open
-    // read ends the log at or below the damage with nothing bad (an open that failed
+    // effect if that open finished, or, when it never did, if the disk the next restart
+    // found ends the log at or below the damage with nothing bad (an open that failed
     // after its truncation).
     let evidence = evidence.or_else(|| {
         let incarnation = facts.incarnation_at(fault_index);
@@ -200,12 +200,11 @@ fn judge(
             })
         };
         let opened_after = opened(true);
-        let next_views = alarms.views_before(tp, incarnation + 1, usize::MAX);
+        // The restart's own view: later ones may show what the next open wrote since.
         let truncated_before_next = !opened(false)
-            && !next_views.is_empty()
-            && next_views
-                .iter()
-                .all(|d| d.tail <= range.start && d.bad.is_none());
+            && alarms
+                .disk_at(tp, incarnation + 1)
+                .is_some_and(|d| d.tail <= range.start && d.bad.is_none());
         alarms.of(tp).iter().find(|a| {
             (opened_after || truncated_before_next)
                 && a.index < fault_index

@@ -31,9 +31,7 @@ use super::excuse::{Excuse, ExcuseKind, Excuses};
 use super::facts::{CrashFact, Facts};
 use super::flow::Flow;
 use super::{Accounting, RecordRef, Violation, list};
-use crate::history::{
-    Alarm, CrashPartition, FileKind, Incarnation, Offset, ProduceId, TopicPartition,
-};
+use crate::history::{Alarm, CrashPartition, FileKind, Incarnation, Offset, ProduceId};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CrashBudget {
@@ -51,10 +49,6 @@ pub struct DuplicatesReport {
     /// Extra copies in the run.
     pub duplicates: u64,
     pub crashes: Vec<CrashBudget>,
-    /// Duplicates accepted only by the per-partition total (hidden tails summed over
-    /// the crashes before them), on a partition an open cut (the cut moves copies
-    /// between hidden tails).
-    pub aggregated: u64,
     /// Duplicates explained by an excuse other than a single crash's hidden tail.
     pub excused: Vec<(ProduceId, Excuse)>,
     pub violations: Vec<Violation>,
@@ -151,45 +145,7 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
             }
         }
     }
-    // Copies the per-crash placement could not place, on a partition an open cut (a
-    // cut moves copies between hidden tails), are judged per partition and in time: at
-    // each duplicate's first delivery, the duplicates delivered so far on its partition
-    // must fit in the sum of its hidden tails over the crashes before that moment.
-    let mut extra: BTreeMap<TopicPartition, Vec<usize>> = BTreeMap::new();
-    for copies in accounting.duplicated.values() {
-        let mut firsts: Vec<usize> = copies.iter().map(|c| c.first_delivery).collect();
-        firsts.sort_unstable();
-        if let Some(tp) = copies.first().map(|c| c.tp.clone()) {
-            extra
-                .entry(tp)
-                .or_default()
-                .extend(firsts.into_iter().skip(1));
-        }
-    }
-    for v in extra.values_mut() {
-        v.sort_unstable();
-    }
     for (id, earlier, later) in leftovers {
-        let at = earlier.first_delivery.max(later.first_delivery);
-        let cut = facts.alarms.cuts(&later.tp).any(|c| c.index < at);
-        let bound: u64 = facts
-            .crashes
-            .iter()
-            .filter(|c| c.index < at)
-            .filter_map(|c| {
-                c.partitions
-                    .get(&later.tp)
-                    .map(|p| hidden_tail(facts, c, p))
-            })
-            .map(|(start, end)| end - start)
-            .sum();
-        let so_far = extra
-            .get(&later.tp)
-            .map_or(0, |v| v.partition_point(|i| *i <= at) as u64);
-        if cut && bound > 0 && so_far <= bound {
-            report.aggregated += 1;
-            continue;
-        }
         let violation = unexplained(facts, &report.crashes, id, earlier, later);
         report.violations.push(violation);
     }
@@ -290,24 +246,30 @@ fn place(
 }
 
 /// Whether the replay after `crash` can have committed `copies[k]`: the crash came
-/// before its first delivery, and another copy lay in the crash's hidden tail (the
-/// replay re-commits what it hid), with `copies[k]` where that replay commits on the
-/// partition: past the durable tail, unless the open that re-commits cut the log (its
-/// R1/R2 alarm), then from the cut on.
+/// before its first delivery, and another copy on the same partition (a WAL entry
+/// names its partition) lay in the crash's hidden tail and existed at the crash, with
+/// `copies[k]` where that replay commits: past the durable tail, unless the open that
+/// re-commits cut the log (its R1/R2 alarm), then from the cut on. A copy existed at the
+/// crash if it was delivered before it or lies below where the replay commits; one from
+/// there on first seen after the crash is the replay's own (an offset reused after a
+/// cut), and cannot be what the replay repeats.
 fn recommits(facts: &Facts<'_>, crash: &CrashFact, copies: &[Copy], k: usize) -> bool {
     let later = &copies[k];
-    crash.index < later.first_delivery
+    let Some(state) = crash.partitions.get(&later.tp) else {
+        return false;
+    };
+    if crash.index >= later.first_delivery {
+        return false;
+    }
+    let (start, end) = hidden_tail(facts, crash, state);
+    let fresh = fresh_from(facts, crash, state);
+    later.offset >= fresh
         && copies.iter().enumerate().any(|(j, earlier)| {
-            if j == k {
-                return false;
-            }
-            let Some(state) = crash.partitions.get(&earlier.tp) else {
-                return false;
-            };
-            let (start, end) = hidden_tail(facts, crash, state);
-            start <= earlier.offset
+            j != k
+                && earlier.tp == later.tp
+                && start <= earlier.offset
                 && earlier.offset < end
-                && (later.tp != earlier.tp || later.offset >= fresh_from(facts, crash, state))
+                && (earlier.first_delivery < crash.index || earlier.offset < fresh)
         })
 }
 

@@ -343,8 +343,7 @@ impl CheckReport {
             .crashes
             .iter()
             .map(|c| c.count)
-            .sum::<u64>()
-            + self.bounded_duplicates.aggregated;
+            .sum::<u64>();
         if hidden > 0 {
             *out.entry(ExcuseKind::HiddenTail).or_insert(0) += hidden;
         }

@@ -282,8 +282,13 @@ fn damage_above_a_cut_the_running_open_announced_is_cut_away() {
 
 /// [`flip_during_a_cutting_open`]'s flip after the Hole alarm, but the open fails
 /// after its truncation (a write-back hit ENOSPC, say) and the process dies; the next
-/// open reads the disk `next` (rule, tail, bad offset) and detects nothing.
-fn flip_during_a_cutting_open_that_fails(next: (OpenRule, u64, Option<u64>)) -> Run {
+/// open reads the disk `next` (rule, tail, bad offset) and detects nothing. With
+/// `later_view`, the world views the disk again while that open runs, after its
+/// write-back put frames through offset 4 back.
+fn flip_during_a_cutting_open_that_fails(
+    next: (OpenRule, u64, Option<u64>),
+    later_view: bool,
+) -> Run {
     let mut r = Run::new();
     r.produced(3)
         .hwm(0, 3, 1, 3)
@@ -307,8 +312,11 @@ fn flip_during_a_cutting_open_that_fails(next: (OpenRule, u64, Option<u64>)) -> 
     let (rule, tail, bad) = next;
     r.process_crash(&[(0, 1, tail, 1)])
         .restart()
-        .disk(0, rule, 1, tail, bad)
-        .opened(0, 1, tail);
+        .disk(0, rule, 1, tail, bad);
+    if later_view {
+        r.disk(0, OpenRule::Clean, 1, 4, None);
+    }
+    r.opened(0, 1, tail);
     r
 }
 
@@ -316,15 +324,21 @@ fn flip_during_a_cutting_open_that_fails(next: (OpenRule, u64, Option<u64>)) -> 
 fn damage_above_a_cut_stays_cut_away_when_the_open_fails_after_truncating() {
     // Quick seed 186019937: the next open found the log ending at the cut, so the
     // truncation ran; the flipped bytes were gone before anything could read them.
-    let report = flip_during_a_cutting_open_that_fails((OpenRule::Clean, 1, None)).report();
-    assert!(
-        report.no_corrupt_delivery.violations.is_empty(),
-        "{:?}",
-        report.no_corrupt_delivery.violations
-    );
+    // What the next open wrote since the restart does not count: the restart's own
+    // view is the disk the truncation left.
+    for later_view in [false, true] {
+        let report =
+            flip_during_a_cutting_open_that_fails((OpenRule::Clean, 1, None), later_view).report();
+        assert!(
+            report.no_corrupt_delivery.violations.is_empty(),
+            "{:?}",
+            report.no_corrupt_delivery.violations
+        );
+    }
     // If the next open still finds the damaged frame, the cut never took effect and that
     // open owes its detection.
-    let report = flip_during_a_cutting_open_that_fails((OpenRule::Hole, 3, Some(2))).report();
+    let report =
+        flip_during_a_cutting_open_that_fails((OpenRule::Hole, 3, Some(2)), false).report();
     assert_mentions(
         &messages_of(&report, CheckerName::NoCorruptDelivery),
         &["never detected"],

@@ -730,17 +730,28 @@ impl<'f, 'h> Excuses<'f, 'h> {
         lasts: GapLasts,
     ) -> Option<Excuse> {
         let r = self.facts.reaches_before(tp, index).find(|r| {
+            // A platter-only fault (a lost fsync, a misdirected or torn write) is sealed
+            // by the next power loss, not by a process crash: the page cache kept the
+            // engine's bytes, so the opens between saw no gap to clamp.
+            let sealed = if r.platter_only() && !r.until_crash() {
+                self.facts.next_power_loss_after(r.fault_index)
+            } else {
+                r.window_end
+            };
             let end = match lasts {
                 _ if r.until_crash() => r.window_end,
-                GapLasts::UntilCrash => r.window_end,
+                GapLasts::UntilCrash => sealed,
                 GapLasts::ThroughNextIncarnation => self.facts.next_crash_after(r.window_end),
                 // A data file's fault moves the persisted word away from the log at the
                 // crash that seals it (`window_end`); `hwm` writes before that crash
                 // were built on the frames it lost and do not close the gap.
-                GapLasts::UntilHwmRewritten if r.window_end == usize::MAX => usize::MAX,
                 GapLasts::UntilHwmRewritten => {
-                    super::contract::hwm_rewritten_after_crash(self.facts, tp, r.window_end)
-                        .unwrap_or(usize::MAX)
+                    if sealed == usize::MAX {
+                        usize::MAX
+                    } else {
+                        super::contract::hwm_rewritten_after_crash(self.facts, tp, sealed)
+                            .unwrap_or(usize::MAX)
+                    }
                 }
             };
             let begun = match lasts {

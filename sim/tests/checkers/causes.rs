@@ -161,6 +161,62 @@ fn a_persisted_hwm_over_lost_frames_stays_excused_until_hwm_is_rewritten() {
     );
 }
 
+#[test]
+fn a_lost_segment_fsync_is_sealed_by_the_power_loss_not_a_process_crash() {
+    // Quick seed 188014160: the `hwm` word passed the frame a lost fsync left in the
+    // page cache only; a process crash kept the cache, its open found the log whole and
+    // wrote the word again, and the power loss after dropped the frame. The gap opens at
+    // that power loss, so the word the open wrote does not end the excuse.
+    let run = |power_loss_first: bool| {
+        let mut r = Run::new();
+        r.produce(1, 0, 0, 1_000)
+            .produce(2, 0, 1, 1_001)
+            .deliver(1, 0, 0, 1_000)
+            .deliver(2, 0, 1, 1_001)
+            .fault(
+                lost_fsync(FileKind::Segment, Some(OffsetRange { start: 1, end: 2 })),
+                Some(0),
+            )
+            .hwm(0, 2, 2, 2);
+        if power_loss_first {
+            r.crash(&[(0, 2, 1, 2)])
+                .restart()
+                .alarm(
+                    Some(0),
+                    Alarm::Clamp {
+                        persisted_hwm: 2,
+                        hwm: 1,
+                        lost: 1,
+                    },
+                )
+                .opened(0, 1, 1)
+                .counters(0, 1, 0)
+                .hwm(0, 1, 1, 1)
+                .produce(3, 0, 1, 1_100)
+                .hwm(0, 2, 2, 2);
+        } else {
+            r.process_crash(&[(0, 2, 2, 2)])
+                .restart()
+                .open_clean(0, 2, 2)
+                .hwm(0, 2, 2, 2);
+        }
+        r.crash(&[(0, 2, 1, 2)]);
+        r.report()
+    };
+    let report = run(false);
+    assert!(
+        report.stable_offsets.violations.is_empty(),
+        "{:?}",
+        report.stable_offsets.violations
+    );
+    // After a power loss sealed it and the clamp's word lasted, the gap is closed: a
+    // persisted word past the tail again is the engine's.
+    assert_mentions(
+        &messages_of(&run(true), CheckerName::StableOffsets),
+        &["persisted HWM of orders/0 is 2, beyond the durable tail 1"],
+    );
+}
+
 /// Two records delivered and a crash with persisted HWM 2; `fault` on orders/0 while
 /// the node is down; the restart comes back with HWM 1 and records no clamp.
 fn hwm_fell_after(fault: FaultKind, before_crash: bool) -> Run {

@@ -83,6 +83,8 @@ pub struct FailingFs {
     /// While set, `write_at` (or `read_at`) never completes: a caller can only drop it.
     pub hang_write: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub hang_read: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// While set, `sync_dir` never completes.
+    pub hang_sync_dir: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// While set, `write_at` blocks its thread (and sets `write_blocked`) until cleared.
     pub block_write: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub write_blocked: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -226,6 +228,7 @@ impl cafelog_engine::fs::Fs for FailingFs {
     async fn sync_dir(&self, path: &Path) -> std::io::Result<()> {
         self.dir_ops.lock().expect("lock").push("sync_dir".into());
         injected(&self.fail_sync)?;
+        hang_while(&self.hang_sync_dir).await;
         StdFs.sync_dir(path).await
     }
     async fn exists(&self, path: &Path) -> std::io::Result<bool> {

@@ -16,6 +16,7 @@
 //! - `crash`: a child process appends and commits until SIGKILL; every acknowledged
 //!   record survives.
 
+mod cancel;
 mod common;
 mod crash;
 mod flusher;

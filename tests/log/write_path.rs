@@ -309,67 +309,6 @@ fn concurrent_producers_compressing_at_once_commit_every_record_once_in_order() 
     assert!(segment_files(dir.path()).len() > 2, "segments rolled");
 }
 
-/// Polls `future` once (it is then dropped by the caller, as a timeout would drop it).
-fn poll_once<F: std::future::Future>(future: F) -> bool {
-    let mut future = std::pin::pin!(future);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    future.as_mut().poll(&mut cx).is_ready()
-}
-
-#[test]
-fn a_sync_dropped_while_its_frame_is_written_poisons_instead_of_hanging_later_commits() {
-    use std::sync::atomic::Ordering;
-    let dir = tempfile::tempdir().unwrap();
-    let (log, fs) = open_failing(dir.path(), LogConfig::default());
-    pollster::block_on(log.commit([(&b"k"[..], &b"committed"[..])])).unwrap();
-    log.append(b"k", b"in flight").unwrap();
-    fs.hang_write.store(true, Ordering::SeqCst);
-    assert!(
-        !poll_once(log.sync()),
-        "the write hangs, so the sync is pending"
-    );
-    fs.hang_write.store(false, Ordering::SeqCst);
-    // The dropped sync took its frame off the queue: the records in flight can never be
-    // written, so the log is poisoned (it would otherwise wait for them forever).
-    let err = pollster::block_on(log.commit([(&b"k"[..], &b"later"[..])])).unwrap_err();
-    assert!(matches!(err, LogError::Poisoned { .. }), "{err}");
-    assert_eq!(
-        log.hwm(),
-        1,
-        "nothing past the committed record is acknowledged"
-    );
-    let batch = pollster::block_on(log.read(0, 10)).unwrap();
-    assert_eq!(batch.records.len(), 1, "committed reads keep working");
-}
-
-#[test]
-fn a_sync_dropped_during_verification_leaves_the_frames_to_verify_again() {
-    use std::sync::atomic::Ordering;
-    let dir = tempfile::tempdir().unwrap();
-    let (log, fs) = open_failing(
-        dir.path(),
-        LogConfig {
-            flush_records: 1,
-            ..LogConfig::default()
-        },
-    );
-    log.append_batch([(&b"k"[..], &b"one"[..]), (b"k", b"two")])
-        .unwrap();
-    fs.hang_read.store(true, Ordering::SeqCst);
-    assert!(!poll_once(log.sync()), "the verification read hangs");
-    fs.hang_read.store(false, Ordering::SeqCst);
-    assert_eq!(log.hwm(), 0, "nothing is committed before it is verified");
-    let before = log.metrics().snapshot().fsyncs;
-    let range = pollster::block_on(log.sync()).unwrap();
-    assert_eq!(range, 0..2, "the next sync commits both frames");
-    assert_eq!(log.hwm(), 2);
-    assert_eq!(
-        log.metrics().snapshot().fsyncs,
-        before + 1,
-        "after fsyncing (and verifying) them again"
-    );
-}
-
 #[test]
 fn a_batch_whose_iterator_panics_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();

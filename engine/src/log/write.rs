@@ -6,10 +6,11 @@
 
 use super::config::PREALLOCATE_BYTES_DEFAULT;
 use super::metrics::add;
-use super::{Log, LogError, Segment, create_segment_file};
+use super::{Log, LogError, Segment};
 use crate::clock::Clock;
 use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, FrameHeader};
-use crate::fs::{File, Fs, read_exact_at};
+use crate::format::layout;
+use crate::fs::{File, Fs, OpenMode, read_exact_at};
 use crate::recovery::FrameEntry;
 use std::sync::{Arc, LazyLock};
 
@@ -32,10 +33,10 @@ pub(super) struct Encoded {
     last_committed_at_ms: Option<u64>,
 }
 
-/// Records in flight that must reach the file: a reserved queue slot not yet filled, or
-/// a frame taken off the queue and not yet written. Dropped armed (an encode error, a
-/// panic, a `sync` future dropped during the write), it poisons the log: those records
-/// are never written, so nothing past them can be, and every waiter wakes to the poison.
+/// A reserved queue slot not yet filled. Dropped armed (an encode error, a panic), it
+/// poisons the log: those records are never written, so nothing past them can be, and
+/// every waiter wakes to the poison. (No await lies between reserving and filling, so a
+/// dropped future never leaves one.)
 struct Reserved<'l, F: Fs, C: Clock> {
     log: &'l Log<F, C>,
     armed: bool,
@@ -56,6 +57,32 @@ impl<F: Fs, C: Clock> Drop for Reserved<'_, F, C> {
     }
 }
 
+/// A frame taken off the queue for writing. Dropped before it is written (a `sync`
+/// future cancelled at the write's await, or a panic), it goes back to the front of
+/// the queue, where the next writer finds it: a cancelled commit leaves nothing in
+/// flight for good and poisons nothing. A frame that failed to write has poisoned the
+/// log already; putting it back changes nothing then.
+struct Taken<'l, F: Fs, C: Clock> {
+    log: &'l Log<F, C>,
+    frame: Option<Encoded>,
+}
+
+impl<F: Fs, C: Clock> Drop for Taken<'_, F, C> {
+    fn drop(&mut self) {
+        if let Some(frame) = self.frame.take() {
+            let mut st = self.log.state();
+            assert_eq!(
+                st.written_end, frame.header.base_offset,
+                "a frame not written goes back where it was taken"
+            );
+            st.encoded_front_seq -= 1;
+            st.encoded.push_front(Some(frame));
+            drop(st);
+            self.log.inner.encoded_ready.notify_all();
+        }
+    }
+}
+
 /// State owned by whoever holds the write lock.
 pub(super) struct Io<F: Fs> {
     active: Arc<F::File>,
@@ -67,6 +94,9 @@ pub(super) struct Io<F: Fs> {
     preallocate: bool,
     /// Frames of the active segment written but not yet fsynced and verified.
     unverified: Vec<FrameEntry>,
+    /// The active segment's directory entry is not yet known durable (the roll that
+    /// created it was dropped before its directory fsync): fsynced before any commit.
+    dir_unsynced: bool,
     /// Where frames are re-read for verification, kept between syncs (bounded by the
     /// largest frame, at most `FRAME_BYTES_MAX` plus its header).
     verify_buf: Vec<u8>,
@@ -80,6 +110,7 @@ impl<F: Fs> Io<F> {
             allocated,
             preallocate: true,
             unverified: Vec::new(),
+            dir_unsynced: false,
             verify_buf: Vec::new(),
         }
     }
@@ -196,15 +227,21 @@ impl<F: Fs, C: Clock> Log<F, C> {
                     .flatten()
                     .expect("the front frame is encoded")
             };
-            // Off the queue and not yet in the file: a call dropped in between (a
-            // cancelled `sync`) would leave its records in flight for good, and every
-            // later commit waiting for them. The guard poisons the log instead.
-            let mut taken = Reserved {
+            // Off the queue and not yet in the file: the guard puts it back if this call
+            // is dropped before the write lands.
+            let mut taken = Taken {
                 log: self,
-                armed: true,
+                frame: Some(frame),
             };
-            self.write_frame(io, frame).await?;
-            taken.armed = false;
+            self.write_frame(io, taken.frame.as_ref().expect("taken above"))
+                .await?;
+            let written = taken.frame.take().expect("taken above");
+            {
+                let mut st = self.state();
+                if st.spare_frames.len() < SPARE_FRAMES {
+                    st.spare_frames.push(written.bytes);
+                }
+            }
             if sync_each {
                 self.sync_locked(io).await?;
             }
@@ -240,11 +277,15 @@ impl<F: Fs, C: Clock> Log<F, C> {
     }
 
     /// Writes one encoded frame where the active segment's frames end.
-    async fn write_frame(&self, io: &mut Io<F>, frame: Encoded) -> Result<(), LogError> {
+    /// Cancel-safe: nothing is recorded until the frame's bytes are in the file, and
+    /// from there on nothing awaits; a call dropped before leaves the state as it was
+    /// (a roll already made, zeros already written), and the frame is written again at
+    /// the same place.
+    async fn write_frame(&self, io: &mut Io<F>, frame: &Encoded) -> Result<(), LogError> {
         let config = &self.inner.config;
-        let Encoded {
+        let &Encoded {
             header,
-            bytes: frame_bytes,
+            bytes: ref frame_bytes,
             uncompressed,
             last_committed_at_ms,
         } = frame;
@@ -259,7 +300,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         if position + frame_len > io.allocated {
             self.preallocate(io, position + frame_len, frame_len).await;
         }
-        if let Err(e) = io.active.write_at(&frame_bytes, position).await {
+        if let Err(e) = io.active.write_at(frame_bytes, position).await {
             return Err(self.poison("write frame", e));
         }
         io.allocated = io.allocated.max(position + frame_len);
@@ -292,9 +333,6 @@ impl<F: Fs, C: Clock> Log<F, C> {
             st.in_flight -= u64::from(header.record_count);
             st.in_flight_bytes -= uncompressed;
             st.unsynced_bytes += frame_len;
-            if st.spare_frames.len() < SPARE_FRAMES {
-                st.spare_frames.push(frame_bytes);
-            }
             st.check_invariants();
         }
         io.unverified.push(entry);
@@ -375,10 +413,13 @@ impl<F: Fs, C: Clock> Log<F, C> {
         if let Err(e) = io.active.sync_data().await {
             return Err(self.poison("fsync trimmed segment", e));
         }
-        let file = match create_segment_file(&self.inner.fs, &self.inner.dir, new_base).await {
+        // Recorded as the active segment in the same step as the file appears (no await
+        // between), so a roll dropped after this never creates it twice; its directory
+        // entry is fsynced here or, if this call is dropped first, before any commit.
+        let path = self.inner.dir.join(layout::segment_file_name(new_base));
+        let file = match self.inner.fs.open(&path, OpenMode::CreateNew).await {
             Ok(file) => file,
-            Err(LogError::Io { op, source }) => return Err(self.poison(op, source)),
-            Err(other) => return Err(other),
+            Err(e) => return Err(self.poison("create segment", e)),
         };
         {
             let mut st = self.state();
@@ -397,8 +438,22 @@ impl<F: Fs, C: Clock> Log<F, C> {
         io.active_base = new_base;
         io.allocated = 0;
         io.preallocate = true;
+        io.dir_unsynced = true;
+        self.sync_dir_if_needed(io).await?;
         add(&self.inner.metrics.segments_rolled, 1);
         tracing::debug!(new_base, "segment rolled");
+        Ok(())
+    }
+
+    /// Fsyncs the partition directory when the active segment's entry may not be
+    /// durable yet.
+    async fn sync_dir_if_needed(&self, io: &mut Io<F>) -> Result<(), LogError> {
+        if io.dir_unsynced {
+            if let Err(e) = self.inner.fs.sync_dir(&self.inner.dir).await {
+                return Err(self.poison("sync directory after segment create", e));
+            }
+            io.dir_unsynced = false;
+        }
         Ok(())
     }
 
@@ -408,6 +463,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         let Some(last) = io.unverified.last().copied() else {
             return Ok(());
         };
+        self.sync_dir_if_needed(io).await?;
         if let Err(e) = io.active.sync_data().await {
             return Err(self.poison("fsync segment", e));
         }

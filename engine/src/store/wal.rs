@@ -92,6 +92,9 @@ struct WalIo<F: Fs> {
     active: F::File,
     codecs: Codecs,
     frame_buf: Vec<u8>,
+    /// A segment was created and its directory entry is not yet known durable (the
+    /// call that created it was dropped before the directory fsync).
+    dir_unsynced: bool,
 }
 
 /// The ingress WAL of a store.
@@ -374,6 +377,7 @@ impl<F: Fs> Wal<F> {
                 active,
                 codecs: Codecs::default(),
                 frame_buf: Vec::new(),
+                dir_unsynced: false,
             }),
             checkpoint_lock: async_lock::Mutex::new(()),
         };
@@ -409,6 +413,12 @@ impl<F: Fs> Wal<F> {
 
     /// Makes every entry up to and including `seq` durable; concurrent callers share
     /// one write and fsync (group commit).
+    ///
+    /// Cancel-safe: the buffered entries leave the buffer only once their frame is
+    /// written and fsynced, and a new segment is recorded as soon as it exists, so a
+    /// call dropped at any await leaves the state as a later call can finish it: the
+    /// same entries written again at the same position, in the same segment, whose
+    /// directory entry is fsynced before anything in it is reported durable.
     pub async fn sync_to(&self, seq: u64) -> Result<(), WalError> {
         if self.durable(seq)? {
             return Ok(());
@@ -417,32 +427,10 @@ impl<F: Fs> Wal<F> {
         if self.durable(seq)? {
             return Ok(());
         }
-        let (records, base, position, roll) = {
-            let mut st = self.state();
-            let records: Vec<(u64, Vec<u8>)> = std::mem::take(&mut st.buffer);
-            let base = st.written_seq;
-            (
-                records,
-                base,
-                st.active_len,
-                st.active_len >= self.segment_bytes,
-            )
-        };
-        if records.is_empty() {
-            return Ok(());
-        }
-        debug_assert_eq!(records.first().map(|r| r.0), Some(base));
-        let result = self
-            .write_locked(&mut io, base, &records, position, roll)
-            .await;
+        let result = self.write_buffered(&mut io).await;
         let mut st = self.state();
         match result {
-            Ok(written_len) => {
-                st.active_len = written_len;
-                st.written_seq = base + records.len() as u64;
-                st.durable_seq = st.written_seq;
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(e) => {
                 st.poisoned.get_or_insert_with(|| e.to_string());
                 crate::alarm::wal_poisoned(&e.to_string());
@@ -459,56 +447,96 @@ impl<F: Fs> Wal<F> {
         Ok(st.durable_seq > seq)
     }
 
-    async fn write_locked(
-        &self,
-        io: &mut WalIo<F>,
-        base: u64,
-        records: &[(u64, Vec<u8>)],
-        mut position: u64,
-        roll: bool,
-    ) -> Result<u64, WalError> {
-        if roll {
-            let name = segment_name(base);
-            let file = self
-                .fs
-                .open(&self.dir.join(&name), OpenMode::CreateNew)
-                .await
-                .map_err(wal_io("create segment"))?;
+    /// Writes every buffered entry as one frame and fsyncs it, rolling to a new segment
+    /// first when the active one is full; only then takes the entries off the buffer.
+    async fn write_buffered(&self, io: &mut WalIo<F>) -> Result<(), WalError> {
+        let (empty, full) = {
+            let st = self.state();
+            (st.buffer.is_empty(), st.active_len >= self.segment_bytes)
+        };
+        if empty {
+            return Ok(());
+        }
+        if full {
+            self.roll(io).await?;
+        }
+        if io.dir_unsynced {
             self.fs
                 .sync_dir(&self.dir)
                 .await
                 .map_err(wal_io("sync directory"))?;
-            io.active = file;
-            position = 0;
-            let mut st = self.state();
-            // Entries buffered for this frame were attributed to the old segment; move them.
-            let old = st.active_base;
-            let moved = st
-                .segments
-                .get(&old)
-                .map(|s| s.ends.clone())
-                .unwrap_or_default();
-            st.segments.insert(base, WalSegment { name, ends: moved });
-            st.active_base = base;
+            io.dir_unsynced = false;
         }
-        io.frame_buf.clear();
-        io.codecs
-            .encode_frame(
-                Codec::None,
-                base,
-                records.iter().map(|(_, r)| r.as_slice()),
-                &mut io.frame_buf,
-            )
-            .map_err(|e| WalError::Io {
-                op: "encode frame",
-                source: io::Error::other(e),
-            })?;
+        let (base, count, position) = {
+            let st = self.state();
+            let base = st.written_seq;
+            assert_eq!(
+                st.buffer.first().map(|r| r.0),
+                st.buffer.first().map(|_| base),
+                "the buffer starts at the first entry not written"
+            );
+            io.frame_buf.clear();
+            io.codecs
+                .encode_frame(
+                    Codec::None,
+                    base,
+                    st.buffer.iter().map(|(_, r)| r.as_slice()),
+                    &mut io.frame_buf,
+                )
+                .map_err(|e| WalError::Io {
+                    op: "encode frame",
+                    source: io::Error::other(e),
+                })?;
+            (base, st.buffer.len(), st.active_len)
+        };
+        assert!(
+            count > 0,
+            "only a writer holding the lock drains the buffer"
+        );
         io.active
             .write_at(&io.frame_buf, position)
             .await
             .map_err(wal_io("write"))?;
         io.active.sync_data().await.map_err(wal_io("fsync"))?;
-        Ok(position + io.frame_buf.len() as u64)
+        let mut st = self.state();
+        assert_eq!(st.written_seq, base, "one writer at a time");
+        assert_eq!(
+            st.active_len, position,
+            "the segment did not move under the write"
+        );
+        st.buffer.drain(..count);
+        st.active_len = position + io.frame_buf.len() as u64;
+        st.written_seq = base + count as u64;
+        st.durable_seq = st.written_seq;
+        Ok(())
+    }
+
+    /// Starts a new segment named by the next entry's seq. The state records it as the
+    /// active one in the same step as the file appears (no await between), so a call
+    /// dropped after this never creates it twice; its directory entry is fsynced by
+    /// [`Wal::write_buffered`] before anything is written to it.
+    async fn roll(&self, io: &mut WalIo<F>) -> Result<(), WalError> {
+        let base = self.state().written_seq;
+        let name = segment_name(base);
+        let file = self
+            .fs
+            .open(&self.dir.join(&name), OpenMode::CreateNew)
+            .await
+            .map_err(wal_io("create segment"))?;
+        io.active = file;
+        io.dir_unsynced = true;
+        let mut st = self.state();
+        // Entries buffered for this frame were attributed to the old segment; move them.
+        let old = st.active_base;
+        let moved = st
+            .segments
+            .get(&old)
+            .map(|s| s.ends.clone())
+            .unwrap_or_default();
+        st.segments.insert(base, WalSegment { name, ends: moved });
+        st.active_base = base;
+        st.active_len = 0;
+        Ok(())
     }
 
     /// Persists `checkpoint` (temp file, fsync, rename, directory fsync), then deletes

@@ -1,0 +1,164 @@
+//! Cancelled futures: a commit (or a WAL sync) dropped at any of its await points, as a
+//! server drops a request when its client times out, leaves the log and the WAL as a
+//! later call can finish them. Nothing is poisoned, lost or written twice because of
+//! the drop, and nothing is reported durable before it is.
+
+use crate::common::*;
+use cafelog_engine::fs::Fs;
+use cafelog_engine::log::LogConfig;
+use cafelog_engine::store::Wal;
+use std::sync::atomic::Ordering;
+
+/// Polls `future` once, then drops it (as a timeout would); whether it finished.
+fn poll_once<F: std::future::Future>(future: F) -> bool {
+    let mut future = std::pin::pin!(future);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    future.as_mut().poll(&mut cx).is_ready()
+}
+
+#[test]
+fn a_sync_dropped_while_its_frame_is_written_leaves_it_for_the_next_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, fs) = open_failing(dir.path(), LogConfig::default());
+    pollster::block_on(log.commit([(&b"k"[..], &b"committed"[..])])).unwrap();
+    log.append(b"k", b"in flight").unwrap();
+    fs.hang_write.store(true, Ordering::SeqCst);
+    assert!(
+        !poll_once(log.sync()),
+        "the write hangs, so the sync is pending"
+    );
+    fs.hang_write.store(false, Ordering::SeqCst);
+    assert_eq!(log.hwm(), 1, "nothing of the dropped sync is acknowledged");
+    // The frame went back to the queue: the next commit writes it, then its own.
+    let range = pollster::block_on(log.commit([(&b"k"[..], &b"later"[..])])).unwrap();
+    assert_eq!(range, 2..3);
+    let payloads: Vec<Vec<u8>> = read_all(&log, 0).into_iter().map(|r| r.payload).collect();
+    assert_eq!(
+        payloads,
+        [&b"committed"[..], b"in flight", b"later"].map(<[u8]>::to_vec)
+    );
+}
+
+#[test]
+fn a_sync_dropped_during_verification_leaves_the_frames_to_verify_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, fs) = open_failing(
+        dir.path(),
+        LogConfig {
+            flush_records: 1,
+            ..LogConfig::default()
+        },
+    );
+    log.append_batch([(&b"k"[..], &b"one"[..]), (b"k", b"two")])
+        .unwrap();
+    fs.hang_read.store(true, Ordering::SeqCst);
+    assert!(!poll_once(log.sync()), "the verification read hangs");
+    fs.hang_read.store(false, Ordering::SeqCst);
+    assert_eq!(log.hwm(), 0, "nothing is committed before it is verified");
+    let before = log.metrics().snapshot().fsyncs;
+    let range = pollster::block_on(log.sync()).unwrap();
+    assert_eq!(range, 0..2, "the next sync commits both frames");
+    assert_eq!(log.hwm(), 2);
+    assert_eq!(
+        log.metrics().snapshot().fsyncs,
+        before + 1,
+        "after fsyncing (and verifying) them again"
+    );
+}
+
+#[test]
+fn a_roll_dropped_at_its_directory_fsync_is_finished_by_the_next_commit() {
+    // The segment exists once created; the next commit must write into it (not create
+    // it again) and fsync the directory before anything in it counts as durable.
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_bytes: 200,
+        preallocate_bytes: 0,
+        ..LogConfig::default()
+    };
+    let (log, fs) = open_failing(dir.path(), config);
+    let record = vec![b'x'; 120];
+    pollster::block_on(log.commit([(&b"k"[..], record.as_slice())])).unwrap();
+    log.append(b"k", &record).unwrap();
+    fs.hang_sync_dir.store(true, Ordering::SeqCst);
+    assert!(!poll_once(log.sync()), "the roll's directory fsync hangs");
+    fs.hang_sync_dir.store(false, Ordering::SeqCst);
+    assert_eq!(segment_files(dir.path()).len(), 2, "the new segment exists");
+    assert_eq!(log.hwm(), 1);
+    fs.dir_ops.lock().unwrap().clear();
+    let range = pollster::block_on(log.sync()).unwrap();
+    assert_eq!(range, 1..2);
+    assert_eq!(
+        fs.dir_ops.lock().unwrap().as_slice(),
+        ["sync_dir"],
+        "the directory is fsynced before the commit in the new segment"
+    );
+    assert_eq!(read_all(&log, 0).len(), 2);
+}
+
+fn open_wal(fs: &FailingFs, dir: &std::path::Path, segment_bytes: u64) -> Wal<FailingFs> {
+    let (wal, _, _, _) =
+        pollster::block_on(Wal::open(fs.clone(), dir.join("wal"), segment_bytes)).expect("open");
+    wal
+}
+
+/// Every entry a reopened WAL reads: (seq, payload).
+fn wal_entries(dir: &std::path::Path) -> Vec<(u64, Vec<u8>)> {
+    let (_, _, entries, _) =
+        pollster::block_on(Wal::open(FailingFs::default(), dir.join("wal"), 1 << 20))
+            .expect("reopen");
+    entries.into_iter().map(|e| (e.seq, e.payload)).collect()
+}
+
+#[test]
+fn a_wal_sync_dropped_during_its_write_keeps_its_entries_for_the_next() {
+    // Dropped, the old sync lost the entries it had taken off the buffer, and the next
+    // frame numbered later entries from the first lost seq.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FailingFs::default();
+    pollster::block_on(fs.create_dir_all(&dir.path().join("wal"))).unwrap();
+    let wal = open_wal(&fs, dir.path(), 1 << 20);
+    let p = ("t".to_owned(), 0);
+    let first = wal.append(&p, b"k", b"one").unwrap();
+    fs.hang_write.store(true, Ordering::SeqCst);
+    assert!(!poll_once(wal.sync_to(first)), "the write hangs");
+    fs.hang_write.store(false, Ordering::SeqCst);
+    let second = wal.append(&p, b"k", b"two").unwrap();
+    pollster::block_on(wal.sync_to(second)).expect("the next sync writes both");
+    drop(wal);
+    assert_eq!(
+        wal_entries(dir.path()),
+        [(first, b"one".to_vec()), (second, b"two".to_vec())]
+    );
+}
+
+#[test]
+fn a_wal_roll_dropped_at_its_directory_fsync_is_finished_by_the_next_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FailingFs::default();
+    pollster::block_on(fs.create_dir_all(&dir.path().join("wal"))).unwrap();
+    let wal = open_wal(&fs, dir.path(), 64);
+    let p = ("t".to_owned(), 0);
+    let big = vec![b'x'; 100];
+    let first = wal.append(&p, b"k", &big).unwrap();
+    pollster::block_on(wal.sync_to(first)).unwrap();
+    let second = wal.append(&p, b"k", b"two").unwrap();
+    fs.hang_sync_dir.store(true, Ordering::SeqCst);
+    assert!(
+        !poll_once(wal.sync_to(second)),
+        "the roll's directory fsync hangs"
+    );
+    fs.hang_sync_dir.store(false, Ordering::SeqCst);
+    fs.dir_ops.lock().unwrap().clear();
+    pollster::block_on(wal.sync_to(second)).expect("no second create of the segment");
+    assert_eq!(
+        fs.dir_ops.lock().unwrap().first().map(String::as_str),
+        Some("sync_dir"),
+        "the directory is fsynced before the entry counts as durable"
+    );
+    drop(wal);
+    assert_eq!(
+        wal_entries(dir.path()),
+        [(first, big), (second, b"two".to_vec())]
+    );
+}

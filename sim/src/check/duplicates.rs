@@ -274,23 +274,34 @@ fn recommits(facts: &Facts<'_>, crash: &CrashFact, copies: &[Copy], k: usize) ->
 }
 
 /// Where the replay after `crash` commits on `state`'s partition: past the durable
-/// tail, or from the lowest cut of the open that re-commits. That open is the first
-/// after the crash to come up on the partition (a refused one replays nothing of it),
-/// so its cuts count up to the crash that ends it.
+/// tail, or lower where the log shrank before that replay ran. The replay is the first
+/// store open after the crash that completed (an open that failed first, after its log
+/// opened, replays nothing); until then an open's cut (its R1/R2 alarm) or a later
+/// crash's shorter tail moves where it commits.
 fn fresh_from(facts: &Facts<'_>, crash: &CrashFact, state: &CrashPartition) -> Offset {
-    let up = facts
-        .alarms
-        .of(&state.tp)
-        .iter()
-        .find(|a| a.index > crash.index && matches!(a.alarm, Alarm::LogOpened { .. }))
-        .map_or(crash.index, |a| a.index);
+    let done = facts
+        .opened_at
+        .range(crash.incarnation + 1..)
+        .next()
+        .map_or(usize::MAX, |(_, &index)| index);
     let cut = facts
         .alarms
         .cuts(&state.tp)
-        .filter(|c| c.index > crash.index && c.index < facts.next_crash_after(up))
+        .filter(|c| c.index > crash.index && c.index < done)
         .map(|c| c.offset)
         .min();
-    cut.map_or(state.durable_tail, |c| c.min(state.durable_tail))
+    let shorter = facts
+        .crashes
+        .iter()
+        .filter(|c| c.index > crash.index && c.index < done)
+        .filter_map(|c| c.partitions.get(&state.tp))
+        .map(|p| p.durable_tail)
+        .min();
+    [Some(state.durable_tail), cut, shorter]
+        .into_iter()
+        .flatten()
+        .min()
+        .expect("the durable tail is always there")
 }
 
 /// The excuse rows for a pair no single crash explains.

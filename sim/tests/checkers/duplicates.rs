@@ -148,8 +148,9 @@ fn a_copy_a_recorded_clamp_gave_up_may_come_back_from_the_wal() {
 }
 
 /// Ids 1-3 at offsets 0-2, delivered, persisted HWM 1: a crash hides [1, 3). The next
-/// open refuses the partition and the crash ending it finds the tail at 1; the open
-/// after comes up, cuts at 1 (R2) if `cut`, and id 3 is delivered again at offset 1.
+/// open refuses the partition; with `cut`, the crash ending it finds the tail at 1 and
+/// the open after comes up and cuts at 1 (R2); without, the tail stays at 3 and nothing
+/// is cut. Either way id 3 is delivered again at offset 1.
 fn recommitted_after_a_refusal(cut: bool) -> Run {
     let mut r = Run::new();
     r.produced(3)
@@ -164,7 +165,7 @@ fn recommitted_after_a_refusal(cut: bool) -> Run {
                 position: 100,
             },
         )
-        .crash(&[(0, 1, 1, 1)])
+        .crash(&[(0, 1, if cut { 1 } else { 3 }, 1)])
         .restart();
     if cut {
         r.alarm(
@@ -177,7 +178,7 @@ fn recommitted_after_a_refusal(cut: bool) -> Run {
             },
         );
     }
-    r.opened(0, 1, 1)
+    r.opened(0, 1, if cut { 1 } else { 3 })
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 1);
         })
@@ -365,4 +366,31 @@ fn a_copy_on_another_partition_is_never_a_recommit() {
             "again from orders/1@0",
         ],
     );
+}
+
+#[test]
+fn the_replay_of_a_crash_is_the_first_store_open_that_completed() {
+    // Quick seed 190001563: the open after the crash opened the partition's log, then
+    // the store open failed (ENOSPC) before its replay; the open after that cut at 1
+    // and its replay re-committed id 3 there. That replay is the crash's.
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(3)
+        .crash(&[(0, 1, 3, 3)])
+        .restart()
+        .open_clean(0, 1, 3)
+        .process_crash(&[(0, 1, 3, 3)])
+        .restart()
+        .alarm(Some(0), hole_at(1))
+        .opened(0, 1, 1)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 1);
+        })
+        .deliver(3, 0, 1, 1_002)
+        .consume(0, 1);
+    let report = r.report();
+    let d = &report.bounded_duplicates;
+    assert!(d.violations.is_empty(), "{:?}", d.violations);
+    assert_eq!(d.crashes[0].count, 1, "{d:?}");
 }

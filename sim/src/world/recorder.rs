@@ -6,7 +6,7 @@ use super::damage;
 use super::node::DATA_ROOT;
 use crate::fs::{FsEvent, FsEventKind, SimFs};
 use crate::history::{
-    FaultKind, FileKind, HeldCopy, History, Incarnation, OffsetRange, TopicPartition,
+    EventKind, FaultKind, FileKind, HeldCopy, History, Incarnation, OffsetRange, TopicPartition,
     parse_payload_id,
 };
 use cafelog_engine::format::{layout, word};
@@ -489,7 +489,11 @@ impl Recorder {
             (Some(w), Some(d)) => w.min(d),
             (w, d) => w.or(d).unwrap_or(0),
         };
-        if loaded <= from {
+        if loaded <= from
+            || self.this_incarnation(
+                |k| matches!(k, EventKind::FrontierSkipped { tp: t, .. } if t == tp),
+            )
+        {
             return;
         }
         let dir = layout::partition_dir(Path::new(DATA_ROOT), &tp.topic, tp.partition);
@@ -521,8 +525,33 @@ impl Recorder {
 
     pub fn frontier_written(&mut self, tmp_path: &Path, value: u64) {
         if let Some(tp) = partition_of(tmp_path) {
+            // The open's own write of the frontier it loaded (a clamp rewrites it before
+            // the open returns): the skip is recorded now, since an open that fails
+            // after it never reports what it loaded, and the next one starts from this
+            // word.
+            let during_open = !self.this_incarnation(|k| {
+                matches!(
+                    k,
+                    EventKind::FrontierWritten { tp: t, .. }
+                        | EventKind::FrontierObserved { tp: t, .. } if *t == tp
+                )
+            });
+            if during_open {
+                self.frontier_skips(&tp, value);
+            }
             let now = self.now_ms();
             self.history.frontier_written(now, &tp, value);
         }
+    }
+
+    /// Whether an event matching `kind` happened in the current incarnation.
+    fn this_incarnation(&self, kind: impl Fn(&EventKind) -> bool) -> bool {
+        let incarnation = self.history.incarnation();
+        self.history
+            .events()
+            .iter()
+            .rev()
+            .take_while(|e| e.incarnation == incarnation)
+            .any(|e| kind(&e.kind))
     }
 }

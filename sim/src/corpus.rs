@@ -4,9 +4,10 @@
 //!
 //! Layout: one `[[seed]]` table per entry with `seed`, `profile`, `why` (a line for a
 //! person), `expect` (the verdict kind, `pass` for a regression case that must pass
-//! once fixed), optionally `checker` (for an expected failure) and `reaches` (path
+//! once fixed), optionally `checker` (for an expected failure), `reaches` (path
 //! names the seed must keep reaching, so an entry cannot silently stop covering what
-//! it is there for).
+//! it is there for) and `without` (fault kinds the swarm gained after the entry was
+//! recorded, turned off so the seed runs as it did then; `cafelog replay --without`).
 //!
 //! This module reads and writes a real file: it is tooling around the simulation, not
 //! part of a simulated run.
@@ -28,6 +29,8 @@ pub struct Entry {
     pub checker: Option<CheckerName>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reaches: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub without: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -74,6 +77,7 @@ pub fn append(path: &Path, seed: u64, profile: &str, why: &str) -> Result<bool, 
         expect: VerdictKind::Pass,
         checker: None,
         reaches: Vec::new(),
+        without: Vec::new(),
     };
     #[derive(Serialize)]
     struct One<'a> {

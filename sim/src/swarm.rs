@@ -7,12 +7,20 @@
 //! writes at most 2; ENOSPC at most 20, never more than 3 in a row; bit flips at most
 //! 4; clock steps at most 4, each at most 30 s back. Nothing fires after the heal.
 //! A kill is a power loss or, with `process_crash_fraction`, a process crash (the
-//! page cache survives); both count against `crashes_max`.
+//! page cache survives); both count against `crashes_max`. With `cancel_probability`,
+//! each request before the heal is dropped at one of its await points with that
+//! probability (see `world::cancel`).
 
 use crate::fs::FaultOptions;
 use crate::fs::dice::Dice;
 use crate::profile::Profile;
 use std::time::Duration;
+
+/// The least share of disk calls that yield when cancels are on ([`FaultMix::disk`]).
+const CANCEL_YIELD_PROBABILITY: f64 = 0.5;
+
+/// The fault kinds [`FaultMix::without`] can turn off.
+pub const WITHOUT_KINDS: [&str; 2] = ["cancel", "process_crash"];
 
 /// Which faults a run injects, drawn from its seed.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,6 +43,8 @@ pub struct FaultMix {
     /// Fraction of the swarm's kills that are process crashes, not power losses
     /// (0..=1). A restart after a fatal I/O error is always a process crash.
     pub process_crash_fraction: f64,
+    /// Probability that the server drops a request's engine future part-way (0..=1).
+    pub cancel_probability: f64,
 }
 
 impl FaultMix {
@@ -51,6 +61,7 @@ impl FaultMix {
             fs: FaultOptions::none(),
             crashes_max: 0,
             process_crash_fraction: 0.0,
+            cancel_probability: 0.0,
         }
     }
 
@@ -106,7 +117,40 @@ impl FaultMix {
         if mix.crash_mean_gap_ms.is_some() && on(dice, 0.6) {
             mix.process_crash_fraction = [0.3, 0.6, 1.0][dice.below(3) as usize];
         }
+        // Drawn after it, for the same reason.
+        if on(dice, 0.3) {
+            mix.cancel_probability = [0.02, 0.1, 0.3][dice.below(3) as usize];
+        }
         mix
+    }
+
+    /// The disk's options as the world runs them. A drop lands only where a future
+    /// suspends, and the disk suspends only where it yields: with cancels on, a disk
+    /// call yields at least half the time, so each is an await point a drop can reach.
+    pub fn disk(&self) -> FaultOptions {
+        let mut fs = self.fs.clone();
+        if self.cancel_probability > 0.0 {
+            fs.yield_probability = fs.yield_probability.max(CANCEL_YIELD_PROBABILITY);
+        }
+        fs
+    }
+
+    /// Turns off the fault kind `name` (one of [`WITHOUT_KINDS`]). Kinds drawn after
+    /// every other draw leave the rest of the mix as it was, so a seed without one runs
+    /// exactly as it did before the kind existed: how a corpus entry keeps the run it
+    /// was recorded for.
+    pub fn without(&mut self, name: &str) -> Result<(), String> {
+        match name {
+            "cancel" => self.cancel_probability = 0.0,
+            "process_crash" => self.process_crash_fraction = 0.0,
+            other => {
+                return Err(format!(
+                    "cannot turn off fault kind {other:?}: one of {}",
+                    WITHOUT_KINDS.join(", ")
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The fault kinds this mix turns on, for reports.
@@ -117,6 +161,9 @@ impl FaultMix {
         }
         if self.crash_mean_gap_ms.is_some() && self.process_crash_fraction > 0.0 {
             kinds.push("process_crash");
+        }
+        if self.cancel_probability > 0.0 {
+            kinds.push("cancel");
         }
         if self.fs.fsync_eio_max > 0 {
             kinds.push("fsync_eio");

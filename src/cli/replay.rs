@@ -36,6 +36,10 @@ pub struct Args {
     /// Draw the run (HWMs, durable tails, frontier, acks, crashes, faults) to this SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub timeline: Option<std::path::PathBuf>,
+    /// Run with this fault kind off (cancel, process_crash; repeatable): the seed as it
+    /// ran before the swarm drew the kind, as corpus entries with `without` do.
+    #[arg(long, value_name = "KIND")]
+    pub without: Vec<String>,
 }
 
 pub const EXIT_CODES_HELP: &str = "\
@@ -48,7 +52,13 @@ Exit codes:
 
 pub fn run_command(args: &Args) -> ExitCode {
     let profile = &args.profile;
-    let spec = RunSpec::from_seed(args.seed, profile);
+    let mut spec = RunSpec::from_seed(args.seed, profile);
+    for kind in &args.without {
+        if let Err(e) = spec.mix.without(kind) {
+            eprintln!("cafelog: error: --without: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let outcome = run(&spec);
     if let Some(path) = &args.history
         && let Err(e) = std::fs::write(path, outcome.history.to_json_lines())

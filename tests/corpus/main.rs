@@ -16,7 +16,18 @@ fn every_corpus_seed_ends_as_expected_and_reaches_its_paths() {
     for entry in &entries {
         assert!(!entry.why.trim().is_empty(), "seed {}: say why", entry.seed);
         let profile = Profile::by_name(&entry.profile).unwrap_or_else(|e| panic!("{e}"));
-        let outcome = run(&RunSpec::from_seed(entry.seed, &profile));
+        let mut spec = RunSpec::from_seed(entry.seed, &profile);
+        for kind in &entry.without {
+            spec.mix
+                .without(kind)
+                .unwrap_or_else(|e| panic!("seed {}: {e}", entry.seed));
+        }
+        let outcome = run(&spec);
+        let without: String = entry
+            .without
+            .iter()
+            .map(|k| format!(" --without {k}"))
+            .collect();
         let expect = Expect {
             verdict: entry.expect,
             checker: entry.checker,
@@ -25,7 +36,7 @@ fn every_corpus_seed_ends_as_expected_and_reaches_its_paths() {
         };
         for problem in judge(&expect, &outcome).problems {
             problems.push(format!(
-                "seed {} ({}): {problem} [why: {}] (cafelog replay --seed {} --profile {})",
+                "seed {} ({}): {problem} [why: {}] (cafelog replay --seed {} --profile {}{without})",
                 entry.seed, entry.profile, entry.why, entry.seed, entry.profile
             ));
         }

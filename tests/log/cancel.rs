@@ -162,3 +162,60 @@ fn a_wal_roll_dropped_at_its_directory_fsync_is_finished_by_the_next_sync() {
         [(first, big), (second, b"two".to_vec())]
     );
 }
+
+#[test]
+fn a_segment_file_a_dropped_create_left_empty_is_reused_and_one_with_bytes_is_not() {
+    // The create took effect after its caller was dropped: the file exists, empty, and
+    // nothing recorded it. The next roll reuses it; a file with bytes it refuses.
+    for leftover in [&b""[..], b"data"] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_bytes: 200,
+            preallocate_bytes: 0,
+            ..LogConfig::default()
+        };
+        let (log, _fs) = open_failing(dir.path(), config);
+        let record = vec![b'x'; 120];
+        pollster::block_on(log.commit([(&b"k"[..], record.as_slice())])).unwrap();
+        let next = dir
+            .path()
+            .join(cafelog_engine::format::layout::segment_file_name(1));
+        std::fs::write(&next, leftover).unwrap();
+        let result = pollster::block_on(log.commit([(&b"k"[..], record.as_slice())]));
+        if leftover.is_empty() {
+            assert_eq!(result.unwrap(), 1..2);
+            assert_eq!(read_all(&log, 0).len(), 2);
+        } else {
+            let err = result.unwrap_err();
+            assert!(err.to_string().contains("exists with 4 bytes"), "{err}");
+            assert_eq!(std::fs::read(&next).unwrap(), leftover, "left untouched");
+        }
+    }
+}
+
+#[test]
+fn a_wal_segment_a_dropped_create_left_empty_is_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FailingFs::default();
+    pollster::block_on(fs.create_dir_all(&dir.path().join("wal"))).unwrap();
+    let wal = open_wal(&fs, dir.path(), 64);
+    let p = ("t".to_owned(), 0);
+    let big = vec![b'x'; 100];
+    let first = wal.append(&p, b"k", &big).unwrap();
+    pollster::block_on(wal.sync_to(first)).unwrap();
+    let second = wal.append(&p, b"k", b"two").unwrap();
+    let names = std::fs::read_dir(dir.path().join("wal")).unwrap().count();
+    // The roll names the new segment by the next seq; leave it created and empty.
+    let next = cafelog_engine::store::wal::segment_name(second);
+    std::fs::write(dir.path().join("wal").join(&next), b"").unwrap();
+    pollster::block_on(wal.sync_to(second)).expect("the empty leftover is reused");
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("wal")).unwrap().count(),
+        names + 1
+    );
+    drop(wal);
+    assert_eq!(
+        wal_entries(dir.path()),
+        [(first, big), (second, b"two".to_vec())]
+    );
+}

@@ -116,3 +116,24 @@ pub async fn read_exact_at<F: File>(file: &F, buf: &mut [u8], position: u64) -> 
     }
     Ok(())
 }
+
+/// Creates `path` for a new segment, or opens the empty file a dropped call left there:
+/// a create that took effect after its caller's future was dropped (it never saw the
+/// handle, so nothing recorded or wrote the file). A file there with bytes is not one
+/// this process made and lost track of: `AlreadyExists`, and nothing is touched.
+pub async fn create_or_reuse_empty<F: Fs>(fs: &F, path: &Path) -> io::Result<F::File> {
+    match fs.open(path, OpenMode::CreateNew).await {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let file = fs.open(path, OpenMode::ReadWrite).await?;
+            let len = file.len().await?;
+            if len > 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists with {len} bytes", path.display()),
+                ));
+            }
+            Ok(file)
+        }
+        created => created,
+    }
+}

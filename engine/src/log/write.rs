@@ -10,7 +10,7 @@ use super::{Log, LogError, Segment};
 use crate::clock::Clock;
 use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, FrameHeader};
 use crate::format::layout;
-use crate::fs::{File, Fs, OpenMode, read_exact_at};
+use crate::fs::{File, Fs, create_or_reuse_empty, read_exact_at};
 use crate::recovery::FrameEntry;
 use std::sync::{Arc, LazyLock};
 
@@ -413,11 +413,12 @@ impl<F: Fs, C: Clock> Log<F, C> {
         if let Err(e) = io.active.sync_data().await {
             return Err(self.poison("fsync trimmed segment", e));
         }
-        // Recorded as the active segment in the same step as the file appears (no await
-        // between), so a roll dropped after this never creates it twice; its directory
-        // entry is fsynced here or, if this call is dropped first, before any commit.
+        // Recorded as the active segment in the same step as the handle arrives (no
+        // await between); a roll dropped before that leaves at most an empty file, which
+        // the next one reuses. The directory entry is fsynced here or, if this call is
+        // dropped first, before any commit.
         let path = self.inner.dir.join(layout::segment_file_name(new_base));
-        let file = match self.inner.fs.open(&path, OpenMode::CreateNew).await {
+        let file = match create_or_reuse_empty(&self.inner.fs, &path).await {
             Ok(file) => file,
             Err(e) => return Err(self.poison("create segment", e)),
         };

@@ -24,7 +24,7 @@
 
 use crate::format::envelope::{get_uvarint, put_uvarint};
 use crate::format::frame::{Codec, Codecs, split_records};
-use crate::fs::{File, Fs, OpenMode, read_exact_at};
+use crate::fs::{File, Fs, OpenMode, create_or_reuse_empty, read_exact_at};
 use crate::recovery::SegmentReader;
 use std::collections::BTreeMap;
 use std::io;
@@ -512,15 +512,14 @@ impl<F: Fs> Wal<F> {
     }
 
     /// Starts a new segment named by the next entry's seq. The state records it as the
-    /// active one in the same step as the file appears (no await between), so a call
-    /// dropped after this never creates it twice; its directory entry is fsynced by
-    /// [`Wal::write_buffered`] before anything is written to it.
+    /// active one in the same step as the handle arrives (no await between); a call
+    /// dropped before that leaves at most an empty file, which the next one reuses. Its
+    /// directory entry is fsynced by [`Wal::write_buffered`] before anything is written
+    /// to it.
     async fn roll(&self, io: &mut WalIo<F>) -> Result<(), WalError> {
         let base = self.state().written_seq;
         let name = segment_name(base);
-        let file = self
-            .fs
-            .open(&self.dir.join(&name), OpenMode::CreateNew)
+        let file = create_or_reuse_empty(&self.fs, &self.dir.join(&name))
             .await
             .map_err(wal_io("create segment"))?;
         io.active = file;

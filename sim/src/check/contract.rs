@@ -5,7 +5,7 @@
 //!
 //! | fault | contract | reach |
 //! |---|---|---|
-//! | crash, lost or torn unsynced write (not `hwm`), fsync EIO, ENOSPC, latency, clock step | in | none: nothing acknowledged may be lost |
+//! | crash, lost or torn unsynced write (not `hwm`), fsync EIO, ENOSPC, latency, clock step, cancelled request | in | none: nothing acknowledged may be lost |
 //! | bit flip in a segment | in | the flipped frame's offsets; the engine must detect it (alarms) |
 //! | bit flip in the WAL | in | the entries of the flipped frame (`WalEntriesDamaged`) |
 //! | lost fsync of a segment | out | the frames it did not persist (`offsets`), on that partition, for records acknowledged after it and before an engine cut at or below their offset |

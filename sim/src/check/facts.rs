@@ -262,5 +262,6 @@ pub fn fault_name(kind: &FaultKind) -> &'static str {
         FaultKind::Enospc { .. } => "ENOSPC",
         FaultKind::Latency { .. } => "latency",
         FaultKind::ClockStep { .. } => "clock step",
+        FaultKind::Cancel { .. } => "cancelled request",
     }
 }

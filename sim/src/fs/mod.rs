@@ -68,7 +68,9 @@
 //! caller sees the result. A kill drops the task at such a point: with the sleep before,
 //! the operation never happened; with the sleep after, it happened (e.g. data durable)
 //! but the engine never learned so. Both windows exist on a real machine. Outside a
-//! madsim runtime operations never wait.
+//! madsim runtime operations never wait. The same points are where the world drops a
+//! cancelled request's future (`world::cancel`, which turns yields on for that): a
+//! drop, like a kill, lands between disk calls, never inside one.
 //!
 //! **Determinism.** All randomness comes from a ChaCha8 stream seeded by
 //! [`SimFs::new`]'s seed; every map is a `BTreeMap`, so the same seed and the same

@@ -155,6 +155,18 @@ pub enum FaultKind {
     /// The decision to kill the engine's process only: the page cache survives.
     /// Informational, like `Crash`.
     ProcessCrash,
+    /// The server dropped a request's engine future at an await point (a client timed
+    /// out or went away). In contract: the call acknowledges nothing, and nothing else
+    /// may be lost, stuck or poisoned because of it.
+    Cancel { request: RequestKind },
+}
+
+/// Which client request a [`FaultKind::Cancel`] dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestKind {
+    Produce,
+    Receive,
 }
 
 impl FaultKind {

@@ -159,7 +159,7 @@ impl TryFrom<RawExpect> for Expect {
 }
 
 /// The fault kinds a run's fault counts use (the `fault` tag of `FaultKind`).
-pub const FAULT_NAMES: [&str; 11] = [
+pub const FAULT_NAMES: [&str; 12] = [
     "crash",
     "process_crash",
     "torn_write",
@@ -171,6 +171,7 @@ pub const FAULT_NAMES: [&str; 11] = [
     "enospc",
     "latency",
     "clock_step",
+    "cancel",
 ];
 
 /// Durations of the run (simulated ms) and its record cap.
@@ -519,6 +520,9 @@ pub struct SwarmSpec {
     /// Fraction of the kills that are process crashes (the page cache survives).
     #[serde(skip_serializing_if = "is_zero")]
     pub process_crash_fraction: f64,
+    /// Probability that a request is dropped at one of its await points.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cancel_probability: f64,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -543,6 +547,7 @@ impl From<&crate::swarm::FaultMix> for SwarmSpec {
             clock_step_back_ms_max: m.clock_step_back_ms_max,
             clock_steps_max: m.clock_steps_max,
             process_crash_fraction: m.process_crash_fraction,
+            cancel_probability: m.cancel_probability,
         }
     }
 }

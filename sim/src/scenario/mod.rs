@@ -196,6 +196,7 @@ impl Scenario {
             mix.clock_step_back_ms_max = s.clock_step_back_ms_max;
             mix.clock_steps_max = s.clock_steps_max;
             mix.process_crash_fraction = s.process_crash_fraction;
+            mix.cancel_probability = s.cancel_probability;
         }
         RunSpec {
             seed: f.seed,
@@ -314,13 +315,15 @@ fn validate(f: &ScenarioFile) -> Result<(), String> {
     if f.topics.is_empty() {
         return Err("a scenario needs at least one [[topics]] entry".into());
     }
-    if let Some(s) = &f.swarm
-        && !(0.0..=1.0).contains(&s.process_crash_fraction)
-    {
-        return Err(format!(
-            "[swarm]: process_crash_fraction = {} must be within 0..=1",
-            s.process_crash_fraction
-        ));
+    if let Some(s) = &f.swarm {
+        for (name, value) in [
+            ("process_crash_fraction", s.process_crash_fraction),
+            ("cancel_probability", s.cancel_probability),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(format!("[swarm]: {name} = {value} must be within 0..=1"));
+            }
+        }
     }
     for (i, t) in f.topics.iter().enumerate() {
         if f.topics[..i].iter().any(|u| u.name == t.name) {

@@ -13,6 +13,7 @@
 //! fault mix (ChaCha streams derived from it), and the disk's own dice.
 
 pub mod alarms;
+pub mod cancel;
 pub mod damage;
 pub mod disk;
 pub mod engine_call;
@@ -242,8 +243,7 @@ impl World {
 }
 
 async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
-    let fs =
-        SimFs::new(sub_seed(spec.seed, 3), spec.mix.fs.clone()).expect("fault options are valid");
+    let fs = SimFs::new(sub_seed(spec.seed, 3), spec.mix.disk()).expect("fault options are valid");
     let recorder = Shared::new(fs.clone());
     *alarms.lock().unwrap_or_else(|e| e.into_inner()) = Some(recorder.clone());
     let clock = SimClock::default();
@@ -262,7 +262,7 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
             .collect();
         let mut rec = recorder.lock();
         let now = rec.now_ms();
-        let io_latency_max_ms = spec.mix.fs.latency_max_ms();
+        let io_latency_max_ms = spec.mix.disk().latency_max_ms();
         rec.history
             .run_started(now, clock.wall_base_ms(), topics, io_latency_max_ms);
     }
@@ -280,6 +280,10 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
         requests: rx,
         workload: Arc::new(spec.workload.clone()),
         current: Arc::clone(&current),
+        cancels: Arc::new(cancel::Cancels::new(
+            sub_seed(spec.seed, 6),
+            spec.mix.cancel_probability,
+        )),
     };
     let handle = madsim::runtime::Handle::current();
     let node = handle

@@ -3,12 +3,13 @@
 //! requests in flight lose their reply channel, so a client sees "unknown outcome".
 
 use super::alarms::tagged;
+use super::cancel::{Cancels, cancel_after};
 use super::engine_call::{engine, engine_pinned};
 use super::observe::ObservingFs;
 use super::recorder::Shared;
 use super::workload::Workload;
 use crate::clock::SimClock;
-use crate::history::{Incarnation, ProduceId, TopicPartition};
+use crate::history::{FaultKind, Incarnation, ProduceId, RequestKind, TopicPartition};
 use cafelog_engine::log::Spawn;
 use cafelog_engine::store::{Delivery, Produced, Store, StoreConfig};
 use std::future::Future;
@@ -62,6 +63,8 @@ pub struct NodeContext {
     pub current: Arc<Mutex<Option<SimStore>>>,
     /// Set when the engine hit a fatal I/O error and must be restarted.
     pub restart_requested: Arc<AtomicBool>,
+    /// Which requests the server drops part-way.
+    pub cancels: Arc<Cancels>,
 }
 
 /// Spawns the engine's background loops as tasks of one incarnation.
@@ -105,9 +108,14 @@ async fn serve_node(ctx: NodeContext, incarnation: Incarnation) {
     )));
     while let Ok(request) = ctx.requests.recv().await {
         let store = store.clone();
+        // Settles are never dropped: an ack in doubt is not modelled by the checkers.
+        let cancel = match request {
+            Request::Settle { .. } => None,
+            _ => ctx.cancels.draw(ctx.recorder.lock().healed),
+        };
         drop(madsim::task::spawn(tagged(
             incarnation,
-            serve(store, ctx.recorder.clone(), request),
+            serve(store, ctx.recorder.clone(), request, cancel),
         )));
     }
 }
@@ -240,10 +248,21 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     Ok(store)
 }
 
-/// One request, served in its own task. The engine's futures are boxed (by [`engine`])
+/// The answer a dropped request gives its client.
+const CANCELLED: &str = "cancelled";
+
+/// Records that the server dropped a request's engine future.
+fn cancelled(recorder: &Shared, request: RequestKind, tp: Option<&TopicPartition>) {
+    recorder
+        .lock()
+        .fault(FaultKind::Cancel { request }, tp, None);
+}
+
+/// One request, served in its own task; dropped after `cancel` pending polls when the
+/// seed picked it ([`super::cancel`]). The engine's futures are boxed (by [`engine`])
 /// so that this future stays small: madsim copies a task's whole future when it spawns
 /// it (several times, inside `async_task`), and `serve` is spawned once per request.
-async fn serve(store: SimStore, recorder: Shared, request: Request) {
+async fn serve(store: SimStore, recorder: Shared, request: Request, cancel: Option<u32>) {
     match request {
         Request::Produce {
             id,
@@ -252,9 +271,14 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
             payload,
             reply,
         } => {
-            let result = engine(store.produce(&topic, None, &key, &payload))
-                .await
-                .map_err(|e| e.to_string());
+            let call = engine(store.produce(&topic, None, &key, &payload));
+            let result = match cancel_after(call, cancel, || !recorder.lock().healed).await {
+                Some(result) => result.map_err(|e| e.to_string()),
+                None => {
+                    cancelled(&recorder, RequestKind::Produce, None);
+                    Err(CANCELLED.to_owned())
+                }
+            };
             let produced = result.as_ref().ok().copied();
             // Recorded in the same step as the send, like a delivery: a reply the
             // producer only reads after a crash (and the restart, and whatever recovery
@@ -279,11 +303,15 @@ async fn serve(store: SimStore, recorder: Shared, request: Request) {
         } => {
             let tp = TopicPartition::new(topic.clone(), partition);
             let (serial, asked) = recorder.lock().begin_receive(tp.clone());
-            let result =
-                engine(store.with_timeout(park, store.receive_wait(&topic, partition, max)))
-                    .await
-                    .unwrap_or(Ok(Vec::new()))
-                    .map_err(|e| e.to_string());
+            let waited =
+                engine(store.with_timeout(park, store.receive_wait(&topic, partition, max)));
+            let result = match cancel_after(waited, cancel, || !recorder.lock().healed).await {
+                Some(answer) => answer.unwrap_or(Ok(Vec::new())).map_err(|e| e.to_string()),
+                None => {
+                    cancelled(&recorder, RequestKind::Receive, Some(&tp));
+                    Err(CANCELLED.to_owned())
+                }
+            };
             let (delivered, error) = match &result {
                 Ok(d) => (d.clone(), None),
                 Err(e) => (Vec::new(), Some(e.clone())),

@@ -73,6 +73,43 @@ impl File for ObservingFile {
     }
 }
 
+/// A create whose caller may be dropped before it returns (a cancelled request): the
+/// file can exist by then, created, while nobody saw the handle, and the engine's next
+/// roll reuses it without creating anything. Dropped unreturned in the same epoch (not
+/// by a kill: the next open lists what a killed incarnation left), it records the
+/// creation if the file appeared.
+struct CreateWatch<'a> {
+    fs: &'a ObservingFs,
+    path: &'a Path,
+    epoch: u64,
+    existed: bool,
+    returned: bool,
+}
+
+impl<'a> CreateWatch<'a> {
+    fn new(fs: &'a ObservingFs, path: &'a Path) -> Self {
+        CreateWatch {
+            fs,
+            path,
+            epoch: fs.inner.epoch(),
+            existed: fs.inner.visible_bytes(path).is_some(),
+            returned: false,
+        }
+    }
+}
+
+impl Drop for CreateWatch<'_> {
+    fn drop(&mut self) {
+        if !self.returned
+            && !self.existed
+            && self.fs.inner.epoch() == self.epoch
+            && self.fs.inner.visible_bytes(self.path).is_some()
+        {
+            self.fs.recorder.lock().segment_file(self.path, true);
+        }
+    }
+}
+
 impl Fs for ObservingFs {
     type File = ObservingFile;
 
@@ -80,7 +117,11 @@ impl Fs for ObservingFs {
         if super::recorder::file_kind(path) == crate::history::FileKind::Wal {
             self.recorder.lock().wal_opening(path);
         }
+        let mut watch = (mode == OpenMode::CreateNew).then(|| CreateWatch::new(self, path));
         let r = self.inner.open(path, mode).await;
+        if let Some(watch) = &mut watch {
+            watch.returned = true;
+        }
         if r.is_ok() && mode == OpenMode::CreateNew {
             self.recorder.lock().segment_file(path, true);
         }

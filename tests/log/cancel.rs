@@ -132,17 +132,24 @@ fn a_wal_sync_dropped_during_its_write_keeps_its_entries_for_the_next() {
     );
 }
 
-#[test]
-fn a_wal_roll_dropped_at_its_directory_fsync_is_finished_by_the_next_sync() {
+/// A WAL of 64-byte segments whose active one is full (a 100-byte entry, durable) with
+/// a second entry buffered: the next sync rolls.
+fn wal_about_to_roll() -> (tempfile::TempDir, FailingFs, Wal<FailingFs>, [u64; 2]) {
     let dir = tempfile::tempdir().unwrap();
     let fs = FailingFs::default();
     pollster::block_on(fs.create_dir_all(&dir.path().join("wal"))).unwrap();
     let wal = open_wal(&fs, dir.path(), 64);
     let p = ("t".to_owned(), 0);
-    let big = vec![b'x'; 100];
-    let first = wal.append(&p, b"k", &big).unwrap();
+    let first = wal.append(&p, b"k", &[b'x'; 100]).unwrap();
     pollster::block_on(wal.sync_to(first)).unwrap();
     let second = wal.append(&p, b"k", b"two").unwrap();
+    (dir, fs, wal, [first, second])
+}
+
+#[test]
+fn a_wal_roll_dropped_at_its_directory_fsync_is_finished_by_the_next_sync() {
+    let (dir, fs, wal, [first, second]) = wal_about_to_roll();
+    let big = vec![b'x'; 100];
     fs.hang_sync_dir.store(true, Ordering::SeqCst);
     assert!(
         !poll_once(wal.sync_to(second)),
@@ -195,15 +202,8 @@ fn a_segment_file_a_dropped_create_left_empty_is_reused_and_one_with_bytes_is_no
 
 #[test]
 fn a_wal_segment_a_dropped_create_left_empty_is_reused() {
-    let dir = tempfile::tempdir().unwrap();
-    let fs = FailingFs::default();
-    pollster::block_on(fs.create_dir_all(&dir.path().join("wal"))).unwrap();
-    let wal = open_wal(&fs, dir.path(), 64);
-    let p = ("t".to_owned(), 0);
+    let (dir, _fs, wal, [first, second]) = wal_about_to_roll();
     let big = vec![b'x'; 100];
-    let first = wal.append(&p, b"k", &big).unwrap();
-    pollster::block_on(wal.sync_to(first)).unwrap();
-    let second = wal.append(&p, b"k", b"two").unwrap();
     let names = std::fs::read_dir(dir.path().join("wal")).unwrap().count();
     // The roll names the new segment by the next seq; leave it created and empty.
     let next = cafelog_engine::store::wal::segment_name(second);

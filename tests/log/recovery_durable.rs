@@ -209,6 +209,19 @@ fn a_clamped_open_writes_back_every_frame() {
     assert!(report.written_back_bytes > 0);
 }
 
+/// The offsets of the records `read_discarded` offers for `scan`'s R2 cut.
+fn offered_offsets(
+    fs: &FailingFs,
+    dir: &std::path::Path,
+    scan: &cafelog_engine::recovery::PartitionScan,
+) -> Vec<u64> {
+    pollster::block_on(cafelog_engine::recovery::read_discarded(fs, dir, scan))
+        .expect("read")
+        .iter()
+        .map(|r| r.offset)
+        .collect()
+}
+
 #[test]
 fn an_r2_cut_offers_every_readable_record_past_the_hole_to_the_salvage() {
     // Each removed segment is read from its first frame, the cut segment from the first
@@ -223,15 +236,7 @@ fn an_r2_cut_offers_every_readable_record_past_the_hole_to_the_salvage() {
         scan.truncation.as_ref().unwrap().rule,
         TruncationRule::HoleAboveHwm
     );
-    let offered: Vec<u64> = pollster::block_on(cafelog_engine::recovery::read_discarded(
-        &fs,
-        dir.path(),
-        &scan,
-    ))
-    .expect("read")
-    .iter()
-    .map(|r| r.offset)
-    .collect();
+    let offered = offered_offsets(&fs, dir.path(), &scan);
     let first_removed: u64 = names[2].trim_end_matches(".log").parse().unwrap();
     let second: u64 = names[1].trim_end_matches(".log").parse().unwrap();
     // Everything from the second record of the cut segment (its first frame is the bad
@@ -272,15 +277,7 @@ fn the_salvage_skips_a_stray_frame_that_names_an_offset_below_the_cut() {
     let scan =
         pollster::block_on(scan_partition(&fs, dir.path(), ScanDepth::Frames)).expect("scan");
     let truncation = scan.truncation.clone().expect("R2 cuts");
-    let offered: Vec<u64> = pollster::block_on(cafelog_engine::recovery::read_discarded(
-        &fs,
-        dir.path(),
-        &scan,
-    ))
-    .expect("read")
-    .iter()
-    .map(|r| r.offset)
-    .collect();
+    let offered = offered_offsets(&fs, dir.path(), &scan);
     let second: u64 = names[1].trim_end_matches(".log").parse().unwrap();
     assert_eq!(truncation.offset, second);
     assert_eq!(offered, (second + 1..12).collect::<Vec<u64>>());

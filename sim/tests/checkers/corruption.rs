@@ -232,10 +232,9 @@ fn damage_above_the_hwm_is_detected_only_by_the_cut_that_removes_it() {
     );
 }
 
-/// Three records; a crash; the open of incarnation 1 announces a cut at offset 1 (R2),
-/// and a flip lands in the frame of offset 2 while that open runs (`before_opened`) or
-/// after it finished; a later crash and restart scan the partition again.
-fn flip_during_a_cutting_open(before_opened: bool) -> Run {
+/// Three records, one delivered, persisted HWM 1; a crash; the open of incarnation 1
+/// reads a hole at offset 1 and announces its cut there (R2), and has not finished.
+fn cutting_open_at_1() -> Run {
     let mut r = Run::new();
     r.produced(3)
         .hwm(0, 3, 1, 3)
@@ -252,6 +251,13 @@ fn flip_during_a_cutting_open(before_opened: bool) -> Run {
                 bytes: 200,
             },
         );
+    r
+}
+
+/// [`cutting_open_at_1`], and a flip lands in the frame of offset 2 while that open runs (`before_opened`) or
+/// after it finished; a later crash and restart scan the partition again.
+fn flip_during_a_cutting_open(before_opened: bool) -> Run {
+    let mut r = cutting_open_at_1();
     let flip = segment_flip(OffsetRange { start: 2, end: 3 }, Some(false));
     if before_opened {
         r.fault(flip.clone(), Some(0));
@@ -289,26 +295,11 @@ fn flip_during_a_cutting_open_that_fails(
     next: (OpenRule, u64, Option<u64>),
     later_view: bool,
 ) -> Run {
-    let mut r = Run::new();
-    r.produced(3)
-        .hwm(0, 3, 1, 3)
-        .delivered(1)
-        .crash(&[(0, 1, 3, 3)])
-        .restart()
-        .disk(0, OpenRule::Hole, 1, 1, Some(1))
-        .alarm(
-            Some(0),
-            Alarm::Hole {
-                segment: "00000000000000000000.log".into(),
-                position: 100,
-                offset: 1,
-                bytes: 200,
-            },
-        )
-        .fault(
-            segment_flip(OffsetRange { start: 2, end: 3 }, Some(false)),
-            Some(0),
-        );
+    let mut r = cutting_open_at_1();
+    r.fault(
+        segment_flip(OffsetRange { start: 2, end: 3 }, Some(false)),
+        Some(0),
+    );
     let (rule, tail, bad) = next;
     r.process_crash(&[(0, 1, tail, 1)])
         .restart()

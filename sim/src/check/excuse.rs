@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::alarms::SkipFact;
-use super::contract::Reach;
+use super::contract::{LOG_FILES, Reach};
 use super::facts::Facts;
 use crate::history::{Alarm, FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
 
@@ -774,7 +774,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
             let shown = !self.reads_cache
                 || !r.platter_only()
                 || self.facts.power_loss_between(r.fault_index, index);
-            r.on(files) && begun && shown && index <= end && r.meets(gap)
+            r.on(files) && begun && shown && index <= end && self.lowers_tail_to(r, tp, gap, index)
         })?;
         Some(Excuse::new(
             ExcuseKind::OutOfContract,
@@ -786,6 +786,53 @@ impl<'f, 'h> Excuses<'f, 'h> {
                     .map_or_else(|| "offsets unknown".to_owned(), |o| o.to_string())
             ),
         ))
+    }
+
+    /// Whether `r` can account for the gap `[low, high)` at `index`. A fault on a log
+    /// file loses frames from its own first offset on, so the durable tail (`low`)
+    /// lies in the part of its reach the engine has not written again since: a cut at or
+    /// below an offset removed the fault's frame there (once its open finished), and
+    /// for a platter-only fault every open completed since wrote back and fsynced the
+    /// frames at and above the HWM it recovered. A word file's fault only needs to meet
+    /// the gap.
+    fn lowers_tail_to(
+        &self,
+        r: &Reach,
+        tp: &TopicPartition,
+        gap: OffsetRange,
+        index: usize,
+    ) -> bool {
+        if !r.meets(gap) {
+            return false;
+        }
+        if !r.on(LOG_FILES) {
+            return true;
+        }
+        let Some(range) = r.offsets else {
+            return true;
+        };
+        let cut = r
+            .cuts_after
+            .iter()
+            .filter(|&&(cut, _)| {
+                self.facts
+                    .opened_at
+                    .get(&self.facts.history.events()[cut].incarnation)
+                    .is_some_and(|&done| cut < done && done < index)
+            })
+            .map(|&(_, from)| from);
+        let written_back = self
+            .facts
+            .alarms
+            .of(tp)
+            .iter()
+            .filter(|a| r.platter_only() && a.index > r.fault_index && a.index < index)
+            .filter_map(|a| match a.alarm {
+                Alarm::LogOpened { hwm, .. } => Some(hwm),
+                _ => None,
+            });
+        let end = cut.chain(written_back).fold(range.end, Offset::min);
+        range.start <= gap.start && gap.start < end
     }
 
     /// `Clamped`, for an HWM that fell: a clamp on `tp` between `after` and `before`

@@ -217,6 +217,54 @@ fn a_lost_segment_fsync_is_sealed_by_the_power_loss_not_a_process_crash() {
     );
 }
 
+#[test]
+fn a_lost_fsync_excuses_no_gap_an_open_should_have_written_back_or_below_its_frames() {
+    let lost = |start, end| lost_fsync(FileKind::Segment, Some(OffsetRange { start, end }));
+    // Frame 1 lost its fsync while the word was still 1; the open after a process crash
+    // recovered HWM 1, so its write-back owed frame 1 a rewrite and an fsync. A tail of
+    // 1 at the power loss after is the engine's (an adversarial read: this passed).
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .fault(lost(1, 2), Some(0))
+        .produce(2, 0, 1, 1_001)
+        .deliver(2, 0, 1, 1_001)
+        .process_crash(&[(0, 1, 2, 2)])
+        .restart()
+        .open_clean(0, 1, 2)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .hwm(0, 3, 3, 3)
+        .crash(&[(0, 3, 1, 3)]);
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::StableOffsets),
+        &["HWM of orders/0 is 3, beyond the durable tail 1"],
+    );
+    // A fault on frame 3 cannot put the tail at 1: frames 1-2 were durable before it.
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 3, 3)
+        .delivered(3)
+        .fault(lost(3, 4), Some(0))
+        .produce(4, 0, 3, 1_003)
+        .deliver(4, 0, 3, 1_003)
+        .hwm(0, 4, 4, 4)
+        .process_crash(&[(0, 4, 4, 4)])
+        .restart()
+        .open_clean(0, 4, 4)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .hwm(0, 4, 4, 4)
+        .crash(&[(0, 4, 1, 4)]);
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::StableOffsets),
+        &["HWM of orders/0 is 4, beyond the durable tail 1"],
+    );
+}
+
 /// Two records delivered and a crash with persisted HWM 2; `fault` on orders/0 while
 /// the node is down; the restart comes back with HWM 1 and records no clamp.
 fn hwm_fell_after(fault: FaultKind, before_crash: bool) -> Run {

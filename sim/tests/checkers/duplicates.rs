@@ -218,6 +218,9 @@ fn recommitted_on_both_sides_of_a_cut() -> Run {
         .crash(&[(0, 0, 2, 2)])
         .restart()
         .open_clean(0, 0, 2)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
         .hwm(0, 4, 0, 4)
         .deliver(1, 0, 2, 1_100)
         .deliver(2, 0, 3, 1_100)
@@ -233,6 +236,9 @@ fn recommitted_on_both_sides_of_a_cut() -> Run {
             },
         )
         .opened(0, 0, 1)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
         .deliver(1, 0, 1, 1_200)
         .deliver(2, 0, 2, 1_200);
     r

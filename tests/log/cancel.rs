@@ -219,3 +219,33 @@ fn a_wal_segment_a_dropped_create_left_empty_is_reused() {
         [(first, big), (second, b"two".to_vec())]
     );
 }
+
+#[test]
+fn an_fsync_whose_caller_was_dropped_is_not_trusted_its_frames_are_written_again() {
+    // Linux reports an fsync error once and marks the pages clean: a caller dropped
+    // before it saw the error leaves frames that no later fsync writes. The next sync
+    // writes them again (checked first) before an fsync vouches for them.
+    let dir = tempfile::tempdir().unwrap();
+    let (log, fs) = open_failing(dir.path(), LogConfig::default());
+    log.append(b"k", b"one").unwrap();
+    fs.fail_sync.store(true, Ordering::SeqCst);
+    fs.hang_after_sync.store(true, Ordering::SeqCst);
+    assert!(!poll_once(log.sync()), "the fsync failed, unseen");
+    fs.fail_sync.store(false, Ordering::SeqCst);
+    fs.hang_after_sync.store(false, Ordering::SeqCst);
+    let frame = fs
+        .writes
+        .lock()
+        .unwrap()
+        .last()
+        .cloned()
+        .expect("the frame's write");
+    fs.writes.lock().unwrap().clear();
+    assert_eq!(pollster::block_on(log.sync()).unwrap(), 0..1);
+    assert_eq!(
+        fs.writes.lock().unwrap().as_slice(),
+        [frame],
+        "the frame is written again, in full, at its place"
+    );
+    assert_eq!(read_all(&log, 0).len(), 1);
+}

@@ -85,6 +85,9 @@ pub struct FailingFs {
     pub hang_read: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// While set, `sync_dir` never completes.
     pub hang_sync_dir: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// While set, `sync_data` takes effect (or fails, with `fail_sync`) and then never
+    /// returns: its caller can only drop it, unaware of the outcome.
+    pub hang_after_sync: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// While set, `write_at` blocks its thread (and sets `write_blocked`) until cleared.
     pub block_write: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub write_blocked: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -187,8 +190,12 @@ impl cafelog_engine::fs::File for FailingFile {
         self.inner.set_len(len).await
     }
     async fn sync_data(&self) -> std::io::Result<()> {
-        injected(&self.fs.fail_sync)?;
-        self.inner.sync_data().await
+        let result = match injected(&self.fs.fail_sync) {
+            Ok(()) => self.inner.sync_data().await,
+            Err(e) => Err(e),
+        };
+        hang_while(&self.fs.hang_after_sync).await;
+        result
     }
 }
 

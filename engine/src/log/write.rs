@@ -97,6 +97,11 @@ pub(super) struct Io<F: Fs> {
     /// The active segment's directory entry is not yet known durable (the roll that
     /// created it was dropped before its directory fsync): fsynced before any commit.
     dir_unsynced: bool,
+    /// An fsync of the active segment was issued and its caller dropped before it saw
+    /// the result. Linux reports an fsync error once and marks the pages clean, so the
+    /// unverified frames may never reach the disk: they are written again before the
+    /// next fsync vouches for them.
+    fsync_in_doubt: bool,
     /// Where frames are re-read for verification, kept between syncs (bounded by the
     /// largest frame, at most `FRAME_BYTES_MAX` plus its header).
     verify_buf: Vec<u8>,
@@ -111,6 +116,7 @@ impl<F: Fs> Io<F> {
             preallocate: true,
             unverified: Vec::new(),
             dir_unsynced: false,
+            fsync_in_doubt: false,
             verify_buf: Vec::new(),
         }
     }
@@ -446,6 +452,26 @@ impl<F: Fs, C: Clock> Log<F, C> {
         Ok(())
     }
 
+    /// Writes every unverified frame again with the bytes the file holds (checked
+    /// first), so that the next fsync persists them even if an earlier one failed
+    /// unseen and left their pages clean.
+    async fn rewrite_unverified(&self, io: &mut Io<F>) -> Result<(), LogError> {
+        for index in 0..io.unverified.len() {
+            let entry = io.unverified[index];
+            if let Err(reason) = verify_frame(io.active.as_ref(), &entry, &mut io.verify_buf).await
+            {
+                return Err(self.poison(
+                    "verify frame before rewriting it",
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
+                ));
+            }
+            if let Err(e) = io.active.write_at(&io.verify_buf, entry.position).await {
+                return Err(self.poison("rewrite frame", e));
+            }
+        }
+        Ok(())
+    }
+
     /// Fsyncs the partition directory when the active segment's entry may not be
     /// durable yet.
     async fn sync_dir_if_needed(&self, io: &mut Io<F>) -> Result<(), LogError> {
@@ -465,7 +491,13 @@ impl<F: Fs, C: Clock> Log<F, C> {
             return Ok(());
         };
         self.sync_dir_if_needed(io).await?;
-        if let Err(e) = io.active.sync_data().await {
+        if io.fsync_in_doubt {
+            self.rewrite_unverified(io).await?;
+        }
+        io.fsync_in_doubt = true;
+        let synced = io.active.sync_data().await;
+        io.fsync_in_doubt = false;
+        if let Err(e) = synced {
             return Err(self.poison("fsync segment", e));
         }
         add(&self.inner.metrics.fsyncs, 1);

@@ -792,7 +792,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
     /// file loses frames from its own first offset on, so the durable tail (`low`)
     /// lies in the part of its reach the engine has not written again since: a cut at or
     /// below an offset removed the fault's frame there (once its open finished), and
-    /// for a platter-only fault every open completed since wrote back and fsynced the
+    /// for a platter-only fault every open that began since wrote back and fsynced the
     /// frames at and above the HWM it recovered. A word file's fault only needs to meet
     /// the gap.
     fn lowers_tail_to(
@@ -826,7 +826,17 @@ impl<'f, 'h> Excuses<'f, 'h> {
             .alarms
             .of(tp)
             .iter()
-            .filter(|a| r.platter_only() && a.index > r.fault_index && a.index < index)
+            .filter(|a| {
+                // An open that began after the fault: the write-back of one running at
+                // the fault may be the very write the fault sent astray.
+                r.platter_only()
+                    && a.index < index
+                    && self
+                        .facts
+                        .restarts
+                        .get(&a.incarnation)
+                        .is_some_and(|&restart| restart > r.fault_index)
+            })
             .filter_map(|a| match a.alarm {
                 Alarm::LogOpened { hwm, .. } => Some(hwm),
                 _ => None,

@@ -242,6 +242,30 @@ fn a_lost_fsync_excuses_no_gap_an_open_should_have_written_back_or_below_its_fra
         &messages_of(&r.report(), CheckerName::StableOffsets),
         &["HWM of orders/0 is 3, beyond the durable tail 1"],
     );
+    // The same fault landing on the open's own write-back (after the restart, before the
+    // open reported) is that write-back's loss: the gap stays excused (fresh quick
+    // 196005164, a misdirected write-back).
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .deliver(2, 0, 1, 1_001)
+        .process_crash(&[(0, 1, 2, 2)])
+        .restart()
+        .fault(lost(1, 2), Some(0))
+        .open_clean(0, 1, 2)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .hwm(0, 3, 3, 3)
+        .crash(&[(0, 3, 1, 3)]);
+    let report = r.report();
+    assert!(
+        report.stable_offsets.violations.is_empty(),
+        "{:?}",
+        report.stable_offsets.violations
+    );
     // A fault on frame 3 cannot put the tail at 1: frames 1-2 were durable before it.
     let mut r = Run::new();
     r.produced(3)

@@ -220,47 +220,41 @@ fn a_lost_segment_fsync_is_sealed_by_the_power_loss_not_a_process_crash() {
 #[test]
 fn a_lost_fsync_excuses_no_gap_an_open_should_have_written_back_or_below_its_frames() {
     let lost = |start, end| lost_fsync(FileKind::Segment, Some(OffsetRange { start, end }));
-    // Frame 1 lost its fsync while the word was still 1; the open after a process crash
-    // recovered HWM 1, so its write-back owed frame 1 a rewrite and an fsync. A tail of
-    // 1 at the power loss after is the engine's (an adversarial read: this passed).
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .hwm(0, 1, 1, 1)
-        .deliver(1, 0, 0, 1_000)
-        .fault(lost(1, 2), Some(0))
-        .produce(2, 0, 1, 1_001)
-        .deliver(2, 0, 1, 1_001)
-        .process_crash(&[(0, 1, 2, 2)])
-        .restart()
-        .open_clean(0, 1, 2)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        })
-        .hwm(0, 3, 3, 3)
-        .crash(&[(0, 3, 1, 3)]);
+    // Frame 1 loses its fsync, before the process crash (`during_open`: false) or while
+    // the open after it runs; that open recovers HWM 1, the word goes to 3, and a power
+    // loss leaves the tail at 1.
+    let frame_1_lost = |during_open: bool| {
+        let mut r = Run::new();
+        r.produce(1, 0, 0, 1_000)
+            .hwm(0, 1, 1, 1)
+            .deliver(1, 0, 0, 1_000);
+        if !during_open {
+            r.fault(lost(1, 2), Some(0));
+        }
+        r.produce(2, 0, 1, 1_001)
+            .deliver(2, 0, 1, 1_001)
+            .process_crash(&[(0, 1, 2, 2)])
+            .restart();
+        if during_open {
+            r.fault(lost(1, 2), Some(0));
+        }
+        r.open_clean(0, 1, 2)
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 0);
+            })
+            .hwm(0, 3, 3, 3)
+            .crash(&[(0, 3, 1, 3)]);
+        r.report()
+    };
+    // Before the crash: the open's write-back owed frame 1 a rewrite and an fsync, so
+    // the tail at 1 is the engine's (an adversarial read: this passed).
     assert_mentions(
-        &messages_of(&r.report(), CheckerName::StableOffsets),
+        &messages_of(&frame_1_lost(false), CheckerName::StableOffsets),
         &["HWM of orders/0 is 3, beyond the durable tail 1"],
     );
-    // The same fault landing on the open's own write-back (after the restart, before the
-    // open reported) is that write-back's loss: the gap stays excused (fresh quick
+    // On the open's own write-back: that write-back's loss, excused (fresh quick
     // 196005164, a misdirected write-back).
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .hwm(0, 1, 1, 1)
-        .deliver(1, 0, 0, 1_000)
-        .produce(2, 0, 1, 1_001)
-        .deliver(2, 0, 1, 1_001)
-        .process_crash(&[(0, 1, 2, 2)])
-        .restart()
-        .fault(lost(1, 2), Some(0))
-        .open_clean(0, 1, 2)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        })
-        .hwm(0, 3, 3, 3)
-        .crash(&[(0, 3, 1, 3)]);
-    let report = r.report();
+    let report = frame_1_lost(true);
     assert!(
         report.stable_offsets.violations.is_empty(),
         "{:?}",

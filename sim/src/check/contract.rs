@@ -221,17 +221,26 @@ impl Reach {
         if self.platter_only() && !facts.power_loss_between(self.fault_index, index) {
             return false;
         }
-        // A cut rewrote the frame only once its open completed: an alarm of that same
-        // open (a clamp after its cut) still sees what the fault left.
-        !offset.is_some_and(|o| {
-            self.cuts_after.iter().any(|&(cut, from)| {
-                from <= o
-                    && facts
-                        .opened_at
-                        .get(&facts.history.events()[cut].incarnation)
-                        .is_some_and(|&done| cut < done && done < index)
+        !offset.is_some_and(|o| self.cut_by(facts, index).any(|from| from <= o))
+    }
+
+    /// The first offsets of the engine's cuts after the fault that took effect before
+    /// `index`. A cut rewrote the frames only once its open completed: an alarm of that
+    /// same open (a clamp after its cut) still sees what the fault left.
+    pub fn cut_by<'a>(
+        &'a self,
+        facts: &'a Facts<'_>,
+        index: usize,
+    ) -> impl Iterator<Item = Offset> + 'a {
+        self.cuts_after
+            .iter()
+            .filter(move |&&(cut, _)| {
+                facts
+                    .opened_at
+                    .get(&facts.history.events()[cut].incarnation)
+                    .is_some_and(|&done| cut < done && done < index)
             })
-        })
+            .map(|&(_, from)| from)
     }
 
     /// Whether the fault hit a file of one of `files`.

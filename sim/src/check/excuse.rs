@@ -811,16 +811,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
         let Some(range) = r.offsets else {
             return true;
         };
-        let cut = r
-            .cuts_after
-            .iter()
-            .filter(|&&(cut, _)| {
-                self.facts
-                    .opened_at
-                    .get(&self.facts.history.events()[cut].incarnation)
-                    .is_some_and(|&done| cut < done && done < index)
-            })
-            .map(|&(_, from)| from);
+        let cut = r.cut_by(self.facts, index);
         let written_back = self
             .facts
             .alarms

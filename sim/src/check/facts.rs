@@ -185,6 +185,25 @@ impl<'h> Facts<'h> {
     pub fn crash_at(&self, index: usize) -> Option<&CrashFact> {
         self.crashes.iter().find(|c| c.index == index)
     }
+    /// The records the open of `incarnation` found in `tp`'s hidden tail, by identity
+    /// (the world's `HiddenAtOpen`, recorded at the restart; none when it held none).
+    pub fn held_at_open(
+        &self,
+        tp: &TopicPartition,
+        incarnation: Incarnation,
+    ) -> &[crate::history::HeldCopy] {
+        let Some(&restart) = self.restarts.get(&incarnation) else {
+            return &[];
+        };
+        self.history.events()[restart..]
+            .iter()
+            .take_while(|e| e.incarnation == incarnation)
+            .find_map(|e| match &e.kind {
+                EventKind::HiddenAtOpen { tp: t, held, .. } if t == tp => Some(held.as_slice()),
+                _ => None,
+            })
+            .unwrap_or(&[])
+    }
 
     /// The crash that ended `incarnation`.
     pub fn crash_ending(&self, incarnation: Incarnation) -> Option<&CrashFact> {

@@ -620,6 +620,127 @@ fn a_killed_open_that_cut_below_the_record_while_its_entry_was_readable_voids_th
     );
 }
 
+/// Ids 1-3 at offsets 0-2; a crash hides 1-2 and a flip hits id 3's frame. The open of
+/// incarnation 1 cuts there (R2), replays while id 3's entry is still readable and is
+/// killed with the durable tail at `tail`; only then is the entry destroyed. The open
+/// of incarnation 2 reads persisted HWM `persisted` and that tail, holding `held` (id
+/// per offset from 2) in its hidden tail, and completes.
+fn killed_replay_then_entry_destroyed(persisted: u64, tail: u64, held: &[ProduceId]) -> Run {
+    let held: Vec<HeldCopy> = (2..)
+        .zip(held)
+        .map(|(offset, &id)| HeldCopy {
+            offset,
+            id,
+            committed_at_ms: 1_000 + offset,
+        })
+        .collect();
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(2)
+        .crash(&[(0, 1, 3, 3)])
+        .fault(flip_above_hwm(2), Some(0))
+        .restart()
+        .alarm(Some(0), hole_at(2))
+        .crash(&[(0, persisted, tail, tail)])
+        .wal_entry_flipped(2, 3, 2)
+        .restart()
+        .disk(0, OpenRule::Clean, persisted, tail, None)
+        .with(|t, h| {
+            if !held.is_empty() {
+                h.hidden_at_open(t, &tp(0), 2, tail, held);
+            }
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    r
+}
+
+#[test]
+fn a_killed_replay_that_left_no_copy_in_the_next_open_keeps_the_excuse() {
+    // Fresh quick seeds 2866700073007270 and 2866700073009317: the next open found the
+    // log ending at the cut, or the killed replay's records in its hidden tail without
+    // the lost one, so that replay copied nothing that survived.
+    for (tail, held) in [(2, &[][..]), (4, &[2, 9][..])] {
+        let report = killed_replay_then_entry_destroyed(1, tail, held).report();
+        assert_eq!(
+            report.no_lost_ack.excuse_of(3).map(|e| e.kind),
+            Some(ExcuseKind::BothCopiesDamaged),
+            "tail {tail}: {:#?}",
+            report.violations()
+        );
+    }
+    // One step wider each: the copy is held, or the replay's records lie below the
+    // next open's persisted HWM where the world saw no identities.
+    for (persisted, tail, held) in [(1, 4, &[2, 3][..]), (3, 3, &[][..])] {
+        let report = killed_replay_then_entry_destroyed(persisted, tail, held).report();
+        assert_mentions(
+            &messages_of(&report, CheckerName::NoLostAck),
+            &["id 3 at offset 2"],
+        );
+    }
+}
+
+/// Ids 1-3 at offsets 0-2, id 3's frame never durable: a crash leaves the tail at 2 and
+/// a flip destroys id 3's entry. The open of incarnation 1 reads the log as `view`
+/// (rule, tail, the id it holds at offset 2), replays the damaged WAL and is killed;
+/// the open of incarnation 2 completes.
+fn killed_after_the_damaged_replay(view: (OpenRule, u64, Option<ProduceId>)) -> Run {
+    let (rule, tail, held) = view;
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(2)
+        .crash(&[(0, 1, 2, 2)])
+        .wal_entry_flipped(2, 3, 1)
+        .restart()
+        .disk(0, rule, 1, tail, (rule == OpenRule::Hole).then_some(tail))
+        .with(|t, h| {
+            if let Some(id) = held {
+                let copy = HeldCopy {
+                    offset: 2,
+                    id,
+                    committed_at_ms: 1_002,
+                };
+                h.hidden_at_open(t, &tp(0), 1, tail, vec![copy]);
+            }
+        })
+        .alarm(
+            None,
+            Alarm::WalDamaged {
+                corrupt_entries: 1,
+                skipped_bytes: 100,
+            },
+        )
+        .crash(&[(0, 1, 2, 2)])
+        .restart()
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    r
+}
+
+#[test]
+fn a_killed_open_past_the_damaged_replay_that_found_no_log_copy_keeps_the_excuse() {
+    // Fresh quick seed 2866700073009317: the open that got through the damaged replay
+    // found the log ending below the record, so it had no copy to expose.
+    let report = killed_after_the_damaged_replay((OpenRule::Clean, 2, None)).report();
+    assert_eq!(
+        report.no_lost_ack.excuse_of(3).map(|e| e.kind),
+        Some(ExcuseKind::BothCopiesDamaged),
+        "{:#?}",
+        report.violations()
+    );
+    // It found the copy in its hidden tail, or an R2 hole whose salvage it did not
+    // record (it may have written the frame past the hole into the WAL): not excused.
+    for view in [(OpenRule::Clean, 3, Some(3)), (OpenRule::Hole, 1, None)] {
+        let report = killed_after_the_damaged_replay(view).report();
+        assert_mentions(
+            &messages_of(&report, CheckerName::NoLostAck),
+            &["id 3 at offset 2"],
+        );
+    }
+}
+
 #[test]
 fn a_refusal_after_the_ack_excuses_it_even_after_an_earlier_refusal_and_reopen() {
     // Quick seed 519910: orders/0 was refused, an `hwm` flip then let it open again (the

@@ -1,0 +1,212 @@
+//! `BothCopiesDamaged`: the row for a record whose WAL entry and log copy were both
+//! destroyed at rest. It follows the record through every open killed before one
+//! completed, since a killed open may have copied it again (a replay that read its
+//! entry, a salvage past an R2 hole) before the damage caught up with every copy.
+
+use super::Excuses;
+use super::{Excuse, ExcuseKind};
+use crate::history::{Alarm, Incarnation, Offset, OpenRule, ProduceId, TopicPartition};
+
+impl Excuses<'_, '_> {
+    /// `BothCopiesDamaged`: both durable copies of the record `id`, acknowledged at
+    /// `ack_index` at `offset` of `tp`, were destroyed at rest, so that no engine could
+    /// bring it back. All of:
+    /// - the first crash after the ack finds `offset` at or above the persisted HWM:
+    ///   from the open after it the WAL entry is what restores the record;
+    /// - a `WalEntriesDamaged` event names `id` on `tp` with a `first_replay` no later
+    ///   than the first open after that crash that completed, and every open in
+    ///   between (killed or failed, so the world saw no frontier) left `tp`'s durable
+    ///   tail where it was, or the next open found no copy of `id` where a replay of
+    ///   that open could have put one (its hidden tail, held by identity): no replay
+    ///   copied the record while its entry was readable;
+    /// - at that crash, or one ending such a killed open, with `offset` still at or
+    ///   above the persisted HWM, its log copy was gone: `offset` at or past the
+    ///   durable tail (the frame never became durable, or a bad frame ends the log below
+    ///   it), or in-contract damage at rest to the frame holding `offset` (a cut below
+    ///   it salvages the record's readable frame), injected since the crash before the
+    ///   ack and before the next crash, and seen: an open after it, up to the one that
+    ///   completed, announced a cut at or below `offset`.
+    pub fn both_copies_damaged(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        offset: Offset,
+        ack_index: usize,
+    ) -> Option<Excuse> {
+        let facts = self.facts;
+        let events = facts.history.events();
+        let (wal_damage_index, first_replay, wal_fault_index) = facts
+            .wal_damage
+            .get(&id)?
+            .iter()
+            .filter_map(|&index| match &events[index].kind {
+                crate::history::EventKind::WalEntriesDamaged {
+                    fault_index,
+                    first_replay,
+                    entries,
+                } => entries
+                    .iter()
+                    .any(|e| e.id == id && e.tp == *tp)
+                    .then_some((index, *first_replay, *fault_index)),
+                _ => unreachable!("wal_damage indexes WalEntriesDamaged events"),
+            })
+            .min_by_key(|&(index, first_replay, _)| (first_replay, index))?;
+        let mut after_ack = facts.crashes.iter().filter(|c| c.index > ack_index);
+        let first = after_ack.next()?;
+        if first
+            .partitions
+            .get(tp)
+            .is_none_or(|p| offset < p.persisted_hwm)
+        {
+            return None;
+        }
+        let floor = facts.crash_before(ack_index).map_or(0, |c| c.index + 1);
+        // In-contract damage at rest to the frame holding `offset`, at or above
+        // `persisted` (the hidden tail), injected after the crash before the ack and
+        // before `until`.
+        let frame_damage = |until: usize, persisted: Offset| {
+            facts
+                .segment_damage
+                .get(tp)
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(move |&d| {
+                    floor <= d
+                        && d < until
+                        && match &events[d].kind {
+                            crate::history::EventKind::Fault { kind, .. } => kind
+                                .segment_damage()
+                                .and_then(|(offsets, _)| offsets)
+                                .is_some_and(|r| r.contains(offset) && r.start >= persisted),
+                            _ => false,
+                        }
+                })
+        };
+        // An open of `incarnation` cut the log at or below `offset` after damage `d` to
+        // its frame: the engine saw it, and the log copy was gone from then on.
+        let cut_after = |d: usize, incarnation: crate::history::Incarnation| {
+            facts
+                .alarms
+                .cuts(tp)
+                .any(|cut| cut.index > d && cut.offset <= offset && cut.incarnation == incarnation)
+        };
+        // An R2 salvage after the WAL damage wrote the records it kept into the WAL
+        // again, under new seqs: the record may have a readable entry after all.
+        if facts.alarms.of(tp).iter().any(|a| {
+            a.index > wal_fault_index && matches!(a.alarm, Alarm::Salvaged { kept, .. } if kept > 0)
+        }) {
+            return None;
+        }
+        let mut candidates = vec![first];
+        // The tail the open of `completed` found.
+        let mut tail = first.partitions.get(tp)?.durable_tail;
+        let mut completed = first.incarnation + 1;
+        while !facts.opened.contains(&completed) {
+            let lowest_cut = facts
+                .alarms
+                .cuts(tp)
+                .filter(|cut| cut.incarnation == completed)
+                .map(|cut| cut.offset)
+                .min();
+            if completed >= first_replay
+                && facts.alarms.wal_damaged_in(completed)
+                && !self.found_no_copy(tp, id, completed, offset)
+                && !frame_damage(usize::MAX, first.partitions.get(tp)?.persisted_hwm)
+                    .any(|d| cut_after(d, completed))
+            {
+                // That killed open got through the WAL's replay with the entry already
+                // gone; what it did next (exposing the hidden tail) may have saved the
+                // log copy it found, and no crash can say whether it did. Unless it
+                // found none, or had already cut the damaged frame away (its log open
+                // comes before the replay): then there was no copy left to save.
+                return None;
+            }
+            let ended = facts.crash_ending(completed)?;
+            let ended_tail = ended.partitions.get(tp)?.durable_tail;
+            // A replay of that open appends at its tail, or lower after its cut; one
+            // that read the entry (or a tail that grew) may have copied the record there,
+            // and only the next open's hidden tail, by identity, says it did not.
+            let floor = lowest_cut.map_or(tail, |cut| cut.min(tail));
+            let replayed_below =
+                completed < first_replay && lowest_cut.is_some_and(|c| c <= offset);
+            if (replayed_below || ended_tail > tail)
+                && !self.found_no_copy(tp, id, completed + 1, floor)
+            {
+                return None;
+            }
+            tail = ended_tail;
+            candidates.push(ended);
+            completed += 1;
+        }
+        if first_replay > completed {
+            // The first open that completed replayed the WAL while the entry was readable.
+            return None;
+        }
+        let (crash, log_cause) = candidates.iter().find_map(|c| {
+            let p = c.partitions.get(tp)?;
+            if offset < p.persisted_hwm {
+                return None;
+            }
+            if offset >= p.durable_tail {
+                return Some((c, None));
+            }
+            let until = facts.next_crash_after(c.index).min(events.len());
+            let d = frame_damage(until, p.persisted_hwm).next()?;
+            // The engine saw it: an open up to the one that completed cut the log at
+            // or below `offset` after the damage landed.
+            (first.incarnation + 1..=completed)
+                .any(|incarnation| cut_after(d, incarnation))
+                .then_some((c, Some(d)))
+        })?;
+        let mut causes = vec![wal_fault_index, wal_damage_index, crash.index];
+        causes.extend(log_cause);
+        Some(Excuse::new(
+            ExcuseKind::BothCopiesDamaged,
+            causes,
+            format!(
+                "{tp} offset {offset} (id {id}): its WAL entry destroyed by the {}; its log copy {}",
+                facts.describe_fault(wal_fault_index),
+                match log_cause {
+                    Some(d) => format!("in the frame the {} hit", facts.describe_fault(d)),
+                    None => format!("not durable at the crash at t={}ms", crash.at_ms),
+                }
+            ),
+        ))
+    }
+
+    /// Whether the open of `incarnation` found no copy of `id` on `tp` at or above
+    /// `floor` that it could have kept: the valid extent of its first view ends at or
+    /// below `floor`, or the records from `floor` lie in its hidden tail and none is
+    /// `id`'s. An R2 open whose salvage was not recorded may have kept a readable frame
+    /// past its hole (the salvage writes it into the WAL before the alarm), so it
+    /// proves nothing.
+    fn found_no_copy(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        incarnation: Incarnation,
+        floor: Offset,
+    ) -> bool {
+        let facts = self.facts;
+        let Some(view) = facts.alarms.disk_at(tp, incarnation) else {
+            return false;
+        };
+        let salvage_shown = facts
+            .alarms
+            .of(tp)
+            .iter()
+            .any(|a| a.incarnation == incarnation && matches!(a.alarm, Alarm::Salvaged { .. }));
+        if view.rule == OpenRule::Hole && !salvage_shown {
+            return false;
+        }
+        if view.tail <= floor {
+            return true;
+        }
+        view.hwm <= floor
+            && !facts
+                .held_at_open(tp, incarnation)
+                .iter()
+                .any(|c| c.id == id && c.offset >= floor)
+    }
+}

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 mod both_copies;
+mod skipped;
 
-use super::alarms::SkipFact;
 use super::contract::{LOG_FILES, Reach};
 use super::facts::Facts;
 use crate::history::{Alarm, FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
@@ -270,20 +270,6 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ))
     }
 
-    /// `Skipped`: a consume-time skip on `tp` after `after` whose frame holds `offset`.
-    pub fn skipped(&self, tp: &TopicPartition, offset: Offset, after: usize) -> Option<Excuse> {
-        let s: SkipFact = self
-            .facts
-            .alarms
-            .skips(tp)
-            .find(|s| s.index > after && s.contains(offset))?;
-        Some(Excuse::new(
-            ExcuseKind::Skipped,
-            vec![s.index],
-            format!("{tp} offsets [{}, {})", s.base, s.base + s.records),
-        ))
-    }
-
     /// `Retention`: a segment of `tp` the reaper deleted (the deletion `retention_safe`
     /// judges) after `after` (the record's acknowledgement) held it, below the HWM the
     /// engine had shown in that incarnation, so consumers could have read it: at
@@ -414,7 +400,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
         let by_offset = |o: Offset| {
             [
                 self.clamped(tp, o, after, usize::MAX),
-                self.skipped(tp, o, after),
+                self.skipped(tp, id, o, after),
                 self.both_copies_damaged(tp, id, o, after),
             ]
         };

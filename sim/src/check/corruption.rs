@@ -6,7 +6,10 @@
 //! 2. Every placed segment damage (a bit flip or misdirected write whose frame the
 //!    world located) shows up in the engine's own account after it: an alarm that cuts
 //!    the log at or below the damaged frame (R1/R2, or the clamp that follows R1), a
-//!    refusal at a bad region at or below it, or a consume-time skip of its frame.
+//!    refusal at a bad region at or below it, or a consume-time skip of its frame. A
+//!    cut or refusal inside the damage counts when every view its open read (after the
+//!    damage, and after a power loss for damage on the platter only) holds valid frames
+//!    up to it: a later write covered the damage below, the cut took the rest.
 //!    Silent truncation is not detection: since the engine reports every cut, an
 //!    above-HWM cut counts only through its alarm. Needing nothing (excuse rows
 //!    `damage_never_scanned`, `damage_deleted_before_scan`): no open scanned the
@@ -166,11 +169,25 @@ fn judge(
     };
     // Detected: an alarm after the damage that names its frame or cuts below it.
     let alarms = &facts.alarms;
+    // Or that cuts inside it at `x`, where every view the open began after the damage
+    // (after a power loss, for damage on the platter only) read holds valid frames up
+    // to `x`: a later write covered the damage below the cut, the cut took the rest.
+    let repaired_up_to = |a: &super::alarms::AlarmFact, x: u64| {
+        let views = alarms.views_before(tp, a.incarnation, a.index);
+        range.start < x
+            && x < range.end
+            && facts.restarts.get(&a.incarnation).is_some_and(|&restart| {
+                restart > fault_index
+                    && (!platter_only || facts.power_loss_between(fault_index, restart))
+            })
+            && !views.is_empty()
+            && views.iter().all(|d| d.tail >= x)
+    };
     let evidence = alarms.of(tp).iter().find(|a| {
         a.index > fault_index
             && match &a.alarm {
                 Alarm::TornTail { offset, .. } | Alarm::Hole { offset, .. } => {
-                    *offset <= range.start
+                    *offset <= range.start || repaired_up_to(a, *offset)
                 }
                 Alarm::FrameSkipped { base, records } | Alarm::RecordsSkipped { base, records } => {
                     *base < range.end && range.start < base + records
@@ -179,7 +196,7 @@ fn judge(
                 Alarm::Refused { .. } => alarms
                     .disk_at(tp, a.incarnation)
                     .and_then(|d| d.bad.as_ref())
-                    .is_some_and(|bad| bad.offset <= range.start),
+                    .is_some_and(|bad| bad.offset <= range.start || repaired_up_to(a, bad.offset)),
                 Alarm::Clamp { hwm, .. } => *hwm <= range.start,
                 _ => false,
             }

@@ -96,6 +96,12 @@ pub struct FailingFs {
     /// `Some((from, to))`: a read at position `from` of any file reads from `to`
     /// instead (a misdirected read).
     pub redirect_read: std::sync::Arc<std::sync::Mutex<Option<(u64, u64)>>>,
+    /// `Some((file, range))`: a read of `file` touching a byte of `range` fails with
+    /// EIO, as a latent sector error does until the sector is written again.
+    pub unreadable: std::sync::Arc<std::sync::Mutex<Option<Unreadable>>>,
+    /// While set, each `read_at` returns at most 7 bytes (a short read, which POSIX
+    /// allows).
+    pub short_reads: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Every write attempted, in order.
     pub writes: std::sync::Arc<std::sync::Mutex<Vec<WriteOp>>>,
     /// Every directory operation, in order: `remove NAME`, `sync_dir`.
@@ -103,6 +109,9 @@ pub struct FailingFs {
     /// Every `set_len`, in order: (file name, length).
     pub set_lens: std::sync::Arc<std::sync::Mutex<Vec<(String, u64)>>>,
 }
+
+/// A file name and the byte range of it a read must not touch.
+pub type Unreadable = (String, std::ops::Range<u64>);
 
 /// One attempted `write_at`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,6 +159,23 @@ impl cafelog_engine::fs::File for FailingFile {
         let position = match redirect {
             Some((from, to)) if from == position => to,
             _ => position,
+        };
+        if let Some((file, range)) = &*self.fs.unreadable.lock().expect("lock")
+            && *file == self.name
+            && range.start < position + buf.len() as u64
+            && position < range.end
+        {
+            return Err(std::io::Error::from_raw_os_error(5));
+        }
+        let buf = if self
+            .fs
+            .short_reads
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            let len = buf.len().min(7);
+            &mut buf[..len]
+        } else {
+            buf
         };
         self.inner.read_at(buf, position).await
     }

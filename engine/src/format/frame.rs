@@ -122,6 +122,12 @@ pub enum FrameError {
     PayloadStructure {
         reason: String,
     },
+    /// The disk could not read bytes of the frame (EIO: a latent sector error). Not a
+    /// format error, but it is judged like one: the frame's bytes are unknown.
+    Unreadable {
+        position: u64,
+        len: u64,
+    },
 }
 
 impl fmt::Display for FrameError {
@@ -167,6 +173,9 @@ impl fmt::Display for FrameError {
             ),
             FrameError::Decompress { reason } => write!(f, "payload does not decompress: {reason}"),
             FrameError::PayloadStructure { reason } => write!(f, "bad payload structure: {reason}"),
+            FrameError::Unreadable { position, len } => {
+                write!(f, "{len} bytes at {position} unreadable (EIO)")
+            }
         }
     }
 }

@@ -117,6 +117,14 @@ pub async fn read_exact_at<F: File>(file: &F, buf: &mut [u8], position: u64) -> 
     Ok(())
 }
 
+/// Whether `e` is EIO: the disk could not read (a latent sector error) or write.
+pub fn is_eio(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(EIO)
+}
+
+/// Linux's EIO.
+const EIO: i32 = 5;
+
 /// Creates `path` for a new segment, or opens the empty file a dropped call left there:
 /// a create that took effect after its caller's future was dropped (it never saw the
 /// handle, so nothing recorded or wrote the file). A file there with bytes is not one

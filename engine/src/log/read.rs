@@ -8,7 +8,7 @@ use super::{Log, LogError};
 use crate::clock::Clock;
 use crate::format::envelope;
 use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, FrameHeader, split_records};
-use crate::fs::{Fs, OpenMode, read_exact_at};
+use crate::fs::{Fs, OpenMode, is_eio, read_exact_at};
 use crate::recovery::FrameEntry;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -246,7 +246,9 @@ impl<F: Fs, C: Clock> Log<F, C> {
     ) -> Result<Option<Arc<DecodedFrame>>, LogError> {
         let mut bytes = vec![0u8; entry.frame_len as usize];
         if let Err(e) = read_exact_at(reader, &mut bytes, entry.position).await {
-            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            // A frame cut short or on a sector the disk cannot read (a latent sector
+            // error) is unreadable like one that fails its CRC: skipped and counted.
+            if e.kind() == std::io::ErrorKind::UnexpectedEof || is_eio(&e) {
                 return Ok(None);
             }
             return Err(LogError::Io {

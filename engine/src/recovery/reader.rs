@@ -1,9 +1,27 @@
 //! Bounded-memory reading of a segment file: a window over the file that is refilled in
 //! chunks, never larger than `max(WINDOW_BYTES, one frame)`.
+//!
+//! A read the disk fails with EIO (a latent sector error: persistent until the sector
+//! is written again) is narrowed down to the sectors that fail, by halving, and those
+//! bytes read as [`UNREADABLE_FILL`]. Invariants:
+//! - a frame with an unreadable byte is never returned: [`SegmentReader::probe`] gives
+//!   [`FrameError::Unreadable`], which recovery judges like any bad frame (R1, R2 or
+//!   R3 by where it lies), never as the end of the log;
+//! - unreadable bytes are neither zero nor a frame's magic, so they are never taken
+//!   for preallocated space nor hunted as a frame start.
 
 use crate::format::frame::{FRAME_HEADER_LEN, FrameError, FrameHeader, MAGIC};
-use crate::fs::{File, read_exact_at};
+use crate::fs::{File, is_eio, read_exact_at};
 use std::io;
+use std::ops::Range;
+
+/// What an unreadable byte reads as.
+pub const UNREADABLE_FILL: u8 = 0xEE;
+const _: () =
+    assert!(UNREADABLE_FILL != 0 && UNREADABLE_FILL != MAGIC[0] && UNREADABLE_FILL != MAGIC[1]);
+
+/// The unit a read error is narrowed down to.
+const SECTOR: u64 = 512;
 
 /// Bytes read per refill when frames are small.
 pub const WINDOW_BYTES: usize = 1 << 20;
@@ -17,6 +35,8 @@ pub struct SegmentReader<'f, F: File> {
     /// them is stale (another file's, or an earlier fill's).
     window_len: usize,
     window: Vec<u8>,
+    /// Byte ranges of the file the disk failed to read, in the order found.
+    unreadable: Vec<Range<u64>>,
 }
 
 /// A frame that passed every check but offset continuity.
@@ -42,7 +62,52 @@ impl<'f, F: File> SegmentReader<'f, F> {
             window_start: 0,
             window_len: 0,
             window: SPARE_WINDOW.take(),
+            unreadable: Vec::new(),
         }
+    }
+
+    /// Whether a byte of `[position, position + len)` could not be read.
+    fn unreadable_in(&self, position: u64, len: u64) -> Option<FrameError> {
+        let end = position + len;
+        self.unreadable
+            .iter()
+            .any(|r| r.start < end && position < r.end)
+            .then_some(FrameError::Unreadable { position, len })
+    }
+
+    /// Fills `window[..fill]` with the file from `position`; sectors the disk fails
+    /// with EIO read as [`UNREADABLE_FILL`] and are remembered. Other errors end the
+    /// read. One bad sector costs about `2 log2(fill / SECTOR)` reads.
+    async fn fill(&mut self, position: u64, fill: usize) -> io::Result<()> {
+        // Ranges still to read, the next one last.
+        let mut ranges: Vec<Range<u64>> = Vec::with_capacity(32);
+        ranges.push(position..position + fill as u64);
+        while let Some(range) = ranges.pop() {
+            let from = (range.start - position) as usize;
+            let to = (range.end - position) as usize;
+            let buf = self.window.get_mut(from..to).unwrap_or_default();
+            match read_exact_at(self.file, buf, range.start).await {
+                Ok(()) => {}
+                Err(e) if !is_eio(&e) => return Err(e),
+                Err(_) => {
+                    // Split at a sector boundary; one sector (or less) is the answer.
+                    let mid = (range.start + (range.end - range.start) / 2) / SECTOR * SECTOR;
+                    let mid = if mid <= range.start {
+                        (range.start / SECTOR + 1) * SECTOR
+                    } else {
+                        mid
+                    };
+                    if mid >= range.end {
+                        buf.fill(UNREADABLE_FILL);
+                        self.unreadable.push(range);
+                    } else {
+                        ranges.push(mid..range.end);
+                        ranges.push(range.start..mid);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The bytes `[position, position + len)`; the caller has checked they are in the file.
@@ -58,8 +123,7 @@ impl<'f, F: File> SegmentReader<'f, F> {
                 self.window.resize(fill, 0);
             }
             self.window_len = 0;
-            let window = self.window.get_mut(..fill).unwrap_or_default();
-            read_exact_at(self.file, window, position).await?;
+            self.fill(position, fill).await?;
             self.window_start = position;
             self.window_len = fill;
         }
@@ -83,6 +147,9 @@ impl<'f, F: File> SegmentReader<'f, F> {
         }
         let mut head = [0u8; FRAME_HEADER_LEN];
         head.copy_from_slice(self.bytes(position, FRAME_HEADER_LEN).await?);
+        if let Some(e) = self.unreadable_in(position, FRAME_HEADER_LEN as u64) {
+            return Ok(Err(e));
+        }
         let header = match FrameHeader::parse(&head) {
             Ok(h) => h,
             Err(e) => return Ok(Err(e)),
@@ -100,6 +167,9 @@ impl<'f, F: File> SegmentReader<'f, F> {
             )
             .await?
             .to_vec();
+        if let Some(e) = self.unreadable_in(position, header.frame_len()) {
+            return Ok(Err(e));
+        }
         Ok(header
             .check_crc(&stored)
             .map(|()| ProbedFrame { header, stored }))

@@ -47,6 +47,7 @@ mod offsets;
 mod poison;
 mod redelivery;
 mod retention_safe;
+mod skipped;
 mod sweep_regressions;
 mod timeline;
 mod verdicts;

@@ -21,8 +21,8 @@ impl Excuses<'_, '_> {
     ///   copied the record while its entry was readable;
     /// - at that crash, or one ending such a killed open, with `offset` still at or
     ///   above the persisted HWM, its log copy was gone: `offset` at or past the
-    ///   durable tail (the frame never became durable, or a bad frame ends the log below
-    ///   it), or in-contract damage at rest to the frame holding `offset` (a cut below
+    ///   durable tail at a power loss (the frame never became durable, or a bad frame
+    ///   ends the log below it), or in-contract damage at rest to the frame holding `offset` (a cut below
     ///   it salvages the record's readable frame), injected since the crash before the
     ///   ack and before the next crash, and seen: an open after it, up to the one that
     ///   completed, announced a cut at or below `offset`.
@@ -148,7 +148,10 @@ impl Excuses<'_, '_> {
             if offset < p.persisted_hwm {
                 return None;
             }
-            if offset >= p.durable_tail {
+            // Past the tail at a power loss, the frame is gone from the platter; past
+            // the tail a process crash's cache shows, it may be a truncation still
+            // pending, which a later power loss undoes.
+            if offset >= p.durable_tail && !c.process {
                 return Some((c, None));
             }
             let until = facts.next_crash_after(c.index).min(events.len());

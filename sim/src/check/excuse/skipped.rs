@@ -3,18 +3,19 @@
 //! acknowledged offset while no cut or clamp has put another record there, or where an
 //! open's hidden tail listed it (the WAL replay re-commits a record a cut took at
 //! another offset). A skip of whatever now sits at the acknowledged offset is no skip
-//! of the record.
+//! of the record, and a skip of one copy is no loss while another may survive it.
 
+use super::super::alarms::SkipFact;
 use super::Excuses;
 use super::{Excuse, ExcuseKind};
-use crate::history::{EventKind, Offset, ProduceId, TopicPartition};
+use crate::history::{Alarm, EventKind, Incarnation, Offset, ProduceId, TopicPartition};
 
 impl Excuses<'_, '_> {
-    /// `Skipped`: a consume-time skip on `tp` after `after` whose frame held a copy of
-    /// `id`: at `offset` (acknowledged or delivered at `after`) with no cut or clamp at
-    /// or below it since, or at an offset a later open's hidden tail listed for `id`
-    /// with no cut or clamp at or below it between that open and the skip. No open
-    /// after the skip found another copy of `id` in its hidden tail.
+    /// `Skipped`: a consume-time skip on `tp` after `after` whose frame held the last
+    /// copy of `id`: at `offset` (acknowledged or delivered at `after`), or at an offset
+    /// a later open's hidden tail listed for `id`, with no cut, clamp or open that found
+    /// the log ending at or below it in between; and no other copy known before the
+    /// skip survives it (see [`Excuses::other_copy`]), nor does a later open list one.
     pub fn skipped(
         &self,
         tp: &TopicPartition,
@@ -23,21 +24,25 @@ impl Excuses<'_, '_> {
         after: usize,
     ) -> Option<Excuse> {
         let listed = self.listed_copies(tp, id, after);
+        // Every copy known, with the history index from which it is known.
+        let copies: Vec<(usize, Offset)> = std::iter::once((after, offset))
+            .chain(listed.iter().map(|&(at, o)| (at, o)))
+            .collect();
         let (s, copy) = self
             .facts
             .alarms
             .skips(tp)
             .filter(|s| s.index > after)
             .find_map(|s| {
-                let kept =
-                    |from: usize, o: Offset| s.contains(o) && !self.moved(tp, o, from, s.index);
-                if kept(after, offset) {
-                    return Some((s, offset));
-                }
-                listed
+                copies
                     .iter()
-                    .find(|&&(at, o)| at < s.index && kept(at, o))
-                    .map(|&(_, o)| (s, o))
+                    .find(|&&(from, c)| {
+                        from < s.index
+                            && s.contains(c)
+                            && !self.moved(tp, c, from, s.index)
+                            && !self.other_copy(tp, &copies, &s, from, c)
+                    })
+                    .map(|&(_, c)| (s, c))
             })?;
         if listed.iter().any(|&(at, _)| at > s.index) {
             return None;
@@ -53,16 +58,59 @@ impl Excuses<'_, '_> {
         ))
     }
 
-    /// Whether a cut or clamp on `tp` between history indices `from` and `to` reached
-    /// `offset`: the record there since `from` may no longer be the one it was.
+    /// Whether a copy of the record other than the one at `copy` (known from `from`)
+    /// may outlive the skip `s`: another known copy outside its frame that nothing
+    /// moved before it, or an open that listed `copy` in its hidden tail and did not
+    /// expose it there, whose WAL replay then committed the record again elsewhere.
+    fn other_copy(
+        &self,
+        tp: &TopicPartition,
+        copies: &[(usize, Offset)],
+        s: &SkipFact,
+        from: usize,
+        copy: Offset,
+    ) -> bool {
+        let events = self.facts.history.events();
+        copies.iter().any(|&(at, o)| {
+            at < s.index
+                && if o == copy {
+                    at >= from
+                        && matches!(events[at].kind, EventKind::HiddenAtOpen { .. })
+                        && !self.exposed(tp, events[at].incarnation, o)
+                } else {
+                    !s.contains(o) && !self.moved(tp, o, at, s.index)
+                }
+        })
+    }
+
+    /// Whether the open of `incarnation` exposed its hidden tail at `offset` (the WAL
+    /// replay then leaves the record there and commits it nowhere else).
+    fn exposed(&self, tp: &TopicPartition, incarnation: Incarnation, offset: Offset) -> bool {
+        self.facts.alarms.of(tp).iter().any(|a| {
+            a.incarnation == incarnation
+                && matches!(a.alarm, Alarm::HiddenExposed { from, to } if from <= offset && offset < to)
+        })
+    }
+
+    /// Whether the record at `offset` of `tp` since history index `from` may no longer
+    /// be there at `to`: a cut or clamp reached it, or an open found the log ending at
+    /// or below it (a power loss took a copy only the page cache held).
     fn moved(&self, tp: &TopicPartition, offset: Offset, from: usize, to: usize) -> bool {
-        let alarms = &self.facts.alarms;
+        let facts = self.facts;
+        let alarms = &facts.alarms;
         alarms
             .cuts(tp)
             .any(|c| from < c.index && c.index < to && c.offset <= offset)
             || alarms
                 .clamps(tp)
                 .any(|c| from < c.index && c.index < to && c.hwm <= offset)
+            || facts.restarts.iter().any(|(&incarnation, &restart)| {
+                from < restart
+                    && restart < to
+                    && alarms
+                        .disk_at(tp, incarnation)
+                        .is_some_and(|d| d.tail <= offset)
+            })
     }
 
     /// Every copy of `id` an open after `after` listed in `tp`'s hidden tail: (the

@@ -214,6 +214,16 @@ pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<Sc
                         }),
                     }
                 }
+                FaultKind::LatentSector { .. } => {
+                    let latent = Action::CrashWithLatentSector;
+                    match out.last_mut() {
+                        Some(last) if down && last.action == Action::Crash => last.action = latent,
+                        _ => out.push(ScheduledFault {
+                            trigger: Trigger::AtMs(event.at_ms),
+                            action: latent,
+                        }),
+                    }
+                }
                 FaultKind::ClockStep { back_ms } => {
                     let step = Action::CrashWithClockStep { ms: *back_ms };
                     match out.last_mut() {

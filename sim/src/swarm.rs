@@ -9,7 +9,9 @@
 //! A kill is a power loss or, with `process_crash_fraction`, a process crash (the
 //! page cache survives); both count against `crashes_max`. With `cancel_probability`,
 //! each request before the heal is dropped at one of its await points with that
-//! probability (see `world::cancel`).
+//! probability (see `world::cancel`). With `latent_sector_probability`, a power loss
+//! leaves one sector of a segment unreadable (EIO until written again, see
+//! `fs::latent`), at most `latent_sectors_max` (4) per run.
 
 use crate::fs::FaultOptions;
 use crate::fs::dice::Dice;
@@ -20,7 +22,7 @@ use std::time::Duration;
 const CANCEL_YIELD_PROBABILITY: f64 = 0.5;
 
 /// The fault kinds [`FaultMix::without`] can turn off.
-pub const WITHOUT_KINDS: [&str; 2] = ["cancel", "process_crash"];
+pub const WITHOUT_KINDS: [&str; 3] = ["cancel", "process_crash", "latent_sector"];
 
 /// Which faults a run injects, drawn from its seed.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +47,10 @@ pub struct FaultMix {
     pub process_crash_fraction: f64,
     /// Probability that the server drops a request's engine future part-way (0..=1).
     pub cancel_probability: f64,
+    /// Probability that a power loss leaves one sector of a segment unreadable (0..=1),
+    /// at most `latent_sectors_max` times per run.
+    pub latent_sector_probability: f64,
+    pub latent_sectors_max: u32,
 }
 
 impl FaultMix {
@@ -62,6 +68,8 @@ impl FaultMix {
             crashes_max: 0,
             process_crash_fraction: 0.0,
             cancel_probability: 0.0,
+            latent_sector_probability: 0.0,
+            latent_sectors_max: 0,
         }
     }
 
@@ -121,6 +129,11 @@ impl FaultMix {
         if on(dice, 0.3) {
             mix.cancel_probability = [0.02, 0.1, 0.3][dice.below(3) as usize];
         }
+        // And after that one.
+        if mix.crash_mean_gap_ms.is_some() && on(dice, 0.3) {
+            mix.latent_sector_probability = [0.2, 0.5][dice.below(2) as usize];
+            mix.latent_sectors_max = 4;
+        }
         mix
     }
 
@@ -143,6 +156,10 @@ impl FaultMix {
         match name {
             "cancel" => self.cancel_probability = 0.0,
             "process_crash" => self.process_crash_fraction = 0.0,
+            "latent_sector" => {
+                self.latent_sector_probability = 0.0;
+                self.latent_sectors_max = 0;
+            }
             other => {
                 return Err(format!(
                     "cannot turn off fault kind {other:?}: one of {}",
@@ -182,6 +199,9 @@ impl FaultMix {
         }
         if self.bit_flips_max > 0 {
             kinds.push("bit_flip");
+        }
+        if self.latent_sectors_max > 0 && self.latent_sector_probability > 0.0 {
+            kinds.push("latent_sector");
         }
         if self.clock_steps_max > 0 {
             kinds.push("clock_step");

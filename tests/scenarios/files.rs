@@ -67,6 +67,7 @@ scenarios! {
     retention_outruns_a_slow_consumer_and_deletes_records_it_never_read => reaped_by_age;
     torn_tail_is_truncated_on_restart;
     torn_write_into_preallocated_space_is_truncated;
+    unreadable_sector_below_the_hwm_refuses_to_open;
     wall_clock_steps_backwards_and_commit_times_stay_monotonic;
 }
 

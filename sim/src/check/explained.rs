@@ -404,6 +404,9 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
                         } | FaultKind::Misdirected {
                             file: FileKind::Segment,
                             ..
+                        } | FaultKind::LatentSector {
+                            file: FileKind::Segment,
+                            ..
                         } | FaultKind::TornWrite {
                             file: FileKind::Segment
                         } | FaultKind::LostWrite {

@@ -278,6 +278,7 @@ pub fn fault_name(kind: &FaultKind) -> &'static str {
         FaultKind::LostFsync { .. } => "lost fsync",
         FaultKind::BitFlip { .. } => "bit flip",
         FaultKind::Misdirected { .. } => "misdirected write",
+        FaultKind::LatentSector { .. } => "latent sector error",
         FaultKind::Enospc { .. } => "ENOSPC",
         FaultKind::Latency { .. } => "latency",
         FaultKind::ClockStep { .. } => "clock step",

@@ -37,6 +37,8 @@ pub enum FsEventKind {
     MisdirectedWrite,
     /// One bit of durable data was flipped at rest.
     BitFlip,
+    /// A sector of durable data became unreadable (EIO until written again).
+    LatentSector,
     /// An operation on a handle from an earlier incarnation was refused.
     StaleHandle,
     /// [`super::SimFs::heal`] was called: no fault fires from here on.

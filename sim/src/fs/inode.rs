@@ -5,6 +5,8 @@
 //! that drops or misplaces data (fsync EIO, lost fsync, misdirected write) breaks it on
 //! purpose and sets `diverged` until the next crash rebuilds the cache.
 
+use std::collections::BTreeSet;
+
 /// Torn-write granularity: writes reach the disk in whole, aligned 512-byte sectors.
 pub const SECTOR_SIZE: u64 = 512;
 
@@ -45,6 +47,12 @@ pub(crate) struct Inode {
     pub(crate) open_handles: u32,
     /// The cache no longer equals `durable + pending` because of an injected fault.
     pub(crate) diverged: bool,
+    /// Sectors of the durable image the disk cannot read (latent sector errors), by
+    /// index; see `latent.rs`.
+    pub(crate) latent: BTreeSet<u64>,
+    /// Of them, those a write since the last power loss put in the page cache: reads
+    /// see the cache there.
+    pub(crate) latent_cached: BTreeSet<u64>,
 }
 
 impl Inode {
@@ -66,6 +74,7 @@ impl Inode {
             return; // POSIX: a zero-length write changes nothing, not even the length.
         }
         write_into(&mut self.cache, position, data);
+        self.note_write(position, data.len() as u64);
         self.pending.push(Pending::Write {
             position,
             data: data.to_vec(),

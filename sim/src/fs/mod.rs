@@ -61,7 +61,9 @@
 //! cleared so a later fsync succeeds and persists none of it); lost fsync (Ok, nothing
 //! persisted); ENOSPC on `write_at` (nothing written); misdirected writes (a pending
 //! write persisted at fsync or crash lands a whole number of sectors away); bit flips
-//! at rest ([`SimFs::flip_random_bit`]); latency (until the heal) and scheduling points.
+//! at rest ([`SimFs::flip_random_bit`]); latent sector errors ([`SimFs::latent_sector`]:
+//! reads touching a sector fail with EIO until a write of it reaches the platter, see
+//! `latent.rs`); latency (until the heal) and scheduling points.
 //!
 //! **Latency and kills.** Each operation may sleep (madsim simulated time) or yield
 //! *before* it takes effect, and may sleep again *after* it took effect but before the
@@ -83,12 +85,14 @@ pub mod dice;
 mod events;
 mod faults;
 mod inode;
+mod latent;
 mod namespace;
 mod options;
 pub mod plugin;
 
 pub use events::{EVENTS_BUFFERED_MAX, FsEvent, FsEventKind, Overwritten};
 pub use inode::{FILE_SIZE_MAX, SECTOR_SIZE};
+pub use latent::{LatentSector, UNREADABLE_FILL};
 pub use options::{FaultOptions, FaultOptionsError, LATENCY_MAX, MISDIRECT_SHIFT_SECTORS_LIMIT};
 
 use cafelog_engine::fs::{File, Fs, OpenMode};
@@ -275,17 +279,22 @@ impl SimFs {
         self.with_durable(path, |inode| inode.durable.len() as u64)
     }
 
-    /// The durable image of the file durably named `path`.
+    /// The durable image of the file durably named `path`, unreadable sectors shown as
+    /// [`UNREADABLE_FILL`].
     pub fn durable_bytes(&self, path: &Path) -> Option<Vec<u8>> {
-        self.with_durable(path, |inode| inode.durable.clone())
+        self.with_durable(path, |inode| {
+            inode.mask_unreadable(inode.durable.clone(), false)
+        })
     }
 
-    /// The page-cache view of the file visibly named `path` (what a read returns).
+    /// The page-cache view of the file visibly named `path` (what a read returns),
+    /// bytes a read fails on shown as [`UNREADABLE_FILL`].
     pub fn visible_bytes(&self, path: &Path) -> Option<Vec<u8>> {
         let (dir, name) = split(path).ok()?;
         let state = self.lock();
         let ino = state.ns.visible(&dir, &name)?;
-        Some(state.inodes.get(&ino)?.cache.clone())
+        let inode = state.inodes.get(&ino)?;
+        Some(inode.mask_unreadable(inode.cache.clone(), true))
     }
 
     /// The visible entries (files and subdirectories) of directory `path`, sorted:
@@ -336,6 +345,19 @@ impl SimFs {
     /// [`SimFs::heal`] or when no matching file has durable bytes.
     pub fn flip_random_bit(&self, filter: impl Fn(&Path) -> bool) -> Option<BitFlip> {
         self.lock().flip_random_bit(&filter)
+    }
+
+    /// Makes one random sector of durable data unreadable (a latent sector error, see
+    /// `latent.rs`), in a file whose durable path satisfies `filter`, within its first
+    /// `within(path)` bytes when that is given and not zero (where its data lies).
+    /// `None` (and nothing changes) after [`SimFs::heal`] or when no matching file has
+    /// durable bytes.
+    pub fn latent_sector(
+        &self,
+        filter: impl Fn(&Path) -> bool,
+        within: impl Fn(&Path) -> Option<u64>,
+    ) -> Option<LatentSector> {
+        self.lock().latent_sector(&filter, &within)
     }
 
     /// Checks the model's invariants (walks all data: call it at the end of a run or in
@@ -586,7 +608,9 @@ impl State {
                 pending_ops += inode.pending.len() as u64;
             }
             let unnamed = PathBuf::from(format!("<unnamed inode {ino}>"));
+            let latent = inode.latent_bytes();
             faults.crash(inode, paths.get(ino).unwrap_or(&unnamed));
+            inode.latent_after_power_loss(&latent);
         }
         let (kept, lost) = ns.crash(faults.dice);
         for (kind, ops) in [
@@ -961,8 +985,13 @@ impl State {
         let inode = inodes.get_mut(&handle.ino).expect("checked above");
         // The name is only needed when a fault is logged: looked up then.
         let path = || path_of(ns, handle.ino, &handle.path);
+        let rewritten = inode.latent_pending_writes();
         match faults.sync(inode, &path) {
-            SyncOutcome::Persisted | SyncOutcome::Lost => Ok(()),
+            SyncOutcome::Persisted => {
+                inode.latent_persisted(&rewritten);
+                Ok(())
+            }
+            SyncOutcome::Lost => Ok(()),
             SyncOutcome::Eio => Err(os_error(errno::EIO)),
         }
     }
@@ -1008,7 +1037,13 @@ impl Drop for SimFile {
 impl File for SimFile {
     async fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
         self.fs
-            .run(|state| Ok(state.handle_inode(self)?.read(buf, position)))
+            .run(|state| {
+                let inode = state.handle_inode(self)?;
+                if inode.unreadable(position, buf.len() as u64) {
+                    return Err(os_error(errno::EIO));
+                }
+                Ok(inode.read(buf, position))
+            })
             .await
     }
 

@@ -146,6 +146,15 @@ pub enum FaultKind {
         offsets: Option<OffsetRange>,
         below_hwm: Option<bool>,
     },
+    /// A sector of data at rest became unreadable: reads touching it fail with EIO
+    /// until a write of it reaches the platter (a latent sector error). In contract:
+    /// the engine must judge it like damage it can see. `offsets` and `below_hwm` as
+    /// for [`FaultKind::BitFlip`], for every frame the sector shares a byte with.
+    LatentSector {
+        file: FileKind,
+        offsets: Option<OffsetRange>,
+        below_hwm: Option<bool>,
+    },
     /// A write or create failed with ENOSPC.
     Enospc { file: FileKind },
     /// I/O slowed down by `delay_ms`.
@@ -197,6 +206,11 @@ impl FaultKind {
                 below_hwm,
             }
             | FaultKind::Misdirected {
+                file: FileKind::Segment,
+                offsets,
+                below_hwm,
+            }
+            | FaultKind::LatentSector {
                 file: FileKind::Segment,
                 offsets,
                 below_hwm,

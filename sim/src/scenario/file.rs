@@ -159,7 +159,7 @@ impl TryFrom<RawExpect> for Expect {
 }
 
 /// The fault kinds a run's fault counts use (the `fault` tag of `FaultKind`).
-pub const FAULT_NAMES: [&str; 12] = [
+pub const FAULT_NAMES: [&str; 13] = [
     "crash",
     "process_crash",
     "torn_write",
@@ -168,6 +168,7 @@ pub const FAULT_NAMES: [&str; 12] = [
     "lost_fsync",
     "bit_flip",
     "misdirected",
+    "latent_sector",
     "enospc",
     "latency",
     "clock_step",
@@ -523,10 +524,19 @@ pub struct SwarmSpec {
     /// Probability that a request is dropped at one of its await points.
     #[serde(skip_serializing_if = "is_zero")]
     pub cancel_probability: f64,
+    /// Probability that a power loss leaves one sector of a segment unreadable.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub latent_sector_probability: f64,
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub latent_sectors_max: u32,
 }
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn is_zero_u32(x: &u32) -> bool {
+    *x == 0
 }
 
 impl Default for SwarmSpec {
@@ -548,6 +558,8 @@ impl From<&crate::swarm::FaultMix> for SwarmSpec {
             clock_steps_max: m.clock_steps_max,
             process_crash_fraction: m.process_crash_fraction,
             cancel_probability: m.cancel_probability,
+            latent_sector_probability: m.latent_sector_probability,
+            latent_sectors_max: m.latent_sectors_max,
         }
     }
 }
@@ -560,6 +572,7 @@ pub enum ActionName {
     ProcessCrash,
     CrashWithBitFlip,
     CrashWithClockStep,
+    CrashWithLatentSector,
     FsyncEio,
     LostFsync,
 }
@@ -613,6 +626,7 @@ impl TryFrom<RawEntry> for ScheduleEntry {
             (action, None, None) => match action {
                 ActionName::Crash => Action::Crash,
                 ActionName::ProcessCrash => Action::ProcessCrash,
+                ActionName::CrashWithLatentSector => Action::CrashWithLatentSector,
                 ActionName::FsyncEio => Action::FsyncEio,
                 ActionName::LostFsync => Action::LostFsync,
                 ActionName::CrashWithBitFlip | ActionName::CrashWithClockStep => {
@@ -645,6 +659,7 @@ impl From<ScheduleEntry> for RawEntry {
             Action::ProcessCrash => (ActionName::ProcessCrash, None, None),
             Action::CrashWithBitFlip { file } => (ActionName::CrashWithBitFlip, Some(file), None),
             Action::CrashWithClockStep { ms } => (ActionName::CrashWithClockStep, None, Some(ms)),
+            Action::CrashWithLatentSector => (ActionName::CrashWithLatentSector, None, None),
             Action::FsyncEio => (ActionName::FsyncEio, None, None),
             Action::LostFsync => (ActionName::LostFsync, None, None),
         };

@@ -197,6 +197,8 @@ impl Scenario {
             mix.clock_steps_max = s.clock_steps_max;
             mix.process_crash_fraction = s.process_crash_fraction;
             mix.cancel_probability = s.cancel_probability;
+            mix.latent_sector_probability = s.latent_sector_probability;
+            mix.latent_sectors_max = s.latent_sectors_max;
         }
         RunSpec {
             seed: f.seed,
@@ -319,6 +321,7 @@ fn validate(f: &ScenarioFile) -> Result<(), String> {
         for (name, value) in [
             ("process_crash_fraction", s.process_crash_fraction),
             ("cancel_probability", s.cancel_probability),
+            ("latent_sector_probability", s.latent_sector_probability),
         ] {
             if !(0.0..=1.0).contains(&value) {
                 return Err(format!("[swarm]: {name} = {value} must be within 0..=1"));

@@ -11,6 +11,7 @@ pub(super) fn fault_label(kind: &FaultKind) -> String {
     match kind {
         FaultKind::ClockStep { back_ms } => format!("clock -{back_ms}ms"),
         FaultKind::BitFlip { file, .. }
+        | FaultKind::LatentSector { file, .. }
         | FaultKind::TornWrite { file }
         | FaultKind::LostWrite { file }
         | FaultKind::FsyncEio { file }

@@ -17,6 +17,7 @@ pub mod cancel;
 pub mod damage;
 pub mod disk;
 pub mod engine_call;
+mod latent;
 pub mod node;
 pub mod observe;
 pub mod recorder;
@@ -93,6 +94,8 @@ pub enum Action {
     CrashWithBitFlip { file: FileKind },
     /// Kill the node, step the wall clock back by `ms`, restart.
     CrashWithClockStep { ms: u64 },
+    /// Kill the node, make one sector of a segment unreadable, restart.
+    CrashWithLatentSector,
     /// The next fsync with pending data fails with EIO.
     FsyncEio,
     /// The next fsync with pending data returns Ok and persists nothing.
@@ -402,6 +405,11 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
                 step_clock(world, ms);
                 restart(world, node);
             }
+            Action::CrashWithLatentSector => {
+                kill(world, node, Kill::PowerLoss).await;
+                latent::inject(world);
+                restart(world, node);
+            }
             Action::FsyncEio | Action::LostFsync => arm_fsync_fault(world, entry.action),
         }
     }
@@ -476,6 +484,8 @@ async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
     let mut crashes = 0u32;
     let mut flips = 0u32;
     let mut steps = 0u32;
+    let mut latents = 0u32;
+    let mut latent_dice = Dice::new(sub_seed(world.spec.seed, 7));
     let mut next_flip_ms = next_exp(&mut dice, mix.bit_flips_per_s);
     loop {
         let now = now_ms(world);
@@ -520,6 +530,14 @@ async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
         kill(world, node, kind).await;
         if flips < mix.bit_flips_max && dice.chance(0.5) && flip(world, &mut dice, None).await {
             flips += 1;
+        }
+        // From a stream of its own, so that runs without latent sectors draw as before.
+        if kind == Kill::PowerLoss
+            && latents < mix.latent_sectors_max
+            && latent_dice.chance(mix.latent_sector_probability)
+            && latent::inject(world)
+        {
+            latents += 1;
         }
         if steps < mix.clock_steps_max && dice.chance(mix.clock_step_probability) {
             let back = dice.range(1..=mix.clock_step_back_ms_max.max(1));

@@ -57,6 +57,7 @@ pub struct Paths {
     pub wal_replayed: u64,
     pub clock_steps: u64,
     pub bit_flips: u64,
+    pub latent_sectors: u64,
     pub restarts_after_fatal_error: u64,
 }
 
@@ -96,6 +97,7 @@ impl Paths {
             ("wal_entries_replayed", self.wal_replayed),
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),
+            ("latent_sectors", self.latent_sectors),
             (
                 "restarts_after_fatal_error",
                 self.restarts_after_fatal_error,

@@ -1,0 +1,85 @@
+//! Latent sector errors, injected at a power loss: one sector of a segment's durable
+//! image becomes unreadable (`fs::latent` has the disk's model). The world records it
+//! as `fault LatentSector` with the offsets of every frame the sector shares a byte
+//! with, located in the durable image as it was before, so the checkers hold the
+//! engine to it as to a bit flip: detect it (a cut, a refusal or a skip) and lose
+//! nothing it did not take.
+
+use super::{World, disk, partition_dirs, recorder};
+use crate::history::{FaultKind, FileKind, OffsetRange};
+use std::collections::BTreeMap;
+
+/// Makes one sector of a segment unreadable; `false` when no segment has durable bytes
+/// (or the run has healed).
+pub(super) fn inject(world: &World) -> bool {
+    // Map frames before: afterwards the decode stops at the unreadable sector.
+    let mut before = BTreeMap::new();
+    let mut images = BTreeMap::new();
+    for (_, dir) in partition_dirs(world) {
+        if let Some(decoded) = disk::decode_durable(&world.fs, &dir) {
+            before.insert(dir.clone(), decoded);
+        }
+        for name in world.fs.durable_names(&dir).unwrap_or_default() {
+            let path = dir.join(&name);
+            if let Some(bytes) = world.fs.durable_bytes(&path) {
+                images.insert(path, bytes);
+            }
+        }
+    }
+    // Where the frames lie: a sector of preallocated zeros is judged like a flip there.
+    let frames_end = |path: &std::path::Path| {
+        let name = path.file_name()?.to_str()?;
+        let decoded = before.get(path.parent()?)?;
+        decoded
+            .extents
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.valid_len)
+    };
+    let Some(sector) = world
+        .fs
+        .latent_sector(|p| recorder::file_kind(p) == FileKind::Segment, frames_end)
+    else {
+        return false;
+    };
+    let tp = recorder::partition_of(&sector.path);
+    if let Some(tp) = &tp {
+        world
+            .damaged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tp.clone());
+    }
+    let bytes = images.get(&sector.path).map(Vec::as_slice);
+    let first = disk::locate(&before, &sector.path, sector.position, bytes);
+    let last = disk::locate(
+        &before,
+        &sector.path,
+        sector.position + sector.len - 1,
+        bytes,
+    );
+    let (offsets, below_hwm) = match (first, last) {
+        ((Some(a), below), (Some(b), _)) => (
+            Some(OffsetRange {
+                start: a.start.min(b.start),
+                end: a.end.max(b.end),
+            }),
+            below,
+        ),
+        ((Some(a), below), _) => (Some(a), below),
+        (_, (Some(b), below)) => (Some(b), below),
+        ((None, below), _) => (None, below),
+    };
+    let mut rec = world.recorder.lock();
+    rec.paths.latent_sectors += 1;
+    rec.fault(
+        FaultKind::LatentSector {
+            file: FileKind::Segment,
+            offsets,
+            below_hwm,
+        },
+        tp.as_ref(),
+        Some(&sector.path.display().to_string()),
+    );
+    true
+}

@@ -275,14 +275,24 @@ fn recommits(facts: &Facts<'_>, crash: &CrashFact, copies: &[Copy], k: usize) ->
 
 /// Where the replay after `crash` commits on `state`'s partition: past the durable
 /// tail, or lower where the log shrank before that replay ran. The replay is the first
-/// store open after the crash that completed (an open that failed first, after its log
-/// opened, replays nothing); until then an open's cut (its R1/R2 alarm) or a later
-/// crash's shorter tail moves where it commits.
+/// store open after the crash that completed with the partition open (an open that
+/// failed first, after its log opened, replays nothing, and one that refused the
+/// partition keeps its WAL entries for a later replay); until then an open's cut (its
+/// R1/R2 alarm) or a later crash's shorter tail moves where it commits.
 fn fresh_from(facts: &Facts<'_>, crash: &CrashFact, state: &CrashPartition) -> Offset {
+    let refused_in =
+        |incarnation| {
+            facts.alarms.of(&state.tp).iter().any(|a| {
+            a.incarnation == incarnation && matches!(a.alarm, Alarm::Refused { .. })
+        }) || facts.alarms.store.iter().any(|a| {
+            a.incarnation == incarnation
+                && matches!(&a.alarm, Alarm::TopicRefused { topic } if *topic == state.tp.topic)
+        })
+        };
     let done = facts
         .opened_at
         .range(crash.incarnation + 1..)
-        .next()
+        .find(|(incarnation, _)| !refused_in(**incarnation))
         .map_or(usize::MAX, |(_, &index)| index);
     let cut = facts
         .alarms
@@ -330,9 +340,11 @@ fn explain(
 
 /// `damaged_copy_recommitted`: after `copy` was first delivered and before `other`
 /// was, the engine gave `copy` up as unreadable: it skipped its frame, or an open's
-/// recorded clamp gave up its offset and `other` lies where that open's replay
+/// recorded clamp gave up its offset and `other` lies where the replay after it
 /// commits (from the clamped HWM on, on the same partition, first delivered before
-/// the next crash: a later incarnation's copy is its own replay's).
+/// the crash that ends the first open from the clamp's on that completed, which is the
+/// one whose replay re-commits what the clamp gave up; a later incarnation's copy is
+/// its own replay's).
 fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> {
     let until = other.first_delivery;
     let skip = facts
@@ -342,6 +354,13 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
             s.frame && s.index > copy.first_delivery && s.index < until && s.contains(copy.offset)
         })
         .map(|s| (s.index, format!("{} offset {}", copy.tp, copy.offset)));
+    let replay_ends = |from: crate::history::Incarnation| {
+        (from..)
+            .take_while(|i| facts.restarts.contains_key(i) || *i == from)
+            .find(|i| facts.opened.contains(i))
+            .and_then(|i| facts.crash_ending(i))
+            .map_or(usize::MAX, |c| c.index)
+    };
     let clamp = || {
         facts
             .alarms
@@ -353,8 +372,10 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
                     && copy.offset < c.persisted_hwm
                     && other.tp == copy.tp
                     && other.offset >= c.hwm
-                    // Committed by that open's replay: seen before the next crash.
-                    && until < facts.next_crash_after(c.index)
+                    // Committed by the replay after it: seen before the crash that
+                    // ends the first open that completed (a killed open replays
+                    // nothing for certain).
+                    && until < replay_ends(c.incarnation)
             })
             .map(|c| {
                 (

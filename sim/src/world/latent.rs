@@ -51,25 +51,41 @@ pub(super) fn inject(world: &World) -> bool {
             .insert(tp.clone());
     }
     let bytes = images.get(&sector.path).map(Vec::as_slice);
-    let first = disk::locate(&before, &sector.path, sector.position, bytes);
-    let last = disk::locate(
-        &before,
-        &sector.path,
-        sector.position + sector.len - 1,
-        bytes,
-    );
-    let (offsets, below_hwm) = match (first, last) {
-        ((Some(a), below), (Some(b), _)) => (
-            Some(OffsetRange {
-                start: a.start.min(b.start),
-                end: a.end.max(b.end),
-            }),
-            below,
-        ),
-        ((Some(a), below), _) => (Some(a), below),
-        (_, (Some(b), below)) => (Some(b), below),
-        ((None, below), _) => (None, below),
-    };
+    // Every frame the sector shares a byte with: the ones holding its first and last
+    // bytes, and each frame of the valid extent that starts inside it (its last byte
+    // may lie in the zeros past the last frame).
+    let end = sector.position + sector.len;
+    let starts: Vec<u64> = sector
+        .path
+        .parent()
+        .and_then(|dir| before.get(dir))
+        .and_then(|d| {
+            let name = sector.path.file_name()?.to_str()?;
+            d.extents.iter().find(|e| e.name == name)
+        })
+        .map(|e| {
+            e.frames
+                .iter()
+                .map(|f| f.position)
+                .filter(|&p| sector.position < p && p < end)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut offsets: Option<OffsetRange> = None;
+    let mut below_hwm = None;
+    for position in std::iter::once(sector.position)
+        .chain(starts)
+        .chain(std::iter::once(end - 1))
+    {
+        let (range, below) = disk::locate(&before, &sector.path, position, bytes);
+        below_hwm = below_hwm.or(below);
+        if let Some(r) = range {
+            offsets = Some(offsets.map_or(r, |o| OffsetRange {
+                start: o.start.min(r.start),
+                end: o.end.max(r.end),
+            }));
+        }
+    }
     let mut rec = world.recorder.lock();
     rec.paths.latent_sectors += 1;
     rec.fault(

@@ -58,11 +58,12 @@ fn hidden_tail_allows_exactly_its_size_in_duplicates_and_one_more_fails() {
 /// both frames, so the open cuts the log at 0 (R1: nothing valid follows) and clamps
 /// the HWM to 0 (`clamp`); the WAL replay re-commits id 2 at offset `again`.
 fn clamped_then_replayed(clamp: bool, again: u64) -> Run {
-    clamped_then_replayed_after(clamp, false, again)
+    clamped_then_replayed_after(clamp, false, false, again)
 }
 
-/// [`clamped_then_replayed`], with a crash before the second copy if `crash_first`.
-fn clamped_then_replayed_after(clamp: bool, crash_first: bool, again: u64) -> Run {
+/// [`clamped_then_replayed`], the clamping open killed before it completed if
+/// `killed`, with a crash before the second copy if `crash_first`.
+fn clamped_then_replayed_after(clamp: bool, killed: bool, crash_first: bool, again: u64) -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)
         .produce(2, 0, 1, 1_001)
@@ -98,6 +99,12 @@ fn clamped_then_replayed_after(clamp: bool, crash_first: bool, again: u64) -> Ru
         )
         .counters(0, 2, 0);
     }
+    if killed {
+        // The clamping open dies before it completes; the next one replays.
+        r.crash(&[(0, 0, 0, 0)])
+            .restart()
+            .disk(0, OpenRule::Clean, 0, 0, None);
+    }
     r.opened(0, 0, 0).with(|t, h| {
         h.frontier_observed(t, &tp(0), 0);
     });
@@ -132,7 +139,24 @@ fn a_copy_a_recorded_clamp_gave_up_may_come_back_from_the_wal() {
     // clamping open's.
     assert_mentions(
         &messages_of(
-            &clamped_then_replayed_after(true, true, 0).report(),
+            &clamped_then_replayed_after(true, false, true, 0).report(),
+            CheckerName::BoundedDuplicates,
+        ),
+        &["produce id 2 delivered from orders/0@0"],
+    );
+    // Fresh quick seed 206014447 (a latent sector): the clamping open was killed before
+    // it completed, so the replay of the next open, the first that completed,
+    // re-committed what the clamp gave up.
+    let report = clamped_then_replayed_after(true, true, false, 0).report();
+    assert!(
+        report.bounded_duplicates.violations.is_empty(),
+        "{:?}",
+        report.bounded_duplicates.violations
+    );
+    // But not one crash later than that open.
+    assert_mentions(
+        &messages_of(
+            &clamped_then_replayed_after(true, true, true, 0).report(),
             CheckerName::BoundedDuplicates,
         ),
         &["produce id 2 delivered from orders/0@0"],
@@ -152,6 +176,12 @@ fn a_copy_a_recorded_clamp_gave_up_may_come_back_from_the_wal() {
 /// the open after comes up and cuts at 1 (R2); without, the tail stays at 3 and nothing
 /// is cut. Either way id 3 is delivered again at offset 1.
 fn recommitted_after_a_refusal(cut: bool) -> Run {
+    recommitted_after_a_refusal_seen(cut, false)
+}
+
+/// [`recommitted_after_a_refusal`], the world recording the refusal (the store open
+/// completed with the partition refused) when `seen`.
+fn recommitted_after_a_refusal_seen(cut: bool, seen: bool) -> Run {
     let mut r = Run::new();
     r.produced(3)
         .hwm(0, 3, 1, 3)
@@ -164,9 +194,13 @@ fn recommitted_after_a_refusal(cut: bool) -> Run {
                 segment: "00000000000000000000.log".into(),
                 position: 100,
             },
-        )
-        .crash(&[(0, 1, if cut { 1 } else { 3 }, 1)])
-        .restart();
+        );
+    if seen {
+        r.with(|t, h| {
+            h.partition_refused(t, &tp(0), "bad frame below the HWM");
+        });
+    }
+    r.crash(&[(0, 1, if cut { 1 } else { 3 }, 1)]).restart();
     if cut {
         r.alarm(
             Some(0),
@@ -197,6 +231,12 @@ fn a_hidden_copy_recommitted_by_the_first_open_that_came_up_is_its_crashs() {
     let d = &report.bounded_duplicates;
     assert!(d.violations.is_empty(), "{:?}", d.violations);
     assert_eq!(d.crashes[0].count, 1, "{d:?}");
+    // Fresh quick seed 206008421 (a latent sector): the store open that refused the
+    // partition completed; it kept the partition's WAL entries for a later replay, so
+    // the replay that re-commits is still the first open that came up with it.
+    let report = recommitted_after_a_refusal_seen(true, true).report();
+    let d = &report.bounded_duplicates;
+    assert!(d.violations.is_empty(), "{:?}", d.violations);
     // Without a cut, re-commits land past the durable tail, never at 1.
     assert_mentions(
         &messages_of(

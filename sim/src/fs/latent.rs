@@ -148,21 +148,7 @@ impl State {
         filter: &dyn Fn(&Path) -> bool,
         within: &dyn Fn(&Path) -> Option<u64>,
     ) -> Option<LatentSector> {
-        if self.healed {
-            return None;
-        }
-        let candidates: Vec<(PathBuf, super::InodeId)> = self
-            .ns
-            .durable_files()
-            .into_iter()
-            .filter(|(path, ino)| {
-                filter(path) && self.inodes.get(ino).is_some_and(|i| !i.durable.is_empty())
-            })
-            .collect();
-        if candidates.is_empty() {
-            return None;
-        }
-        let (path, ino) = candidates[self.dice.below(candidates.len() as u64) as usize].clone();
+        let (path, ino) = self.damage_target(filter)?;
         let inode = self.inodes.get_mut(&ino).expect("candidate inode exists");
         let durable_len = inode.durable.len() as u64;
         let span = within(&path)

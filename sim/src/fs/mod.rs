@@ -687,7 +687,9 @@ impl State {
         }
     }
 
-    fn flip_random_bit(&mut self, filter: &dyn Fn(&Path) -> bool) -> Option<BitFlip> {
+    /// A random durably named file that `filter` accepts and that has durable bytes: where
+    /// damage at rest lands. `None` after the heal or when there is none.
+    fn damage_target(&mut self, filter: &dyn Fn(&Path) -> bool) -> Option<(PathBuf, InodeId)> {
         if self.healed {
             return None;
         }
@@ -702,7 +704,11 @@ impl State {
         if candidates.is_empty() {
             return None;
         }
-        let (path, ino) = candidates[self.dice.below(candidates.len() as u64) as usize].clone();
+        Some(candidates[self.dice.below(candidates.len() as u64) as usize].clone())
+    }
+
+    fn flip_random_bit(&mut self, filter: &dyn Fn(&Path) -> bool) -> Option<BitFlip> {
+        let (path, ino) = self.damage_target(filter)?;
         let inode = self.inodes.get_mut(&ino).expect("candidate inode exists");
         let position = self.dice.below(inode.durable.len() as u64);
         let bit = self.dice.below(8) as u8;

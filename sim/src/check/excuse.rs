@@ -397,10 +397,20 @@ impl<'f, 'h> Excuses<'f, 'h> {
         after: usize,
         any_copy: bool,
     ) -> Option<Excuse> {
+        // A record's frame exists from its commit, which can come before the client
+        // hears the ack; a delivered copy is known only from its delivery.
+        let since = if any_copy {
+            self.facts
+                .attempts
+                .get(&id)
+                .map_or(after, |&a| a.min(after))
+        } else {
+            after
+        };
         let by_offset = |o: Offset| {
             [
                 self.clamped(tp, o, after, usize::MAX),
-                self.skipped(tp, id, o, after),
+                self.skipped(tp, id, o, after, since),
                 self.both_copies_damaged(tp, id, o, after),
             ]
         };

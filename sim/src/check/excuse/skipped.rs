@@ -11,28 +11,33 @@ use super::{Excuse, ExcuseKind};
 use crate::history::{Alarm, EventKind, Incarnation, Offset, ProduceId, TopicPartition};
 
 impl Excuses<'_, '_> {
-    /// `Skipped`: a consume-time skip on `tp` after `after` whose frame held the last
-    /// copy of `id`: at `offset` (acknowledged or delivered at `after`), or at an offset
-    /// a later open's hidden tail listed for `id`, with no cut, clamp or open that found
-    /// the log ending at or below it in between; and no other copy known before the
-    /// skip survives it (see [`Excuses::other_copy`]), nor does a later open list one.
+    /// `Skipped`: a consume-time skip on `tp` after `since` whose frame held the last
+    /// copy of `id`: at `offset` (acknowledged or delivered at `after`; an acknowledged
+    /// record's frame exists from `since`, its attempt, as its commit can come before
+    /// the client hears the ack), or at an offset a later open's hidden tail listed for
+    /// `id`, with no cut, clamp or open that found the log ending at or below it in
+    /// between (nor, for a skip before `after`, between the skip and `after`); and no
+    /// other copy known before the skip survives it (see [`Excuses::other_copy`]), nor
+    /// does a later open list one.
     pub fn skipped(
         &self,
         tp: &TopicPartition,
         id: ProduceId,
         offset: Offset,
         after: usize,
+        since: usize,
     ) -> Option<Excuse> {
+        debug_assert!(since <= after);
         let listed = self.listed_copies(tp, id, after);
         // Every copy known, with the history index from which it is known.
-        let copies: Vec<(usize, Offset)> = std::iter::once((after, offset))
+        let copies: Vec<(usize, Offset)> = std::iter::once((since, offset))
             .chain(listed.iter().map(|&(at, o)| (at, o)))
             .collect();
         let (s, copy) = self
             .facts
             .alarms
             .skips(tp)
-            .filter(|s| s.index > after)
+            .filter(|s| s.index > since)
             .find_map(|s| {
                 copies
                     .iter()
@@ -40,6 +45,7 @@ impl Excuses<'_, '_> {
                         from < s.index
                             && s.contains(c)
                             && !self.moved(tp, c, from, s.index)
+                            && !(s.index < after && self.moved(tp, c, s.index, after))
                             && !self.other_copy(tp, &copies, &s, from, c)
                     })
                     .map(|&(_, c)| (s, c))

@@ -7,7 +7,9 @@
 //! once fixed), optionally `checker` (for an expected failure), `reaches` (path
 //! names the seed must keep reaching, so an entry cannot silently stop covering what
 //! it is there for) and `without` (fault kinds the swarm gained after the entry was
-//! recorded, turned off so the seed runs as it did then; `cafelog replay --without`).
+//! recorded, turned off so the seed runs as it did then; `cafelog replay --without`)
+//! and `with` (fault kinds its profile does not draw, on as when it was found;
+//! `cafelog replay --with`).
 //!
 //! This module reads and writes a real file: it is tooling around the simulation, not
 //! part of a simulated run.
@@ -31,6 +33,10 @@ pub struct Entry {
     pub reaches: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub without: Vec<String>,
+    /// Fault kinds the entry's profile does not draw, turned on as when it was found
+    /// (`cafelog replay --with`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -78,6 +84,7 @@ pub fn append(path: &Path, seed: u64, profile: &str, why: &str) -> Result<bool, 
         checker: None,
         reaches: Vec::new(),
         without: Vec::new(),
+        with: Vec::new(),
     };
     #[derive(Serialize)]
     struct One<'a> {

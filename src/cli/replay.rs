@@ -41,6 +41,10 @@ pub struct Args {
     /// `without` do.
     #[arg(long, value_name = "KIND")]
     pub without: Vec<String>,
+    /// Run with this fault kind on although the profile does not draw it
+    /// (latent_sector; repeatable), as corpus entries with `with` do.
+    #[arg(long, value_name = "KIND")]
+    pub with: Vec<String>,
 }
 
 pub const EXIT_CODES_HELP: &str = "\
@@ -52,8 +56,14 @@ Exit codes:
   2   usage error";
 
 pub fn run_command(args: &Args) -> ExitCode {
-    let profile = &args.profile;
-    let mut spec = RunSpec::from_seed(args.seed, profile);
+    let mut profile = args.profile.clone();
+    for kind in &args.with {
+        if let Err(e) = profile.with(kind) {
+            eprintln!("cafelog: error: --with: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let mut spec = RunSpec::from_seed(args.seed, &profile);
     for kind in &args.without {
         if let Err(e) = spec.mix.without(kind) {
             eprintln!("cafelog: error: --without: {e}");

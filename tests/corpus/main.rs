@@ -15,7 +15,12 @@ fn every_corpus_seed_ends_as_expected_and_reaches_its_paths() {
     let mut problems = Vec::new();
     for entry in &entries {
         assert!(!entry.why.trim().is_empty(), "seed {}: say why", entry.seed);
-        let profile = Profile::by_name(&entry.profile).unwrap_or_else(|e| panic!("{e}"));
+        let mut profile = Profile::by_name(&entry.profile).unwrap_or_else(|e| panic!("{e}"));
+        for kind in &entry.with {
+            profile
+                .with(kind)
+                .unwrap_or_else(|e| panic!("seed {}: {e}", entry.seed));
+        }
         let mut spec = RunSpec::from_seed(entry.seed, &profile);
         for kind in &entry.without {
             spec.mix
@@ -27,6 +32,7 @@ fn every_corpus_seed_ends_as_expected_and_reaches_its_paths() {
             .without
             .iter()
             .map(|k| format!(" --without {k}"))
+            .chain(entry.with.iter().map(|k| format!(" --with {k}")))
             .collect();
         let expect = Expect {
             verdict: entry.expect,

@@ -351,7 +351,19 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
         .alarms
         .skips(&copy.tp)
         .find(|s| {
-            s.frame && s.index > copy.first_delivery && s.index < until && s.contains(copy.offset)
+            s.frame
+                && s.index > copy.first_delivery
+                && s.index < until
+                && s.contains(copy.offset)
+                // Only a replay re-commits the skipped records (it reads the visible
+                // copies it would skip, before or after the skip was counted), and only
+                // on their own partition (a WAL entry names it): a restart must come
+                // between the two copies.
+                && other.tp == copy.tp
+                && facts
+                    .restarts
+                    .values()
+                    .any(|&restart| copy.first_delivery < restart && restart < until)
         })
         .map(|s| (s.index, format!("{} offset {}", copy.tp, copy.offset)));
     let replay_ends = |from: crate::history::Incarnation| {

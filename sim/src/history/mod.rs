@@ -473,6 +473,14 @@ pub enum EventKind {
         to: Offset,
         held: Vec<HeldCopy>,
     },
+    /// World, right after damage at rest to a partition's segment frames (a bit flip, a
+    /// latent sector): the records the frames it hit held, as the reference decoder read
+    /// the durable image just before it. Which copies the damage took, by identity.
+    DamageHeld {
+        fault_index: usize,
+        tp: TopicPartition,
+        held: Vec<HeldCopy>,
+    },
     /// World, when it kills the node (just before the `Crash`): a receive asked at
     /// `asked_at_ms` was still waiting, and dies unanswered.
     ReceiveKilled {
@@ -606,6 +614,15 @@ impl fmt::Display for Event {
             EventKind::DeliveriesUnclaimed { tp, offsets, .. } => {
                 write!(f, "deliveries_unclaimed {tp} offsets={offsets:?}")
             }
+            EventKind::DamageHeld {
+                fault_index,
+                tp,
+                held,
+            } => write!(
+                f,
+                "damage_held by event #{fault_index}: {tp} records={}",
+                held.len()
+            ),
             EventKind::HiddenAtOpen { tp, from, to, held } => write!(
                 f,
                 "hidden_at_open {tp} [{from}, {to}) records={}",
@@ -1109,6 +1126,23 @@ impl History {
                 tp: tp.clone(),
                 from,
                 to,
+                held,
+            },
+        )
+    }
+
+    pub fn damage_held(
+        &mut self,
+        at_ms: u64,
+        fault_index: usize,
+        tp: &TopicPartition,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::DamageHeld {
+                fault_index,
+                tp: tp.clone(),
                 held,
             },
         )

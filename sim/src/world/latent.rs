@@ -15,9 +15,11 @@ pub(super) fn inject(world: &World) -> bool {
     // Map frames before: afterwards the decode stops at the unreadable sector.
     let mut before = BTreeMap::new();
     let mut images = BTreeMap::new();
+    let mut dir_images = BTreeMap::new();
     for (_, dir) in partition_dirs(world) {
-        if let Some(decoded) = disk::decode_durable(&world.fs, &dir) {
-            before.insert(dir.clone(), decoded);
+        if let Some(image) = disk::durable_image(&world.fs, &dir) {
+            before.insert(dir.clone(), crate::reference::decode(&image));
+            dir_images.insert(dir.clone(), image);
         }
         for name in world.fs.durable_names(&dir).unwrap_or_default() {
             let path = dir.join(&name);
@@ -86,9 +88,16 @@ pub(super) fn inject(world: &World) -> bool {
             }));
         }
     }
+    let held = match (
+        offsets,
+        sector.path.parent().and_then(|d| dir_images.get(d)),
+    ) {
+        (Some(range), Some(image)) => disk::held_in(image, range.start..range.end),
+        _ => Vec::new(),
+    };
     let mut rec = world.recorder.lock();
     rec.paths.latent_sectors += 1;
-    rec.fault(
+    let fault_index = rec.fault(
         FaultKind::LatentSector {
             file: FileKind::Segment,
             offsets,
@@ -97,5 +106,11 @@ pub(super) fn inject(world: &World) -> bool {
         tp.as_ref(),
         Some(&sector.path.display().to_string()),
     );
+    if let Some(tp) = &tp
+        && !held.is_empty()
+    {
+        let now = rec.now_ms();
+        rec.history.damage_held(now, fault_index, tp, held);
+    }
     true
 }

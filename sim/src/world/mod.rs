@@ -791,10 +791,12 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
     let want = file.unwrap_or_else(|| kinds[dice.below(kinds.len() as u64) as usize]);
     // Map frames before the flip: afterwards the decode stops at the damaged frame.
     let mut before = BTreeMap::new();
+    let mut images = BTreeMap::new();
     if want == FileKind::Segment {
         for (_, dir) in partition_dirs(world) {
-            if let Some(decoded) = disk::decode_durable(&world.fs, &dir) {
-                before.insert(dir, decoded);
+            if let Some(image) = disk::dir_image(&world.fs, &dir, disk::Image::Durable) {
+                before.insert(dir.clone(), crate::reference::decode(&image));
+                images.insert(dir, image);
             }
         }
     }
@@ -809,11 +811,19 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
             .unwrap_or_else(|e| e.into_inner())
             .insert(tp.clone());
     }
+    // The records of the frame the flip hit, when the durable image placed it.
+    let mut held = Vec::new();
     let (offsets, below_hwm) = match (&tp, want) {
         (Some(_), FileKind::Segment) => {
             // Headers are walked in the durable image as it was before the flip.
             let bytes = durable_before_flip(&world.fs, &flip);
             match disk::locate(&before, &flip.path, flip.position, bytes.as_deref()) {
+                (Some(range), below) => {
+                    if let Some(image) = flip.path.parent().and_then(|d| images.get(d)) {
+                        held = disk::held_in(image, range.start..range.end);
+                    }
+                    (Some(range), below)
+                }
                 // No frame there on the platter, but the cache took the flip too: a lost
                 // fsync left frames the platter lacks, and the engine reads those.
                 (None, below) if flip.in_cache => {
@@ -858,6 +868,12 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
         tp.as_ref(),
         Some(&flip.path.display().to_string()),
     );
+    if let Some(tp) = &tp
+        && !held.is_empty()
+    {
+        let now = rec.now_ms();
+        rec.history.damage_held(now, fault_index, tp, held);
+    }
     if want == FileKind::Wal
         && let Some(before) = durable_before_flip(&world.fs, &flip)
     {

@@ -440,3 +440,37 @@ fn the_replay_of_a_crash_is_the_first_store_open_that_completed() {
     assert!(d.violations.is_empty(), "{:?}", d.violations);
     assert_eq!(d.crashes[0].count, 1, "{d:?}");
 }
+
+#[test]
+fn a_skip_excuses_no_copy_that_no_replay_made_nor_one_on_another_partition() {
+    // Adversarial read of damaged_copy's skip branch: with no crash there is no replay
+    // to commit the skipped record again, and a WAL entry names its partition.
+    for other_partition in [0, 1] {
+        let mut r = Run::new();
+        r.produce(1, 0, 0, 1_000)
+            .hwm(0, 1, 1, 1)
+            .deliver(1, 0, 0, 1_000)
+            .consume(0, 0);
+        r.fault(
+            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
+            Some(0),
+        )
+        .alarm(
+            Some(0),
+            Alarm::FrameSkipped {
+                base: 0,
+                records: 1,
+            },
+        )
+        .counters(0, 0, 1);
+        r.deliver(1, other_partition, 5, 1_000)
+            .consume(other_partition, 5);
+        let report = r.report();
+        let d = &report.bounded_duplicates;
+        assert!(
+            !d.violations.is_empty(),
+            "partition {other_partition}: excused {:?}",
+            d.excused
+        );
+    }
+}

@@ -16,7 +16,8 @@ impl Excuses<'_, '_> {
     /// record's frame exists from `since`, its attempt, as its commit can come before
     /// the client hears the ack), or at an offset a later open's hidden tail listed for
     /// `id`, with no cut, clamp or open that found the log ending at or below it in
-    /// between (nor, for a skip before `after`, between the skip and `after`); and no
+    /// between (for a skip before `after`: in the incarnation that acknowledged it,
+    /// which committed it, and nothing moved between the skip and `after`); and no
     /// other copy known before the skip survives it (see [`Excuses::other_copy`]), nor
     /// does a later open list one.
     pub fn skipped(
@@ -45,7 +46,9 @@ impl Excuses<'_, '_> {
                         from < s.index
                             && s.contains(c)
                             && !self.moved(tp, c, from, s.index)
-                            && !(s.index < after && self.moved(tp, c, s.index, after))
+                            && (s.index > after
+                                || (s.incarnation == self.facts.incarnation_at(after)
+                                    && !self.moved(tp, c, s.index, after)))
                             && !self.other_copy(tp, &copies, &s, from, c)
                     })
                     .map(|&(_, c)| (s, c))
@@ -100,7 +103,8 @@ impl Excuses<'_, '_> {
 
     /// Whether the record at `offset` of `tp` since history index `from` may no longer
     /// be there at `to`: a cut or clamp reached it, or an open found the log ending at
-    /// or below it (a power loss took a copy only the page cache held).
+    /// or below it (a power loss took a copy only the page cache held) or had no view
+    /// of it.
     fn moved(&self, tp: &TopicPartition, offset: Offset, from: usize, to: usize) -> bool {
         let facts = self.facts;
         let alarms = &facts.alarms;
@@ -111,16 +115,19 @@ impl Excuses<'_, '_> {
                 .clamps(tp)
                 .any(|c| from < c.index && c.index < to && c.hwm <= offset)
             || facts.restarts.iter().any(|(&incarnation, &restart)| {
+                // A restart whose view the world could not take (no directory) proves
+                // nothing was kept.
                 from < restart
                     && restart < to
                     && alarms
                         .disk_at(tp, incarnation)
-                        .is_some_and(|d| d.tail <= offset)
+                        .is_none_or(|d| d.tail <= offset)
             })
     }
 
-    /// Every copy of `id` an open after `after` listed in `tp`'s hidden tail: (the
-    /// listing's history index, the copy's offset).
+    /// Every copy of `id` the world named on `tp` after `after`, in an open's hidden
+    /// tail or in the frames a damage hit (decoded before it): (the listing's history
+    /// index, the copy's offset).
     fn listed_copies(
         &self,
         tp: &TopicPartition,
@@ -134,7 +141,12 @@ impl Excuses<'_, '_> {
             .enumerate()
             .skip(after + 1)
             .filter_map(|(index, e)| match &e.kind {
-                EventKind::HiddenAtOpen { tp: t, held, .. } if t == tp => Some((index, held)),
+                EventKind::HiddenAtOpen { tp: t, held, .. }
+                | EventKind::DamageHeld { tp: t, held, .. }
+                    if t == tp =>
+                {
+                    Some((index, held))
+                }
                 _ => None,
             })
             .flat_map(|(index, held)| {

@@ -14,18 +14,11 @@ use std::collections::BTreeMap;
 pub(super) fn inject(world: &World) -> bool {
     // Map frames before: afterwards the decode stops at the unreadable sector.
     let mut before = BTreeMap::new();
-    let mut images = BTreeMap::new();
     let mut dir_images = BTreeMap::new();
     for (_, dir) in partition_dirs(world) {
         if let Some(image) = disk::durable_image(&world.fs, &dir) {
             before.insert(dir.clone(), crate::reference::decode(&image));
-            dir_images.insert(dir.clone(), image);
-        }
-        for name in world.fs.durable_names(&dir).unwrap_or_default() {
-            let path = dir.join(&name);
-            if let Some(bytes) = world.fs.durable_bytes(&path) {
-                images.insert(path, bytes);
-            }
+            dir_images.insert(dir, image);
         }
     }
     // Where the frames lie: a sector of preallocated zeros is judged like a flip there.
@@ -52,7 +45,15 @@ pub(super) fn inject(world: &World) -> bool {
             .unwrap_or_else(|e| e.into_inner())
             .insert(tp.clone());
     }
-    let bytes = images.get(&sector.path).map(Vec::as_slice);
+    // The file's bytes as they were: the directory image already read them.
+    let image = sector.path.parent().and_then(|d| dir_images.get(d));
+    let bytes = sector.path.file_name().and_then(|name| {
+        image?
+            .segments
+            .iter()
+            .find(|(n, _)| name == n.as_str())
+            .map(|(_, b)| b.as_slice())
+    });
     // Every frame the sector shares a byte with: the ones holding its first and last
     // bytes, and each frame of the valid extent that starts inside it (its last byte
     // may lie in the zeros past the last frame).
@@ -88,10 +89,7 @@ pub(super) fn inject(world: &World) -> bool {
             }));
         }
     }
-    let held = match (
-        offsets,
-        sector.path.parent().and_then(|d| dir_images.get(d)),
-    ) {
+    let held = match (offsets, image) {
         (Some(range), Some(image)) => disk::held_in(image, range.start..range.end),
         _ => Vec::new(),
     };

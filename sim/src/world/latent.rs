@@ -89,6 +89,8 @@ pub(super) fn inject(world: &World) -> bool {
             }));
         }
     }
+    // Injected right after a power loss, when the cache was rebuilt from the platter:
+    // the engine reads exactly these records there.
     let held = match (offsets, image) {
         (Some(range), Some(image)) => disk::held_in(image, range.start..range.end),
         _ => Vec::new(),

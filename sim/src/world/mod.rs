@@ -796,7 +796,8 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
         for (_, dir) in partition_dirs(world) {
             if let Some(image) = disk::dir_image(&world.fs, &dir, disk::Image::Durable) {
                 before.insert(dir.clone(), crate::reference::decode(&image));
-                images.insert(dir, image);
+                let visible = disk::dir_image(&world.fs, &dir, disk::Image::Visible);
+                images.insert(dir, (image, visible));
             }
         }
     }
@@ -819,8 +820,17 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
             let bytes = durable_before_flip(&world.fs, &flip);
             match disk::locate(&before, &flip.path, flip.position, bytes.as_deref()) {
                 (Some(range), below) => {
-                    if let Some(image) = flip.path.parent().and_then(|d| images.get(d)) {
-                        held = disk::held_in(image, range.start..range.end);
+                    // Named only where the engine reads what the platter held: the cache
+                    // took the flip and showed the same records there (a pending write,
+                    // or a lost fsync's cache, can hold others at those offsets).
+                    if let Some((durable, Some(visible))) =
+                        flip.path.parent().and_then(|d| images.get(d))
+                        && flip.in_cache
+                    {
+                        let platter = disk::held_in(durable, range.start..range.end);
+                        if platter == disk::held_in(visible, range.start..range.end) {
+                            held = platter;
+                        }
                     }
                     (Some(range), below)
                 }

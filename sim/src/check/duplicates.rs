@@ -31,7 +31,9 @@ use super::excuse::{Excuse, ExcuseKind, Excuses};
 use super::facts::{CrashFact, Facts};
 use super::flow::Flow;
 use super::{Accounting, RecordRef, Violation, list};
-use crate::history::{Alarm, CrashPartition, FileKind, Incarnation, Offset, ProduceId};
+use crate::history::{
+    Alarm, CrashPartition, EventKind, FileKind, Incarnation, Offset, ProduceId, TopicPartition,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CrashBudget {
@@ -59,7 +61,11 @@ pub struct DuplicatesReport {
 /// while the node was down hides more). When an out-of-contract fault before the crash
 /// left frames below the engine's HWM undurable (a lost fsync, a misdirected write),
 /// the valid extent stops at the hole while records the engine had made visible lie
-/// beyond it: the tail then runs to the HWM the engine had.
+/// beyond it: the tail then runs to the HWM the engine had. So it does when in-contract
+/// damage at rest (a flip, a latent sector) hit the frame the valid extent stops at:
+/// the committed frames past it are durable, and an R2 cut hides them too. The HWM the
+/// engine had is its in-memory one at the crash, or, where the world could not ask
+/// (the partition was refused), the last one it showed.
 fn hidden_tail(facts: &Facts<'_>, crash: &CrashFact, p: &CrashPartition) -> (Offset, Offset) {
     // Every view the next open may have read (a flip may land while it runs).
     let read = facts
@@ -70,10 +76,25 @@ fn hidden_tail(facts: &Facts<'_>, crash: &CrashFact, p: &CrashPartition) -> (Off
         .min()
         .unwrap_or(p.persisted_hwm);
     let start = p.persisted_hwm.min(read);
-    let memory = p.memory_hwm.unwrap_or(0);
-    let hole = facts
-        .reaches_before(&p.tp, crash.index)
-        .any(|r| r.file == FileKind::Segment && r.offsets.is_none_or(|o| o.start < memory));
+    let memory = p
+        .memory_hwm
+        .or_else(|| last_shown_hwm(facts, &p.tp, crash.index))
+        .unwrap_or(0);
+    let events = facts.history.events();
+    let damaged_at_tail = facts.segment_damage.get(&p.tp).is_some_and(|damage| {
+        damage.iter().any(|&d| {
+            d < crash.index
+                && matches!(&events[d].kind, EventKind::Fault { kind, .. }
+                    if kind
+                        .segment_damage()
+                        .and_then(|(offsets, _)| offsets)
+                        .is_some_and(|o| o.contains(p.durable_tail)))
+        })
+    });
+    let hole = damaged_at_tail
+        || facts
+            .reaches_before(&p.tp, crash.index)
+            .any(|r| r.file == FileKind::Segment && r.offsets.is_none_or(|o| o.start < memory));
     let end = if hole {
         p.durable_tail.max(memory)
     } else {
@@ -150,6 +171,23 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
         report.violations.push(violation);
     }
     report
+}
+
+/// The HWM the engine last showed on `tp` before history index `before`: the latest
+/// sample, or an open's HWM if one came after it.
+fn last_shown_hwm(facts: &Facts<'_>, tp: &TopicPartition, before: usize) -> Option<Offset> {
+    facts.history.events()[..before]
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::HwmObserved { tp: t, hwm, .. } if t == tp => Some(*hwm),
+            EventKind::EngineAlarm {
+                tp: Some(t),
+                alarm: Alarm::LogOpened { hwm, .. },
+                ..
+            } if t == tp => Some(*hwm),
+            _ => None,
+        })
 }
 
 /// What the placement made of one copy of a duplicated id.
@@ -343,8 +381,8 @@ fn explain(
 /// recorded clamp gave up its offset and `other` lies where the replay after it
 /// commits (from the clamped HWM on, on the same partition, first delivered before
 /// the crash that ends the first open from the clamp's on that completed, which is the
-/// one whose replay re-commits what the clamp gave up; a later incarnation's copy is
-/// its own replay's).
+/// one whose replay re-commits what the clamp gave up, or in the log that crash left;
+/// a later incarnation's copy is its own replay's).
 fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> {
     let until = other.first_delivery;
     let skip = facts
@@ -373,6 +411,30 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
             .and_then(|i| facts.crash_ending(i))
             .map_or(usize::MAX, |c| c.index)
     };
+    // Whether `other` was in the log before the crash at history index `end`: first
+    // delivered before it, or below the tail that crash left, with nothing cutting or
+    // clamping at or below its offset until its delivery (the clamp's open cut the log
+    // at its HWM, so a frame there was written after the clamp).
+    let committed_by = |end: usize| {
+        until < end
+            || facts
+                .crashes
+                .iter()
+                .find(|k| k.index == end)
+                .is_some_and(|k| {
+                    k.partitions
+                        .get(&other.tp)
+                        .is_some_and(|p| other.offset < p.durable_tail)
+                        && !facts
+                            .alarms
+                            .cuts(&other.tp)
+                            .any(|x| end < x.index && x.index < until && x.offset <= other.offset)
+                        && !facts
+                            .alarms
+                            .clamps(&other.tp)
+                            .any(|x| end < x.index && x.index < until && x.hwm <= other.offset)
+                })
+    };
     let clamp = || {
         facts
             .alarms
@@ -386,8 +448,8 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
                     && other.offset >= c.hwm
                     // Committed by the replay after it: seen before the crash that
                     // ends the first open that completed (a killed open replays
-                    // nothing for certain).
-                    && until < replay_ends(c.incarnation)
+                    // nothing for certain), or found in the log by that crash.
+                    && committed_by(replay_ends(c.incarnation))
             })
             .map(|c| {
                 (

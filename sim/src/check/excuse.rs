@@ -19,6 +19,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 mod both_copies;
+mod clamped;
+mod copies;
 mod skipped;
 
 use super::contract::{LOG_FILES, Reach};
@@ -251,25 +253,6 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ))
     }
 
-    /// `Clamped`: a clamp on `tp` after `after` (and before `before`) whose given-up
-    /// range holds `offset`.
-    pub fn clamped(
-        &self,
-        tp: &TopicPartition,
-        offset: Offset,
-        after: usize,
-        before: usize,
-    ) -> Option<Excuse> {
-        let c = self.facts.alarms.clamps(tp).find(|c| {
-            after < c.index && c.index < before && c.hwm <= offset && offset < c.persisted_hwm
-        })?;
-        Some(Excuse::new(
-            ExcuseKind::Clamped,
-            vec![c.index],
-            format!("{tp} offsets [{}, {})", c.hwm, c.persisted_hwm),
-        ))
-    }
-
     /// `Retention`: a segment of `tp` the reaper deleted (the deletion `retention_safe`
     /// judges) after `after` (the record's acknowledgement) held it, below the HWM the
     /// engine had shown in that incarnation, so consumers could have read it: at
@@ -409,7 +392,6 @@ impl<'f, 'h> Excuses<'f, 'h> {
         };
         let by_offset = |o: Offset| {
             [
-                self.clamped(tp, o, after, usize::MAX),
                 self.skipped(tp, id, o, after, since),
                 self.both_copies_damaged(tp, id, o, after),
             ]
@@ -424,6 +406,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 .flatten(),
             self.out_of_contract(tp, offset, Some(id), Some(after), usize::MAX),
             self.stranded_copy(tp, id, after),
+            self.clamped_copy(tp, id, offset, after),
         ]
         .into_iter()
         .chain(offset.map(by_offset).into_iter().flatten())
@@ -672,27 +655,6 @@ impl<'f, 'h> Excuses<'f, 'h> {
             });
         let end = cut.chain(written_back).fold(range.end, Offset::min);
         range.start <= gap.start && gap.start < end
-    }
-
-    /// `Clamped`, for an HWM that fell: a clamp on `tp` between `after` and `before`
-    /// that gave up at least `drop` records.
-    pub fn clamped_by(
-        &self,
-        tp: &TopicPartition,
-        drop: u64,
-        after: usize,
-        before: usize,
-    ) -> Option<Excuse> {
-        let c = self
-            .facts
-            .alarms
-            .clamps(tp)
-            .find(|c| after < c.index && c.index < before && c.lost >= drop)?;
-        Some(Excuse::new(
-            ExcuseKind::Clamped,
-            vec![c.index],
-            format!("{tp} HWM {} -> {}", c.persisted_hwm, c.hwm),
-        ))
     }
 
     /// `LastHiddenTail`: `offset`, read at `read_index`, lies in the hidden tail the

@@ -1,0 +1,163 @@
+//! `clamped`: a recorded clamp excuses a record only when it took the record's last
+//! copy, named by identity: at the acknowledged offset while nothing moved it, or where
+//! the world listed a copy (a hidden tail, or the frames a damage hit).
+
+use super::loss::hole_at;
+use super::*;
+use cafelog_sim::check::excuse::ExcuseKind;
+
+fn copy(offset: u64, id: ProduceId) -> HeldCopy {
+    HeldCopy {
+        offset,
+        id,
+        committed_at_ms: 1_000 + offset,
+    }
+}
+
+fn latent(start: u64, end: u64) -> FaultKind {
+    FaultKind::LatentSector {
+        file: FileKind::Segment,
+        offsets: Some(OffsetRange { start, end }),
+        below_hwm: Some(true),
+    }
+}
+
+/// Ids 1-3 acknowledged at offsets 0-2 and hidden by a crash; a flip makes the open of
+/// incarnation 1 cut at 0 (R2), and its replay re-commits id 3 at offset 4 (the WAL
+/// held other records first). Ids 1 and 2 are delivered. A power loss then leaves a
+/// latent sector over [`hit`, 5), and when `named` the world records that it held id
+/// 3's copy at 4 (`DamageHeld`); the open of incarnation 2 cuts at `hit` (R1) and
+/// clamps the persisted HWM 5 to `hit`. When `relisted`, a later open lists id 3 in its
+/// hidden tail again.
+fn clamp_after_a_recommit(hit: u64, named: bool, relisted: bool) -> Run {
+    clamp_after_a_killed_open(hit, named, relisted, false)
+}
+
+/// [`clamp_after_a_recommit`], with an open that read the damaged log and was killed
+/// before it cut anything when `killed`.
+fn clamp_after_a_killed_open(hit: u64, named: bool, relisted: bool, killed: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .crash(&[(0, 0, 3, 3)])
+        .fault(flip_above_hwm(0), Some(0))
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 0, Some(0))
+        .alarm(Some(0), hole_at(0))
+        .opened(0, 0, 0)
+        .hwm(0, 5, 5, 5)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        .crash(&[(0, 5, 5, 5)])
+        .fault(latent(hit, 5), Some(0));
+    if named {
+        r.with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(4, 3)]);
+        });
+    }
+    if killed {
+        r.restart()
+            .disk(0, OpenRule::TornTail, 5, hit, Some(hit))
+            .crash(&[(0, 5, hit, 5)]);
+    }
+    r.restart()
+        .disk(0, OpenRule::TornTail, 5, hit, Some(hit))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 100 * hit,
+                offset: hit,
+                bytes: 100 * (5 - hit),
+            },
+        )
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 5,
+                hwm: hit,
+                lost: 5 - hit,
+            },
+        )
+        .opened(0, hit, hit)
+        .counters(0, 5 - hit, 0);
+    if relisted {
+        r.crash(&[(0, hit, hit + 2, hit + 2)])
+            .restart()
+            .with(|t, h| {
+                h.hidden_at_open(t, &tp(0), hit, hit + 2, vec![copy(hit + 1, 3)]);
+            });
+    }
+    r
+}
+
+fn assert_not_clamped(report: &CheckReport, id: ProduceId) {
+    assert_ne!(
+        report.no_lost_ack.excuse_of(id).map(|e| e.kind),
+        Some(ExcuseKind::Clamped),
+        "{:#?}",
+        report.violations()
+    );
+    assert!(
+        report
+            .violations_of(CheckerName::NoLostAck)
+            .iter()
+            .any(|v| v.message.contains(&format!("id {id} at offset"))),
+        "{:#?}",
+        report.violations()
+    );
+}
+
+#[test]
+fn a_clamp_excuses_the_copy_a_damage_named_not_what_sits_at_the_acked_offset() {
+    // Fresh seed 2886010034006745 (quick, latent sectors on): an R1 cut sent id 8 back
+    // through the WAL from offset 11 to 6, and a latent sector over that frame later
+    // made an open cut at 6 and clamp [6, 8) away.
+    let report = clamp_after_a_recommit(4, true, false).report();
+    match report.no_lost_ack.excuse_of(3) {
+        Some(e) if e.kind == ExcuseKind::Clamped => {
+            assert!(e.covers.contains("its copy at offset 4"), "{e}");
+        }
+        other => panic!(
+            "expected a clamp of id 3's copy, got {other:?}: {:#?}",
+            report.violations()
+        ),
+    }
+    // Without the world's listing nothing says where the copy went.
+    assert_not_clamped(&clamp_after_a_recommit(4, false, false).report(), 3);
+    // A later open that still lists a copy shows the clamp did not take the last one.
+    assert_not_clamped(&clamp_after_a_recommit(4, true, true).report(), 3);
+}
+
+#[test]
+fn a_clamp_over_the_acked_offset_after_a_cut_moved_the_record_excuses_nothing() {
+    // The clamp gives up [2, 5), which holds id 3's acknowledged offset 2; but the cut
+    // at 0 put another record there, and the copy the damage named (4) is inside too.
+    // Named, the copy is the excuse; unnamed, the acknowledged offset proves nothing.
+    let report = clamp_after_a_recommit(2, true, false).report();
+    match report.no_lost_ack.excuse_of(3) {
+        Some(e) if e.kind == ExcuseKind::Clamped => {
+            assert!(e.covers.contains("its copy at offset 4"), "{e}");
+        }
+        other => panic!(
+            "expected a clamp of id 3's copy, got {other:?}: {:#?}",
+            report.violations()
+        ),
+    }
+    assert_not_clamped(&clamp_after_a_recommit(2, false, false).report(), 3);
+}
+
+#[test]
+fn an_open_killed_before_its_cut_moves_no_copy() {
+    // Fresh seed 3790003275 (quick, latent sectors on): the open after the latent
+    // sector read the log ending at the damaged frame and was killed; the next one cut
+    // and clamped. The killed open's view ends at a bad frame, which still holds the
+    // copy: only a cut makes room for another record there.
+    let report = clamp_after_a_killed_open(4, true, false, true).report();
+    assert_eq!(
+        report.no_lost_ack.excuse_of(3).map(|e| e.kind),
+        Some(ExcuseKind::Clamped),
+        "{:#?}",
+        report.violations()
+    );
+}

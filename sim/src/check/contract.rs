@@ -434,27 +434,46 @@ pub fn word_rewritten(
         let crash = facts.next_crash_after(write);
         let seen_next = events
             .iter()
+            .enumerate()
             .skip(crash.saturating_add(1))
-            .find_map(|e| match &e.kind {
+            .find_map(|(i, e)| match &e.kind {
                 // What the open read: the value before its clamp, when it clamped.
                 EventKind::EngineAlarm {
                     tp: Some(t),
                     alarm: Alarm::FrontierClamped { value, .. },
                     ..
-                } if t == tp => Some(*value),
+                } if t == tp => Some((i, *value)),
                 EventKind::FrontierObserved {
                     tp: t, frontier, ..
-                } if t == tp => Some(*frontier),
+                } if t == tp => Some((i, *frontier)),
                 _ => None,
             });
-        match (seen_next, flipped) {
-            (Some(seen), Some(range))
-                if seen != written && (seen == range.start || seen == range.end) =>
-            {
-                from = crash;
+        // The write did not last when the open read the flip's word back, or when
+        // another flip of the word before that read found one of the flip's values
+        // there rather than the write's (a flip changes the word from one end of its
+        // range to the other).
+        let undone = match (seen_next, flipped) {
+            (Some((read, seen)), Some(range)) if seen != written => {
+                let ends = [range.start, range.end];
+                ends.contains(&seen)
+                    || events[write + 1..read].iter().any(|e| {
+                        matches!(&e.kind, EventKind::Fault {
+                            kind: FaultKind::BitFlip { file: f, offsets: Some(r), .. },
+                            tp: Some(t),
+                            ..
+                        } if *f == file
+                            && t == tp
+                            && r.start != written
+                            && r.end != written
+                            && (ends.contains(&r.start) || ends.contains(&r.end)))
+                    })
             }
-            _ => return Some(write),
+            _ => false,
+        };
+        if !undone {
+            return Some(write);
         }
+        from = crash;
     }
 }
 

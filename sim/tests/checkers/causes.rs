@@ -1002,6 +1002,58 @@ fn a_frontier_flip_is_still_there_when_the_open_reads_its_value_before_a_clamp()
 }
 
 #[test]
+fn a_later_flip_that_finds_the_earlier_flips_word_shows_the_rewrite_did_not_last() {
+    // Fresh quick seed 2966590862002001: consumer.offset was flipped (2 -> 1000), the
+    // engine clamped it and wrote 3, but that write never reached the platter: a second
+    // flip at the next power loss found 1000 there and made it 996, which the open
+    // clamped. The second flip's before-value is the first one's word.
+    let flip = |start: u64, end: u64| FaultKind::BitFlip {
+        file: FileKind::ConsumerOffset,
+        offsets: Some(OffsetRange { start, end }),
+        below_hwm: None,
+    };
+    let run = |first: FaultKind, second: FaultKind, read: u64| {
+        let mut r = Run::new();
+        r.produced(2)
+            .hwm(0, 2, 2, 2)
+            .delivered(2)
+            .fault(first, Some(0))
+            .with(|t, h| {
+                h.frontier_written(t, &tp(0), 3);
+            })
+            .crash(&[(0, 2, 2, 2)])
+            .fault(second, Some(0))
+            .restart()
+            .alarm(
+                Some(0),
+                Alarm::FrontierClamped {
+                    value: read,
+                    clamped: 2,
+                },
+            )
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 2);
+            });
+        r.report()
+    };
+    let report = run(flip(2, 1_000), flip(996, 1_000), 996);
+    assert!(
+        report.alarms_explained.violations.is_empty(),
+        "{:?}",
+        report.alarms_explained.violations
+    );
+    // A second flip that found a word the first did not leave proves nothing about the
+    // write: the first flip's reach ended with it, and the second's misses [2, 996).
+    assert_mentions(
+        &messages_of(
+            &run(flip(2, 500), flip(996, 1_000), 996),
+            CheckerName::AlarmsExplained,
+        ),
+        &["frontier_clamped 996 -> 2"],
+    );
+}
+
+#[test]
 fn a_clamp_after_a_cut_in_the_same_open_is_still_the_faults() {
     // The misdirected write hit offsets [1, 3) under the persisted HWM 3; the open cuts
     // the log at 1 and then clamps to 1. Its own cut does not hide the fault from its

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 mod both_copies;
+mod both_copies_listed;
 mod clamped;
 mod copies;
 mod skipped;
@@ -394,6 +395,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
             [
                 self.skipped(tp, id, o, after, since),
                 self.both_copies_damaged(tp, id, o, after),
+                self.both_copies_damaged_listed(tp, id, o, after),
             ]
         };
         // Of the rows that apply, the one whose causes all came first: what made the

@@ -894,3 +894,143 @@ fn a_lost_hwm_fsync_reaches_records_acked_before_it_until_the_next_crash() {
         &["id 4 at offset 1"],
     );
 }
+
+/// How [`both_copies_damaged_by_copy`] varies the run.
+#[derive(Clone, Copy, Default)]
+struct ByCopy {
+    /// The open between the WAL damage and the log damage completes.
+    completed_between: bool,
+    /// The replay copy the second open made past the tail survives its crash.
+    second_copy_kept: bool,
+    /// The open after the log damage announces no cut.
+    no_cut: bool,
+}
+
+/// Ids 1-3 acknowledged at offsets 0-2, hidden by a crash. A flip makes the open of
+/// incarnation 1 cut at 1 (R2), and its replay commits ids 2-3 at 1-2 again; the open
+/// of incarnation 2 lists them hidden and its replay commits them again past 3, which
+/// the power loss after it takes. A flip in the WAL then destroys id 3's entry; the
+/// open of incarnation 3 is killed before its replay; a latent sector at the next power
+/// loss takes the frame holding id 3's copy at 2 (`DamageHeld`), and the open of
+/// incarnation 4 cuts at 2 (R1) and finds no copy of id 3.
+fn both_copies_damaged_by_copy(v: ByCopy) -> Run {
+    let copy = |offset, id| HeldCopy {
+        offset,
+        id,
+        committed_at_ms: 1_000 + offset,
+    };
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 0, 3)
+        .crash(&[(0, 0, 3, 3)])
+        .fault(flip_above_hwm(1), Some(0))
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 1, Some(1))
+        .alarm(Some(0), hole_at(1))
+        .opened(0, 0, 1)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .crash(&[(0, 0, 3, 3)])
+        .restart()
+        .open_clean(0, 0, 3)
+        .with(|t, h| {
+            let held = vec![copy(0, 1), copy(1, 2), copy(2, 3)];
+            h.hidden_at_open(t, &tp(0), 0, 3, held);
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    let tail = if v.second_copy_kept { 5 } else { 3 };
+    r.crash(&[(0, 0, tail, 3)])
+        .wal_entry_flipped(3, 3, 3)
+        .restart()
+        .open_clean(0, 0, tail);
+    if v.completed_between {
+        r.with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    }
+    r.crash(&[(0, 0, tail, 3)])
+        .fault(
+            FaultKind::LatentSector {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 2, end: 3 }),
+                below_hwm: Some(false),
+            },
+            Some(0),
+        )
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(2, 3)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 0, 2, Some(2));
+    if !v.no_cut {
+        r.alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 200,
+                offset: 2,
+                bytes: 100,
+            },
+        );
+    }
+    r.opened(0, 0, 2).with(|t, h| {
+        h.hidden_at_open(t, &tp(0), 0, 2, vec![copy(0, 1), copy(1, 2)]);
+        h.frontier_observed(t, &tp(0), 0);
+    });
+    r
+}
+
+#[test]
+fn both_copies_damaged_follows_the_replays_copy_the_damage_named() {
+    // Fresh quick seed 3791001006 (latent sectors on): an R2 cut sent id 12 back
+    // through the WAL; its entry was flipped, the open after was killed before its
+    // replay, and a latent sector took the re-committed frame before any open could
+    // expose it.
+    let report = both_copies_damaged_by_copy(ByCopy::default()).report();
+    match report.no_lost_ack.excuse_of(3) {
+        Some(e) if e.kind == ExcuseKind::BothCopiesDamaged => {
+            assert!(e.covers.contains("last log copy, at offset 2"), "{e}");
+        }
+        other => panic!(
+            "expected both copies damaged, got {other:?}: {:#?}",
+            report.violations()
+        ),
+    }
+    for v in [
+        // That open exposed the hidden copy, or could have.
+        ByCopy {
+            completed_between: true,
+            ..ByCopy::default()
+        },
+        // Another replay copy may outlive the damage.
+        ByCopy {
+            second_copy_kept: true,
+            ..ByCopy::default()
+        },
+        // The engine never said it lost the frame.
+        ByCopy {
+            no_cut: true,
+            ..ByCopy::default()
+        },
+    ] {
+        let report = both_copies_damaged_by_copy(v).report();
+        assert!(
+            report
+                .no_lost_ack
+                .excuse_of(3)
+                .is_none_or(|e| !e.covers.contains("last log copy")),
+            "{:?}",
+            report.no_lost_ack.excuse_of(3)
+        );
+        assert!(
+            report
+                .violations_of(CheckerName::NoLostAck)
+                .iter()
+                .any(|v| v.message.contains("id 3 at offset")),
+            "{:#?}",
+            report.violations()
+        );
+    }
+}

@@ -404,12 +404,37 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
                     .any(|&restart| copy.first_delivery < restart && restart < until)
         })
         .map(|s| (s.index, format!("{} offset {}", copy.tp, copy.offset)));
-    let replay_ends = |from: crate::history::Incarnation| {
+    // The first open from `from` on that completed: its replay re-commits what a clamp
+    // of `from` gave up.
+    let replayer = |from: crate::history::Incarnation| {
         (from..)
             .take_while(|i| facts.restarts.contains_key(i) || *i == from)
             .find(|i| facts.opened.contains(i))
+    };
+    let replay_ends = |from: crate::history::Incarnation| {
+        replayer(from)
             .and_then(|i| facts.crash_ending(i))
             .map_or(usize::MAX, |c| c.index)
+    };
+    // Where that replay commits: at or past the lowest HWM a clamp, or offset a cut,
+    // left from the clamp's open up to the replaying one (a killed open in between can
+    // cut lower still).
+    let replay_floor = |c: &super::alarms::ClampFact| {
+        let last = replayer(c.incarnation).unwrap_or(Incarnation::MAX);
+        let within = |inc: Incarnation| c.incarnation <= inc && inc <= last;
+        facts
+            .alarms
+            .clamps(&copy.tp)
+            .filter(|k| within(k.incarnation) && k.index >= c.index)
+            .map(|k| k.hwm)
+            .chain(
+                facts
+                    .alarms
+                    .cuts(&copy.tp)
+                    .filter(|k| within(k.incarnation) && k.index > c.index)
+                    .map(|k| k.offset),
+            )
+            .fold(c.hwm, Offset::min)
     };
     // Whether `other` was in the log before the crash at history index `end`: first
     // delivered before it, or below the tail that crash left, with nothing cutting or
@@ -445,7 +470,7 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
                     && c.hwm <= copy.offset
                     && copy.offset < c.persisted_hwm
                     && other.tp == copy.tp
-                    && other.offset >= c.hwm
+                    && other.offset >= replay_floor(c)
                     // Committed by the replay after it: seen before the crash that
                     // ends the first open that completed (a killed open replays
                     // nothing for certain), or found in the log by that crash.

@@ -411,30 +411,50 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
             .take_while(|i| facts.restarts.contains_key(i) || *i == from)
             .find(|i| facts.opened.contains(i))
     };
-    let replay_ends = |from: crate::history::Incarnation| {
-        replayer(from)
-            .and_then(|i| facts.crash_ending(i))
-            .map_or(usize::MAX, |c| c.index)
-    };
-    // Where that replay commits: at or past the lowest HWM a clamp, or offset a cut,
-    // left from the clamp's open up to the replaying one (a killed open in between can
-    // cut lower still).
-    let replay_floor = |c: &super::alarms::ClampFact| {
-        let last = replayer(c.incarnation).unwrap_or(Incarnation::MAX);
-        let within = |inc: Incarnation| c.incarnation <= inc && inc <= last;
-        facts
-            .alarms
-            .clamps(&copy.tp)
-            .filter(|k| within(k.incarnation) && k.index >= c.index)
-            .map(|k| k.hwm)
-            .chain(
-                facts
-                    .alarms
-                    .cuts(&copy.tp)
-                    .filter(|k| within(k.incarnation) && k.index > c.index)
-                    .map(|k| k.offset),
-            )
-            .fold(c.hwm, Offset::min)
+    // The clamp's replay window: the first open from the clamp's on that completed,
+    // and the lowest HWM a clamp, or offset a cut, left up to it (its replay commits at
+    // or past that). When the next open cut at or below that floor (damage took what
+    // the replay wrote), nothing of it is left and the next replay commits the record
+    // again: the window goes on. A log merely ending there proves nothing: a completed
+    // replay's commits are durable, so it wrote none, and the WAL no longer held the
+    // entry.
+    // Returns (the floor, the crash that ends the window).
+    let replay_window = |c: &super::alarms::ClampFact| {
+        let lowest = |from: Incarnation, to: Incarnation| {
+            let within = |inc: Incarnation| from <= inc && inc <= to;
+            facts
+                .alarms
+                .clamps(&copy.tp)
+                .filter(|k| within(k.incarnation) && k.index >= c.index)
+                .map(|k| k.hwm)
+                .chain(
+                    facts
+                        .alarms
+                        .cuts(&copy.tp)
+                        .filter(|k| within(k.incarnation) && k.index > c.index)
+                        .map(|k| k.offset),
+                )
+                .fold(c.hwm, Offset::min)
+        };
+        let mut from = c.incarnation;
+        let mut floor = c.hwm;
+        loop {
+            let Some(last) = replayer(from) else {
+                return (lowest(c.incarnation, Incarnation::MAX), usize::MAX);
+            };
+            floor = floor.min(lowest(c.incarnation, last));
+            let next = last + 1;
+            let wiped = facts
+                .alarms
+                .cuts(&copy.tp)
+                .any(|k| k.incarnation == next && k.offset <= floor);
+            if wiped {
+                from = next;
+                continue;
+            }
+            let end = facts.crash_ending(last).map_or(usize::MAX, |k| k.index);
+            return (floor, end);
+        }
     };
     // Whether `other` was in the log before the crash at history index `end`: first
     // delivered before it, or below the tail that crash left, with nothing cutting or
@@ -470,11 +490,13 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
                     && c.hwm <= copy.offset
                     && copy.offset < c.persisted_hwm
                     && other.tp == copy.tp
-                    && other.offset >= replay_floor(c)
-                    // Committed by the replay after it: seen before the crash that
-                    // ends the first open that completed (a killed open replays
+                    // Committed by the replay after it: at or past its floor, seen
+                    // before the crash that ends its window (a killed open replays
                     // nothing for certain), or found in the log by that crash.
-                    && committed_by(replay_ends(c.incarnation))
+                    && {
+                        let (floor, end) = replay_window(c);
+                        other.offset >= floor && committed_by(end)
+                    }
             })
             .map(|c| {
                 (

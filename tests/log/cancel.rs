@@ -9,13 +9,6 @@ use cafelog_engine::log::LogConfig;
 use cafelog_engine::store::Wal;
 use std::sync::atomic::Ordering;
 
-/// Polls `future` once, then drops it (as a timeout would); whether it finished.
-fn poll_once<F: std::future::Future>(future: F) -> bool {
-    let mut future = std::pin::pin!(future);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    future.as_mut().poll(&mut cx).is_ready()
-}
-
 #[test]
 fn a_sync_dropped_while_its_frame_is_written_leaves_it_for_the_next_commit() {
     let dir = tempfile::tempdir().unwrap();

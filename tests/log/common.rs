@@ -85,6 +85,8 @@ pub struct FailingFs {
     pub hang_read: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// While set, `sync_dir` never completes.
     pub hang_sync_dir: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// While set, `remove_file` never completes (nor removes): a caller can only drop it.
+    pub hang_remove: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// While set, `sync_data` takes effect (or fails, with `fail_sync`) and then never
     /// returns: its caller can only drop it, unaware of the outcome.
     pub hang_after_sync: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -129,6 +131,13 @@ pub fn open_failing(dir: &Path, config: LogConfig) -> (Log<FailingFs, ManualCloc
     let clock = ManualClock::new(WALL_START_MS);
     let (log, _) = pollster::block_on(Log::open(fs.clone(), clock, dir, config)).expect("open log");
     (log, fs)
+}
+
+/// Polls `future` once, then drops it (as a timeout would); whether it finished.
+pub fn poll_once<F: std::future::Future>(future: F) -> bool {
+    let mut future = std::pin::pin!(future);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    future.as_mut().poll(&mut cx).is_ready()
 }
 
 /// Pending forever while `flag` is set when first polled.
@@ -256,6 +265,7 @@ impl cafelog_engine::fs::Fs for FailingFs {
             .lock()
             .expect("lock")
             .push(format!("remove {}", name.unwrap_or_default()));
+        hang_while(&self.hang_remove).await;
         StdFs.remove_file(path).await
     }
     async fn sync_dir(&self, path: &Path) -> std::io::Result<()> {

@@ -1,6 +1,7 @@
 use crate::common::*;
 use cafelog_engine::clock::ManualClock;
 use cafelog_engine::log::LogConfig;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 fn config() -> LogConfig {
@@ -180,4 +181,45 @@ fn a_sweep_that_deletes_nothing_reports_the_log_start_as_it_stands() {
     let report = pollster::block_on(log.reap_once()).unwrap();
     assert!(report.segments.is_empty());
     assert_eq!(report.log_start, start);
+}
+
+#[test]
+fn a_sweep_dropped_before_its_unlinks_is_finished_by_the_next() {
+    // Found by the simulator's dropped background loops (default seed 3797000830): a
+    // reaper dropped between taking segments out of the log and unlinking them left the
+    // files behind; a later sweep reaped their successor, and the next open found a gap
+    // below the persisted HWM and refused the partition.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let fs = FailingFs::default();
+    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
+        fs.clone(),
+        clock.clone(),
+        dir.path(),
+        config(),
+    ))
+    .expect("open");
+    for i in 0..10u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
+    }
+    let before = segment_files(dir.path());
+    assert!(before.len() >= 3, "{before:?}");
+    clock.advance(Duration::from_secs(61));
+    fs.hang_remove.store(true, Ordering::SeqCst);
+    assert!(!poll_once(log.reap_once()), "the first unlink hangs");
+    fs.hang_remove.store(false, Ordering::SeqCst);
+    let start = log.log_start();
+    assert!(start > 0, "the sweep took segments out of the log");
+    assert_eq!(segment_files(dir.path()), before, "nothing unlinked yet");
+    // The next sweep has nothing new to reap, and deletes what the dropped one left.
+    pollster::block_on(log.reap_once()).unwrap();
+    let after = segment_files(dir.path());
+    for name in &after {
+        let base: u64 = name[..20].parse().unwrap();
+        assert!(base >= start, "{name} outlives the log start {start}");
+    }
+    pollster::block_on(log.close()).unwrap();
+    drop(log);
+    let (log, _) = open(dir.path(), &clock, config());
+    assert_eq!(log.log_start(), start, "reopened at the swept log start");
 }

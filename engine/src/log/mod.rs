@@ -236,6 +236,10 @@ struct State<F: Fs> {
     bad_frames: BTreeSet<u64>,
     /// Frames whose unparseable records were already counted.
     skip_counted: BTreeSet<u64>,
+    /// Segment files the reaper took out of the log but has not yet seen unlinked and
+    /// the directory fsynced (a sweep dropped or failed part-way): the next sweep
+    /// deletes them first, so no file outlives its place in the log.
+    unlink_pending: Vec<String>,
 }
 
 impl<F: Fs> State<F> {
@@ -515,6 +519,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             cache: read::FrameCache::new(config.frame_cache_frames),
             bad_frames: BTreeSet::new(),
             skip_counted: BTreeSet::new(),
+            unlink_pending: Vec::new(),
         };
         state.check_invariants();
         let allocated = scan

@@ -2,6 +2,12 @@
 //! `retention_ms` and lies below the HWM. Never the active segment. Granularity is the
 //! segment, so data lives between `retention_ms` and `retention_ms` + one segment's fill
 //! time.
+//!
+//! Cancel-safe: a sweep takes segments out of the log first and records their files as
+//! pending unlink in the log's state; a sweep dropped (or failed) before it saw every
+//! unlink and the directory fsync leaves them there, and the next sweep deletes them
+//! before anything else. Otherwise an orphan below the log start would come back at the
+//! next open, and once its successor is reaped, leave a gap that refuses the partition.
 
 use super::metrics::add;
 use super::{Log, LogError};
@@ -48,11 +54,16 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 .map(|(base, s)| (*base, s.end_offset))
                 .collect()
         };
-        let Some(&(_, new_start)) = candidates.last() else {
-            return Ok(ReapReport {
-                log_start: self.log_start(),
-                ..ReapReport::default()
-            });
+        let pending = !self.state().unlink_pending.is_empty();
+        let new_start = match candidates.last() {
+            Some(&(_, end)) => end,
+            None if pending => self.log_start(),
+            None => {
+                return Ok(ReapReport {
+                    log_start: self.log_start(),
+                    ..ReapReport::default()
+                });
+            }
         };
         // A persisted HWM below the new log start would hide committed records after a
         // crash (the WAL checkpoint follows the persisted HWM): persist first.
@@ -61,27 +72,31 @@ impl<F: Fs, C: Clock> Log<F, C> {
         }
         let mut report = ReapReport::default();
         let mut names = Vec::new();
-        {
+        let unlink = {
             let mut st = self.state();
             for (base, end) in &candidates {
                 if let Some(segment) = st.segments.remove(base) {
                     report.bytes += segment.len;
                     report.records += end - base;
-                    names.push(segment.name);
+                    names.push(segment.name.clone());
+                    st.unlink_pending.push(segment.name);
                 }
             }
+            assert!(new_start >= st.log_start, "the log start never moves back");
             st.log_start = new_start;
             st.cache.invalidate_below(new_start);
             st.bad_frames = st.bad_frames.split_off(&new_start);
             st.skip_counted = st.skip_counted.split_off(&new_start);
             st.check_invariants();
-        }
-        for name in &names {
-            self.inner
-                .fs
-                .remove_file(&self.inner.dir.join(name))
-                .await
-                .map_err(LogError::io("delete segment"))?;
+            st.unlink_pending.clone()
+        };
+        for name in &unlink {
+            match self.inner.fs.remove_file(&self.inner.dir.join(name)).await {
+                Ok(()) => {}
+                // An earlier sweep's unlink went through before it was dropped.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io("delete segment")(e)),
+            }
         }
         self.inner
             .fs
@@ -90,6 +105,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             .map_err(LogError::io("sync directory after segment delete"))?;
         {
             let mut st = self.state();
+            st.unlink_pending.retain(|name| !unlink.contains(name));
             st.durable_log_start = st.durable_log_start.max(new_start);
             st.check_invariants();
         }

@@ -23,7 +23,7 @@ use std::time::Duration;
 const CANCEL_YIELD_PROBABILITY: f64 = 0.5;
 
 /// The fault kinds [`FaultMix::without`] can turn off.
-pub const WITHOUT_KINDS: [&str; 3] = ["cancel", "process_crash", "latent_sector"];
+pub const WITHOUT_KINDS: [&str; 4] = ["cancel", "process_crash", "latent_sector", "loop_drop"];
 
 /// Which faults a run injects, drawn from its seed.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,6 +48,10 @@ pub struct FaultMix {
     pub process_crash_fraction: f64,
     /// Probability that the server drops a request's engine future part-way (0..=1).
     pub cancel_probability: f64,
+    /// Whether the engine's background loops are dropped part-way too, each start with
+    /// `cancel_probability`, and restarted (no draw of their own: off only to replay a
+    /// seed as it ran before loop drops existed, `without loop_drop`).
+    pub loop_drops: bool,
     /// Probability that a power loss leaves one sector of a segment unreadable (0..=1),
     /// at most `latent_sectors_max` times per run.
     pub latent_sector_probability: f64,
@@ -69,6 +73,7 @@ impl FaultMix {
             crashes_max: 0,
             process_crash_fraction: 0.0,
             cancel_probability: 0.0,
+            loop_drops: false,
             latent_sector_probability: 0.0,
             latent_sectors_max: 0,
         }
@@ -129,6 +134,7 @@ impl FaultMix {
         // Drawn after it, for the same reason.
         if on(dice, 0.3) {
             mix.cancel_probability = [0.02, 0.1, 0.3][dice.below(3) as usize];
+            mix.loop_drops = true;
         }
         // And after that one; drawn the same whether the profile lets it fire or not,
         // so a seed turned on with `--with latent_sector` keeps the rest of its mix.
@@ -160,6 +166,7 @@ impl FaultMix {
     pub fn without(&mut self, name: &str) -> Result<(), String> {
         match name {
             "cancel" => self.cancel_probability = 0.0,
+            "loop_drop" => self.loop_drops = false,
             "process_crash" => self.process_crash_fraction = 0.0,
             "latent_sector" => {
                 self.latent_sector_probability = 0.0;

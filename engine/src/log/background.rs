@@ -8,9 +8,25 @@ use crate::fs::Fs;
 use std::future::Future;
 use std::pin::Pin;
 
+/// A background loop's future.
+pub type LoopFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// Starts a background loop: each call makes a fresh future of it. A loop keeps what it
+/// must not forget in the log (or store) it runs for, never in the future alone, so a
+/// loop dropped at any await and started again carries on where the shared state says.
+pub type LoopStart = Box<dyn Fn() -> LoopFuture + Send + Sync + 'static>;
+
 /// Something that runs a future to completion in the background.
 pub trait Spawn {
-    fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send + 'static>>);
+    fn spawn(&self, future: LoopFuture);
+
+    /// Runs the background loop `name`. The default starts it once; an embedder whose
+    /// tasks can be dropped (a supervisor that restarts a failed task, a simulator that
+    /// cancels one) may call `start` again whenever the last future is gone.
+    fn spawn_loop(&self, name: &'static str, start: LoopStart) {
+        let _ = name;
+        self.spawn(start());
+    }
 }
 
 impl<F: Fs, C: Clock> Log<F, C> {
@@ -102,8 +118,20 @@ impl<F: Fs, C: Clock> Log<F, C> {
 
     /// Hands the flusher, HWM persister and reaper to `spawner`.
     pub fn spawn_background(&self, spawner: &impl Spawn) {
-        spawner.spawn(Box::pin(self.clone().run_flusher()));
-        spawner.spawn(Box::pin(self.clone().run_hwm_persister()));
-        spawner.spawn(Box::pin(self.clone().run_reaper()));
+        let log = self.clone();
+        spawner.spawn_loop(
+            "flusher",
+            Box::new(move || Box::pin(log.clone().run_flusher())),
+        );
+        let log = self.clone();
+        spawner.spawn_loop(
+            "hwm_persister",
+            Box::new(move || Box::pin(log.clone().run_hwm_persister())),
+        );
+        let log = self.clone();
+        spawner.spawn_loop(
+            "reaper",
+            Box::new(move || Box::pin(log.clone().run_reaper())),
+        );
     }
 }

@@ -27,7 +27,7 @@ mod read;
 mod retention;
 mod write;
 
-pub use background::Spawn;
+pub use background::{LoopFuture, LoopStart, Spawn};
 pub use config::{FsyncPolicy, LogConfig};
 pub use error::LogError;
 pub use metrics::{LogMetrics, MetricsSnapshot};

@@ -1052,7 +1052,11 @@ impl<F: Fs, C: Clock> Store<F, C> {
         for part in self.partitions() {
             part.log.spawn_background(spawner);
         }
-        spawner.spawn(Box::pin(self.clone().run_ticker()));
+        let store = self.clone();
+        spawner.spawn_loop(
+            "ticker",
+            Box::new(move || Box::pin(store.clone().run_ticker())),
+        );
     }
 
     /// Closes every partition (drain, commit, persist the HWM), persists frontiers and

@@ -176,6 +176,9 @@ pub enum FaultKind {
 pub enum RequestKind {
     Produce,
     Receive,
+    /// Not a client's request: one of the engine's background loops (flusher, HWM
+    /// persister, reaper, store ticker; named by the fault's path), restarted after.
+    Loop,
 }
 
 impl FaultKind {

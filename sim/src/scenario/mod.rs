@@ -197,6 +197,7 @@ impl Scenario {
             mix.clock_steps_max = s.clock_steps_max;
             mix.process_crash_fraction = s.process_crash_fraction;
             mix.cancel_probability = s.cancel_probability;
+            mix.loop_drops = s.cancel_probability > 0.0;
             mix.latent_sector_probability = s.latent_sector_probability;
             mix.latent_sectors_max = s.latent_sectors_max;
         }

@@ -287,6 +287,14 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
             sub_seed(spec.seed, 6),
             spec.mix.cancel_probability,
         )),
+        loop_drops: Arc::new(cancel::Cancels::new(
+            sub_seed(spec.seed, 7),
+            if spec.mix.loop_drops {
+                spec.mix.cancel_probability
+            } else {
+                0.0
+            },
+        )),
     };
     let handle = madsim::runtime::Handle::current();
     let node = handle

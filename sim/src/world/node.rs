@@ -65,15 +65,56 @@ pub struct NodeContext {
     pub restart_requested: Arc<AtomicBool>,
     /// Which requests the server drops part-way.
     pub cancels: Arc<Cancels>,
+    /// Which starts of the engine's background loops are dropped part-way (their own
+    /// stream, so request draws stay as they were).
+    pub loop_drops: Arc<Cancels>,
 }
 
-/// Spawns the engine's background loops as tasks of one incarnation.
-struct NodeSpawner(Incarnation);
+/// How long a dropped background loop stays down before its supervisor starts it
+/// again.
+const LOOP_RESTART_DELAY: Duration = Duration::from_millis(20);
+
+/// Spawns the engine's background loops as tasks of one incarnation. A loop start the
+/// seed picks is dropped at one of its await points, recorded as a cancel fault, and
+/// started again after [`LOOP_RESTART_DELAY`] (as a supervisor restarts a failed task);
+/// nothing is dropped after the heal.
+struct NodeSpawner {
+    incarnation: Incarnation,
+    recorder: Shared,
+    drops: Arc<Cancels>,
+}
 
 impl Spawn for NodeSpawner {
     fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send + 'static>>) {
         // Spawned on the current node: killed with it.
-        drop(madsim::task::spawn(tagged(self.0, engine_pinned(future))));
+        drop(madsim::task::spawn(tagged(
+            self.incarnation,
+            engine_pinned(future),
+        )));
+    }
+
+    fn spawn_loop(&self, name: &'static str, start: cafelog_engine::log::LoopStart) {
+        let recorder = self.recorder.clone();
+        let drops = Arc::clone(&self.drops);
+        let supervisor = async move {
+            loop {
+                let after = drops.draw(recorder.lock().healed);
+                let run = cancel_after(engine_pinned(start()), after, || !recorder.lock().healed);
+                if run.await.is_some() {
+                    // The loop ended on its own: its log or store closed or poisoned.
+                    return;
+                }
+                recorder.lock().fault(
+                    FaultKind::Cancel {
+                        request: RequestKind::Loop,
+                    },
+                    None,
+                    Some(name),
+                );
+                madsim::time::sleep(LOOP_RESTART_DELAY).await;
+            }
+        };
+        drop(madsim::task::spawn(tagged(self.incarnation, supervisor)));
     }
 }
 
@@ -97,7 +138,11 @@ async fn serve_node(ctx: NodeContext, incarnation: Incarnation) {
         }
     };
     *ctx.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(store.clone());
-    store.spawn_background(&NodeSpawner(incarnation));
+    store.spawn_background(&NodeSpawner {
+        incarnation,
+        recorder: ctx.recorder.clone(),
+        drops: Arc::clone(&ctx.loop_drops),
+    });
     drop(madsim::task::spawn(tagged(
         incarnation,
         watchdog(

@@ -456,15 +456,23 @@ pub fn word_rewritten(
             (Some((read, seen)), Some(range)) if seen != written => {
                 let ends = [range.start, range.end];
                 ends.contains(&seen)
-                    || events[write + 1..read].iter().any(|e| {
+                    || events[write + 1..read].iter().enumerate().any(|(k, e)| {
+                        // A flip that found (or made) a word the engine wrote since
+                        // `write` found the engine's word, not the fault's.
+                        let engine_wrote = |v: Offset| {
+                            events[write..write + 1 + k].iter().any(|w| {
+                                matches!(&w.kind, EventKind::FrontierWritten { tp: t, frontier }
+                                    if t == tp && *frontier == v)
+                            })
+                        };
                         matches!(&e.kind, EventKind::Fault {
                             kind: FaultKind::BitFlip { file: f, offsets: Some(r), .. },
                             tp: Some(t),
                             ..
                         } if *f == file
                             && t == tp
-                            && r.start != written
-                            && r.end != written
+                            && !engine_wrote(r.start)
+                            && !engine_wrote(r.end)
                             && (ends.contains(&r.start) || ends.contains(&r.end)))
                     })
             }

@@ -76,9 +76,23 @@ fn hidden_tail(facts: &Facts<'_>, crash: &CrashFact, p: &CrashPartition) -> (Off
         .min()
         .unwrap_or(p.persisted_hwm);
     let start = p.persisted_hwm.min(read);
+    // The last shown HWM widens this crash's tail only past what the crash before it
+    // already hid, when no open completed in between (the one replay after both
+    // re-commits those entries once).
     let memory = p
         .memory_hwm
-        .or_else(|| last_shown_hwm(facts, &p.tp, crash.index))
+        .or_else(|| {
+            let shown = last_shown_hwm(facts, &p.tp, crash.index)?;
+            let prev_end = (!facts.opened.contains(&crash.incarnation))
+                .then(|| facts.crash_before(crash.index))
+                .flatten()
+                .and_then(|prev| {
+                    prev.partitions
+                        .get(&p.tp)
+                        .map(|q| hidden_tail(facts, prev, q).1)
+                });
+            prev_end.is_none_or(|e| e < shown).then_some(shown)
+        })
         .unwrap_or(0);
     let events = facts.history.events();
     let damaged_at_tail = facts.segment_damage.get(&p.tp).is_some_and(|damage| {
@@ -478,6 +492,15 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
                             .alarms
                             .clamps(&other.tp)
                             .any(|x| end < x.index && x.index < until && x.hwm <= other.offset)
+                        // No later crash lost the frame (a power loss after a process
+                        // crash drops what only the page cache held).
+                        && !facts.crashes.iter().any(|x| {
+                            end < x.index
+                                && x.index < until
+                                && x.partitions
+                                    .get(&other.tp)
+                                    .is_some_and(|p| p.durable_tail <= other.offset)
+                        })
                 })
     };
     let clamp = || {

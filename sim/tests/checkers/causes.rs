@@ -1222,3 +1222,72 @@ fn a_process_crash_tail_below_the_hwm_is_not_a_platter_faults_before_a_power_los
         run(false).stable_offsets.violations
     );
 }
+
+fn offset_flip(start: u64, end: u64) -> FaultKind {
+    FaultKind::BitFlip {
+        file: FileKind::ConsumerOffset,
+        offsets: Some(OffsetRange { start, end }),
+        below_hwm: None,
+    }
+}
+
+/// Ids 1-10 at offsets 0-9, delivered. The frontier is 2 when a flip makes it 1000
+/// ([2, 1000]); the engine writes 3, then 6 (both last). When `second`, a flip finds the
+/// engine's 6 and makes it 2 ([2, 6]); the engine then writes 10, which lasts: the next
+/// open reads 10. In that incarnation id 11 is acknowledged at offset 10, and the crash
+/// after leaves the log ending at 10 with the open finding nothing past it: id 11 is
+/// gone (an engine that acked before its fsync, or whose replay dropped the entry).
+fn later_flip_of_a_later_word(second: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(10).hwm(0, 10, 10, 10).delivered(10);
+    r.consume(0, 0).consume(0, 1).with(|t, h| {
+        h.frontier_written(t, &tp(0), 2);
+    });
+    r.fault(offset_flip(2, 1_000), Some(0));
+    r.consume(0, 2).with(|t, h| {
+        h.frontier_written(t, &tp(0), 3);
+    });
+    for o in 3..6 {
+        r.consume(0, o);
+    }
+    r.with(|t, h| {
+        h.frontier_written(t, &tp(0), 6);
+    });
+    if second {
+        r.fault(offset_flip(2, 6), Some(0));
+    }
+    for o in 6..10 {
+        r.consume(0, o);
+    }
+    r.with(|t, h| {
+        h.frontier_written(t, &tp(0), 10);
+    })
+    .crash(&[(0, 10, 10, 10)])
+    .restart()
+    .open_clean(0, 10, 10)
+    .with(|t, h| {
+        h.frontier_observed(t, &tp(0), 10);
+    })
+    .produce(11, 0, 10, 1_100)
+    .crash(&[(0, 10, 10, 10)])
+    .restart()
+    .open_clean(0, 10, 10)
+    .with(|t, h| {
+        h.frontier_observed(t, &tp(0), 10);
+    });
+    r
+}
+
+#[test]
+fn a_later_flip_that_found_the_engines_own_word_proves_no_write_undone() {
+    // An adversarial read of fbe4885: the second flip found the engine's 6 and made it
+    // the engine's old 2; neither is the first flip's word, so the first flip's reach
+    // ended with the write that lasted, and the loss of id 11 after it is unexcused.
+    for second in [true, false] {
+        let report = later_flip_of_a_later_word(second).report();
+        assert_mentions(
+            &messages_of(&report, CheckerName::NoLostAck),
+            &["id 11 at offset 10"],
+        );
+    }
+}

@@ -161,3 +161,194 @@ fn an_open_killed_before_its_cut_moves_no_copy() {
         report.violations()
     );
 }
+
+fn held(offset: u64, id: ProduceId) -> HeldCopy {
+    HeldCopy {
+        offset,
+        id,
+        committed_at_ms: 1_000 + offset,
+    }
+}
+
+/// Ids 1, 2 at 0, 1 (persisted HWM 2); id 1 delivered. A flip takes both frames; the
+/// open of incarnation 1 cuts at 0 and clamps [0, 2); its replay re-commits id 2 at 0
+/// (the WAL still held it), persisted before a power loss. A latent sector then takes
+/// that frame (`DamageHeld` names id 2 at 0), and the open of incarnation 2 cuts at 0
+/// and clamps [0, 1): the record's last copy, a recorded loss.
+fn clamped_twice() -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .crash(&[(0, 2, 2, 2)])
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 2 }, Some(true)),
+            Some(0),
+        )
+        .restart()
+        .disk(0, OpenRule::TornTail, 2, 0, Some(0))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 0,
+                offset: 0,
+                bytes: 200,
+            },
+        )
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 2,
+                hwm: 0,
+                lost: 2,
+            },
+        )
+        .counters(0, 2, 0)
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .hwm(0, 1, 1, 1)
+        .crash(&[(0, 1, 1, 1)])
+        .fault(
+            FaultKind::LatentSector {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 0, end: 1 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        )
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![held(0, 2)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 1, 0, Some(0))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 0,
+                offset: 0,
+                bytes: 100,
+            },
+        )
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 1,
+                hwm: 0,
+                lost: 1,
+            },
+        )
+        .counters(0, 1, 0)
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    r
+}
+
+#[test]
+fn a_later_clamp_of_the_listed_copy_is_tried_after_an_earlier_one() {
+    // An adversarial read of 5e815fb: the row settled on the first clamp, gave up on
+    // seeing a later listing, and never tried the second clamp, which took the copy
+    // DamageHeld named (a recorded loss).
+    let report = clamped_twice().report();
+    match report.no_lost_ack.excuse_of(2) {
+        Some(e) if e.kind == ExcuseKind::Clamped => {
+            assert!(e.covers.contains("its copy at offset 0"), "{e}");
+        }
+        other => panic!(
+            "expected the second clamp, got {other:?}: {:#?}",
+            report.violations()
+        ),
+    }
+}
+
+/// Ids 1, 2 at 0, 1 (persisted HWM 2), not delivered; a latent sector at rest takes
+/// both frames (`DamageHeld`). When `killed_between`, the open of incarnation 1 cuts at
+/// 0 (R1) and is killed (ENOSPC, a process crash) before its clamp, and the open of
+/// incarnation 2 finds the log truncated at 0 under the persisted HWM 2 and clamps;
+/// otherwise one open cuts and clamps.
+fn clamp_after_a_killed_cut(killed_between: bool) -> Run {
+    let torn = Alarm::TornTail {
+        segment: "00000000000000000000.log".into(),
+        position: 0,
+        offset: 0,
+        bytes: 200,
+    };
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .crash(&[(0, 2, 2, 2)])
+        .fault(
+            FaultKind::LatentSector {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 0, end: 2 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        )
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![held(0, 1), held(1, 2)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 2, 0, Some(0))
+        .alarm(Some(0), torn.clone());
+    if killed_between {
+        r.with(|t, h| {
+            h.process_crash(
+                t,
+                vec![CrashPartition {
+                    tp: tp(0),
+                    persisted_hwm: 2,
+                    durable_tail: 2,
+                    memory_hwm: None,
+                }],
+            );
+        })
+        .restart()
+        .disk(0, OpenRule::Clean, 2, 0, None);
+    }
+    r.alarm(
+        Some(0),
+        Alarm::Clamp {
+            persisted_hwm: 2,
+            hwm: 0,
+            lost: 2,
+        },
+    )
+    .counters(0, 2, 0)
+    .opened(0, 0, 0)
+    .with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    });
+    r
+}
+
+#[test]
+fn a_clamp_after_a_killed_opens_cut_is_still_the_clamps() {
+    // One open cuts and clamps: both ids excused by the clamp.
+    let report = clamp_after_a_killed_cut(false).report();
+    assert_clean(&report);
+    assert_eq!(
+        report.no_lost_ack.excuse_of(2).map(|e| e.kind),
+        Some(ExcuseKind::Clamped)
+    );
+    // The cut announced by an open killed before the clamp is the clamp's own
+    // (fresh quick 3795012648 with latent sectors).
+    let report = clamp_after_a_killed_cut(true).report();
+    for id in [1, 2] {
+        assert_eq!(
+            report.no_lost_ack.excuse_of(id).map(|e| e.kind),
+            Some(ExcuseKind::Clamped),
+            "id {id}: {:#?}",
+            report.violations()
+        );
+    }
+}

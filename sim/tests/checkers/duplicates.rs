@@ -793,3 +793,177 @@ fn a_replay_whose_copy_a_later_cut_wiped_hands_the_clamp_on_to_the_next() {
         &["produce id 2 delivered from orders/0@"],
     );
 }
+
+/// Ids 1, 2 at 0, 1 (persisted HWM 2), delivered and consumed; a flip at rest takes
+/// both frames, the open of incarnation 1 cuts at 0 (R1) and clamps [0, 2), and its
+/// replay re-commits id 2 at 0 (delivered: one legitimate duplicate). Ids 3-5 follow at
+/// 1-3 (HWM persisted 4); ids 6, 7 are flushed at 4, 5 but not synced when a process
+/// crash ends incarnation 1 (the page cache shows a tail of `visible_tail`). The open
+/// of incarnation 2 is killed; a power loss takes the log back to 4. The open of
+/// incarnation 3 finds a clean log ending at 4 and its replay commits id 6 at 4, id 2
+/// AGAIN at 5, and id 7 at 6: the engine bug.
+fn clamp_then_a_second_recommit(visible_tail: u64) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .deliver(2, 0, 1, 1_001)
+        .consume(0, 1)
+        .with(|t, h| {
+            h.frontier_written(t, &tp(0), 2);
+        })
+        .crash(&[(0, 2, 2, 2)])
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 2 }, Some(true)),
+            Some(0),
+        )
+        .restart()
+        .disk(0, OpenRule::TornTail, 2, 0, Some(0))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 0,
+                offset: 0,
+                bytes: 200,
+            },
+        )
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 2,
+                hwm: 0,
+                lost: 2,
+            },
+        )
+        .counters(0, 2, 0)
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        // The clamp's replay: id 2 again at 0.
+        .hwm(0, 1, 1, 1)
+        .deliver(2, 0, 0, 1_001)
+        .consume(0, 0)
+        .produce(3, 0, 1, 1_003)
+        .produce(4, 0, 2, 1_004)
+        .produce(5, 0, 3, 1_005)
+        .hwm(0, 4, 4, 4)
+        .deliver(3, 0, 1, 1_003)
+        .deliver(4, 0, 2, 1_004)
+        .deliver(5, 0, 3, 1_005);
+    for o in 1..4 {
+        r.consume(0, o);
+    }
+    r.with(|t, h| {
+        h.frontier_written(t, &tp(0), 4);
+    })
+    // Flushed, not synced, not acknowledged.
+    .attempt(6, 0)
+    .attempt(7, 0)
+    .process_crash(&[(0, 4, visible_tail, 4)])
+    // Incarnation 2: the open reads the page cache and is killed.
+    .restart()
+    .disk(0, OpenRule::Clean, 4, visible_tail, None)
+    .crash(&[(0, 4, 4, 4)])
+    // Incarnation 3: clean at 4; the replay commits id 2 a second time.
+    .restart()
+    .open_clean(0, 4, 4)
+    .with(|t, h| {
+        h.frontier_observed(t, &tp(0), 4);
+    })
+    .hwm(0, 7, 7, 7)
+    .deliver(6, 0, 4, 1_020)
+    .deliver(2, 0, 5, 1_021)
+    .deliver(7, 0, 6, 1_022);
+    r
+}
+
+#[test]
+fn a_copy_in_a_page_cache_tail_a_power_loss_dropped_is_no_clamp_recommit() {
+    // An adversarial read of a933d04: id 2 has three copies (1, 0, 5) from one clamp;
+    // offset 5 lay below the page cache's tail at the process crash, but the power
+    // loss after dropped that frame, so the third copy is a later replay's.
+    for tail in [6, 5] {
+        assert_mentions(
+            &messages_of(
+                &clamp_then_a_second_recommit(tail).report(),
+                CheckerName::BoundedDuplicates,
+            ),
+            &["produce id 2"],
+        );
+    }
+}
+
+/// Ids 1-4 at 0-3, shown (HWM 4) and delivered while the persisted HWM stays 0; a
+/// flip at rest hits offset 1. A power loss; the open of incarnation 1 reads the disk
+/// (R2 hole at 1) and, when `killed_open`, is killed before the store comes up (the
+/// world cannot ask its HWM) and a second power loss follows. The next open cuts at 1;
+/// its replay commits id 5 at 1 and ids 2-4 at 2-4, and then (the bug) ids 2-4 AGAIN
+/// at 5-7.
+fn replay_twice_after_a_killed_open(killed_open: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(4).hwm(0, 4, 0, 4).delivered(4);
+    for o in 0..4 {
+        r.consume(0, o);
+    }
+    r.with(|t, h| {
+        h.frontier_written(t, &tp(0), 4);
+    })
+    .fault(
+        segment_flip(OffsetRange { start: 1, end: 2 }, Some(false)),
+        Some(0),
+    )
+    // Damaged partition: the world's durable tail is max(decoded, P, memory) = 4.
+    .crash(&[(0, 0, 4, 4)]);
+    if killed_open {
+        r.restart()
+            .disk(0, OpenRule::Hole, 0, 1, Some(1))
+            .with(|t, h| {
+                h.crash(
+                    t,
+                    vec![CrashPartition {
+                        tp: tp(0),
+                        persisted_hwm: 0,
+                        durable_tail: 1,
+                        memory_hwm: None,
+                    }],
+                );
+            });
+    }
+    r.restart()
+        .disk(0, OpenRule::Hole, 0, 1, Some(1))
+        .alarm(Some(0), super::loss::hole_at(1))
+        .opened(0, 0, 1)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 4);
+        })
+        .attempt(5, 0)
+        .hwm(0, 8, 8, 8)
+        .deliver(5, 0, 1, 1_010);
+    for id in 2..=4 {
+        r.deliver(id, 0, id, 1_010 + id);
+    }
+    for id in 2..=4 {
+        r.deliver(id, 0, id + 3, 1_020 + id);
+    }
+    r
+}
+
+#[test]
+fn a_killed_open_between_two_crashes_gives_the_replay_no_second_slot_per_id() {
+    // An adversarial read of a933d04: the second crash's tail ran to the last shown
+    // HWM, over the records the first crash already hid, so one replay that committed
+    // three ids twice passed.
+    for killed_open in [true, false] {
+        assert_mentions(
+            &messages_of(
+                &replay_twice_after_a_killed_open(killed_open).report(),
+                CheckerName::BoundedDuplicates,
+            ),
+            &["produce id"],
+        );
+    }
+}

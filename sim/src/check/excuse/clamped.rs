@@ -78,13 +78,36 @@ impl Excuses<'_, '_> {
             .alarms
             .clamps(tp)
             .filter(|c| c.index > after)
+            // A clamp followed by a listing of the record took no last copy; try the
+            // next.
+            .filter(|c| !listed.iter().any(|&(listed_at, _)| listed_at > c.index))
             .find_map(|c| {
                 let taken = c.hwm..c.persisted_hwm;
-                let opened = self
+                let mut opened = self
                     .facts
                     .restarts
                     .get(&c.incarnation)
                     .map_or(c.index, |&r| r.min(c.index));
+                // Opens killed just before the clamp's, whose cuts lie at or above its
+                // HWM, are part of it: the clamp's view holds nothing there, so what
+                // they cut is what the clamp gave up.
+                let mut inc = c.incarnation;
+                while inc > 0 && !self.facts.opened.contains(&(inc - 1)) {
+                    let Some(&r) = self.facts.restarts.get(&(inc - 1)) else {
+                        break;
+                    };
+                    let cuts_above = self
+                        .facts
+                        .alarms
+                        .cuts(tp)
+                        .filter(|x| x.incarnation == inc - 1)
+                        .all(|x| x.offset >= c.hwm);
+                    if !cuts_above {
+                        break;
+                    }
+                    opened = opened.min(r);
+                    inc -= 1;
+                }
                 copies
                     .iter()
                     .find(|&&(at, o)| {
@@ -95,9 +118,6 @@ impl Excuses<'_, '_> {
                     })
                     .map(|&(at, o)| (c, at, o))
             })?;
-        if listed.iter().any(|&(listed_at, _)| listed_at > c.index) {
-            return None;
-        }
         let range = format!("{tp} offsets [{}, {})", c.hwm, c.persisted_hwm);
         Some(Excuse::new(
             ExcuseKind::Clamped,

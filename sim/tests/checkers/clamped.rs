@@ -14,14 +14,6 @@ fn copy(offset: u64, id: ProduceId) -> HeldCopy {
     }
 }
 
-fn latent(start: u64, end: u64) -> FaultKind {
-    FaultKind::LatentSector {
-        file: FileKind::Segment,
-        offsets: Some(OffsetRange { start, end }),
-        below_hwm: Some(true),
-    }
-}
-
 /// Ids 1-3 acknowledged at offsets 0-2 and hidden by a crash; a flip makes the open of
 /// incarnation 1 cut at 0 (R2), and its replay re-commits id 3 at offset 4 (the WAL
 /// held other records first). Ids 1 and 2 are delivered. A power loss then leaves a
@@ -48,7 +40,7 @@ fn clamp_after_a_killed_open(hit: u64, named: bool, relisted: bool, killed: bool
         .deliver(1, 0, 0, 1_000)
         .deliver(2, 0, 1, 1_001)
         .crash(&[(0, 5, 5, 5)])
-        .fault(latent(hit, 5), Some(0));
+        .fault(latent_below_hwm(hit, 5), Some(0));
     if named {
         r.with(|t, h| {
             let fault_index = h.len() - 1;

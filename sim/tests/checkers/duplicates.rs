@@ -632,42 +632,24 @@ fn a_clamped_copys_recommit_found_in_the_log_after_the_replays_crash_is_excused(
 /// at 0 and clamp to 0 as well; either way that open completes, and id 4 is delivered
 /// again at 0.
 fn clamped_twice_then_replayed(lower: bool) -> Run {
-    let latent = |start, end| FaultKind::LatentSector {
-        file: FileKind::Segment,
-        offsets: Some(OffsetRange { start, end }),
-        below_hwm: Some(true),
-    };
-    let torn = |offset: u64| Alarm::TornTail {
-        segment: "00000000000000000000.log".into(),
-        position: 100 * offset,
-        offset,
-        bytes: 100,
-    };
     let mut r = Run::new();
     r.produced(4).hwm(0, 4, 4, 4).delivered(4);
     for offset in 0..4 {
         r.consume(0, offset);
     }
     r.crash(&[(0, 4, 4, 4)])
-        .fault(latent(2, 4), Some(0))
+        .fault(latent_below_hwm(2, 4), Some(0))
         .restart()
         .disk(0, OpenRule::TornTail, 4, 2, Some(2))
-        .alarm(Some(0), torn(2))
-        .alarm(
-            Some(0),
-            Alarm::Clamp {
-                persisted_hwm: 4,
-                hwm: 2,
-                lost: 2,
-            },
-        )
+        .alarm(Some(0), torn_tail(2))
+        .alarm(Some(0), clamp(4, 2))
         .opened(0, 2, 2)
         .crash(&[(0, 2, 2, 2)]);
     if lower {
-        r.fault(latent(0, 2), Some(0))
+        r.fault(latent_below_hwm(0, 2), Some(0))
             .restart()
             .disk(0, OpenRule::TornTail, 2, 0, Some(0))
-            .alarm(Some(0), torn(0))
+            .alarm(Some(0), torn_tail(0))
             .alarm(
                 Some(0),
                 Alarm::Clamp {
@@ -721,42 +703,24 @@ fn a_clamped_copy_comes_back_at_the_lowest_cut_before_the_replay() {
 /// 2 at 0. A second latent sector takes that frame; the open of incarnation 2 cuts at
 /// `cut` and completes, and id 2 is delivered at `again`.
 fn clamp_replayed_twice(cut: u64, again: u64) -> Run {
-    let latent = |start, end| FaultKind::LatentSector {
-        file: FileKind::Segment,
-        offsets: Some(OffsetRange { start, end }),
-        below_hwm: Some(true),
-    };
-    let torn = |offset: u64| Alarm::TornTail {
-        segment: "00000000000000000000.log".into(),
-        position: 100 * offset,
-        offset,
-        bytes: 100,
-    };
     let mut r = Run::new();
     r.produced(2).hwm(0, 2, 2, 2).delivered(2);
     r.consume(0, 0).consume(0, 1);
     r.crash(&[(0, 2, 2, 2)])
-        .fault(latent(0, 2), Some(0))
+        .fault(latent_below_hwm(0, 2), Some(0))
         .restart()
         .disk(0, OpenRule::TornTail, 2, 0, Some(0))
-        .alarm(Some(0), torn(0))
-        .alarm(
-            Some(0),
-            Alarm::Clamp {
-                persisted_hwm: 2,
-                hwm: 0,
-                lost: 2,
-            },
-        )
+        .alarm(Some(0), torn_tail(0))
+        .alarm(Some(0), clamp(2, 0))
         .opened(0, 0, 0)
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 0);
         })
         .crash(&[(0, 0, 1, 1)])
-        .fault(latent(0, 1), Some(0))
+        .fault(latent_below_hwm(0, 1), Some(0))
         .restart()
         .disk(0, OpenRule::TornTail, 0, cut, Some(cut))
-        .alarm(Some(0), torn(cut))
+        .alarm(Some(0), torn_tail(cut))
         .opened(0, 0, cut)
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 0);

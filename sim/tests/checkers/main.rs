@@ -424,6 +424,31 @@ fn flipped(below_hwm: Option<bool>) -> Run {
         );
     r
 }
+/// A latent sector below the HWM over the frames of `[start, end)` of a segment.
+fn latent_below_hwm(start: u64, end: u64) -> FaultKind {
+    FaultKind::LatentSector {
+        file: FileKind::Segment,
+        offsets: Some(OffsetRange { start, end }),
+        below_hwm: Some(true),
+    }
+}
+/// An R1 cut of segment 0 at `offset` (100 bytes per frame).
+fn torn_tail(offset: u64) -> Alarm {
+    Alarm::TornTail {
+        segment: "00000000000000000000.log".into(),
+        position: 100 * offset,
+        offset,
+        bytes: 100,
+    }
+}
+/// An R4 clamp of the persisted HWM `persisted_hwm` down to `hwm`.
+fn clamp(persisted_hwm: u64, hwm: u64) -> Alarm {
+    Alarm::Clamp {
+        persisted_hwm,
+        hwm,
+        lost: persisted_hwm - hwm,
+    }
+}
 /// A bit flip in partition `hwm` file (8 bare bytes: undetectable).
 fn hwm_flip() -> FaultKind {
     FaultKind::BitFlip {

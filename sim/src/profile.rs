@@ -37,10 +37,15 @@ pub struct Profile {
     /// on for any profile). Off in `quick` and `default` until the checkers can follow
     /// a record's copies through every frame a sector takes (`sim/HARNESS.md`).
     pub latent_sectors: bool,
+    /// Whether seeds with cancels on also drop and restart the engine's background
+    /// loops (`--with loop_drop` turns it on for any profile). Off in `quick` and
+    /// `default` until the liveness bug they expose is fixed: a record settled without
+    /// an ack (corpus 3798011587, `sim/HARNESS.md`).
+    pub loop_drops: bool,
 }
 
 /// The fault kinds `--with` can turn on beyond what a profile draws.
-pub const WITH_KINDS: [&str; 1] = ["latent_sector"];
+pub const WITH_KINDS: [&str; 2] = ["latent_sector", "loop_drop"];
 
 impl Profile {
     /// Turns on the fault kind `name` (one of [`WITH_KINDS`]) for this profile's seeds.
@@ -49,6 +54,7 @@ impl Profile {
     pub fn with(&mut self, name: &str) -> Result<(), String> {
         match name {
             "latent_sector" => self.latent_sectors = true,
+            "loop_drop" => self.loop_drops = true,
             other => {
                 return Err(format!(
                     "cannot turn on fault kind {other:?}: one of {}",
@@ -63,10 +69,17 @@ impl Profile {
     /// the named profile as it is), for the command lines a report prints.
     pub fn flags(&self) -> String {
         let named = Profile::by_name(self.name).ok();
-        match named {
-            Some(p) if !p.latent_sectors && self.latent_sectors => " --with latent_sector".into(),
-            _ => String::new(),
+        let Some(p) = named else {
+            return String::new();
+        };
+        let mut flags = String::new();
+        if !p.latent_sectors && self.latent_sectors {
+            flags.push_str(" --with latent_sector");
         }
+        if !p.loop_drops && self.loop_drops {
+            flags.push_str(" --with loop_drop");
+        }
+        flags
     }
 
     /// The profiles, by name.
@@ -110,6 +123,7 @@ impl Profile {
             crash_mean_gap_ms: 300..=1_500,
             crashes_max: 8,
             latent_sectors: false,
+            loop_drops: false,
         }
     }
 
@@ -133,6 +147,7 @@ impl Profile {
             crash_mean_gap_ms: 500..=3_000,
             crashes_max: 12,
             latent_sectors: false,
+            loop_drops: false,
         }
     }
 
@@ -147,6 +162,7 @@ impl Profile {
             records_max: 10_000,
             crashes_max: 40,
             latent_sectors: true,
+            loop_drops: true,
             ..Profile::default_profile()
         }
     }

@@ -134,7 +134,7 @@ impl FaultMix {
         // Drawn after it, for the same reason.
         if on(dice, 0.3) {
             mix.cancel_probability = [0.02, 0.1, 0.3][dice.below(3) as usize];
-            mix.loop_drops = true;
+            mix.loop_drops = profile.loop_drops;
         }
         // And after that one; drawn the same whether the profile lets it fire or not,
         // so a seed turned on with `--with latent_sector` keeps the rest of its mix.

@@ -63,14 +63,7 @@ fn clamp_after_a_killed_open(hit: u64, named: bool, relisted: bool, killed: bool
                 bytes: 100 * (5 - hit),
             },
         )
-        .alarm(
-            Some(0),
-            Alarm::Clamp {
-                persisted_hwm: 5,
-                hwm: hit,
-                lost: 5 - hit,
-            },
-        )
+        .alarm(Some(0), clamp(5, hit))
         .opened(0, hit, hit)
         .counters(0, 5 - hit, 0);
     if relisted {
@@ -189,14 +182,7 @@ fn clamped_twice() -> Run {
                 bytes: 200,
             },
         )
-        .alarm(
-            Some(0),
-            Alarm::Clamp {
-                persisted_hwm: 2,
-                hwm: 0,
-                lost: 2,
-            },
-        )
+        .alarm(Some(0), clamp(2, 0))
         .counters(0, 2, 0)
         .opened(0, 0, 0)
         .with(|t, h| {
@@ -227,14 +213,7 @@ fn clamped_twice() -> Run {
                 bytes: 100,
             },
         )
-        .alarm(
-            Some(0),
-            Alarm::Clamp {
-                persisted_hwm: 1,
-                hwm: 0,
-                lost: 1,
-            },
-        )
+        .alarm(Some(0), clamp(1, 0))
         .counters(0, 1, 0)
         .opened(0, 0, 0)
         .with(|t, h| {
@@ -307,19 +286,12 @@ fn clamp_after_a_killed_cut(killed_between: bool) -> Run {
         .restart()
         .disk(0, OpenRule::Clean, 2, 0, None);
     }
-    r.alarm(
-        Some(0),
-        Alarm::Clamp {
-            persisted_hwm: 2,
-            hwm: 0,
-            lost: 2,
-        },
-    )
-    .counters(0, 2, 0)
-    .opened(0, 0, 0)
-    .with(|t, h| {
-        h.frontier_observed(t, &tp(0), 0);
-    });
+    r.alarm(Some(0), clamp(2, 0))
+        .counters(0, 2, 0)
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
     r
 }
 

@@ -89,15 +89,7 @@ fn clamped_then_replayed_after(clamp: bool, killed: bool, crash_first: bool, aga
             },
         );
     if clamp {
-        r.alarm(
-            Some(0),
-            Alarm::Clamp {
-                persisted_hwm: 2,
-                hwm: 0,
-                lost: 2,
-            },
-        )
-        .counters(0, 2, 0);
+        r.alarm(Some(0), super::clamp(2, 0)).counters(0, 2, 0);
     }
     if killed {
         // The clamping open dies before it completes; the next one replays.
@@ -564,14 +556,7 @@ fn clamped_copy_found_after_a_crash(tail: u64, cut: bool) -> Run {
                 bytes: 200,
             },
         )
-        .alarm(
-            Some(0),
-            Alarm::Clamp {
-                persisted_hwm: 2,
-                hwm: 0,
-                lost: 2,
-            },
-        )
+        .alarm(Some(0), clamp(2, 0))
         .counters(0, 2, 0)
         .opened(0, 0, 0)
         .with(|t, h| {
@@ -650,14 +635,7 @@ fn clamped_twice_then_replayed(lower: bool) -> Run {
             .restart()
             .disk(0, OpenRule::TornTail, 2, 0, Some(0))
             .alarm(Some(0), torn_tail(0))
-            .alarm(
-                Some(0),
-                Alarm::Clamp {
-                    persisted_hwm: 2,
-                    hwm: 0,
-                    lost: 2,
-                },
-            )
+            .alarm(Some(0), clamp(2, 0))
             .opened(0, 0, 0);
     } else {
         r.restart().open_clean(0, 2, 2);
@@ -794,14 +772,7 @@ fn clamp_then_a_second_recommit(visible_tail: u64) -> Run {
                 bytes: 200,
             },
         )
-        .alarm(
-            Some(0),
-            Alarm::Clamp {
-                persisted_hwm: 2,
-                hwm: 0,
-                lost: 2,
-            },
-        )
+        .alarm(Some(0), clamp(2, 0))
         .counters(0, 2, 0)
         .opened(0, 0, 0)
         .with(|t, h| {

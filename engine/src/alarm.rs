@@ -26,10 +26,13 @@
 //! | `frontier_clamped` | warn | dir, value, clamped | a recovered frontier outside `[log start, HWM]` |
 //! | `frontier_persisting` | debug | dir, value | a `consumer.offset` replace begins (temp file, fsync, rename, directory fsync) |
 //! | `frontier_persisted` | debug | dir, value | that replace returned: `value` is durable |
+//! | `log_start_moved` | info | dir, from, log_start | a retention sweep took `[from, log_start)` out of the log |
 //!
-//! The last two are not alarms but the engine's account of what it made durable: a
-//! harness holds a recovered frontier to at least the last value persisted before a
-//! crash, and at most one it began to write.
+//! The last three are not alarms but the engine's account: a harness holds a recovered
+//! frontier to at least the last value persisted before a crash, and at most one it
+//! began to write; and it learns that records are gone when the reaper forgets them,
+//! which is before (a sweep dropped or failed part-way: much before) their files'
+//! unlinks.
 
 use std::path::Path;
 
@@ -52,13 +55,14 @@ pub const FRONTIER_CLAMPED: &str = "frontier_clamped";
 pub const TOPIC_REFUSED: &str = "topic_refused";
 pub const FRONTIER_PERSISTING: &str = "frontier_persisting";
 pub const FRONTIER_PERSISTED: &str = "frontier_persisted";
+pub const LOG_START_MOVED: &str = "log_start_moved";
 
 /// The `op` of a poison that no I/O error caused: records in flight were dropped (a
 /// cancelled `sync`, or a panic) before they reached the file.
 pub const CANCELLED_OP: &str = "records in flight dropped";
 
 /// Every alarm name, for a consumer that wants to know them all.
-pub const ALL: [&str; 19] = [
+pub const ALL: [&str; 20] = [
     TORN_TAIL,
     HOLE,
     SALVAGED,
@@ -78,6 +82,7 @@ pub const ALL: [&str; 19] = [
     TOPIC_REFUSED,
     FRONTIER_PERSISTING,
     FRONTIER_PERSISTED,
+    LOG_START_MOVED,
 ];
 
 /// Which rule a truncation followed.
@@ -183,4 +188,9 @@ pub(crate) fn frontier_persisting(dir: &Path, value: u64) {
 pub(crate) fn frontier_persisted(dir: &Path, value: u64) {
     tracing::debug!(alarm = FRONTIER_PERSISTED, dir = %dir.display(), value,
         "consumer frontier persisted");
+}
+
+pub(crate) fn log_start_moved(dir: &Path, from: u64, log_start: u64) {
+    tracing::info!(alarm = LOG_START_MOVED, dir = %dir.display(), from, log_start,
+        "retention moved the log start");
 }

@@ -38,14 +38,12 @@ pub struct Profile {
     /// a record's copies through every frame a sector takes (`sim/HARNESS.md`).
     pub latent_sectors: bool,
     /// Whether seeds with cancels on also drop and restart the engine's background
-    /// loops (`--with loop_drop` turns it on for any profile). Off in `quick` and
-    /// `default` until the liveness bug they expose is fixed: a record settled without
-    /// an ack (corpus 3798011587, `sim/HARNESS.md`).
+    /// loops (`--without loop_drop` turns it off for one run). On in every profile.
     pub loop_drops: bool,
 }
 
 /// The fault kinds `--with` can turn on beyond what a profile draws.
-pub const WITH_KINDS: [&str; 2] = ["latent_sector", "loop_drop"];
+pub const WITH_KINDS: [&str; 1] = ["latent_sector"];
 
 impl Profile {
     /// Turns on the fault kind `name` (one of [`WITH_KINDS`]) for this profile's seeds.
@@ -54,7 +52,6 @@ impl Profile {
     pub fn with(&mut self, name: &str) -> Result<(), String> {
         match name {
             "latent_sector" => self.latent_sectors = true,
-            "loop_drop" => self.loop_drops = true,
             other => {
                 return Err(format!(
                     "cannot turn on fault kind {other:?}: one of {}",
@@ -75,9 +72,6 @@ impl Profile {
         let mut flags = String::new();
         if !p.latent_sectors && self.latent_sectors {
             flags.push_str(" --with latent_sector");
-        }
-        if !p.loop_drops && self.loop_drops {
-            flags.push_str(" --with loop_drop");
         }
         flags
     }
@@ -123,7 +117,7 @@ impl Profile {
             crash_mean_gap_ms: 300..=1_500,
             crashes_max: 8,
             latent_sectors: false,
-            loop_drops: false,
+            loop_drops: true,
         }
     }
 
@@ -147,7 +141,7 @@ impl Profile {
             crash_mean_gap_ms: 500..=3_000,
             crashes_max: 12,
             latent_sectors: false,
-            loop_drops: false,
+            loop_drops: true,
         }
     }
 

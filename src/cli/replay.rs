@@ -42,7 +42,7 @@ pub struct Args {
     #[arg(long, value_name = "KIND")]
     pub without: Vec<String>,
     /// Run with this fault kind on although the profile does not draw it
-    /// (latent_sector, loop_drop; repeatable), as corpus entries with `with` do.
+    /// (latent_sector; repeatable), as corpus entries with `with` do.
     #[arg(long, value_name = "KIND")]
     pub with: Vec<String>,
 }

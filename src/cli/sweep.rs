@@ -24,7 +24,7 @@ pub struct Args {
     /// Profile: quick, default or long.
     #[arg(long, default_value = "default", value_parser = Profile::by_name)]
     pub profile: Profile,
-    /// Turn on a fault kind the profile does not draw (latent_sector, loop_drop; repeatable).
+    /// Turn on a fault kind the profile does not draw (latent_sector; repeatable).
     #[arg(long, value_name = "KIND")]
     pub with: Vec<String>,
     /// Worker threads (default: all cores).

@@ -278,3 +278,70 @@ impl cafelog_engine::fs::Fs for FailingFs {
         StdFs.exists(path).await
     }
 }
+
+/// An engine alarm as a `tracing` event carries it: its name and numeric fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RaisedAlarm {
+    pub name: String,
+    pub numbers: std::collections::BTreeMap<String, u64>,
+}
+
+/// Runs `f` on this thread and returns what it did, and every alarm the engine raised
+/// meanwhile, in order.
+pub fn with_alarms<T>(f: impl FnOnce() -> T) -> (T, Vec<RaisedAlarm>) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let out = tracing::subscriber::with_default(AlarmCapture(seen.clone()), f);
+    let alarms = seen.lock().unwrap().clone();
+    (out, alarms)
+}
+
+struct AlarmCapture(std::sync::Arc<std::sync::Mutex<Vec<RaisedAlarm>>>);
+
+#[derive(Default)]
+struct Fields {
+    name: Option<String>,
+    numbers: std::collections::BTreeMap<String, u64>,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        self.numbers.insert(field.name().to_owned(), value);
+    }
+
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "alarm" {
+            self.name = Some(value.to_owned());
+        }
+    }
+
+    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+}
+
+impl tracing::Subscriber for AlarmCapture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        if let Some(name) = fields.name {
+            self.0.lock().unwrap().push(RaisedAlarm {
+                name,
+                numbers: fields.numbers,
+            });
+        }
+    }
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
+}

@@ -11,6 +11,7 @@
 
 use super::metrics::add;
 use super::{Log, LogError};
+use crate::alarm;
 use crate::clock::Clock;
 use crate::fs::Fs;
 
@@ -72,6 +73,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         }
         let mut report = ReapReport::default();
         let mut names = Vec::new();
+        let moved;
         let unlink = {
             let mut st = self.state();
             for (base, end) in &candidates {
@@ -83,13 +85,21 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 }
             }
             assert!(new_start >= st.log_start, "the log start never moves back");
+            let from = st.log_start;
             st.log_start = new_start;
+            moved = (from, st.log_start);
             st.cache.invalidate_below(new_start);
             st.bad_frames = st.bad_frames.split_off(&new_start);
             st.skip_counted = st.skip_counted.split_off(&new_start);
             st.check_invariants();
             st.unlink_pending.clone()
         };
+        if moved.1 > moved.0 {
+            // Readers forget the records below from here on, long before the unlinks when
+            // this sweep is dropped part-way: say so now, with no await in between, and
+            // say what the state holds.
+            alarm::log_start_moved(&self.inner.dir, moved.0, moved.1);
+        }
         for name in &unlink {
             match self.inner.fs.remove_file(&self.inner.dir.join(name)).await {
                 Ok(()) => {}

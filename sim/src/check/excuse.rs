@@ -26,6 +26,7 @@ mod skipped;
 
 use super::contract::{LOG_FILES, Reach};
 use super::facts::Facts;
+use super::retention_safe::Reaped;
 use crate::history::{Alarm, FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
 
 /// The rows.
@@ -254,8 +255,8 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ))
     }
 
-    /// `Retention`: a segment of `tp` the reaper deleted (the deletion `retention_safe`
-    /// judges) after `after` (the record's acknowledgement) held it, below the HWM the
+    /// `Retention`: a segment of `tp` the reaper moved out of the log and deleted (what
+    /// `retention_safe` judges) after `after` (the record's acknowledgement) held it, below the HWM the
     /// engine had shown in that incarnation, so consumers could have read it: at
     /// `offset`, its acknowledged one, with no engine cut or clamp at or below the
     /// offset in between (which would have put another record there; a frame there
@@ -274,7 +275,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
             self.facts
                 .reaped
                 .iter()
-                .filter(move |r| &r.tp == tp && r.index > after)
+                .filter(move |r| &r.tp == tp && r.index > after && r.stands())
         };
         let at_ack = offset.and_then(|offset| {
             reaped().find(|r| {
@@ -292,10 +293,11 @@ impl<'f, 'h> Excuses<'f, 'h> {
                         .any(|c| after < c.index && c.index < r.index && c.hwm <= offset)
             })
         });
+        let causes = |r: &Reaped| vec![r.index].into_iter().chain(r.unlinked).collect();
         if let Some(r) = at_ack {
             return Some(Excuse::new(
                 ExcuseKind::Retention,
-                vec![r.index],
+                causes(r),
                 format!(
                     "{tp} offsets [{}, {}) in a reaped segment (HWM shown {})",
                     r.base,
@@ -307,7 +309,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
         let (r, copy) = reaped().find_map(|r| Some((r, r.visible_copy(id)?)))?;
         Some(Excuse::new(
             ExcuseKind::Retention,
-            vec![r.index],
+            causes(r),
             format!(
                 "{tp} copy at offset {copy} in reaped segment {} (HWM shown {})",
                 r.base, r.shown_hwm

@@ -5,29 +5,37 @@
 //! The world records every segment file the engine creates, every unlink it asks for
 //! (before the call), and at each restart the segment files the crash left durable
 //! (`SegmentCreated`, `SegmentDeleted`, `SegmentsListed`): what happened to the disk,
-//! not what the engine says. An unlink before the partition's open in that incarnation finished
-//! (no `log_opened` yet) is recovery's (a cut removing segments past a truncation); any
-//! other is the reaper's, and is judged:
+//! not what the engine says. The engine says when a sweep takes segments out of the log
+//! (`log_start_moved`): readers forget their records from then on, and the unlinks
+//! follow, or, the sweep dropped or failed part-way, a later sweep's. Each live segment
+//! below the new log start is reaped at that move. An unlink before the partition's
+//! open in that incarnation finished (no `log_opened` yet) is recovery's (a cut
+//! removing segments past a truncation); any other is the reaper's, and is judged:
 //!
 //! 1. **Sealed.** A segment with a higher base existed (was created and not unlinked)
-//!    when it was deleted: the active segment is the highest. Its records are
+//!    when it was moved out: the active segment is the highest. Its records are
 //!    `[base, end)`, `end` the lowest such base.
 //! 2. **Aged.** The commit time of the last record the file held at the unlink (its
 //!    last write, decoded by the reference decoder), and every commit time observed for
 //!    an offset in `[base, end)` since the segment was created (deliveries, and for an
 //!    acknowledged record the wall clock at its attempt, less steps back since: a lower
-//!    bound on its commit), `c`, has `c + retention_ms <= U(t)` at the deletion
+//!    bound on its commit), `c`, has `c + retention_ms <= U(t)` at the move
 //!    ([`super::engine_clock`]). A topic without retention deletes nothing.
 //! 3. **Boundaries.** Every log start the engine reports (samples, its open's
-//!    account) is 0 or the base of a segment created before (histories that record no
-//!    segment file of the partition are not judged by this rule).
+//!    account, its moves) is 0 or the base of a segment created before (histories that
+//!    record no segment file of the partition are not judged by this rule).
+//! 4. **Announced.** The reaper unlinks only segments a move in the same incarnation
+//!    took out of the log: otherwise readers served records whose file was gone.
+//! 5. **Gone.** A receive asked after a move (in the same incarnation, at a later ms)
+//!    returns no offset below its log start: the move says readers forgot them.
 //!
 //! [`Reaped`] segments are what `no_lost_ack`'s `retention` row excuses: an
-//! acknowledged record is forgiven for vanishing only if a segment the reaper deleted
-//! after its ack held a copy of it (at its acknowledged offset, or a WAL re-commit
-//! elsewhere; the world's decode of the file at the unlink) below the HWM the engine
-//! had shown in that incarnation, resting on that deletion. No excuse applies here:
-//! retention is the engine's own act, and no fault makes it delete.
+//! acknowledged record is forgiven for vanishing only if a segment the reaper moved out
+//! and deleted after its ack held a copy of it (at its acknowledged offset, or a WAL
+//! re-commit elsewhere; the world's decode of the file at the unlink) below the HWM the
+//! engine had shown in that incarnation, resting on that deletion. A move whose unlink
+//! a crash prevented forgives nothing: the file is back at the next open. No excuse
+//! applies here: retention is the engine's own act, and no fault makes it delete.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -51,7 +59,9 @@ pub struct RetentionReport {
     pub violations: Vec<Violation>,
 }
 
-/// A segment the reaper deleted: offsets `[base, end)` of `tp`, at history `index`.
+/// A segment the reaper took out of the log: offsets `[base, end)` of `tp`, forgotten
+/// by readers at history `index` (the engine's `log_start_moved`), its file unlinked at
+/// `unlinked` if that came in the same incarnation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reaped {
     pub tp: TopicPartition,
@@ -59,11 +69,21 @@ pub struct Reaped {
     /// `None`: no higher segment existed (the active one was deleted).
     pub end: Option<Offset>,
     pub index: usize,
+    /// The incarnation whose engine moved it out.
+    pub incarnation: Incarnation,
+    /// The unlink of its file; `None` if a crash came first or the run ended.
+    pub unlinked: Option<usize>,
+    /// A crash came before the unlink: the file and its records are back at the next
+    /// open, and the move took nothing for good.
+    pub undone: bool,
+    /// The move did not announce it: the engine unlinked a segment it never said it
+    /// took out of the log (judged by rule 4).
+    pub unannounced: bool,
     /// The records the file held when the engine asked to unlink it.
     pub held: Vec<HeldCopy>,
     /// The highest HWM the engine had shown on `tp` in this incarnation before the
-    /// deletion (its open, its samples, and every offset it acknowledged or delivered
-    /// lies below the HWM): the records below it were visible to consumers.
+    /// move (its open, its samples, and every offset it acknowledged or delivered lies
+    /// below the HWM): the records below it were visible to consumers.
     pub shown_hwm: Offset,
 }
 
@@ -81,11 +101,14 @@ impl Reaped {
     }
 }
 
-/// Every segment the reaper deleted, in history order.
+/// Every segment the reaper took out of the log, in the order of the moves.
 pub fn reaped(history: &History) -> Vec<Reaped> {
-    let mut out = Vec::new();
+    let mut out: Vec<Reaped> = Vec::new();
     let mut live: BTreeMap<TopicPartition, BTreeSet<Offset>> = BTreeMap::new();
     let mut opened: BTreeSet<(TopicPartition, Incarnation)> = BTreeSet::new();
+    // Per partition and base: the entry of `out` moved out of the log in this
+    // incarnation and not yet unlinked.
+    let mut moved: BTreeMap<(TopicPartition, Offset), (Incarnation, usize)> = BTreeMap::new();
     // Per partition: the incarnation and the highest HWM the engine showed in it.
     let mut shown: BTreeMap<TopicPartition, (Incarnation, Offset)> = BTreeMap::new();
     let mut show = |tp: &TopicPartition, incarnation: Incarnation, hwm: Offset| {
@@ -108,6 +131,34 @@ pub fn reaped(history: &History) -> Vec<Reaped> {
                 opened.insert((tp.clone(), inc));
                 show(tp, inc, *hwm);
             }
+            EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: Alarm::LogStartMoved { log_start, .. },
+                raised_in,
+            } => {
+                let inc = raised_in.unwrap_or(inc);
+                let bases = live.entry(tp.clone()).or_default();
+                let shown_hwm = show(tp, inc, 0);
+                for &base in bases.range(..*log_start) {
+                    let key = (tp.clone(), base);
+                    if moved.get(&key).is_some_and(|m| m.0 == inc) {
+                        continue;
+                    }
+                    moved.insert(key, (inc, out.len()));
+                    out.push(Reaped {
+                        tp: tp.clone(),
+                        base,
+                        end: bases.range(base + 1..).next().copied(),
+                        index,
+                        incarnation: inc,
+                        unlinked: None,
+                        undone: false,
+                        unannounced: false,
+                        held: Vec::new(),
+                        shown_hwm,
+                    });
+                }
+            }
             EventKind::HwmObserved { tp, hwm, .. } => {
                 show(tp, inc, *hwm);
             }
@@ -127,23 +178,87 @@ pub fn reaped(history: &History) -> Vec<Reaped> {
             }
             EventKind::SegmentDeleted { tp, base, held } => {
                 let bases = live.entry(tp.clone()).or_default();
-                bases.remove(base);
-                if opened.contains(&(tp.clone(), inc)) {
-                    let end = bases.range(base + 1..).next().copied();
-                    out.push(Reaped {
+                // A second unlink of a file (a dropped sweep's, finished by the next)
+                // deletes nothing more.
+                if !bases.remove(base) || !opened.contains(&(tp.clone(), inc)) {
+                    continue;
+                }
+                match moved.remove(&(tp.clone(), *base)) {
+                    Some((moved_in, i)) if moved_in == inc => {
+                        out[i].unlinked = Some(index);
+                        out[i].held = held.clone();
+                    }
+                    _ => out.push(Reaped {
                         tp: tp.clone(),
                         base: *base,
-                        end,
+                        end: bases.range(base + 1..).next().copied(),
                         index,
+                        incarnation: inc,
+                        unlinked: Some(index),
+                        undone: false,
+                        unannounced: true,
                         held: held.clone(),
                         shown_hwm: show(tp, inc, 0),
-                    });
+                    }),
                 }
             }
             _ => {}
         }
     }
+    let last = history.events().last().map(|e| e.incarnation);
+    for r in out.iter_mut().filter(|r| r.unlinked.is_none()) {
+        r.undone = Some(r.incarnation) != last;
+    }
     out
+}
+
+impl Reaped {
+    /// The move took the records for good: its file was unlinked, or no crash undid
+    /// it before the run ended.
+    pub fn stands(&self) -> bool {
+        self.unlinked.is_some() || !self.undone
+    }
+}
+
+/// Rule 5: records a move took out of the log are not delivered to a later receive.
+fn gone(
+    report: &mut RetentionReport,
+    moved: &mut BTreeMap<TopicPartition, (Incarnation, Offset, u64)>,
+    index: usize,
+    event: &crate::history::Event,
+) {
+    match &event.kind {
+        EventKind::EngineAlarm {
+            tp: Some(tp),
+            alarm: Alarm::LogStartMoved { log_start, .. },
+            raised_in,
+        } => {
+            let inc = raised_in.unwrap_or(event.incarnation);
+            moved.insert(tp.clone(), (inc, *log_start, event.at_ms));
+        }
+        EventKind::Delivery {
+            tp,
+            offset,
+            asked_at_ms: Some(asked),
+            ..
+        } => {
+            let Some(&(inc, log_start, at_ms)) = moved.get(tp) else {
+                return;
+            };
+            if inc == event.incarnation && *asked > at_ms && *offset < log_start {
+                report.violations.push(Violation {
+                    message: format!(
+                        "{tp} offset {offset} delivered to a receive asked at t={asked}ms \
+                         inc {inc}, after retention moved the log start to {log_start} at \
+                         t={at_ms}ms"
+                    ),
+                    records: vec![RecordRef::new(tp, Some(*offset), None)],
+                    events: vec![index],
+                });
+            }
+        }
+        _ => {}
+    }
 }
 
 pub fn check(facts: &Facts<'_>) -> RetentionReport {
@@ -155,7 +270,10 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
     // Per partition: offset -> latest commit time seen, and each base's latest creation.
     let mut commits: BTreeMap<TopicPartition, BTreeMap<Offset, (u64, usize)>> = BTreeMap::new();
     let mut created: BTreeMap<TopicPartition, BTreeMap<Offset, usize>> = BTreeMap::new();
+    // Per partition: the latest move of the log start (incarnation, log start, ms).
+    let mut moved: BTreeMap<TopicPartition, (Incarnation, Offset, u64)> = BTreeMap::new();
     for (index, event) in events.iter().enumerate() {
+        gone(&mut report, &mut moved, index, event);
         if let EventKind::RunStarted {
             wall_base_ms,
             topics,
@@ -218,7 +336,7 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
             EventKind::LogStartObserved { tp, log_start }
             | EventKind::EngineAlarm {
                 tp: Some(tp),
-                alarm: Alarm::LogOpened { log_start, .. },
+                alarm: Alarm::LogOpened { log_start, .. } | Alarm::LogStartMoved { log_start, .. },
                 ..
             } => {
                 // A history without the segment files of `tp` (recorded before they
@@ -257,6 +375,11 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
                 records: vec![RecordRef::new(&r.tp, Some(r.base), None)],
                 events: vec![index],
             };
+            if r.unannounced {
+                report.violations.push(violation(
+                    "although no move of the log start took it out of the log".into(),
+                ));
+            }
             let (Some(end), Some(retention_ms)) = (r.end, retention_ms) else {
                 report.violations.push(violation(match retention_ms {
                     None => "although its topic keeps every segment".into(),

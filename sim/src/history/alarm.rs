@@ -74,6 +74,9 @@ pub enum Alarm {
     /// That replace returned (temp file fsynced, renamed, directory fsynced): `value` is
     /// durable.
     FrontierPersisted { value: u64 },
+    /// Not an alarm but the engine's account: a retention sweep took `[from, log_start)`
+    /// out of the log (its files' unlinks follow, or, the sweep dropped, a later one's).
+    LogStartMoved { from: u64, log_start: u64 },
 }
 
 impl Alarm {
@@ -100,6 +103,7 @@ impl Alarm {
             Alarm::TopicRefused { .. } => a::TOPIC_REFUSED,
             Alarm::FrontierPersisting { .. } => a::FRONTIER_PERSISTING,
             Alarm::FrontierPersisted { .. } => a::FRONTIER_PERSISTED,
+            Alarm::LogStartMoved { .. } => a::LOG_START_MOVED,
         }
     }
 
@@ -198,6 +202,10 @@ impl Alarm {
             a::FRONTIER_PERSISTED => Alarm::FrontierPersisted {
                 value: num("value")?,
             },
+            a::LOG_START_MOVED => Alarm::LogStartMoved {
+                from: num("from")?,
+                log_start: num("log_start")?,
+            },
             _ => return None,
         };
         Some(alarm)
@@ -262,6 +270,7 @@ impl fmt::Display for Alarm {
             Alarm::FrontierPersisting { value } | Alarm::FrontierPersisted { value } => {
                 write!(f, " value={value}")
             }
+            Alarm::LogStartMoved { from, log_start } => write!(f, " [{from}, {log_start})"),
             Alarm::Poisoned { cancelled: true } => f.write_str(" (records in flight dropped)"),
             Alarm::Poisoned { cancelled: false }
             | Alarm::WalCheckpointUnreadable

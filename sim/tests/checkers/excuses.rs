@@ -86,7 +86,7 @@ fn retention_to(log_start: u64) -> Run {
         .deliver(2, 0, 1, 65)
         .wait(100);
     if log_start == 1 {
-        r.segment(0, false);
+        r.reap(0);
     } else {
         r.wait(10);
     }

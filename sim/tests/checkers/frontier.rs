@@ -86,7 +86,7 @@ fn a_frontier_may_pass_a_segment_the_reaper_deleted_before_the_log_start_is_samp
         let mut r = Run::two_segments(10);
         r.deliver(1, 0, 0, 15).consume(0, 0).wait(100);
         if reap {
-            r.segment(0, false);
+            r.reap(0);
         }
         r.with(|t, h| {
             h.frontier_written(t, &tp(0), 2);

@@ -50,11 +50,29 @@ impl Run {
         })
     }
 
-    /// The records acknowledged so far on orders/0 in `[base, next base)`.
-    fn held_from(&self, base: u64) -> Vec<HeldCopy> {
+    /// The reaper takes segment `base` of orders/0 out of the log (the engine's
+    /// `log_start_moved` to the next segment's base) and unlinks its file.
+    pub(super) fn reap(&mut self, base: u64) -> &mut Self {
+        let to = self.next_base(base).unwrap_or(base + 1);
+        self.move_log_start(base, to).segment(base, false)
+    }
+
+    /// The engine says a sweep took `[from, to)` of orders/0 out of the log.
+    pub(super) fn move_log_start(&mut self, from: u64, to: u64) -> &mut Self {
+        self.alarm(
+            Some(0),
+            Alarm::LogStartMoved {
+                from,
+                log_start: to,
+            },
+        )
+    }
+
+    /// The lowest base above `base` of a segment of orders/0 created so far.
+    fn next_base(&self, base: u64) -> Option<u64> {
         use cafelog_sim::history::EventKind;
-        let events = self.h.events();
-        let end = events
+        self.h
+            .events()
             .iter()
             .filter_map(|e| match &e.kind {
                 EventKind::SegmentCreated { tp: t, base: b } if *t == tp(0) && *b > base => {
@@ -63,9 +81,14 @@ impl Run {
                 _ => None,
             })
             .min()
-            .unwrap_or(u64::MAX);
+    }
+
+    /// The records acknowledged so far on orders/0 in `[base, next base)`.
+    fn held_from(&self, base: u64) -> Vec<HeldCopy> {
+        use cafelog_sim::history::EventKind;
+        let end = self.next_base(base).unwrap_or(u64::MAX);
         let mut held = std::collections::BTreeMap::new();
-        for e in events {
+        for e in self.h.events() {
             if let EventKind::ProduceAck {
                 id,
                 tp: t,
@@ -101,7 +124,7 @@ fn reaped_after(wait: u64) -> Run {
         .deliver(2, 0, 1, 55)
         .deliver(3, 0, 2, 85)
         .wait(wait)
-        .segment(0, false)
+        .reap(0)
         .with(|t, h| {
             h.log_start_observed(t, &tp(0), 2);
         });
@@ -131,7 +154,7 @@ fn the_active_segment_and_a_topic_without_retention_keep_their_data() {
         .opened(0, 0, 0)
         .committed(1, 0)
         .wait(2_000)
-        .segment(0, false);
+        .reap(0);
     assert_mentions(
         &messages_of(&r.report(), CheckerName::RetentionSafe),
         &["while it was the active segment"],
@@ -141,7 +164,7 @@ fn the_active_segment_and_a_topic_without_retention_keep_their_data() {
         .opened(0, 0, 0)
         .segment(2, true)
         .wait(2_000)
-        .segment(0, false);
+        .reap(0);
     assert_mentions(
         &messages_of(&r.report(), CheckerName::RetentionSafe),
         &["although its topic keeps every segment"],
@@ -171,6 +194,92 @@ fn an_unlink_before_the_open_finished_is_recoverys_and_a_log_start_is_a_base() {
 }
 
 #[test]
+fn the_reaper_unlinks_only_what_a_move_took_out_and_a_second_unlink_reaps_nothing() {
+    // Segment 0 unlinked with no move of the log start: readers could still serve it.
+    let mut r = Run::two_segments(1_000);
+    r.deliver(1, 0, 0, 35)
+        .deliver(2, 0, 1, 55)
+        .deliver(3, 0, 2, 85)
+        .wait(1_000)
+        .segment(0, false);
+    assert_mentions(
+        &fires_only(&r.report(), CheckerName::RetentionSafe),
+        &[
+            "segment 0 of orders/0 deleted by retention",
+            "no move of the log start took it out of the log",
+        ],
+    );
+    // A sweep dropped after its first unlink finishes the list at the next sweep: the
+    // file is unlinked twice, reaped once.
+    let mut r = reaped_after(1_000);
+    r.wait(50).segment(0, false);
+    let report = r.report();
+    assert_clean(&report);
+    assert_eq!(report.retention_safe.reaped, 1);
+}
+
+#[test]
+fn a_receive_asked_after_a_move_gets_nothing_below_the_new_log_start() {
+    // Segment 0 reaped (log start 2); offset 1 delivered again afterwards, to a receive
+    // asked `asked` ms after the move.
+    let run = |asked: u64| {
+        use cafelog_sim::history::EventKind;
+        let mut r = reaped_after(1_000);
+        let moved_at =
+            r.h.events()
+                .iter()
+                .find(|e| {
+                    matches!(
+                        e.kind,
+                        EventKind::EngineAlarm {
+                            alarm: Alarm::LogStartMoved { .. },
+                            ..
+                        }
+                    )
+                })
+                .map(|e| e.at_ms)
+                .unwrap();
+        r.wait(20).deliver(2, 0, 1, 55);
+        r.h.asked_at(moved_at + asked);
+        r.report()
+    };
+    assert_mentions(
+        &fires_only(&run(10), CheckerName::RetentionSafe),
+        &[
+            "orders/0 offset 1 delivered to a receive asked at",
+            "after retention moved the log start to 2",
+        ],
+    );
+    // Asked in the move's ms, the receive may have read before it.
+    assert!(messages_of(&run(0), CheckerName::RetentionSafe).is_empty());
+}
+
+#[test]
+fn a_move_forgives_a_loss_unless_a_crash_undid_it_before_the_unlink() {
+    // Id 2 at offset 1 is never delivered; the sweep that moved the log start past it
+    // was dropped before its unlink. The move stands when the run ends in its
+    // incarnation; after a crash the file is back, and the record with it.
+    let run = |crash: bool| {
+        let mut r = Run::two_segments(1_000);
+        r.deliver(1, 0, 0, 35)
+            .deliver(3, 0, 2, 85)
+            .wait(1_000)
+            .move_log_start(0, 2);
+        if crash {
+            r.crash(&[(0, 3, 3, 3)]).restart().opened(0, 3, 3);
+        }
+        r.report()
+    };
+    let report = run(false);
+    assert!(messages_of(&report, CheckerName::NoLostAck).is_empty());
+    assert!(report.no_lost_ack.excuse_of(2).is_some());
+    assert_mentions(
+        &messages_of(&run(true), CheckerName::NoLostAck),
+        &["orders/0", "offset 1"],
+    );
+}
+
+#[test]
 fn no_lost_ack_forgives_retention_only_inside_a_reaped_segment() {
     // Id 2 at offset 1 is never delivered: inside the reaped segment it is retention's;
     // at a log start the engine reports without deleting anything, it is lost.
@@ -178,7 +287,7 @@ fn no_lost_ack_forgives_retention_only_inside_a_reaped_segment() {
         let mut r = Run::two_segments(1_000);
         r.deliver(1, 0, 0, 35).deliver(3, 0, 2, 85).wait(1_000);
         if reap {
-            r.segment(0, false);
+            r.reap(0);
         }
         r.with(|t, h| {
             h.log_start_observed(t, &tp(0), 2);
@@ -309,7 +418,8 @@ fn retention_safe_ages_a_segment_by_the_last_record_its_file_held() {
         r.segment(0, true)
             .opened(0, 0, 0)
             .segment(2, true)
-            .wait(1_200);
+            .wait(1_200)
+            .move_log_start(0, 2);
         r.with(|t, h| {
             let held = (0..2)
                 .map(|o| HeldCopy {
@@ -345,7 +455,7 @@ fn a_record_the_engine_never_showed_again_is_not_retentions_when_its_segment_goe
         if shown_again {
             r.hwm(0, 3, 3, 3);
         }
-        r.wait(100).segment(0, false).with(|t, h| {
+        r.wait(100).reap(0).with(|t, h| {
             h.log_start_observed(t, &tp(0), 2);
         });
         r.report()

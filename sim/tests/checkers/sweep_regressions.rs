@@ -29,7 +29,7 @@ fn retention_run(log_start: u64) -> Run {
         .deliver(3, 0, 2, 95)
         .consume(0, 2)
         .wait(100)
-        .segment(0, false)
+        .reap(0)
         .with(|t, h| {
             h.log_start_observed(t, &tp(0), log_start);
         });

@@ -363,7 +363,7 @@ fn a_skip_or_a_reap_of_the_record_ends_the_obligation() {
             .segment(0, true)
             .segment(1, true)
             .wait(wait)
-            .segment(0, false)
+            .reap(0)
             .wait(300)
             .empty_receive(0)
             .wait(500)

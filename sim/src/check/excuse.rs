@@ -26,7 +26,6 @@ mod skipped;
 
 use super::contract::{LOG_FILES, Reach};
 use super::facts::Facts;
-use super::retention_safe::Reaped;
 use crate::history::{Alarm, FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
 
 /// The rows.
@@ -293,11 +292,10 @@ impl<'f, 'h> Excuses<'f, 'h> {
                         .any(|c| after < c.index && c.index < r.index && c.hwm <= offset)
             })
         });
-        let causes = |r: &Reaped| vec![r.index].into_iter().chain(r.unlinked).collect();
         if let Some(r) = at_ack {
             return Some(Excuse::new(
                 ExcuseKind::Retention,
-                causes(r),
+                vec![r.index],
                 format!(
                     "{tp} offsets [{}, {}) in a reaped segment (HWM shown {})",
                     r.base,
@@ -309,7 +307,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
         let (r, copy) = reaped().find_map(|r| Some((r, r.visible_copy(id)?)))?;
         Some(Excuse::new(
             ExcuseKind::Retention,
-            causes(r),
+            vec![r.index],
             format!(
                 "{tp} copy at offset {copy} in reaped segment {} (HWM shown {})",
                 r.base, r.shown_hwm

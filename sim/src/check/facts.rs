@@ -52,7 +52,7 @@ pub struct Facts<'h> {
     /// The reach of every out-of-contract fault, in history order.
     pub reaches: Vec<Reach>,
     /// Every segment the reaper deleted, in history order (judged by `retention_safe`).
-    pub reaped: Vec<super::retention_safe::Reaped>,
+    pub reaped: Vec<super::reaped::Reaped>,
     /// Per partition, the highest log start observed and the event showing it.
     log_starts: BTreeMap<TopicPartition, (Offset, usize)>,
 }
@@ -73,7 +73,7 @@ impl<'h> Facts<'h> {
             opened_at: BTreeMap::new(),
             alarms: AlarmIndex::new(history),
             reaches: Vec::new(),
-            reaped: super::retention_safe::reaped(history),
+            reaped: super::reaped::reaped(history),
             log_starts: BTreeMap::new(),
         };
         for (index, event) in history.events().iter().enumerate() {

@@ -99,16 +99,15 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
         // Walk acknowledged offsets up from the log start; the walk is bounded by the
         // number of acks, so a torn (huge) frontier costs nothing.
         let mut first_unacked = start;
-        // Segments the reaper deleted so far (judged by `retention_safe`): the engine
-        // moves its frontier over them at once, before a sample shows the log start.
-        let reaped: Vec<&crate::check::retention_safe::Reaped> = facts
-            .reaped
-            .iter()
-            .filter(|r| &r.tp == tp && r.index < index)
-            .collect();
+        // Segments the reaper took so far (judged by `retention_safe`): the engine
+        // moves its frontier over them at once, before a sample shows the log start;
+        // once a restart finds the file again, only as far as it wrote the frontier
+        // while they were gone.
+        let reaped: Vec<&crate::check::reaped::Reaped> =
+            facts.reaped.iter().filter(|r| &r.tp == tp).collect();
         let settled = |o: Offset| {
             skips.iter().any(|s| s.contains(o))
-                || reaped.iter().any(|r| r.contains(o))
+                || reaped.iter().any(|r| r.settles(o, index))
                 || word_faults
                     .iter()
                     .any(|r| r.offsets.is_some_and(|range| range.contains(o)))

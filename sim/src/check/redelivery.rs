@@ -265,7 +265,7 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
         let asked = asked_at_ms.unwrap_or(facts.at_ms(d));
         // The engine took the delivered copy away by the deadline: a reap of the file
         // that held it (in the delivery's incarnation, or the world's decode at the
-        // unlink names it there), or a skip of its frame while the offset still held it
+        // unlink names it there) that no restart undid by then, or a skip of its frame while the offset still held it
         // (no crash since left it at or above the persisted HWM, where a cut and a
         // replay can put another record there).
         let kept_since = |i: usize| {
@@ -285,6 +285,7 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                 && (events[r.index].incarnation == events[d].incarnation
                     || r.held.iter().any(|c| c.offset == *offset && c.id == *id))
                 && (asked..=due).contains(&facts.at_ms(r.index))
+                && r.back_at.is_none_or(|b| facts.at_ms(b) > due)
         }) || facts.alarms.skips(tp).any(|s| {
             s.index > d && s.contains(*offset) && facts.at_ms(s.index) <= due && kept_since(s.index)
         });
@@ -327,10 +328,9 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
     report
 }
 
-/// Whether the reaper deleted the segment holding `offset` of `tp` at or after
-/// `from_ms` (the receive's ask: the unlink is recorded before the call, so a receive
-/// that raced it can deliver the offset after the event) and before history index
-/// `before`.
+/// Whether the reaper took the segment holding `offset` of `tp` out of the log at or
+/// after `from_ms` (the receive's ask: a receive that read before the move can deliver
+/// the offset after it) and before history index `before`.
 fn reaped_since(
     facts: &Facts<'_>,
     tp: &TopicPartition,

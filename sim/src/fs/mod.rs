@@ -297,6 +297,11 @@ impl SimFs {
         Some(inode.mask_unreadable(inode.cache.clone(), true))
     }
 
+    /// Whether a file is visible at `path` now (what an open would find).
+    pub fn visible_exists(&self, path: &Path) -> bool {
+        split(path).is_ok_and(|(dir, name)| self.lock().ns.visible(&dir, &name).is_some())
+    }
+
     /// The visible entries (files and subdirectories) of directory `path`, sorted:
     /// what a listing returns now.
     pub fn visible_names(&self, path: &Path) -> Option<Vec<String>> {

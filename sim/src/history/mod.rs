@@ -379,9 +379,10 @@ pub enum EventKind {
     /// World (the disk as the engine uses it), when the engine created the segment file
     /// named by `base`.
     SegmentCreated { tp: TopicPartition, base: Offset },
-    /// World, when the engine asked to unlink the segment file named by `base` (before
-    /// the call: a kill inside it may still make the unlink durable), with every record
-    /// the file held as reads saw it then (the reference decoder's, not the engine's).
+    /// World, when the engine's unlink of the segment file named by `base` took effect
+    /// (its call returned, or it was dropped after the file left the directory; not
+    /// yet durable), with every record the file held as reads saw it just before the
+    /// call (the reference decoder's, not the engine's).
     SegmentDeleted {
         tp: TopicPartition,
         base: Offset,

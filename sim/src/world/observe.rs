@@ -105,7 +105,47 @@ impl Drop for CreateWatch<'_> {
             && self.fs.inner.epoch() == self.epoch
             && self.fs.inner.visible_bytes(self.path).is_some()
         {
-            self.fs.recorder.lock().segment_file(self.path, true);
+            self.fs.recorder.lock().segment_created(self.path);
+        }
+    }
+}
+
+/// An unlink of a segment file whose caller may be dropped before it returns (a
+/// cancelled sweep): recorded when it took effect, with what the file held before it
+/// (decoded first, since nothing can be read after). Dropped unreturned in the same
+/// epoch (not by a kill: the next open lists what a killed incarnation left), it
+/// records the unlink if the file is gone.
+struct UnlinkWatch<'a> {
+    fs: &'a ObservingFs,
+    path: &'a Path,
+    epoch: u64,
+    segment: Option<super::recorder::UnlinkingSegment>,
+}
+
+impl<'a> UnlinkWatch<'a> {
+    fn new(fs: &'a ObservingFs, path: &'a Path) -> Self {
+        UnlinkWatch {
+            fs,
+            path,
+            epoch: fs.inner.epoch(),
+            segment: fs.recorder.lock().segment_unlinking(path),
+        }
+    }
+
+    fn took_effect(&mut self) {
+        if let Some(segment) = self.segment.take() {
+            self.fs.recorder.lock().segment_unlinked(segment);
+        }
+    }
+}
+
+impl Drop for UnlinkWatch<'_> {
+    fn drop(&mut self) {
+        if self.segment.is_some()
+            && self.fs.inner.epoch() == self.epoch
+            && !self.fs.inner.visible_exists(self.path)
+        {
+            self.took_effect();
         }
     }
 }
@@ -123,7 +163,7 @@ impl Fs for ObservingFs {
             watch.returned = true;
         }
         if r.is_ok() && mode == OpenMode::CreateNew {
-            self.recorder.lock().segment_file(path, true);
+            self.recorder.lock().segment_created(path);
         }
         self.after(r).map(|inner| ObservingFile {
             inner,
@@ -148,9 +188,16 @@ impl Fs for ObservingFs {
     }
 
     async fn remove_file(&self, path: &Path) -> io::Result<()> {
-        // Recorded before the call: a kill inside it may still make the unlink durable.
-        self.recorder.lock().segment_file(path, false);
+        let mut watch = UnlinkWatch::new(self, path);
         let r = self.inner.remove_file(path).await;
+        // Gone either way: a `NotFound` is an earlier, dropped unlink that went through.
+        if r.is_ok()
+            || r.as_ref()
+                .is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
+        {
+            watch.took_effect();
+        }
+        watch.segment = None;
         self.after(r)
     }
 

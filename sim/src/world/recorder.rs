@@ -166,6 +166,22 @@ impl Shared {
     }
 }
 
+/// A segment file the engine is unlinking, decoded before the call.
+pub struct UnlinkingSegment {
+    held: Vec<HeldCopy>,
+    tp: TopicPartition,
+    base: u64,
+}
+
+/// The partition and base of the segment file at `path`, if it is one.
+fn segment_of(path: &Path) -> Option<(TopicPartition, u64)> {
+    let base = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(layout::parse_segment_file_name)?;
+    Some((partition_of(path)?, base))
+}
+
 /// What kind of file a path names.
 pub fn file_kind(path: &Path) -> FileKind {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -423,20 +439,30 @@ impl Recorder {
     }
 
     /// A segment file of a partition created (`created`) or unlinked.
-    pub fn segment_file(&mut self, path: &Path, created: bool) {
-        let base = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(layout::parse_segment_file_name);
-        if let (Some(base), Some(tp)) = (base, partition_of(path)) {
+    /// The engine created the segment file at `path`.
+    pub fn segment_created(&mut self, path: &Path) {
+        if let Some((tp, base)) = segment_of(path) {
             let now = self.now_ms();
-            if created {
-                self.history.segment_created(now, &tp, base);
-            } else {
-                let held = self.held_copies(path, base);
-                self.history.segment_deleted(now, &tp, base, held);
-            }
+            self.history.segment_created(now, &tp, base);
         }
+    }
+
+    /// The engine is about to unlink the file at `path`: if it is a segment, what it
+    /// holds now (after the unlink nothing can be decoded), for [`Self::segment_unlinked`].
+    pub fn segment_unlinking(&self, path: &Path) -> Option<UnlinkingSegment> {
+        let (tp, base) = segment_of(path)?;
+        Some(UnlinkingSegment {
+            held: self.held_copies(path, base),
+            tp,
+            base,
+        })
+    }
+
+    /// The unlink of `segment` took effect.
+    pub fn segment_unlinked(&mut self, segment: UnlinkingSegment) {
+        let now = self.now_ms();
+        self.history
+            .segment_deleted(now, &segment.tp, segment.base, segment.held);
     }
 
     /// Every record the segment file at `path` holds as reads see it now, by the

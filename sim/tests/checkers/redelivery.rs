@@ -115,6 +115,41 @@ fn a_record_delivered_and_never_acked_is_a_hang_unless_a_reap_took_it() {
     assert!(!messages_of(&run(Some((1_200, 0))), CheckerName::RedeliveredAfterExpiry).is_empty());
 }
 
+#[test]
+fn a_reap_a_restart_undid_ends_no_redelivery() {
+    // Id 1 delivered and never acked; a sweep moved the log start past it and was
+    // dropped before its unlink; the crash after it left segment 0 on disk (listed
+    // again) or not. Back on disk, the record is owed again after the heal.
+    let run = |listed_again: bool| {
+        let mut r = Run::with_retention(1_000);
+        r.segment(0, true)
+            .opened(0, 0, 0)
+            .committed(1, 0)
+            .deliver(1, 0, 0, 35)
+            .segment(2, true)
+            .wait(1_000)
+            .move_log_start(0, 2)
+            .crash(&[(0, 1, 1, 1)])
+            .restart();
+        let bases = if listed_again { vec![0, 2] } else { vec![2] };
+        r.with(|t, h| {
+            h.segments_listed(t, &tp(0), bases);
+        })
+        .opened(0, 1, 1)
+        .with(|t, h| {
+            h.heal(t);
+        })
+        .wait(1_500)
+        .hwm(0, 1, 1, 1);
+        r.report()
+    };
+    assert!(messages_of(&run(false), CheckerName::RedeliveredAfterExpiry).is_empty());
+    assert_mentions(
+        &messages_of(&run(true), CheckerName::RedeliveredAfterExpiry),
+        &["delivered but never acked", "id 1 (last delivered t="],
+    );
+}
+
 /// Ids 1-3 at offsets 0-2, all delivered, ids 1 and 2 acked; a crash hides offsets 1-2,
 /// a flip destroys id 3's WAL entry and another its frame, and the open after it
 /// announces `cut` when given; the heal, and 2 s pass. Id 3 is never acked.

@@ -252,30 +252,145 @@ fn a_receive_asked_after_a_move_gets_nothing_below_the_new_log_start() {
     );
     // Asked in the move's ms, the receive may have read before it.
     assert!(messages_of(&run(0), CheckerName::RetentionSafe).is_empty());
+    // A later move (of nothing below offset 1) does not hide the earlier one, and a
+    // delivery the consumer never claimed counts too.
+    let mut r = reaped_after(1_000);
+    r.wait(20).segment(3, true).wait(20).move_log_start(2, 3);
+    let asked = r.now() - 30;
+    r.with(|t, h| {
+        h.deliveries_unclaimed(t, &tp(0), vec![1], asked);
+    });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::RetentionSafe),
+        &[
+            "orders/0 offset 1 delivered to a receive asked at",
+            "log start to 2",
+        ],
+    );
+}
+
+/// How far a reap of segment 0 got before a crash, in
+/// [`a_reap_forgives_a_loss_until_a_restart_finds_its_file_again`].
+#[derive(Clone, Copy)]
+enum Reap {
+    /// The move alone (a sweep dropped before its unlink), the run ends there.
+    MovedOnly,
+    /// The move, then a crash; the restart lists segment 0 again.
+    MovedThenCrash,
+    /// Move and unlink, then a crash before the directory fsync; listed again.
+    UnlinkedThenCrash,
+    /// As `MovedThenCrash`, and the next incarnation reaps it again.
+    ReapedAgain,
 }
 
 #[test]
-fn a_move_forgives_a_loss_unless_a_crash_undid_it_before_the_unlink() {
-    // Id 2 at offset 1 is never delivered; the sweep that moved the log start past it
-    // was dropped before its unlink. The move stands when the run ends in its
-    // incarnation; after a crash the file is back, and the record with it.
-    let run = |crash: bool| {
+fn a_reap_forgives_a_loss_until_a_restart_finds_its_file_again() {
+    // Id 2 at offset 1 is never delivered; a sweep moved the log start past it.
+    let run = |how: Reap| {
         let mut r = Run::two_segments(1_000);
-        r.deliver(1, 0, 0, 35)
-            .deliver(3, 0, 2, 85)
-            .wait(1_000)
-            .move_log_start(0, 2);
-        if crash {
-            r.crash(&[(0, 3, 3, 3)]).restart().opened(0, 3, 3);
+        r.deliver(1, 0, 0, 35).deliver(3, 0, 2, 85).wait(1_000);
+        match how {
+            Reap::UnlinkedThenCrash => r.reap(0),
+            _ => r.move_log_start(0, 2),
+        };
+        if !matches!(how, Reap::MovedOnly) {
+            r.crash(&[(0, 3, 3, 3)])
+                .restart()
+                .with(|t, h| {
+                    h.segments_listed(t, &tp(0), vec![0, 2]);
+                })
+                .opened(0, 3, 3);
+        }
+        if matches!(how, Reap::ReapedAgain) {
+            r.wait(100).reap(0);
         }
         r.report()
     };
-    let report = run(false);
-    assert!(messages_of(&report, CheckerName::NoLostAck).is_empty());
-    assert!(report.no_lost_ack.excuse_of(2).is_some());
+    for how in [Reap::MovedOnly, Reap::ReapedAgain] {
+        let report = run(how);
+        assert!(messages_of(&report, CheckerName::NoLostAck).is_empty());
+        assert!(report.no_lost_ack.excuse_of(2).is_some());
+    }
+    // The file is back, and the record with it: no excuse.
+    for how in [Reap::MovedThenCrash, Reap::UnlinkedThenCrash] {
+        assert_mentions(
+            &messages_of(&run(how), CheckerName::NoLostAck),
+            &["orders/0", "offset 1"],
+        );
+    }
+}
+
+#[test]
+fn a_frontier_passes_a_reap_a_restart_undid_only_as_far_as_it_was_written_while_gone() {
+    // Offset 1 (id 2) never acked; a sweep moved the log start past it and was dropped,
+    // then a crash brought segment 0 back. The next incarnation writes frontier 2.
+    let run = |written_while_gone: bool| {
+        let mut r = Run::two_segments(1_000);
+        r.deliver(1, 0, 0, 35)
+            .consume(0, 0)
+            .wait(1_000)
+            .move_log_start(0, 2);
+        if written_while_gone {
+            r.with(|t, h| {
+                h.frontier_written(t, &tp(0), 2);
+            });
+        }
+        r.crash(&[(0, 3, 3, 3)])
+            .restart()
+            .with(|t, h| {
+                h.segments_listed(t, &tp(0), vec![0, 2]);
+            })
+            .opened(0, 3, 3)
+            .with(|t, h| {
+                h.frontier_written(t, &tp(0), 2);
+            });
+        r.report()
+    };
+    assert!(messages_of(&run(true), CheckerName::FrontierSafe).is_empty());
     assert_mentions(
-        &messages_of(&run(true), CheckerName::NoLostAck),
-        &["orders/0", "offset 1"],
+        &messages_of(&run(false), CheckerName::FrontierSafe),
+        &["written as 2", "inc 1", "passes unacknowledged offset 1"],
+    );
+}
+
+#[test]
+fn the_log_start_account_moves_in_step_and_leaves_no_file_below_it() {
+    // Rule 6: a move from 1 when the log started at 0.
+    let mut r = Run::two_segments(1_000);
+    r.deliver(1, 0, 0, 35)
+        .deliver(2, 0, 1, 55)
+        .deliver(3, 0, 2, 85)
+        .wait(1_000)
+        .move_log_start(1, 2)
+        .segment(0, false);
+    assert_mentions(
+        &fires_only(&r.report(), CheckerName::RetentionSafe),
+        &["moved the log start of orders/0 from 1", "it stood at 0"],
+    );
+    // Rule 7: the engine reports durable log start 2 while segment 0 was never
+    // unlinked (a sweep that forgot a dropped sweep's pending unlinks).
+    let run = |unlinked: bool| {
+        let mut r = Run::two_segments(1_000);
+        r.deliver(1, 0, 0, 35)
+            .deliver(2, 0, 1, 55)
+            .deliver(3, 0, 2, 85)
+            .wait(1_000)
+            .move_log_start(0, 2);
+        if unlinked {
+            r.segment(0, false);
+        }
+        r.with(|t, h| {
+            h.log_start_observed(t, &tp(0), 2);
+        });
+        r.report()
+    };
+    assert_clean(&run(true));
+    assert_mentions(
+        &fires_only(&run(false), CheckerName::RetentionSafe),
+        &[
+            "log start of orders/0 reported as 2",
+            "segment file 0 below it still exists",
+        ],
     );
 }
 

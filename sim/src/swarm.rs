@@ -23,7 +23,13 @@ use std::time::Duration;
 const CANCEL_YIELD_PROBABILITY: f64 = 0.5;
 
 /// The fault kinds [`FaultMix::without`] can turn off.
-pub const WITHOUT_KINDS: [&str; 4] = ["cancel", "process_crash", "latent_sector", "loop_drop"];
+pub const WITHOUT_KINDS: [&str; 5] = [
+    "cancel",
+    "process_crash",
+    "latent_sector",
+    "loop_drop",
+    "settle_drop",
+];
 
 /// Which faults a run injects, drawn from its seed.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,6 +58,10 @@ pub struct FaultMix {
     /// `cancel_probability`, and restarted (no draw of their own: off only to replay a
     /// seed as it ran before loop drops existed, `without loop_drop`).
     pub loop_drops: bool,
+    /// Whether acks and nacks are dropped part-way too, each with `cancel_probability`
+    /// (their own stream; off only to replay a seed as it ran before settle drops
+    /// existed, `without settle_drop`).
+    pub settle_drops: bool,
     /// Probability that a power loss leaves one sector of a segment unreadable (0..=1),
     /// at most `latent_sectors_max` times per run.
     pub latent_sector_probability: f64,
@@ -74,6 +84,7 @@ impl FaultMix {
             process_crash_fraction: 0.0,
             cancel_probability: 0.0,
             loop_drops: false,
+            settle_drops: false,
             latent_sector_probability: 0.0,
             latent_sectors_max: 0,
         }
@@ -135,6 +146,7 @@ impl FaultMix {
         if on(dice, 0.3) {
             mix.cancel_probability = [0.02, 0.1, 0.3][dice.below(3) as usize];
             mix.loop_drops = profile.loop_drops;
+            mix.settle_drops = true;
         }
         // And after that one; drawn the same whether the profile lets it fire or not,
         // so a seed turned on with `--with latent_sector` keeps the rest of its mix.
@@ -167,6 +179,7 @@ impl FaultMix {
         match name {
             "cancel" => self.cancel_probability = 0.0,
             "loop_drop" => self.loop_drops = false,
+            "settle_drop" => self.settle_drops = false,
             "process_crash" => self.process_crash_fraction = 0.0,
             "latent_sector" => {
                 self.latent_sector_probability = 0.0;

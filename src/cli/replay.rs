@@ -36,7 +36,8 @@ pub struct Args {
     /// Draw the run (HWMs, durable tails, frontier, acks, crashes, faults) to this SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub timeline: Option<std::path::PathBuf>,
-    /// Run with this fault kind off (cancel, process_crash, latent_sector, loop_drop; repeatable):
+    /// Run with this fault kind off (cancel, process_crash, latent_sector, loop_drop,
+    /// settle_drop; repeatable):
     /// the seed as it ran before the swarm drew the kind, as corpus entries with
     /// `without` do.
     #[arg(long, value_name = "KIND")]

@@ -176,6 +176,9 @@ pub enum FaultKind {
 pub enum RequestKind {
     Produce,
     Receive,
+    /// An ack or nack: dropped before it returned, it had no effect (the engine's
+    /// contract, `engine/README.md`), so the history records no ack and no nack.
+    Settle,
     /// Not a client's request: one of the engine's background loops (flusher, HWM
     /// persister, reaper, store ticker; named by the fault's path), restarted after.
     Loop,

@@ -198,6 +198,7 @@ impl Scenario {
             mix.process_crash_fraction = s.process_crash_fraction;
             mix.cancel_probability = s.cancel_probability;
             mix.loop_drops = s.cancel_probability > 0.0;
+            mix.settle_drops = s.cancel_probability > 0.0;
             mix.latent_sector_probability = s.latent_sector_probability;
             mix.latent_sectors_max = s.latent_sectors_max;
         }

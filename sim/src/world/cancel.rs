@@ -10,7 +10,8 @@
 //!
 //! Invariants:
 //! - a dropped future is never polled again, and the request answers "cancelled": the
-//!   client learns nothing of its outcome (a produce is in doubt, never acknowledged);
+//!   client learns nothing of its outcome (a produce is in doubt, never acknowledged;
+//!   a settle had no effect, by the engine's contract);
 //! - nothing is cancelled after the heal, so the liveness phase measures the engine.
 
 use crate::fs::dice::Dice;

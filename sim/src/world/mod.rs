@@ -295,6 +295,14 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
                 0.0
             },
         )),
+        settle_drops: Arc::new(cancel::Cancels::new(
+            sub_seed(spec.seed, 8),
+            if spec.mix.settle_drops {
+                spec.mix.cancel_probability
+            } else {
+                0.0
+            },
+        )),
     };
     let handle = madsim::runtime::Handle::current();
     let node = handle

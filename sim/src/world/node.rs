@@ -68,6 +68,8 @@ pub struct NodeContext {
     /// Which starts of the engine's background loops are dropped part-way (their own
     /// stream, so request draws stay as they were).
     pub loop_drops: Arc<Cancels>,
+    /// Which acks and nacks the server drops part-way (their own stream too).
+    pub settle_drops: Arc<Cancels>,
 }
 
 /// How long a dropped background loop stays down before its supervisor starts it
@@ -104,13 +106,17 @@ impl Spawn for NodeSpawner {
                     // The loop ended on its own: its log or store closed or poisoned.
                     return;
                 }
-                recorder.lock().fault(
-                    FaultKind::Cancel {
-                        request: RequestKind::Loop,
-                    },
-                    None,
-                    Some(name),
-                );
+                {
+                    let mut rec = recorder.lock();
+                    rec.fault(
+                        FaultKind::Cancel {
+                            request: RequestKind::Loop,
+                        },
+                        None,
+                        Some(name),
+                    );
+                    rec.paths.loops_dropped += 1;
+                }
                 madsim::time::sleep(LOOP_RESTART_DELAY).await;
             }
         };
@@ -153,10 +159,10 @@ async fn serve_node(ctx: NodeContext, incarnation: Incarnation) {
     )));
     while let Ok(request) = ctx.requests.recv().await {
         let store = store.clone();
-        // Settles are never dropped: an ack in doubt is not modelled by the checkers.
+        let healed = ctx.recorder.lock().healed;
         let cancel = match request {
-            Request::Settle { .. } => None,
-            _ => ctx.cancels.draw(ctx.recorder.lock().healed),
+            Request::Settle { .. } => ctx.settle_drops.draw(healed),
+            _ => ctx.cancels.draw(healed),
         };
         drop(madsim::task::spawn(tagged(
             incarnation,
@@ -399,17 +405,28 @@ async fn serve(store: SimStore, recorder: Shared, request: Request, cancel: Opti
             ack,
             reply,
         } => {
-            let result = if ack {
-                engine(store.ack(&topic, partition, offset)).await
-            } else {
-                engine(store.nack(&topic, partition, offset)).await
+            let tp = TopicPartition::new(topic.clone(), partition);
+            let call = engine(async {
+                if ack {
+                    store.ack(&topic, partition, offset).await
+                } else {
+                    store.nack(&topic, partition, offset).await
+                }
+            });
+            let result = match cancel_after(call, cancel, || !recorder.lock().healed).await {
+                Some(result) => result.map_err(|e| e.to_string()),
+                None => {
+                    // Dropped before it returned: no effect, so no ack or nack recorded.
+                    cancelled(&recorder, RequestKind::Settle, Some(&tp));
+                    recorder.lock().paths.settles_dropped += 1;
+                    Err(CANCELLED.to_owned())
+                }
             };
             if result.is_ok() {
                 // Recorded here, before any other task runs, so the history never shows
                 // a frontier moving over this offset before its ack.
                 let mut rec = recorder.lock();
                 let now = rec.now_ms();
-                let tp = TopicPartition::new(topic.clone(), partition);
                 if ack {
                     rec.history.ack(now, &tp, offset);
                     if let Some(&id) = rec.carried.get(&(tp.clone(), offset)) {
@@ -419,7 +436,7 @@ async fn serve(store: SimStore, recorder: Shared, request: Request, cancel: Opti
                     rec.history.nack(now, &tp, offset);
                 }
             }
-            drop(reply.send(result.map_err(|e| e.to_string())).await);
+            drop(reply.send(result).await);
         }
     }
 }

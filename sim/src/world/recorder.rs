@@ -59,6 +59,10 @@ pub struct Paths {
     pub bit_flips: u64,
     pub latent_sectors: u64,
     pub restarts_after_fatal_error: u64,
+    /// Acks and nacks dropped before they returned (each had no effect).
+    pub settles_dropped: u64,
+    /// Background loop starts dropped part-way and restarted.
+    pub loops_dropped: u64,
 }
 
 impl Paths {
@@ -98,6 +102,8 @@ impl Paths {
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),
             ("latent_sectors", self.latent_sectors),
+            ("settles_dropped", self.settles_dropped),
+            ("loops_dropped", self.loops_dropped),
             (
                 "restarts_after_fatal_error",
                 self.restarts_after_fatal_error,

@@ -316,3 +316,77 @@ fn a_clamp_after_a_killed_opens_cut_is_still_the_clamps() {
         );
     }
 }
+
+/// Id 1 acknowledged at offset 0 and hidden by a crash; the open of incarnation 1 keeps
+/// it hidden (its replay re-commits it at offset 1) and finishes. A crash hides both
+/// copies; the open of incarnation 2 lists them, exposes its hidden tail and dies
+/// (when `exposed_open_killed`, before the store finished opening). A latent sector
+/// then takes `[0, 2)`, and the open of incarnation 3 cuts at 0 (R1) and clamps the
+/// persisted HWM 2 to 0.
+fn clamp_after_an_open_that_exposed_both_copies(exposed_open_killed: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(1)
+        .crash(&[(0, 0, 1, 1)])
+        .restart()
+        .disk(0, OpenRule::Clean, 0, 1, None)
+        .with(|t, h| {
+            h.hidden_at_open(t, &tp(0), 0, 1, vec![copy(0, 1)]);
+        })
+        .opened(0, 0, 1)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .crash(&[(0, 0, 2, 2)])
+        .restart()
+        .disk(0, OpenRule::Clean, 0, 2, None)
+        .with(|t, h| {
+            h.hidden_at_open(t, &tp(0), 0, 2, vec![copy(0, 1), copy(1, 1)]);
+        })
+        .opened(0, 0, 2)
+        .alarm(Some(0), Alarm::HiddenExposed { from: 0, to: 2 });
+    if !exposed_open_killed {
+        r.with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    }
+    r.crash(&[(0, 2, 2, 2)])
+        .fault(latent_below_hwm(0, 2), Some(0))
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(0, 1), copy(1, 1)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 2, 0, Some(0))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 0,
+                offset: 0,
+                bytes: 200,
+            },
+        )
+        .alarm(Some(0), clamp(2, 0))
+        .opened(0, 0, 0)
+        .counters(0, 2, 0);
+    r
+}
+
+#[test]
+fn a_clamp_after_a_killed_open_still_counts_the_copies_that_open_listed() {
+    // Fresh quick 3800206633 (--with latent_sector): the walk back over the killed
+    // open of incarnation 2 also dropped the copies it listed, leaving only the
+    // earlier ones, which its predecessor's replay had made stale.
+    for killed in [false, true] {
+        let report = clamp_after_an_open_that_exposed_both_copies(killed).report();
+        assert!(
+            messages_of(&report, CheckerName::NoLostAck).is_empty(),
+            "killed {killed}: {:?}",
+            messages_of(&report, CheckerName::NoLostAck)
+        );
+        assert_eq!(
+            report.no_lost_ack.excuse_of(1).map(|e| e.kind),
+            Some(ExcuseKind::Clamped)
+        );
+    }
+}

@@ -83,14 +83,18 @@ impl Excuses<'_, '_> {
             .filter(|c| !listed.iter().any(|&(listed_at, _)| listed_at > c.index))
             .find_map(|c| {
                 let taken = c.hwm..c.persisted_hwm;
-                let mut opened = self
+                let own = self
                     .facts
                     .restarts
                     .get(&c.incarnation)
                     .map_or(c.index, |&r| r.min(c.index));
+                let mut opened = own;
                 // Opens killed just before the clamp's, whose cuts lie at or above its
                 // HWM, are part of it: the clamp's view holds nothing there, so what
-                // they cut is what the clamp gave up.
+                // they cut is what the clamp gave up. What they listed (their hidden
+                // tail, damage before the clamp's restart) still names a copy: a copy
+                // counts if listed before the clamp's own restart, and only cuts
+                // before those opens move it.
                 let mut inc = c.incarnation;
                 while inc > 0 && !self.facts.opened.contains(&(inc - 1)) {
                     let Some(&r) = self.facts.restarts.get(&(inc - 1)) else {
@@ -111,7 +115,7 @@ impl Excuses<'_, '_> {
                 copies
                     .iter()
                     .find(|&&(at, o)| {
-                        at < opened
+                        at < own
                             && taken.contains(&o)
                             && !self.moved(tp, o, at, opened)
                             && !self.other_copy(tp, &copies, c.index, &taken, at, o)

@@ -2,7 +2,7 @@
 //! `every_scenario_file_has_a_test`, so a new scenario cannot be forgotten.
 
 use cafelog_sim::clock::WALL_BASE_MS_DEFAULT;
-use cafelog_sim::history::{EventKind, FaultKind, FileKind};
+use cafelog_sim::history::{EventKind, FaultKind, FileKind, RequestKind};
 use cafelog_sim::scenario::{Scenario, StableReport};
 use cafelog_sim::world::{RunOutcome, run};
 use std::path::{Path, PathBuf};
@@ -50,6 +50,7 @@ scenarios! {
     a_crash_free_run_has_no_duplicates_and_no_loss => crash_free_accounting;
     a_gate_opening_wakes_a_parked_consumer_while_another_takes_one_at_a_time => woken_by_gates;
     a_restart_resumes_consumption_from_the_last_durable_frontier => resumed_from_durable;
+    background_loops_and_settles_dropped_part_way_lose_nothing => loops_and_settles_dropped;
     bad_frame_above_the_hwm_is_truncated;
     bit_flip_below_the_hwm_refuses_to_open;
     crash_between_commit_and_hwm_persist_duplicates_never_loses => duplicates_without_loss;
@@ -213,6 +214,18 @@ fn reaped_by_age(_: &Scenario, outcome: &RunOutcome) {
         "no deletion was checked against a commit time"
     );
     assert!(r.log_starts > 0);
+}
+
+/// The world dropped a background loop and a settle, and the reaper still judged.
+fn loops_and_settles_dropped(scenario: &Scenario, outcome: &RunOutcome) {
+    let dropped = |request: RequestKind| {
+        outcome.history.events().iter().any(|e| {
+            matches!(&e.kind, EventKind::Fault { kind: FaultKind::Cancel { request: r }, .. } if *r == request)
+        })
+    };
+    assert!(dropped(RequestKind::Loop), "no background loop was dropped");
+    assert!(dropped(RequestKind::Settle), "no settle was dropped");
+    reaped_by_age(scenario, outcome);
 }
 
 fn redelivered(_: &Scenario, outcome: &RunOutcome) {

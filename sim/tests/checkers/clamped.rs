@@ -357,15 +357,7 @@ fn clamp_after_an_open_that_exposed_both_copies(exposed_open_killed: bool) -> Ru
         })
         .restart()
         .disk(0, OpenRule::TornTail, 2, 0, Some(0))
-        .alarm(
-            Some(0),
-            Alarm::TornTail {
-                segment: "00000000000000000000.log".into(),
-                position: 0,
-                offset: 0,
-                bytes: 200,
-            },
-        )
+        .alarm(Some(0), torn_tail(0))
         .alarm(Some(0), clamp(2, 0))
         .opened(0, 0, 0)
         .counters(0, 2, 0);

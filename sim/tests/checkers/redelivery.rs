@@ -71,19 +71,26 @@ fn a_nacked_delivery_comes_back_within_the_bound_not_the_lease() {
     assert_eq!(run(50).redelivered_after_expiry.after_nack, 1);
 }
 
+/// Orders keeping segments 1,000 ms: id 1 at offset 0 of segment 0, delivered and
+/// never acked; segment 2 seals it.
+fn delivered_in_a_sealed_segment() -> Run {
+    let mut r = Run::with_retention(1_000);
+    r.segment(0, true)
+        .opened(0, 0, 0)
+        .committed(1, 0)
+        .deliver(1, 0, 0, 35)
+        .segment(2, true);
+    r
+}
+
 #[test]
 fn a_record_delivered_and_never_acked_is_a_hang_unless_a_reap_took_it() {
     // Delivered before the heal, dropped, and the crash after it ended the lease: the
     // frontier should have brought it back within the delivery bound (1,000 ms),
     // unless the reaper deleted its segment (sealed by segment 2, and aged) by then.
     let run = |reap_after: Option<(u64, u64)>| {
-        let mut r = Run::with_retention(1_000);
-        r.segment(0, true)
-            .opened(0, 0, 0)
-            .committed(1, 0)
-            .deliver(1, 0, 0, 35)
-            .segment(2, true)
-            .crash(&[(0, 1, 1, 1)])
+        let mut r = delivered_in_a_sealed_segment();
+        r.crash(&[(0, 1, 1, 1)])
             .restart()
             .opened(0, 1, 1)
             .with(|t, h| {
@@ -121,13 +128,8 @@ fn a_reap_a_restart_undid_ends_no_redelivery() {
     // dropped before its unlink; the crash after it left segment 0 on disk (listed
     // again) or not. Back on disk, the record is owed again after the heal.
     let run = |listed_again: bool| {
-        let mut r = Run::with_retention(1_000);
-        r.segment(0, true)
-            .opened(0, 0, 0)
-            .committed(1, 0)
-            .deliver(1, 0, 0, 35)
-            .segment(2, true)
-            .wait(1_000)
+        let mut r = delivered_in_a_sealed_segment();
+        r.wait(1_000)
             .move_log_start(0, 2)
             .crash(&[(0, 1, 1, 1)])
             .restart();

@@ -38,6 +38,8 @@
 //! 3. **The counters add up.** Every `engine_counters` sample equals the sum of the
 //!    clamp and skip alarms the engine raised on that partition in that incarnation
 //!    before it.
+//! 4. **The WAL's damage is counted right**: `wal_damaged` reports what the reference
+//!    decoder reads in the WAL's files at the restart (`wal_account.rs`).
 
 use serde::Serialize;
 
@@ -56,6 +58,8 @@ pub struct AlarmsReport {
     pub alarms: usize,
     /// Opens whose account was compared with the disk they read.
     pub opens_checked: usize,
+    /// WAL opens whose damage account was compared with the files they read (rule 4).
+    pub wal_opens_checked: usize,
     pub violations: Vec<Violation>,
 }
 
@@ -88,6 +92,7 @@ pub fn check(facts: &Facts<'_>) -> AlarmsReport {
         }
     }
     counters(facts, &mut report);
+    super::wal_account::check(facts, &mut report);
     report
 }
 

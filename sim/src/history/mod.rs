@@ -399,6 +399,13 @@ pub enum EventKind {
         tp: TopicPartition,
         bases: Vec<Offset>,
     },
+    /// World, at each restart: the damage the WAL's segment files hold as the
+    /// reference decoder reads them (`reference::wal::damage`), what the open's
+    /// `wal_damaged` must report.
+    WalAtOpen {
+        skipped_bytes: u64,
+        corrupt_entries: u64,
+    },
     /// World, sampling the engine's counters for a partition. Counters are cumulative
     /// within an incarnation and start from 0 at each restart.
     EngineCounters {
@@ -683,6 +690,13 @@ impl fmt::Display for Event {
             EventKind::SegmentsListed { tp, bases } => {
                 write!(f, "segments_listed {tp} bases={bases:?}")
             }
+            EventKind::WalAtOpen {
+                skipped_bytes,
+                corrupt_entries,
+            } => write!(
+                f,
+                "wal_at_open skipped_bytes={skipped_bytes} corrupt_entries={corrupt_entries}"
+            ),
             EventKind::EngineCounters {
                 tp,
                 recorded_loss_records,
@@ -1265,6 +1279,21 @@ impl History {
                 tp: tp.clone(),
                 base,
                 held,
+            },
+        )
+    }
+
+    pub fn wal_at_open(
+        &mut self,
+        at_ms: u64,
+        skipped_bytes: u64,
+        corrupt_entries: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::WalAtOpen {
+                skipped_bytes,
+                corrupt_entries,
             },
         )
     }

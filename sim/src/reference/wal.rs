@@ -19,11 +19,42 @@ pub struct Entry {
     pub payload: Vec<u8>,
 }
 
-/// One readable frame: its bytes in the file and its entries (those that parse).
+/// One readable frame: its bytes in the file, the sequence number of its first entry,
+/// how many entries it holds, and those that parse.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalFrame {
     pub position: Range<u64>,
+    pub base: u64,
+    pub records: u64,
     pub entries: Vec<Entry>,
+}
+
+/// What the damage of one WAL segment image named `base` costs an open, as FORMAT.md's
+/// reader counts it: bytes in unreadable regions (from where a frame fails to the next
+/// readable one, or to the end), and entries lost (sequence numbers a readable frame
+/// skips past the ones before it, from `base`, and entries of a readable frame that do
+/// not parse). Returns `(skipped_bytes, corrupt_entries)`.
+pub fn damage(base: u64, image: &[u8]) -> (u64, u64) {
+    let (mut skipped, mut corrupt) = (0, 0);
+    let (mut at, mut expected) = (0, base);
+    for f in frames(image) {
+        skipped += f.position.start - at;
+        corrupt += f.base.saturating_sub(expected);
+        corrupt += f.records - f.entries.len() as u64;
+        expected = expected.max(f.base + f.records);
+        at = f.position.end;
+    }
+    skipped += (image.len() as u64).saturating_sub(at);
+    (skipped, corrupt)
+}
+
+/// The base of a WAL segment file named `name` (twenty digits and the suffix).
+pub fn segment_base(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(cafelog_engine::store::wal::WAL_SUFFIX)?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// Parses one WAL record.
@@ -77,6 +108,8 @@ pub fn frames(image: &[u8]) -> Vec<WalFrame> {
         let end = at + header.frame_len();
         out.push(WalFrame {
             position: at..end,
+            base: header.base_offset,
+            records: records.len() as u64,
             entries,
         });
         at = end;

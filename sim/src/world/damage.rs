@@ -192,6 +192,23 @@ mod tests {
     }
 
     #[test]
+    fn the_reference_counts_wal_damage_as_an_open_does() {
+        use crate::reference::wal::damage;
+        let (image, frames) = wal_image();
+        assert_eq!(damage(10, &image), (0, 0));
+        // Seqs 8 and 9 the segment's name promises are missing before the first frame.
+        assert_eq!(damage(8, &image), (0, 2));
+        // A flip in the middle frame: its bytes skipped, its entry (seq 12) a gap.
+        let mut hit = image.clone();
+        hit[(frames[1].end - 2) as usize] ^= 0x40;
+        let middle = frames[1].end - frames[1].start;
+        assert_eq!(damage(10, &hit), (middle, 1));
+        // A torn last frame: its bytes skipped, no later frame to show a gap.
+        let torn = &image[..(frames[2].start + 5) as usize];
+        assert_eq!(damage(10, torn), (5, 0));
+    }
+
+    #[test]
     fn a_wal_hit_names_every_entry_of_each_frame_it_touches() {
         let (image, frames) = wal_image();
         let path = Path::new("/data/wal").join(wal::segment_name(10));

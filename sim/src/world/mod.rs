@@ -728,6 +728,7 @@ fn restart(world: &World, node: madsim::task::NodeId) {
         }
         segments.push((tp, bases));
     }
+    let wal = wal_damage(world);
     madsim::runtime::Handle::current().restart(node);
     let mut rec = world.recorder.lock();
     let now = rec.now_ms();
@@ -743,9 +744,25 @@ fn restart(world: &World, node: madsim::task::NodeId) {
     for (tp, bases) in segments {
         rec.history.segments_listed(now, &tp, bases);
     }
+    rec.history.wal_at_open(now, wal.0, wal.1);
     rec.node_down = false;
     rec.carried.clear();
     rec.durable_frontiers = frontiers;
+}
+
+/// The damage the WAL's segment files hold as the open will read them: skipped bytes
+/// and corrupt entries, by the reference decoder.
+fn wal_damage(world: &World) -> (u64, u64) {
+    let dir = Path::new(DATA_ROOT).join("wal");
+    let names = world.fs.visible_names(&dir).unwrap_or_default();
+    names
+        .iter()
+        .filter_map(|name| {
+            let base = crate::reference::wal::segment_base(name)?;
+            let image = world.fs.visible_bytes(&dir.join(name))?;
+            Some(crate::reference::wal::damage(base, &image))
+        })
+        .fold((0, 0), |(s, c), (ds, dc)| (s + ds, c + dc))
 }
 
 /// Adds the dying incarnation's engine counters to the run's paths.

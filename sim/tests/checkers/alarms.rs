@@ -471,3 +471,74 @@ fn clamps_of_flipped_words_add_up_without_overflow() {
     let report = r.report();
     assert_eq!(report.accounting.counts().recorded_loss, u64::MAX);
 }
+
+/// A restart whose WAL the reference decoder reads as `account` (skipped bytes, corrupt
+/// entries); the open reports `reported` (`None`: no `wal_damaged`), then completes.
+fn wal_open(account: (u64, u64), reported: Option<(u64, u64)>, fault_meanwhile: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(1).crash(&[(0, 1, 1, 1)]).restart().with(|t, h| {
+        h.wal_at_open(t, account.0, account.1);
+    });
+    if fault_meanwhile {
+        r.with(|t, h| {
+            h.fault(
+                t,
+                FaultKind::BitFlip {
+                    file: FileKind::Wal,
+                    offsets: None,
+                    below_hwm: None,
+                },
+                None,
+                Some("/data/wal/00000000000000000000.wal"),
+            );
+        });
+    }
+    if let Some((skipped_bytes, corrupt_entries)) = reported {
+        r.alarm(
+            None,
+            Alarm::WalDamaged {
+                corrupt_entries,
+                skipped_bytes,
+            },
+        );
+    }
+    r.open_clean(0, 1, 1).with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    });
+    r
+}
+
+#[test]
+fn the_wal_open_counts_the_damage_its_files_hold() {
+    let messages = |account, reported, meanwhile| {
+        let report = wal_open(account, reported, meanwhile).report();
+        (
+            report.alarms_explained.wal_opens_checked,
+            report
+                .alarms_explained
+                .violations
+                .iter()
+                .map(|v| v.message.clone())
+                .filter(|m| m.contains("WAL open"))
+                .collect::<Vec<_>>(),
+        )
+    };
+    // Agreeing accounts, with and without damage.
+    assert_eq!(messages((0, 0), None, false), (1, vec![]));
+    assert_eq!(
+        messages((120, 1), Some((120, 1)), false).1,
+        Vec::<String>::new()
+    );
+    // A miscount, an alarm for a clean WAL, and damage left unreported.
+    for (account, reported) in [
+        ((120, 1), Some((240, 1))),
+        ((0, 0), Some((5, 0))),
+        ((120, 1), None),
+    ] {
+        let (_, found) = messages(account, reported, false);
+        assert_eq!(found.len(), 1, "{account:?} {reported:?}");
+        assert!(found[0].contains("the WAL open of inc 1"), "{found:?}");
+    }
+    // A fault on the WAL while the open read: not judged.
+    assert_eq!(messages((120, 1), Some((240, 1)), true), (0, vec![]));
+}

@@ -12,6 +12,8 @@ use super::Violation;
 use super::explained::AlarmsReport;
 use super::facts::Facts;
 use crate::history::{Alarm, EventKind};
+use crate::world::node::DATA_ROOT;
+use std::path::Path;
 
 pub fn check(facts: &Facts<'_>, report: &mut AlarmsReport) {
     let events = facts.history.events();
@@ -27,9 +29,11 @@ pub fn check(facts: &Facts<'_>, report: &mut AlarmsReport) {
         let Some(&opened) = facts.opened_at.get(&inc) else {
             continue;
         };
-        let damaged_meanwhile = events[index..opened].iter().any(
-            |e| matches!(&e.kind, EventKind::Fault { path: Some(p), .. } if p.contains("/wal/")),
-        );
+        let wal_dir = Path::new(DATA_ROOT).join("wal");
+        let damaged_meanwhile = events[index..opened].iter().any(|e| {
+            matches!(&e.kind, EventKind::Fault { path: Some(p), .. }
+                if Path::new(p).starts_with(&wal_dir))
+        });
         if damaged_meanwhile {
             continue;
         }

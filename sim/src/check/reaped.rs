@@ -86,6 +86,35 @@ impl Reaped {
     }
 }
 
+/// The segment files each partition holds as the disk shows them: created, listed at
+/// a restart (what the crash left), unlinked.
+#[derive(Default)]
+pub struct LiveSegments(BTreeMap<TopicPartition, BTreeSet<Offset>>);
+
+impl LiveSegments {
+    /// Follows one event. `false` for an unlink of a file that was not there (a second
+    /// unlink deletes nothing), `true` otherwise.
+    pub fn observe(&mut self, kind: &EventKind) -> bool {
+        match kind {
+            EventKind::SegmentCreated { tp, base } => {
+                self.0.entry(tp.clone()).or_default().insert(*base);
+            }
+            EventKind::SegmentsListed { tp, bases } => {
+                self.0.insert(tp.clone(), bases.iter().copied().collect());
+            }
+            EventKind::SegmentDeleted { tp, base, .. } => {
+                return self.0.get_mut(tp).is_some_and(|b| b.remove(base));
+            }
+            _ => {}
+        }
+        true
+    }
+
+    pub fn of(&self, tp: &TopicPartition) -> Option<&BTreeSet<Offset>> {
+        self.0.get(tp)
+    }
+}
+
 /// The highest HWM the engine showed on each partition in its current incarnation.
 #[derive(Default)]
 struct Shown(BTreeMap<TopicPartition, (Incarnation, Offset)>);
@@ -104,7 +133,7 @@ impl Shown {
 /// Every segment the reaper took out of the log, in the order of the moves.
 pub fn reaped(history: &History) -> Vec<Reaped> {
     let mut out: Vec<Reaped> = Vec::new();
-    let mut live: BTreeMap<TopicPartition, BTreeSet<Offset>> = BTreeMap::new();
+    let mut live = LiveSegments::default();
     let mut opened: BTreeSet<(TopicPartition, Incarnation)> = BTreeSet::new();
     // Per partition and base: the reap moved out in this incarnation, not yet unlinked.
     let mut moved: BTreeMap<(TopicPartition, Offset), (Incarnation, usize)> = BTreeMap::new();
@@ -113,6 +142,7 @@ pub fn reaped(history: &History) -> Vec<Reaped> {
     let mut shown = Shown::default();
     for (index, event) in history.events().iter().enumerate() {
         let inc = event.incarnation;
+        let was_live = live.observe(&event.kind);
         match &event.kind {
             EventKind::EngineAlarm {
                 tp: Some(tp),
@@ -129,7 +159,9 @@ pub fn reaped(history: &History) -> Vec<Reaped> {
                 raised_in,
             } => {
                 let inc = raised_in.unwrap_or(inc);
-                let bases = live.entry(tp.clone()).or_default();
+                let Some(bases) = live.of(tp) else {
+                    continue;
+                };
                 let shown_hwm = shown.show(tp, inc, 0);
                 for &base in bases.range(..*log_start) {
                     let key = (tp.clone(), base);
@@ -173,7 +205,6 @@ pub fn reaped(history: &History) -> Vec<Reaped> {
                 }
             }
             EventKind::SegmentCreated { tp, base } => {
-                live.entry(tp.clone()).or_default().insert(*base);
                 // A new file of that base: a later listing shows it, not the reaped one.
                 may_return.remove(&(tp.clone(), *base));
             }
@@ -183,15 +214,14 @@ pub fn reaped(history: &History) -> Vec<Reaped> {
                         out[i].back_at = Some(index);
                     }
                 }
-                live.insert(tp.clone(), bases.iter().copied().collect());
             }
             EventKind::SegmentDeleted { tp, base, held } => {
-                let bases = live.entry(tp.clone()).or_default();
                 // A second unlink of a file (a dropped sweep's, finished by the next)
                 // deletes nothing more.
-                if !bases.remove(base) || !opened.contains(&(tp.clone(), inc)) {
+                if !was_live || !opened.contains(&(tp.clone(), inc)) {
                     continue;
                 }
+                let bases = live.of(tp).expect("the unlinked file was live");
                 match moved.remove(&(tp.clone(), *base)) {
                     Some((moved_in, i)) if moved_in == inc => {
                         out[i].unlinked = Some(index);

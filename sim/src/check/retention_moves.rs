@@ -12,8 +12,9 @@
 //!    it is one a sweep forgot to unlink (and the next open would start there again,
 //!    or find a gap once the file's successor goes).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
+use super::reaped::LiveSegments;
 use super::retention_safe::RetentionReport;
 use super::{RecordRef, Violation};
 use crate::history::{Alarm, Event, EventKind, Incarnation, Offset, TopicPartition};
@@ -27,12 +28,13 @@ type Starts = (Incarnation, Offset, Vec<(u64, Offset)>);
 pub struct MoveRules {
     starts: BTreeMap<TopicPartition, Starts>,
     /// Per partition: the segment files that exist (created or listed, not unlinked).
-    live: BTreeMap<TopicPartition, BTreeSet<Offset>>,
+    live: LiveSegments,
 }
 
 impl MoveRules {
     pub fn observe(&mut self, report: &mut RetentionReport, index: usize, event: &Event) {
         let inc = event.incarnation;
+        self.live.observe(&event.kind);
         match &event.kind {
             EventKind::EngineAlarm {
                 tp: Some(tp),
@@ -86,16 +88,6 @@ impl MoveRules {
             EventKind::LogStartObserved { tp, log_start } => {
                 self.durable_start(report, index, event, tp, *log_start);
             }
-            EventKind::SegmentCreated { tp, base } => {
-                self.live.entry(tp.clone()).or_default().insert(*base);
-            }
-            EventKind::SegmentsListed { tp, bases } => {
-                self.live
-                    .insert(tp.clone(), bases.iter().copied().collect());
-            }
-            EventKind::SegmentDeleted { tp, base, .. } => {
-                self.live.entry(tp.clone()).or_default().remove(base);
-            }
             _ => {}
         }
     }
@@ -139,7 +131,7 @@ impl MoveRules {
         tp: &TopicPartition,
         log_start: Offset,
     ) {
-        let Some(&lowest) = self.live.get(tp).and_then(|l| l.first()) else {
+        let Some(&lowest) = self.live.of(tp).and_then(|l| l.first()) else {
             return;
         };
         if lowest < log_start {

@@ -254,10 +254,10 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ))
     }
 
-    /// `Retention`: a segment of `tp` the reaper moved out of the log and deleted (what
-    /// `retention_safe` judges) after `after` (the record's acknowledgement) held it, below the HWM the
-    /// engine had shown in that incarnation, so consumers could have read it: at
-    /// `offset`, its acknowledged one, with no engine cut or clamp at or below the
+    /// `Retention`: a segment of `tp` the reaper moved out of the log after `after`
+    /// (the record's acknowledgement), and that no restart found again (a reap
+    /// `retention_safe` judges), held it below the HWM the engine had shown in that
+    /// incarnation, so consumers could have read it: at `offset`, its acknowledged one, with no engine cut or clamp at or below the
     /// offset in between (which would have put another record there; a frame there
     /// damaged at rest is still the record's, which the decode cannot name); or a copy
     /// of it elsewhere (the WAL replay re-commits a record a cut or a hidden tail took),

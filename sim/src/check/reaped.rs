@@ -53,6 +53,31 @@ pub struct Reaped {
 }
 
 impl Reaped {
+    /// A reap of `[base, end)` of `tp` at history `index`, moved out by `incarnation`:
+    /// announced, not yet unlinked, its file not back.
+    fn moved(
+        tp: &TopicPartition,
+        base: Offset,
+        end: Option<Offset>,
+        index: usize,
+        incarnation: Incarnation,
+        shown_hwm: Offset,
+    ) -> Self {
+        Reaped {
+            tp: tp.clone(),
+            base,
+            end,
+            index,
+            incarnation,
+            unlinked: None,
+            back_at: None,
+            frontier_passed: None,
+            unannounced: false,
+            held: Vec::new(),
+            shown_hwm,
+        }
+    }
+
     pub fn contains(&self, offset: Offset) -> bool {
         self.base <= offset && self.end.is_some_and(|e| offset < e)
     }
@@ -170,19 +195,8 @@ pub fn reaped(history: &History) -> Vec<Reaped> {
                     }
                     moved.insert(key.clone(), (inc, out.len()));
                     may_return.entry(key).or_default().push(out.len());
-                    out.push(Reaped {
-                        tp: tp.clone(),
-                        base,
-                        end: bases.range(base + 1..).next().copied(),
-                        index,
-                        incarnation: inc,
-                        unlinked: None,
-                        back_at: None,
-                        frontier_passed: None,
-                        unannounced: false,
-                        held: Vec::new(),
-                        shown_hwm,
-                    });
+                    let end = bases.range(base + 1..).next().copied();
+                    out.push(Reaped::moved(tp, base, end, index, inc, shown_hwm));
                 }
             }
             EventKind::HwmObserved { tp, hwm, .. } => {
@@ -230,18 +244,13 @@ pub fn reaped(history: &History) -> Vec<Reaped> {
                     _ => {
                         let key = (tp.clone(), *base);
                         may_return.entry(key).or_default().push(out.len());
+                        let end = bases.range(base + 1..).next().copied();
+                        let shown_hwm = shown.show(tp, inc, 0);
                         out.push(Reaped {
-                            tp: tp.clone(),
-                            base: *base,
-                            end: bases.range(base + 1..).next().copied(),
-                            index,
-                            incarnation: inc,
                             unlinked: Some(index),
-                            back_at: None,
-                            frontier_passed: None,
                             unannounced: true,
                             held: held.clone(),
-                            shown_hwm: shown.show(tp, inc, 0),
+                            ..Reaped::moved(tp, *base, end, index, inc, shown_hwm)
                         });
                     }
                 }

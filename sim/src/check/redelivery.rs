@@ -265,9 +265,9 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
         let asked = asked_at_ms.unwrap_or(facts.at_ms(d));
         // The engine took the delivered copy away by the deadline: a reap of the file
         // that held it (in the delivery's incarnation, or the world's decode at the
-        // unlink names it there) that no restart undid by then, or a skip of its frame while the offset still held it
-        // (no crash since left it at or above the persisted HWM, where a cut and a
-        // replay can put another record there).
+        // unlink names it there) that no restart undid by then, or a skip of its frame
+        // while the offset still held it (no crash since left it at or above the
+        // persisted HWM, where a cut and a replay can put another record there).
         let kept_since = |i: usize| {
             facts
                 .crashes

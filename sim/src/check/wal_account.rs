@@ -12,11 +12,12 @@ use super::Violation;
 use super::explained::AlarmsReport;
 use super::facts::Facts;
 use crate::history::{Alarm, EventKind};
-use crate::world::node::DATA_ROOT;
+use crate::world::node::wal_dir;
 use std::path::Path;
 
 pub fn check(facts: &Facts<'_>, report: &mut AlarmsReport) {
     let events = facts.history.events();
+    let wal_dir = wal_dir();
     for (index, event) in events.iter().enumerate() {
         let EventKind::WalAtOpen {
             skipped_bytes,
@@ -29,7 +30,6 @@ pub fn check(facts: &Facts<'_>, report: &mut AlarmsReport) {
         let Some(&opened) = facts.opened_at.get(&inc) else {
             continue;
         };
-        let wal_dir = Path::new(DATA_ROOT).join("wal");
         let damaged_meanwhile = events[index..opened].iter().any(|e| {
             matches!(&e.kind, EventKind::Fault { path: Some(p), .. }
                 if Path::new(p).starts_with(&wal_dir))

@@ -48,7 +48,9 @@ pub fn damage(base: u64, image: &[u8]) -> (u64, u64) {
     (skipped, corrupt)
 }
 
-/// The base of a WAL segment file named `name` (twenty digits and the suffix).
+/// The base of a WAL segment file named `name` (twenty digits and the suffix). The
+/// reference's own reading of the name, not the engine's `parse_segment_name`, so that
+/// a fault in the engine's cannot change what the world expects.
 pub fn segment_base(name: &str) -> Option<u64> {
     let digits = name.strip_suffix(cafelog_engine::store::wal::WAL_SUFFIX)?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {

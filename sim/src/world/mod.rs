@@ -753,7 +753,7 @@ fn restart(world: &World, node: madsim::task::NodeId) {
 /// The damage the WAL's segment files hold as the open will read them: skipped bytes
 /// and corrupt entries, by the reference decoder.
 fn wal_damage(world: &World) -> (u64, u64) {
-    let dir = Path::new(DATA_ROOT).join("wal");
+    let dir = node::wal_dir();
     let names = world.fs.visible_names(&dir).unwrap_or_default();
     names
         .iter()

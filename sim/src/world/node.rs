@@ -24,6 +24,11 @@ pub type SimStore = Store<ObservingFs, SimClock>;
 /// Where the node keeps its data on the simulated disk.
 pub const DATA_ROOT: &str = "/data";
 
+/// The ingress WAL's directory, where the store puts it under [`DATA_ROOT`].
+pub fn wal_dir() -> PathBuf {
+    PathBuf::from(DATA_ROOT).join("wal")
+}
+
 /// A request from a client.
 pub enum Request {
     Produce {

@@ -197,6 +197,7 @@ impl Fs for ObservingFs {
         {
             watch.took_effect();
         }
+        // Any other error left the file where it was: nothing for the drop to record.
         watch.segment = None;
         self.after(r)
     }

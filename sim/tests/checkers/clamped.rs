@@ -354,14 +354,19 @@ fn clamp_after_an_open_that_exposed_both_copies(exposed_open_killed: bool) -> Ru
         .with(|t, h| {
             let fault_index = h.len() - 1;
             h.damage_held(t, fault_index, &tp(0), vec![copy(0, 1), copy(1, 1)]);
-        })
-        .restart()
+        });
+    clamp_at_zero(&mut r);
+    r
+}
+
+/// The open of incarnation 3 cuts at 0 (R1) and clamps the persisted HWM 2 to 0.
+fn clamp_at_zero(r: &mut Run) {
+    r.restart()
         .disk(0, OpenRule::TornTail, 2, 0, Some(0))
         .alarm(Some(0), torn_tail(0))
         .alarm(Some(0), clamp(2, 0))
         .opened(0, 0, 0)
         .counters(0, 2, 0);
-    r
 }
 
 #[test]
@@ -381,4 +386,44 @@ fn a_clamp_after_a_killed_open_still_counts_the_copies_that_open_listed() {
             Some(ExcuseKind::Clamped)
         );
     }
+}
+
+/// As [`clamp_after_an_open_that_exposed_both_copies`] with its open killed, but a power
+/// loss then takes both copies: the open of incarnation 3 finds the log ending cleanly
+/// at 0 and dies before it clamps, and the open of incarnation 4 clamps `[0, 2)`.
+#[test]
+fn a_clamp_does_not_take_copies_a_power_loss_took_before_it() {
+    let mut r = Run::new();
+    r.produced(1)
+        .crash(&[(0, 0, 1, 1)])
+        .restart()
+        .disk(0, OpenRule::Clean, 0, 1, None)
+        .with(|t, h| {
+            h.hidden_at_open(t, &tp(0), 0, 1, vec![copy(0, 1)]);
+        })
+        .opened(0, 0, 1)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .crash(&[(0, 0, 2, 2)])
+        .restart()
+        .disk(0, OpenRule::Clean, 0, 2, None)
+        .with(|t, h| {
+            h.hidden_at_open(t, &tp(0), 0, 2, vec![copy(0, 1), copy(1, 1)]);
+        })
+        .opened(0, 0, 2)
+        .alarm(Some(0), Alarm::HiddenExposed { from: 0, to: 2 })
+        .crash(&[(0, 2, 0, 0)])
+        .restart()
+        .disk(0, OpenRule::Clean, 2, 0, None)
+        .crash(&[(0, 2, 0, 0)])
+        .fault(latent_below_hwm(0, 2), Some(0));
+    clamp_at_zero(&mut r);
+    let report = r.report();
+    assert_ne!(
+        report.no_lost_ack.excuse_of(1).map(|e| e.kind),
+        Some(ExcuseKind::Clamped),
+        "{:#?}",
+        report.violations()
+    );
 }

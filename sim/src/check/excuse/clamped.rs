@@ -93,8 +93,8 @@ impl Excuses<'_, '_> {
                 // HWM, are part of it: the clamp's view holds nothing there, so what
                 // they cut is what the clamp gave up. What they listed (their hidden
                 // tail, damage before the clamp's restart) still names a copy: a copy
-                // counts if listed before the clamp's own restart, and only cuts
-                // before those opens move it.
+                // counts if listed before the clamp's own restart and nothing but
+                // those opens' cuts moved it since.
                 let mut inc = c.incarnation;
                 while inc > 0 && !self.facts.opened.contains(&(inc - 1)) {
                     let Some(&r) = self.facts.restarts.get(&(inc - 1)) else {
@@ -112,12 +112,19 @@ impl Excuses<'_, '_> {
                     opened = opened.min(r);
                     inc -= 1;
                 }
+                // A copy listed before the walked opens may have moved only before
+                // them; one they listed, only by what came after it, their cuts aside.
+                let walked = inc..c.incarnation;
                 copies
                     .iter()
                     .find(|&&(at, o)| {
                         at < own
                             && taken.contains(&o)
-                            && !self.moved(tp, o, at, opened)
+                            && !if at < opened {
+                                self.moved(tp, o, at, opened)
+                            } else {
+                                self.moved_but(tp, o, at, own, &walked)
+                            }
                             && !self.other_copy(tp, &copies, c.index, &taken, at, o)
                     })
                     .map(|&(at, o)| (c, at, o))

@@ -58,14 +58,26 @@ impl Excuses<'_, '_> {
         from: usize,
         to: usize,
     ) -> bool {
+        self.moved_but(tp, offset, from, to, &(0..0))
+    }
+
+    /// [`Excuses::moved`], not counting the cuts announced by the opens of `own`: the
+    /// incarnations whose cuts a clamp counts as its own.
+    pub(super) fn moved_but(
+        &self,
+        tp: &TopicPartition,
+        offset: Offset,
+        from: usize,
+        to: usize,
+        own: &Range<Incarnation>,
+    ) -> bool {
         let facts = self.facts;
         let alarms = &facts.alarms;
-        alarms
-            .cuts(tp)
-            .any(|c| from < c.index && c.index < to && c.offset <= offset)
-            || alarms
-                .clamps(tp)
-                .any(|c| from < c.index && c.index < to && c.hwm <= offset)
+        alarms.cuts(tp).any(|c| {
+            from < c.index && c.index < to && c.offset <= offset && !own.contains(&c.incarnation)
+        }) || alarms
+            .clamps(tp)
+            .any(|c| from < c.index && c.index < to && c.hwm <= offset)
             || facts.restarts.iter().any(|(&incarnation, &restart)| {
                 // A restart whose view the world could not take (no directory) proves
                 // nothing was kept. A log that ends at a bad frame at or below the copy

@@ -7,9 +7,7 @@
 //! once fixed), optionally `checker` (for an expected failure), `reaches` (path
 //! names the seed must keep reaching, so an entry cannot silently stop covering what
 //! it is there for) and `without` (fault kinds the swarm gained after the entry was
-//! recorded, turned off so the seed runs as it did then; `cafelog replay --without`)
-//! and `with` (fault kinds its profile does not draw, on as when it was found;
-//! `cafelog replay --with`).
+//! recorded, turned off so the seed runs as it did then; `cafelog replay --without`).
 //!
 //! This module reads and writes a real file: it is tooling around the simulation, not
 //! part of a simulated run.
@@ -33,10 +31,6 @@ pub struct Entry {
     pub reaches: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub without: Vec<String>,
-    /// Fault kinds the entry's profile does not draw, turned on as when it was found
-    /// (`cafelog replay --with`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub with: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -62,7 +56,13 @@ pub fn load(path: &Path) -> Result<Vec<Entry>, String> {
 /// fixed) for `seed` on `profile`, keeping the file's text, comments included, as it
 /// is. Creates the file if missing. Returns `false`, changing nothing, when the
 /// corpus already holds that seed on that profile.
-pub fn append(path: &Path, seed: u64, profile: &str, why: &str) -> Result<bool, String> {
+pub fn append(
+    path: &Path,
+    seed: u64,
+    profile: &str,
+    without: &[String],
+    why: &str,
+) -> Result<bool, String> {
     let io = |e: std::io::Error| format!("{}: {e}", path.display());
     let existing = match std::fs::read_to_string(path) {
         Ok(text) => text,
@@ -83,8 +83,7 @@ pub fn append(path: &Path, seed: u64, profile: &str, why: &str) -> Result<bool, 
         expect: VerdictKind::Pass,
         checker: None,
         reaches: Vec::new(),
-        without: Vec::new(),
-        with: Vec::new(),
+        without: without.to_vec(),
     };
     #[derive(Serialize)]
     struct One<'a> {
@@ -119,12 +118,16 @@ mod tests {
         let head = "# The corpus.\n\n[[seed]]\nseed = 1\nprofile = \"quick\"\nwhy = \"R1\"\n\
                     expect = \"pass\"\nreaches = [\"torn_tails_truncated_r1\"]\n";
         std::fs::write(&path, head).expect("write");
+        let without = vec!["cancel".to_owned()];
         assert_eq!(
-            append(&path, 7, "default", "failed no_lost_ack\nin a sweep"),
+            append(&path, 7, "default", &[], "failed no_lost_ack\nin a sweep"),
             Ok(true)
         );
-        assert_eq!(append(&path, 7, "default", "again"), Ok(false));
-        assert_eq!(append(&path, 7, "quick", "other profile"), Ok(true));
+        assert_eq!(append(&path, 7, "default", &[], "again"), Ok(false));
+        assert_eq!(
+            append(&path, 7, "quick", &without, "other profile"),
+            Ok(true)
+        );
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(text.starts_with(head), "{text}");
         let entries = load(&path).expect("parses");
@@ -132,8 +135,10 @@ mod tests {
         assert_eq!(entries[1].seed, 7);
         assert_eq!(entries[1].why, "failed no_lost_ack in a sweep");
         assert_eq!(entries[1].expect, VerdictKind::Pass);
+        assert!(entries[1].without.is_empty());
+        assert_eq!(entries[2].without, without, "a sweep's --without is kept");
         let fresh = dir.path().join("new.toml");
-        assert_eq!(append(&fresh, 3, "quick", "first"), Ok(true));
+        assert_eq!(append(&fresh, 3, "quick", &[], "first"), Ok(true));
         assert_eq!(load(&fresh).expect("parses").len(), 1);
     }
 }

@@ -33,49 +33,12 @@ pub struct Profile {
     pub crash_mean_gap_ms: RangeInclusive<u64>,
     /// Cap on crashes per run, so the run always makes progress.
     pub crashes_max: u32,
-    /// Whether the swarm draws latent sector errors (`--with latent_sector` turns them
-    /// on for any profile). Off in `quick` and `default` until the checkers can follow
-    /// a record's copies through every frame a sector takes (`sim/HARNESS.md`).
-    pub latent_sectors: bool,
     /// Whether seeds with cancels on also drop and restart the engine's background
     /// loops (`--without loop_drop` turns it off for one run). On in every profile.
     pub loop_drops: bool,
 }
 
-/// The fault kinds `--with` can turn on beyond what a profile draws.
-pub const WITH_KINDS: [&str; 1] = ["latent_sector"];
-
 impl Profile {
-    /// Turns on the fault kind `name` (one of [`WITH_KINDS`]) for this profile's seeds.
-    /// The swarm draws it the same way whether it fires or not, so every other fault of
-    /// a seed stays as it was.
-    pub fn with(&mut self, name: &str) -> Result<(), String> {
-        match name {
-            "latent_sector" => self.latent_sectors = true,
-            other => {
-                return Err(format!(
-                    "cannot turn on fault kind {other:?}: one of {}",
-                    WITH_KINDS.join(", ")
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// The `--with` flags that reproduce this profile from its name (empty when it is
-    /// the named profile as it is), for the command lines a report prints.
-    pub fn flags(&self) -> String {
-        let named = Profile::by_name(self.name).ok();
-        let Some(p) = named else {
-            return String::new();
-        };
-        let mut flags = String::new();
-        if !p.latent_sectors && self.latent_sectors {
-            flags.push_str(" --with latent_sector");
-        }
-        flags
-    }
-
     /// The profiles, by name.
     pub fn all() -> [Profile; 3] {
         [
@@ -116,7 +79,6 @@ impl Profile {
             segment_bytes: 2_048..=16_384,
             crash_mean_gap_ms: 300..=1_500,
             crashes_max: 8,
-            latent_sectors: false,
             loop_drops: true,
         }
     }
@@ -140,7 +102,6 @@ impl Profile {
             segment_bytes: 4_096..=65_536,
             crash_mean_gap_ms: 500..=3_000,
             crashes_max: 12,
-            latent_sectors: false,
             loop_drops: true,
         }
     }
@@ -155,7 +116,6 @@ impl Profile {
             redelivery_bound_ms: 250,
             records_max: 10_000,
             crashes_max: 40,
-            latent_sectors: true,
             loop_drops: true,
             ..Profile::default_profile()
         }

@@ -9,8 +9,7 @@
 //! A kill is a power loss or, with `process_crash_fraction`, a process crash (the
 //! page cache survives); both count against `crashes_max`. With `cancel_probability`,
 //! each request before the heal is dropped at one of its await points with that
-//! probability (see `world::cancel`). With `latent_sector_probability` (drawn only when
-//! the profile's `latent_sectors` is on: `long`, or `--with latent_sector`), a power
+//! probability (see `world::cancel`). With `latent_sector_probability`, a power
 //! loss leaves one sector of a segment unreadable (EIO until written again, see
 //! `fs::latent`), at most `latent_sectors_max` (4) per run.
 
@@ -148,14 +147,10 @@ impl FaultMix {
             mix.loop_drops = profile.loop_drops;
             mix.settle_drops = true;
         }
-        // And after that one; drawn the same whether the profile lets it fire or not,
-        // so a seed turned on with `--with latent_sector` keeps the rest of its mix.
+        // And after that one.
         if mix.crash_mean_gap_ms.is_some() && on(dice, 0.3) {
-            let probability = [0.2, 0.5][dice.below(2) as usize];
-            if profile.latent_sectors {
-                mix.latent_sector_probability = probability;
-                mix.latent_sectors_max = 4;
-            }
+            mix.latent_sector_probability = [0.2, 0.5][dice.below(2) as usize];
+            mix.latent_sectors_max = 4;
         }
         mix
     }

@@ -42,10 +42,6 @@ pub struct Args {
     /// `without` do.
     #[arg(long, value_name = "KIND")]
     pub without: Vec<String>,
-    /// Run with this fault kind on although the profile does not draw it
-    /// (latent_sector; repeatable), as corpus entries with `with` do.
-    #[arg(long, value_name = "KIND")]
-    pub with: Vec<String>,
 }
 
 pub const EXIT_CODES_HELP: &str = "\
@@ -57,20 +53,13 @@ Exit codes:
   2   usage error";
 
 pub fn run_command(args: &Args) -> ExitCode {
-    let mut profile = args.profile.clone();
-    for kind in &args.with {
-        if let Err(e) = profile.with(kind) {
-            eprintln!("cafelog: error: --with: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    let mut spec = RunSpec::from_seed(args.seed, &profile);
-    for kind in &args.without {
-        if let Err(e) = spec.mix.without(kind) {
+    let spec = match RunSpec::from_seed_without(args.seed, &args.profile, &args.without) {
+        Ok(spec) => spec,
+        Err(e) => {
             eprintln!("cafelog: error: --without: {e}");
             return ExitCode::from(2);
         }
-    }
+    };
     let outcome = run(&spec);
     if let Some(path) = &args.history
         && let Err(e) = std::fs::write(path, outcome.history.to_json_lines())

@@ -24,9 +24,11 @@ pub struct Args {
     /// Profile: quick, default or long.
     #[arg(long, default_value = "default", value_parser = Profile::by_name)]
     pub profile: Profile,
-    /// Turn on a fault kind the profile does not draw (latent_sector; repeatable).
+    /// Turn a fault kind off in every seed (cancel, process_crash, latent_sector,
+    /// loop_drop, settle_drop; repeatable): the seeds as they ran before the swarm drew
+    /// the kind. Failing seeds print and save with the same flags.
     #[arg(long, value_name = "KIND")]
-    pub with: Vec<String>,
+    pub without: Vec<String>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -102,9 +104,10 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
 pub struct SeedRecord {
     pub seed: u64,
     pub profile: String,
-    /// The `--with` flags the seed ran with beyond its profile (empty when none).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub with: String,
+    /// The `--without` flags the seed ran with (empty when none); `with` in JSON
+    /// written when profiles differed in the kinds they drew.
+    #[serde(default, alias = "with", skip_serializing_if = "String::is_empty")]
+    pub flags: String,
     /// pass, safety_failure, liveness_failure or simulator_crash.
     pub verdict: String,
     pub checker: Option<String>,
@@ -152,7 +155,7 @@ impl SeedRecord {
         SeedRecord {
             seed,
             profile: profile.to_string(),
-            with: String::new(),
+            flags: String::new(),
             verdict: verdict_name(&verdict).to_string(),
             checker: None,
             message: verdict.to_string(),
@@ -175,7 +178,7 @@ impl SeedRecord {
         SeedRecord {
             seed: o.seed,
             profile: o.profile.to_string(),
-            with: String::new(),
+            flags: String::new(),
             verdict: verdict_name(&o.verdict).to_string(),
             checker: o.verdict.failure().map(|f| f.checker.to_string()),
             message: o.verdict.to_string(),
@@ -233,11 +236,9 @@ pub fn run_command(args: &Args) -> ExitCode {
 }
 
 fn sweep(args: &Args) -> Result<ExitCode, String> {
-    let mut profile = args.profile.clone();
-    for kind in &args.with {
-        profile.with(kind).map_err(|e| format!("--with: {e}"))?;
-    }
-    let profile = &profile;
+    let profile = &args.profile;
+    // Every kind checked once, before any seed runs.
+    RunSpec::from_seed_without(0, profile, &args.without).map_err(|e| format!("--without: {e}"))?;
     let (start, end) = match (args.seeds, args.count) {
         (Some(range), _) => range,
         (None, Some(0)) => return Err("--count must be positive".into()),
@@ -258,7 +259,7 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
         "cafelog sweep: {} seeds ({start}..{end}{shard}) on profile {}{} with {jobs} jobs",
         seeds.len(),
         profile.name,
-        profile.flags()
+        without_flags(&args.without)
     );
 
     let started = Instant::now();
@@ -332,7 +333,7 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
     if let Some(path) = &args.save_failures {
         for f in &failures {
             let why = format!("sweep failure: {}", f.kind());
-            cafelog_sim::corpus::append(path, f.seed, &f.profile, &why)?;
+            cafelog_sim::corpus::append(path, f.seed, &f.profile, &args.without, &why)?;
         }
         if !failures.is_empty() {
             let _ = writeln!(
@@ -343,7 +344,13 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
             );
         }
     }
-    let deterministic = check_determinism(&mut out, profile, &records, args.determinism_sample);
+    let deterministic = check_determinism(
+        &mut out,
+        profile,
+        &args.without,
+        &records,
+        args.determinism_sample,
+    );
     let _ = out.flush();
     Ok(if !deterministic {
         ExitCode::from(3)
@@ -375,6 +382,7 @@ fn run_all(
             Arc::clone(&seeds),
             profile.clone(),
         );
+        let without = args.without.clone();
         workers.push(std::thread::spawn(move || {
             loop {
                 if stop.load(Ordering::SeqCst) || budget.is_some_and(|b| started.elapsed() >= b) {
@@ -384,19 +392,19 @@ fn run_all(
                 let Some(&seed) = seeds.get(index) else {
                     return;
                 };
-                let spec = RunSpec::from_seed(seed, &profile);
+                let spec = RunSpec::from_seed_without(seed, &profile, &without)
+                    .expect("--without checked before the sweep");
                 let begun = Instant::now();
                 // A fresh OS thread per seed: nothing of one run's thread state can leak
                 // into the next (madsim's own test builder does the same).
                 let name = spec.profile.name;
-                let with = spec.profile.flags();
                 let mut record = match std::thread::spawn(move || run(&spec)).join() {
                     Ok(outcome) => SeedRecord::from_outcome(&outcome, begun.elapsed()),
                     // `run` reports every panic as a verdict; one that still escapes
                     // is this seed's simulator crash, never a seed silently dropped.
                     Err(panic) => SeedRecord::escaped_panic(seed, name, &*panic, begun.elapsed()),
                 };
-                record.with = with;
+                record.flags = without_flags(&without);
                 if tx.send(record).is_err() {
                     return;
                 }
@@ -489,7 +497,7 @@ pub fn print_summary(
     writeln!(out, "paths reached (total, seeds):")?;
     let mut unreached = Vec::new();
     for (k, (total, seeds)) in &paths {
-        // A fault kind's own path, in a sweep whose profile never drew the kind.
+        // A fault kind's own path, in a sweep that never drew the kind (`--without`).
         if *total == 0 && *k == "latent_sectors" && !faults.contains_key("latent_sector") {
             continue;
         }
@@ -522,7 +530,7 @@ pub fn print_summary(
             writeln!(
                 out,
                 "  cafelog replay --seed {} --profile {}{}   # {message}",
-                f.seed, f.profile, f.with
+                f.seed, f.profile, f.flags
             )?;
         }
     }
@@ -546,9 +554,15 @@ fn excuse_totals(records: &[SeedRecord]) -> BTreeMap<String, (u64, u64)> {
 }
 
 /// Re-runs an evenly spread sample (failures first) and compares trace hashes.
+/// The flags that turn the kinds `without` off, as a replay command line takes them.
+fn without_flags(without: &[String]) -> String {
+    without.iter().map(|k| format!(" --without {k}")).collect()
+}
+
 fn check_determinism(
     out: &mut impl Write,
     profile: &Profile,
+    without: &[String],
     records: &[SeedRecord],
     sample: usize,
 ) -> bool {
@@ -571,7 +585,8 @@ fn check_determinism(
     }
     let mut ok = true;
     for r in &chosen {
-        let spec = RunSpec::from_seed(r.seed, profile);
+        let spec = RunSpec::from_seed_without(r.seed, profile, without)
+            .expect("--without checked before the sweep");
         let again = std::thread::spawn(move || run(&spec).trace_hash).join();
         let hash = again
             .map(|h| format!("{h:016x}"))
@@ -582,7 +597,7 @@ fn check_determinism(
                 out,
                 "NON-DETERMINISM: seed {} gave trace hash {} then {hash}; replay it twice with \
                  `cafelog replay --seed {} --profile {}{}` and diff the traces",
-                r.seed, r.trace_hash, r.seed, r.profile, r.with
+                r.seed, r.trace_hash, r.seed, r.profile, r.flags
             );
         }
     }
@@ -652,7 +667,7 @@ fn write_junit(
                 xml_escape(&r.message.chars().take(300).collect::<String>()),
                 r.seed,
                 r.profile,
-                r.with,
+                r.flags,
                 xml_escape(&r.message)
             ));
         }

@@ -124,6 +124,21 @@ impl RunSpec {
             schedule: None,
         }
     }
+
+    /// The run a seed means on a profile with the fault kinds `without` turned off
+    /// (each one of [`crate::swarm::WITHOUT_KINDS`]): how `--without` and a corpus
+    /// entry's `without` replay a seed as it ran before the swarm drew those kinds.
+    pub fn from_seed_without(
+        seed: u64,
+        profile: &Profile,
+        without: &[String],
+    ) -> Result<RunSpec, String> {
+        let mut spec = RunSpec::from_seed(seed, profile);
+        for kind in without {
+            spec.mix.without(kind)?;
+        }
+        Ok(spec)
+    }
 }
 
 /// The result of one run.

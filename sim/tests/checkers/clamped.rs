@@ -427,3 +427,74 @@ fn a_clamp_does_not_take_copies_a_power_loss_took_before_it() {
         report.violations()
     );
 }
+
+/// [`clamp_after_a_recommit`] with id 3 re-committed at 4 and the log opened with HWM
+/// 5; then an open is killed before it does anything, a power loss and a latent sector
+/// over offset 4 (listed: id 3's copy); the open of incarnation 3 cuts at 4 (R1) and
+/// dies in a process crash; the open of incarnation 4 finds the log ending cleanly at 4
+/// (that cut) and dies too; the open of incarnation 5 clamps 5 to 4. The walk back takes
+/// incarnations 2-4 into the clamp.
+#[test]
+fn a_clean_end_a_walked_open_cut_does_not_move_the_copies_listed_inside_the_walk() {
+    // Adversarial review of 692cad1: the restart of incarnation 4 shows the log ending
+    // at 4 because incarnation 3 cut it there, which is the clamp's own cut.
+    let process_crash = |r: &mut Run| {
+        r.with(|t, h| {
+            h.process_crash(
+                t,
+                vec![CrashPartition {
+                    tp: tp(0),
+                    persisted_hwm: 5,
+                    durable_tail: 4,
+                    memory_hwm: None,
+                }],
+            );
+        });
+    };
+    let mut r = Run::new();
+    r.produced(3)
+        .crash(&[(0, 0, 3, 3)])
+        .fault(flip_above_hwm(0), Some(0))
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 0, Some(0))
+        .alarm(Some(0), hole_at(0))
+        .opened(0, 0, 0)
+        .hwm(0, 5, 5, 5)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        .crash(&[(0, 5, 5, 5)])
+        .restart()
+        .disk(0, OpenRule::Clean, 5, 5, None)
+        .crash(&[(0, 5, 5, 5)])
+        .fault(latent_below_hwm(4, 5), Some(0))
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(4, 3)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 5, 4, Some(4))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 400,
+                offset: 4,
+                bytes: 100,
+            },
+        );
+    process_crash(&mut r);
+    r.restart().disk(0, OpenRule::Clean, 5, 4, None);
+    process_crash(&mut r);
+    r.restart()
+        .disk(0, OpenRule::Clean, 5, 4, None)
+        .alarm(Some(0), clamp(5, 4))
+        .opened(0, 4, 4)
+        .counters(0, 1, 0);
+    let report = r.report();
+    assert_eq!(
+        report.no_lost_ack.excuse_of(3).map(|e| e.kind),
+        Some(ExcuseKind::Clamped),
+        "{:#?}",
+        report.violations()
+    );
+}

@@ -7,6 +7,7 @@
 //! copy may outlive it ([`Excuses::other_copy`]).
 
 use super::Excuses;
+use crate::check::alarms::Cut;
 use crate::history::{Alarm, EventKind, Incarnation, Offset, ProduceId, TopicPartition};
 use std::ops::Range;
 
@@ -61,8 +62,9 @@ impl Excuses<'_, '_> {
         self.moved_but(tp, offset, from, to, &(0..0))
     }
 
-    /// [`Excuses::moved`], not counting the cuts announced by the opens of `own`: the
-    /// incarnations whose cuts a clamp counts as its own.
+    /// [`Excuses::moved`], not counting the cuts announced by the opens of `own` (the
+    /// incarnations whose cuts a clamp counts as its own), nor a log found ending at
+    /// the copy after one of those cuts reached it: that end is the cut's.
     pub(super) fn moved_but(
         &self,
         tp: &TopicPartition,
@@ -73,18 +75,28 @@ impl Excuses<'_, '_> {
     ) -> bool {
         let facts = self.facts;
         let alarms = &facts.alarms;
-        alarms.cuts(tp).any(|c| {
-            from < c.index && c.index < to && c.offset <= offset && !own.contains(&c.incarnation)
-        }) || alarms
-            .clamps(tp)
-            .any(|c| from < c.index && c.index < to && c.hwm <= offset)
+        let reaches = |c: &Cut| from < c.index && c.index < to && c.offset <= offset;
+        let own_cut = alarms
+            .cuts(tp)
+            .filter(reaches)
+            .filter(|c| own.contains(&c.incarnation))
+            .map(|c| c.index)
+            .min()
+            .unwrap_or(to);
+        alarms
+            .cuts(tp)
+            .filter(reaches)
+            .any(|c| !own.contains(&c.incarnation))
+            || alarms
+                .clamps(tp)
+                .any(|c| from < c.index && c.index < to && c.hwm <= offset)
             || facts.restarts.iter().any(|(&incarnation, &restart)| {
                 // A restart whose view the world could not take (no directory) proves
                 // nothing was kept. A log that ends at a bad frame at or below the copy
                 // still holds it there, unreadable: only the cut the open announces
                 // makes room for another record.
                 from < restart
-                    && restart < to
+                    && restart < own_cut
                     && alarms
                         .disk_at(tp, incarnation)
                         .is_none_or(|d| d.tail <= offset && d.bad.is_none())

@@ -1034,3 +1034,43 @@ fn both_copies_damaged_follows_the_replays_copy_the_damage_named() {
         );
     }
 }
+
+#[test]
+fn a_latent_sector_reaching_below_the_hwm_still_destroys_the_hidden_frames_it_covers() {
+    // Quick 296 (latent sectors on): one sector held the frames of offsets 0-3 across
+    // the persisted HWM 1, so the fault's offsets start below it; id 3's frame at 2
+    // was still in the hidden tail, and its WAL entry was flipped. The open cut at 0
+    // (R1) and clamped 1 to 0; id 4's entry came back at 0.
+    let latent = FaultKind::LatentSector {
+        file: FileKind::Segment,
+        offsets: Some(OffsetRange { start: 0, end: 4 }),
+        below_hwm: Some(true),
+    };
+    let mut r = Run::new();
+    r.produced(4)
+        .hwm(0, 4, 1, 4)
+        .delivered(2)
+        .crash(&[(0, 1, 4, 4)])
+        .wal_entry_flipped(2, 3, 1)
+        .fault(latent, Some(0))
+        .restart()
+        .disk(0, OpenRule::TornTail, 1, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .alarm(Some(0), clamp(1, 0))
+        .opened(0, 0, 0)
+        .counters(0, 1, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .deliver(4, 0, 0, 1_100);
+    let report = r.report();
+    match report.no_lost_ack.excuse_of(3) {
+        Some(e) if e.kind == ExcuseKind::BothCopiesDamaged => {
+            assert!(e.covers.contains("in the frame the latent sector"), "{e}");
+        }
+        other => panic!(
+            "expected both copies damaged for id 3, got {other:?}: {:#?}",
+            report.violations()
+        ),
+    }
+}

@@ -61,10 +61,11 @@ impl Excuses<'_, '_> {
             return None;
         }
         let floor = facts.crash_before(ack_index).map_or(0, |c| c.index + 1);
-        // In-contract damage at rest to the frame holding `offset`, at or above
-        // `persisted` (the hidden tail), injected after the crash before the ack and
-        // before `until`.
-        let frame_damage = |until: usize, persisted: Offset| {
+        // In-contract damage at rest to the frame holding `offset`, injected after the
+        // crash before the ack and before `until`. The caller has `offset` at or above
+        // the persisted HWM, so that frame is in the hidden tail; the damage may reach
+        // below it too (a latent sector names every frame it shares a byte with).
+        let frame_damage = |until: usize| {
             facts
                 .segment_damage
                 .get(tp)
@@ -78,7 +79,7 @@ impl Excuses<'_, '_> {
                             crate::history::EventKind::Fault { kind, .. } => kind
                                 .segment_damage()
                                 .and_then(|(offsets, _)| offsets)
-                                .is_some_and(|r| r.contains(offset) && r.start >= persisted),
+                                .is_some_and(|r| r.contains(offset)),
                             _ => false,
                         }
                 })
@@ -112,8 +113,7 @@ impl Excuses<'_, '_> {
             if completed >= first_replay
                 && facts.alarms.wal_damaged_in(completed)
                 && !self.found_no_copy(tp, id, completed, offset)
-                && !frame_damage(usize::MAX, first.partitions.get(tp)?.persisted_hwm)
-                    .any(|d| cut_after(d, completed))
+                && !frame_damage(usize::MAX).any(|d| cut_after(d, completed))
             {
                 // That killed open got through the WAL's replay with the entry already
                 // gone; what it did next (exposing the hidden tail) may have saved the
@@ -155,7 +155,7 @@ impl Excuses<'_, '_> {
                 return Some((c, None));
             }
             let until = facts.next_crash_after(c.index).min(events.len());
-            let d = frame_damage(until, p.persisted_hwm).next()?;
+            let d = frame_damage(until).next()?;
             // The engine saw it: an open up to the one that completed cut the log at
             // or below `offset` after the damage landed.
             (first.incarnation + 1..=completed)

@@ -830,3 +830,27 @@ fn after_an_fsync_eio_a_process_crash_shows_pages_no_fsync_will_write() {
         Some(&b"bbbb"[..])
     );
 }
+
+#[test]
+fn an_fsync_eio_drops_the_pending_writes_but_not_a_truncation() {
+    // `aaaa` durable; `bbbb` written over it, then the file cut to 2 bytes: the EIO
+    // marks the written pages clean, but the cut is journaled metadata, which the next
+    // fsync commits (a restarted process that builds on the cut must not see the old
+    // bytes come back past it).
+    let (fs, file) = bbbb_before_one_eio(7);
+    block(file.set_len(2)).expect("set_len");
+    block(file.sync_data()).expect_err("EIO");
+    assert_eq!(read_visible(&fs, "/d/f").as_deref(), Some(&b"bb"[..]));
+    fs.process_crash();
+    let again = block(fs.open(Path::new("/d/f"), OpenMode::ReadWrite)).expect("open");
+    block(again.write_at(b"c", 0)).expect("write");
+    block(again.sync_data()).expect("cap reached: no more EIO");
+    assert_eq!(
+        fs.durable_bytes(Path::new("/d/f")).as_deref(),
+        Some(&b"ca"[..]),
+        "the cut persisted with the next fsync, the dropped bbbb did not"
+    );
+    fs.crash();
+    assert_eq!(read_visible(&fs, "/d/f").as_deref(), Some(&b"ca"[..]));
+    fs.check_invariants();
+}

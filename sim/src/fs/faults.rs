@@ -61,15 +61,19 @@ impl Faults<'_> {
             options.fsync_eio_max,
         ) {
             // Linux: the failed pages are marked clean; the error is reported once and
-            // the data never reaches the disk, though the cache still shows it.
-            inode.pending.clear();
-            inode.diverged = true;
+            // the data never reaches the disk, though the cache still shows it. A
+            // truncation is journaled metadata, not a page: it stays pending, and a
+            // later fsync commits it (ext4 and xfs never drop it while later
+            // metadata of the file commits).
+            inode.pending.retain(|op| matches!(op, Pending::SetLen(_)));
+            let dropped = count - inode.pending.len();
+            inode.diverged |= dropped > 0;
             self.record(
                 FsEventKind::FsyncEio,
                 &path(),
                 0,
                 pending_bytes,
-                format!("{count} pending operations dropped from the durable image"),
+                format!("{dropped} pending writes dropped from the durable image"),
             );
             return SyncOutcome::Eio;
         }

@@ -57,8 +57,9 @@
 //! which is Linux's behaviour and the root of fsyncgate.
 //!
 //! **Faults** ([`FaultOptions`], capped, off after [`SimFs::heal`]): fsync EIO (Linux
-//! semantics: the pending data is *not* persisted, the cache still shows it, the list is
-//! cleared so a later fsync succeeds and persists none of it); lost fsync (Ok, nothing
+//! semantics: the pending writes are *not* persisted, the cache still shows them, they
+//! leave the list so a later fsync succeeds and persists none of them; a pending
+//! truncation is journaled metadata and stays pending); lost fsync (Ok, nothing
 //! persisted); ENOSPC on `write_at` (nothing written); misdirected writes (a pending
 //! write persisted at fsync or crash lands a whole number of sectors away); bit flips
 //! at rest ([`SimFs::flip_random_bit`]); latent sector errors ([`SimFs::latent_sector`]:

@@ -379,3 +379,28 @@ fn the_write_back_groups_frames_into_writes_of_at_most_a_mebibyte() {
         frames.len()
     );
 }
+
+/// A WAL segment a crashed process created may show in the directory before its entry
+/// is durable: the open fsyncs the directory before it writes into the segment it
+/// finds empty, or a power loss takes the segment and every acknowledged entry in it
+/// (fresh quick 3803037128: a produce acknowledged after such an open was lost).
+#[test]
+fn a_wal_open_makes_the_segments_it_found_durable_before_writing_into_them() {
+    use cafelog_engine::store::Wal;
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FailingFs::default();
+    let wal_dir = dir.path().join("wal");
+    // The first open creates an empty segment, as a process killed before its first
+    // write leaves it.
+    drop(pollster::block_on(Wal::open(fs.clone(), &wal_dir, 1 << 20)).expect("open"));
+    fs.dir_ops.lock().unwrap().clear();
+    let (wal, _, entries, _) =
+        pollster::block_on(Wal::open(fs.clone(), &wal_dir, 1 << 20)).expect("reopen");
+    assert!(entries.is_empty());
+    assert_eq!(wal.segment_count(), 1, "the empty segment is reused");
+    assert_eq!(
+        fs.dir_ops.lock().unwrap().as_slice(),
+        ["sync_dir"],
+        "the directory holding it is fsynced at open"
+    );
+}

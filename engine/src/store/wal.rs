@@ -334,11 +334,15 @@ impl<F: Fs> Wal<F> {
         let active_name = segment_name(next_seq);
         let active = if segments.contains_key(&next_seq) {
             // The newest segment is an empty file (created, then a crash before its first
-            // write): write into it.
+            // write): write into it. After a process crash its directory entry may be
+            // in the page cache only (the crash came before the fsync that follows a
+            // create): make it durable first, or a power loss takes the segment and
+            // every acknowledged entry in it.
             let file = fs
                 .open(&dir.join(&active_name), OpenMode::ReadWrite)
                 .await
                 .map_err(wal_io("open segment"))?;
+            fs.sync_dir(&dir).await.map_err(wal_io("sync directory"))?;
             // (No length check here: an extra I/O only in debug builds would change a
             // simulated run between build profiles.)
             file

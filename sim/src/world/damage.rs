@@ -129,6 +129,45 @@ pub fn segment_offsets_hit(path: &Path, before: &[u8], hit: &[Range<u64>]) -> Op
     found
 }
 
+/// The offsets of the segment at `path` a lost fsync reached: the frames of `visible`
+/// (the page cache) that `undurable` (where it differs from the platter) touches, and,
+/// when the platter is longer than the cache (a truncation it did not persist), the
+/// offset past the last frame, where a later open reads what the platter kept beyond.
+pub fn lost_fsync_reach(
+    path: &Path,
+    visible: &[u8],
+    undurable: &[Range<u64>],
+    durable_len: usize,
+) -> Option<OffsetRange> {
+    let hit = segment_offsets_hit(path, visible, undurable);
+    if durable_len <= visible.len() {
+        return hit;
+    }
+    let end = segment_end_offset(path, visible)?;
+    Some(hit.map_or(
+        OffsetRange {
+            start: end,
+            end: end + 1,
+        },
+        |r| OffsetRange {
+            start: r.start.min(end),
+            end: r.end.max(end + 1),
+        },
+    ))
+}
+
+/// The offset the log goes on at past the last frame of the segment image `image` at
+/// `path` (its base when it holds none).
+pub fn segment_end_offset(path: &Path, image: &[u8]) -> Option<u64> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let base = segment_base(name)?;
+    Some(
+        segment_headers(image, 0, base)
+            .last()
+            .map_or(base, |(_, header)| header.end_offset()),
+    )
+}
+
 #[cfg(test)]
 #[expect(
     clippy::single_range_in_vec_init,
@@ -270,6 +309,46 @@ mod tests {
             Some(OffsetRange { start: 5, end: 9 })
         );
         assert_eq!(segment_offsets_hit(&path, &image, &[end..end + 512]), None);
+        assert_eq!(segment_end_offset(&path, &image), Some(9));
+        assert_eq!(
+            segment_end_offset(&path, &[]),
+            Some(5),
+            "no frame: its base"
+        );
+    }
+
+    #[test]
+    fn a_lost_fsync_of_a_truncation_reaches_the_offset_past_the_last_frame() {
+        // Quick 3804013083: a lost fsync dropped a sealed segment's trim, the platter
+        // kept a misdirected frame past the end, and a later open refused at 37.
+        let mut codecs = Codecs::default();
+        let mut image = frame(&mut codecs, 5, &[b"a".to_vec(), b"b".to_vec()]);
+        let second = image.len() as u64;
+        image.extend(frame(&mut codecs, 7, &[b"c".to_vec()]));
+        let end = image.len();
+        let path = Path::new("/data/topics/orders/p00000").join("00000000000000000005.log");
+        let tail = [end as u64..end as u64 + 512];
+        assert_eq!(
+            lost_fsync_reach(&path, &image, &tail, end + 512),
+            Some(OffsetRange { start: 8, end: 9 }),
+            "the trim alone: the offset past the last frame"
+        );
+        assert_eq!(
+            lost_fsync_reach(
+                &path,
+                &image,
+                &[second..second + 1, tail[0].clone()],
+                end + 512
+            ),
+            Some(OffsetRange { start: 7, end: 9 }),
+            "a frame and the trim"
+        );
+        assert_eq!(
+            lost_fsync_reach(&path, &image, &[second..second + 1], end),
+            Some(OffsetRange { start: 7, end: 8 }),
+            "no truncation lost: the frames only"
+        );
+        assert_eq!(lost_fsync_reach(&path, &image, &[], end), None);
         // A file named for another base: its frames do not continue, nothing is named.
         let wrong = Path::new("/data/topics/orders/p00000").join("00000000000000000004.log");
         assert_eq!(segment_offsets_hit(&wrong, &image, &[0..1]), None);

@@ -338,16 +338,19 @@ impl Recorder {
     }
 
     /// The offsets a lost fsync of `path` (of `file` kind) left undurable: a segment's
-    /// frames it did not persist, or for `hwm` and `consumer.offset` the offsets between
-    /// the durable value and the one the engine wrote.
+    /// frames it did not persist, and where it did not persist a truncation, the offset
+    /// past its last frame (the platter keeps what lay beyond, which a later open reads
+    /// there); for `hwm` and `consumer.offset` the offsets between the durable value and
+    /// the one the engine wrote.
     fn lost_fsync_offsets(&self, path: &Path, file: FileKind) -> Option<OffsetRange> {
         match file {
             FileKind::Segment => {
                 // No frame byte left undurable (e.g. the lost fsync was of a write-back
                 // of bytes the platter already held): the fault reached no offset.
                 let (visible, ranges) = self.undurable(path)?;
+                let durable_len = self.fs.durable_bytes(path).map_or(0, |b| b.len());
                 Some(
-                    damage::segment_offsets_hit(path, &visible, &ranges)
+                    damage::lost_fsync_reach(path, &visible, &ranges, durable_len)
                         .unwrap_or(OffsetRange { start: 0, end: 0 }),
                 )
             }

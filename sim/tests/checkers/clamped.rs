@@ -319,11 +319,8 @@ fn a_clamp_after_a_killed_opens_cut_is_still_the_clamps() {
 
 /// Id 1 acknowledged at offset 0 and hidden by a crash; the open of incarnation 1 keeps
 /// it hidden (its replay re-commits it at offset 1) and finishes. A crash hides both
-/// copies; the open of incarnation 2 lists them, exposes its hidden tail and dies
-/// (when `exposed_open_killed`, before the store finished opening). A latent sector
-/// then takes `[0, 2)`, and the open of incarnation 3 cuts at 0 (R1) and clamps the
-/// persisted HWM 2 to 0.
-fn clamp_after_an_open_that_exposed_both_copies(exposed_open_killed: bool) -> Run {
+/// copies, and the open of incarnation 2 lists them and exposes its hidden tail.
+fn both_copies_exposed() -> Run {
     let mut r = Run::new();
     r.produced(1)
         .crash(&[(0, 0, 1, 1)])
@@ -344,6 +341,17 @@ fn clamp_after_an_open_that_exposed_both_copies(exposed_open_killed: bool) -> Ru
         })
         .opened(0, 0, 2)
         .alarm(Some(0), Alarm::HiddenExposed { from: 0, to: 2 });
+    r
+}
+
+/// Id 1 acknowledged at offset 0 and hidden by a crash; the open of incarnation 1 keeps
+/// it hidden (its replay re-commits it at offset 1) and finishes. A crash hides both
+/// copies; the open of incarnation 2 lists them, exposes its hidden tail and dies
+/// (when `exposed_open_killed`, before the store finished opening). A latent sector
+/// then takes `[0, 2)`, and the open of incarnation 3 cuts at 0 (R1) and clamps the
+/// persisted HWM 2 to 0.
+fn clamp_after_an_open_that_exposed_both_copies(exposed_open_killed: bool) -> Run {
+    let mut r = both_copies_exposed();
     if !exposed_open_killed {
         r.with(|t, h| {
             h.frontier_observed(t, &tp(0), 0);
@@ -393,27 +401,8 @@ fn a_clamp_after_a_killed_open_still_counts_the_copies_that_open_listed() {
 /// at 0 and dies before it clamps, and the open of incarnation 4 clamps `[0, 2)`.
 #[test]
 fn a_clamp_does_not_take_copies_a_power_loss_took_before_it() {
-    let mut r = Run::new();
-    r.produced(1)
-        .crash(&[(0, 0, 1, 1)])
-        .restart()
-        .disk(0, OpenRule::Clean, 0, 1, None)
-        .with(|t, h| {
-            h.hidden_at_open(t, &tp(0), 0, 1, vec![copy(0, 1)]);
-        })
-        .opened(0, 0, 1)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        })
-        .crash(&[(0, 0, 2, 2)])
-        .restart()
-        .disk(0, OpenRule::Clean, 0, 2, None)
-        .with(|t, h| {
-            h.hidden_at_open(t, &tp(0), 0, 2, vec![copy(0, 1), copy(1, 1)]);
-        })
-        .opened(0, 0, 2)
-        .alarm(Some(0), Alarm::HiddenExposed { from: 0, to: 2 })
-        .crash(&[(0, 2, 0, 0)])
+    let mut r = both_copies_exposed();
+    r.crash(&[(0, 2, 0, 0)])
         .restart()
         .disk(0, OpenRule::Clean, 2, 0, None)
         .crash(&[(0, 2, 0, 0)])

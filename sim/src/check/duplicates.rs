@@ -427,9 +427,9 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
     };
     // The clamp's replay window: the first open from the clamp's on that completed,
     // and the lowest HWM a clamp, or offset a cut, left up to it (its replay commits at
-    // or past that). When the next open cut at or below that floor (damage took what
-    // the replay wrote), nothing of it is left and the next replay commits the record
-    // again: the window goes on. A log merely ending there proves nothing: a completed
+    // or past that). When a later open cut at or below that floor (damage took what
+    // the replay wrote), nothing of it is left and that open's replay commits the
+    // record again: the window goes on from there. A log merely ending there proves nothing: a completed
     // replay's commits are durable, so it wrote none, and the WAL no longer held the
     // entry.
     // Returns (the floor, the crash that ends the window).
@@ -457,12 +457,15 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
                 return (lowest(c.incarnation, Incarnation::MAX), usize::MAX);
             };
             floor = floor.min(lowest(c.incarnation, last));
-            let next = last + 1;
+            // The first later open that cut at or below the floor: opens before it
+            // found the replay's copy in place, so their replays committed nothing.
             let wiped = facts
                 .alarms
                 .cuts(&copy.tp)
-                .any(|k| k.incarnation == next && k.offset <= floor);
-            if wiped {
+                .filter(|k| k.incarnation > last && k.offset <= floor)
+                .map(|k| k.incarnation)
+                .min();
+            if let Some(next) = wiped {
                 from = next;
                 continue;
             }

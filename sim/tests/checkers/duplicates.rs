@@ -902,3 +902,63 @@ fn a_killed_open_between_two_crashes_gives_the_replay_no_second_slot_per_id() {
         );
     }
 }
+
+#[test]
+fn a_replays_copy_wiped_after_a_clean_open_hands_the_clamp_on_to_the_next() {
+    // Fresh quick 3805018633 (latent sectors on): as in `clamp_replayed_twice`, but an
+    // open that found the replay's copy intact completed between, and the HWM was
+    // persisted over it; only the open after that cut it (and clamped), and its replay
+    // committed id 2 again.
+    let run = |cut: u64, again: u64| {
+        let mut r = Run::new();
+        r.produced(2).hwm(0, 2, 2, 2).delivered(2);
+        r.consume(0, 0).consume(0, 1);
+        r.crash(&[(0, 2, 2, 2)])
+            .fault(latent_below_hwm(0, 2), Some(0))
+            .restart()
+            .disk(0, OpenRule::TornTail, 2, 0, Some(0))
+            .alarm(Some(0), torn_tail(0))
+            .alarm(Some(0), clamp(2, 0))
+            .opened(0, 0, 0)
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 0);
+            })
+            .crash(&[(0, 1, 1, 1)])
+            .restart()
+            .open_clean(0, 1, 1)
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 0);
+            })
+            .crash(&[(0, 1, 1, 1)])
+            .fault(latent_below_hwm(0, 1), Some(0))
+            .restart()
+            .disk(0, OpenRule::TornTail, 1, cut, Some(cut))
+            .alarm(Some(0), torn_tail(cut))
+            .alarm(Some(0), clamp(1, cut))
+            .opened(0, cut, cut)
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 0);
+            })
+            .hwm(0, 2, 2, 2)
+            .deliver(2, 0, again, 1_020)
+            .consume(0, again);
+        r
+    };
+    let report = run(0, 0).report();
+    assert!(
+        report
+            .bounded_duplicates
+            .excused
+            .iter()
+            .any(|(id, e)| *id == 2 && e.covers.contains("re-committed at 0")),
+        "{:?} {:?}",
+        report.bounded_duplicates.excused,
+        report.bounded_duplicates.violations
+    );
+    // A cut above the replay's copy left it in place: a copy past the cut is a second
+    // one no replay of the clamp made.
+    assert_mentions(
+        &messages_of(&run(1, 2).report(), CheckerName::BoundedDuplicates),
+        &["produce id 2 delivered from orders/0@"],
+    );
+}

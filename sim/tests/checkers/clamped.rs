@@ -25,9 +25,10 @@ fn clamp_after_a_recommit(hit: u64, named: bool, relisted: bool) -> Run {
     clamp_after_a_killed_open(hit, named, relisted, false)
 }
 
-/// [`clamp_after_a_recommit`], with an open that read the damaged log and was killed
-/// before it cut anything when `killed`.
-fn clamp_after_a_killed_open(hit: u64, named: bool, relisted: bool, killed: bool) -> Run {
+/// Ids 1-3 acknowledged at offsets 0-2 and hidden by a crash; a flip makes the open of
+/// incarnation 1 cut at 0 (R2), its replay re-commits them (id 3 at 4), and ids 1 and
+/// 2 are delivered under an HWM of 5.
+fn recommitted_at_4() -> Run {
     let mut r = Run::new();
     r.produced(3)
         .crash(&[(0, 0, 3, 3)])
@@ -38,8 +39,15 @@ fn clamp_after_a_killed_open(hit: u64, named: bool, relisted: bool, killed: bool
         .opened(0, 0, 0)
         .hwm(0, 5, 5, 5)
         .deliver(1, 0, 0, 1_000)
-        .deliver(2, 0, 1, 1_001)
-        .crash(&[(0, 5, 5, 5)])
+        .deliver(2, 0, 1, 1_001);
+    r
+}
+
+/// [`clamp_after_a_recommit`], with an open that read the damaged log and was killed
+/// before it cut anything when `killed`.
+fn clamp_after_a_killed_open(hit: u64, named: bool, relisted: bool, killed: bool) -> Run {
+    let mut r = recommitted_at_4();
+    r.crash(&[(0, 5, 5, 5)])
         .fault(latent_below_hwm(hit, 5), Some(0));
     if named {
         r.with(|t, h| {
@@ -440,18 +448,8 @@ fn a_clean_end_a_walked_open_cut_does_not_move_the_copies_listed_inside_the_walk
             );
         });
     };
-    let mut r = Run::new();
-    r.produced(3)
-        .crash(&[(0, 0, 3, 3)])
-        .fault(flip_above_hwm(0), Some(0))
-        .restart()
-        .disk(0, OpenRule::Hole, 0, 0, Some(0))
-        .alarm(Some(0), hole_at(0))
-        .opened(0, 0, 0)
-        .hwm(0, 5, 5, 5)
-        .deliver(1, 0, 0, 1_000)
-        .deliver(2, 0, 1, 1_001)
-        .crash(&[(0, 5, 5, 5)])
+    let mut r = recommitted_at_4();
+    r.crash(&[(0, 5, 5, 5)])
         .restart()
         .disk(0, OpenRule::Clean, 5, 5, None)
         .crash(&[(0, 5, 5, 5)])

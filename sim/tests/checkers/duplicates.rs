@@ -677,10 +677,9 @@ fn a_clamped_copy_comes_back_at_the_lowest_cut_before_the_replay() {
 }
 
 /// Ids 1-2 at offsets 0-1, delivered, persisted HWM 2; a latent sector over [0, 2)
-/// makes the open of incarnation 1 cut at 0 and clamp to 0, and its replay commits id
-/// 2 at 0. A second latent sector takes that frame; the open of incarnation 2 cuts at
-/// `cut` and completes, and id 2 is delivered at `again`.
-fn clamp_replayed_twice(cut: u64, again: u64) -> Run {
+/// makes the open of incarnation 1 cut at 0 and clamp to 0 (its replay commits id 2 at
+/// 0), and that open completes.
+fn clamped_and_replayed() -> Run {
     let mut r = Run::new();
     r.produced(2).hwm(0, 2, 2, 2).delivered(2);
     r.consume(0, 0).consume(0, 1);
@@ -693,8 +692,17 @@ fn clamp_replayed_twice(cut: u64, again: u64) -> Run {
         .opened(0, 0, 0)
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 0);
-        })
-        .crash(&[(0, 0, 1, 1)])
+        });
+    r
+}
+
+/// Ids 1-2 at offsets 0-1, delivered, persisted HWM 2; a latent sector over [0, 2)
+/// makes the open of incarnation 1 cut at 0 and clamp to 0, and its replay commits id
+/// 2 at 0. A second latent sector takes that frame; the open of incarnation 2 cuts at
+/// `cut` and completes, and id 2 is delivered at `again`.
+fn clamp_replayed_twice(cut: u64, again: u64) -> Run {
+    let mut r = clamped_and_replayed();
+    r.crash(&[(0, 0, 1, 1)])
         .fault(latent_below_hwm(0, 1), Some(0))
         .restart()
         .disk(0, OpenRule::TornTail, 0, cut, Some(cut))
@@ -910,20 +918,8 @@ fn a_replays_copy_wiped_after_a_clean_open_hands_the_clamp_on_to_the_next() {
     // persisted over it; only the open after that cut it (and clamped), and its replay
     // committed id 2 again.
     let run = |cut: u64, again: u64| {
-        let mut r = Run::new();
-        r.produced(2).hwm(0, 2, 2, 2).delivered(2);
-        r.consume(0, 0).consume(0, 1);
-        r.crash(&[(0, 2, 2, 2)])
-            .fault(latent_below_hwm(0, 2), Some(0))
-            .restart()
-            .disk(0, OpenRule::TornTail, 2, 0, Some(0))
-            .alarm(Some(0), torn_tail(0))
-            .alarm(Some(0), clamp(2, 0))
-            .opened(0, 0, 0)
-            .with(|t, h| {
-                h.frontier_observed(t, &tp(0), 0);
-            })
-            .crash(&[(0, 1, 1, 1)])
+        let mut r = clamped_and_replayed();
+        r.crash(&[(0, 1, 1, 1)])
             .restart()
             .open_clean(0, 1, 1)
             .with(|t, h| {

@@ -11,7 +11,6 @@
 //! - a frame is named by an offset range only when the decoder (or, past a bad region,
 //!   a header walk continuing the offsets) placed it in the image it read.
 
-use super::damage;
 use crate::fs::SimFs;
 use crate::history::{CrashPartition, HeldCopy, OffsetRange, TopicPartition, parse_payload_id};
 use crate::reference::{self, Decoded, DirImage, Rule, frame};
@@ -162,7 +161,7 @@ pub fn locate(
                 return (Some(range), Some(range.start < persisted));
             }
             // Past the valid extent (behind earlier damage): walk the headers from there.
-            bytes.and_then(|b| walk_headers(b, extent.valid_len, extent.end_offset, position))
+            bytes.and_then(|b| walk_headers(b, extent.valid_len, position))
         }
         // A segment past the bad region of an earlier decode (or not durably named
         // then): walk it from its start. Without its bytes, where the flip stands is
@@ -192,41 +191,39 @@ pub fn locate(
 /// file at `path`), walking its headers from byte 0.
 pub fn locate_in_image(path: &Path, position: u64, bytes: &[u8]) -> Option<OffsetRange> {
     let name = path.file_name().and_then(|n| n.to_str())?;
-    let base = layout::parse_segment_file_name(name)?;
-    walk_headers(bytes, 0, base, position)
+    layout::parse_segment_file_name(name)?;
+    walk_headers(bytes, 0, position)
 }
 
-/// Walks frame headers in `bytes` from `at` (where the frame with base offset `base`
-/// starts) to the frame holding byte `position`, and returns its records. Where the
-/// walk meets bytes that are no header (earlier damage: a misdirected write, a flip),
-/// it resynchronises on the next CRC-valid frame before `position` and walks on from
-/// there, as a scanner's hunt would.
-fn walk_headers(bytes: &[u8], at: u64, base: u64, position: u64) -> Option<OffsetRange> {
-    let mut from = (at, base);
-    loop {
-        let mut end = from.0;
-        for (at, header) in damage::segment_headers(bytes, from.0, from.1) {
-            if position >= at && position < at + header.frame_len() {
+/// Walks the frames in `bytes` from `at` to the frame holding byte `position`, and
+/// returns its records. A frame is taken at its word only when its CRC holds, or when
+/// the next frame confirms its header (a valid frame starts right where the header
+/// says this one ends, at the offset it says comes next): past the valid extent a
+/// header alone can be garbage (a misdirected write over it) that claims any length.
+/// Past anything else the walk resynchronises on the next valid frame, as a scanner's
+/// hunt would.
+fn walk_headers(bytes: &[u8], mut at: u64, position: u64) -> Option<OffsetRange> {
+    while at <= position {
+        match frame::valid_at(bytes, at).or_else(|| confirmed_by_next(bytes, at)) {
+            Some(header) if position < at + header.frame_len() => {
                 return Some(OffsetRange {
                     start: header.base_offset,
                     end: header.end_offset(),
                 });
             }
-            end = at + header.frame_len();
+            Some(header) => at += header.frame_len(),
+            None => at = frame::hunt(bytes, at)?,
         }
-        // The walk stopped at `end`: a valid frame at the wrong offset starts a new walk
-        // there; anything else is hunted past.
-        let next = if end > from.0 && frame::valid_at(bytes, end).is_some() {
-            end
-        } else {
-            frame::hunt(bytes, end)?
-        };
-        if next > position {
-            return None;
-        }
-        let header = frame::header_at(bytes, next)?;
-        from = (next, header.base_offset);
     }
+    None
+}
+
+/// The header at `at` of a frame whose body is damaged, when the valid frame after it
+/// starts where the header says the frame ends and continues its offsets.
+fn confirmed_by_next(bytes: &[u8], at: u64) -> Option<frame::Header> {
+    let header = frame::header_at(bytes, at)?;
+    let next = frame::valid_at(bytes, at.checked_add(header.frame_len())?)?;
+    (next.base_offset == header.end_offset()).then_some(header)
 }
 
 #[cfg(test)]
@@ -277,6 +274,62 @@ mod tests {
             locate(&before, &path, starts[1], Some(&image)).0,
             None,
             "the damaged header is in no frame"
+        );
+    }
+
+    /// Six one-record frames of one segment, and where each starts.
+    fn six_frames() -> (Vec<u8>, Vec<u64>) {
+        let mut codecs = Codecs::default();
+        let mut image = Vec::new();
+        let mut starts = Vec::new();
+        for base in 0..6u64 {
+            starts.push(image.len() as u64);
+            codecs
+                .encode_frame(Codec::None, base, [&b"record"[..]].into_iter(), &mut image)
+                .expect("encodes");
+        }
+        (image, starts)
+    }
+
+    fn decoded_before(name: &str, image: &[u8]) -> BTreeMap<PathBuf, Decoded> {
+        let decoded = reference::decode(&DirImage {
+            segments: vec![(name.to_owned(), image.to_vec())],
+            hwm: Some(6u64.to_be_bytes().to_vec()),
+        });
+        BTreeMap::from([(PathBuf::from("/data/topics/t/p00000"), decoded)])
+    }
+
+    #[test]
+    fn a_damaged_header_that_claims_a_long_frame_does_not_swallow_the_frames_after_it() {
+        // Quick 3806035408: a misdirected write over the tail of frame 1's header left
+        // a length that reached far past it, and a later flip in another frame was
+        // placed in frame 1.
+        let (mut image, starts) = six_frames();
+        let name = "00000000000000000000.log";
+        let path = Path::new("/data/topics/t/p00000").join(name);
+        let header = starts[1] as usize;
+        for field in [15, 19] {
+            image[header + field..header + field + 4].copy_from_slice(&600u32.to_be_bytes());
+        }
+        let before = decoded_before(name, &image);
+        assert_eq!(
+            locate(&before, &path, starts[4] + 30, Some(&image)),
+            (Some(OffsetRange { start: 4, end: 5 }), Some(true))
+        );
+    }
+
+    #[test]
+    fn a_damaged_body_between_valid_frames_is_placed_by_its_header() {
+        let (mut image, starts) = six_frames();
+        let name = "00000000000000000000.log";
+        let path = Path::new("/data/topics/t/p00000").join(name);
+        // An earlier flip in frame 1's body: the decode stops there, and the next frame
+        // starts where frame 1's header says it ends.
+        image[starts[1] as usize + 30] ^= 1;
+        let before = decoded_before(name, &image);
+        assert_eq!(
+            locate(&before, &path, starts[1] + 31, Some(&image)),
+            (Some(OffsetRange { start: 1, end: 2 }), Some(true))
         );
     }
 }

@@ -12,7 +12,8 @@
 //!    (or, at consume time, before the alarm):
 //!    - a refusal: damage at rest to the frame where the bad region starts, or an
 //!      out-of-contract fault reaching that offset (a lost or misdirected write there,
-//!      or an `hwm` word moved past it);
+//!      or an `hwm` word moved past it, now or when an open read it with no power loss
+//!      between that open and the last: that open wrote nothing back below the word);
 //!    - a clamp: damage to the frame at the new HWM, or an out-of-contract fault whose
 //!      reach holds the new HWM;
 //!    - a cut of durable data (at an offset below the durable tail the crash before
@@ -300,6 +301,49 @@ fn reach_at(
         .map(|r| r.fault_index)
 }
 
+/// A fault on `tp`'s `hwm` that an earlier open read while it held the word past
+/// `offset`, with the power loss that shows what that open left: recovery writes back
+/// only from the HWM up, so that open took the frame at `offset` as proven, and a frame
+/// an fsync EIO had left only in the page cache stayed there after the word was
+/// rewritten. It shows at the first power loss after that open (before it, the cache
+/// still holds the frame), unless an open in between wrote the frame back (its own
+/// account puts the HWM at or below `offset`).
+fn hwm_raised_at_an_open(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    offset: Offset,
+    alarm: &AlarmFact,
+) -> Option<usize> {
+    let restart = restart_of(facts, alarm.incarnation);
+    let opens: Vec<(usize, Offset)> = facts
+        .alarms
+        .of(tp)
+        .iter()
+        .filter(|a| a.index < restart)
+        .filter_map(|a| match a.alarm {
+            Alarm::LogOpened { hwm, .. } => Some((a.index, hwm)),
+            _ => None,
+        })
+        .collect();
+    facts
+        .reaches_before(tp, restart)
+        .filter(|r| r.on(HWM_FILE) && r.offsets.is_some_and(|o| o.contains(offset)))
+        .find(|r| {
+            opens.iter().any(|&(open, hwm)| {
+                let shown = facts.next_power_loss_after(open);
+                r.fault_index < open
+                    && hwm > offset
+                    && r.live_at(facts, open, None)
+                    && shown < restart
+                    && !facts.power_loss_between(shown, restart)
+                    && opens
+                        .iter()
+                        .all(|&(later, hwm)| later <= open || later > shown || hwm > offset)
+            })
+        })
+        .map(|r| r.fault_index)
+}
+
 /// Whether an out-of-contract fault on `tp`'s `hwm` before `before` can have left it
 /// of the wrong length. No window: a refused partition rewrites nothing, and a word
 /// left too long stays so under every rewrite; but only a power loss since the fault
@@ -338,7 +382,8 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
                 // Damage where the bad region starts, or a fault on `hwm` that moved the
                 // word past it (a hole above the true HWM is R2's to cut, not refuse).
                 Some(bad) => (caused_at(bad.offset, before).is_none()
-                    && reach_at(facts, tp, HWM_FILE, bad.offset, before).is_none())
+                    && reach_at(facts, tp, HWM_FILE, bad.offset, before).is_none()
+                    && hwm_raised_at_an_open(facts, tp, bad.offset, alarm).is_none())
                 .then(|| {
                     format!(
                         "with no damage at rest or out-of-contract fault reaching offset {} \

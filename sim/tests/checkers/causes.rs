@@ -548,6 +548,85 @@ fn a_refusal_at_a_hole_above_the_hwm_is_explained_by_a_flip_of_hwm_past_it() {
     );
 }
 
+/// Offset 1 written but never durable (an fsync EIO left it only in the page cache);
+/// `flip` on orders/0's `hwm`, then a process crash. The open after it reads the word
+/// and writes back nothing below its HWM of 3; the engine rewrites the word (4), and
+/// `power_losses` power losses later an open refuses at the hole at offset 1.
+fn hole_left_by_an_open_that_read_a_raised_hwm(
+    flip: Option<OffsetRange>,
+    power_losses: usize,
+) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000).hwm(0, 1, 1, 1);
+    if let Some(offsets) = flip {
+        let kind = FaultKind::BitFlip {
+            file: FileKind::Hwm,
+            offsets: Some(offsets),
+            below_hwm: None,
+        };
+        r.fault(kind, Some(0));
+    }
+    let word = if flip.is_some() { 3 } else { 1 };
+    r.fault(
+        FaultKind::FsyncEio {
+            file: FileKind::Segment,
+        },
+        Some(0),
+    )
+    .process_crash(&[(0, word, 3, 1)])
+    .restart()
+    .disk(0, OpenRule::Clean, word, 3, None)
+    .opened(0, word, 3)
+    .hwm(0, 3, word, 3)
+    .produce(2, 0, 3, 1_003)
+    .hwm(0, 4, 4, 4);
+    for _ in 1..power_losses {
+        r.crash(&[(0, 4, 4, 4)]).restart().open_clean(0, 4, 4);
+    }
+    r.crash(&[(0, 4, 4, 4)])
+        .restart()
+        .disk(0, OpenRule::Refuse, 4, 1, Some(1))
+        .alarm(
+            Some(0),
+            Alarm::Refused {
+                segment: "00000000000000000000.log".into(),
+                position: 100,
+            },
+        );
+    r
+}
+
+#[test]
+fn a_hole_an_open_left_below_a_flipped_hwm_is_the_flips_until_the_next_power_loss() {
+    let raised = OffsetRange { start: 1, end: 3 };
+    let report = hole_left_by_an_open_that_read_a_raised_hwm(Some(raised), 1).report();
+    assert!(
+        report.alarms_explained.violations.is_empty(),
+        "{:?}",
+        report.alarms_explained.violations
+    );
+    let uncaused = ["no damage at rest or out-of-contract fault reaching offset 1"];
+    // No flip: the open wrote back from 1, so the hole is the engine's.
+    let report = hole_left_by_an_open_that_read_a_raised_hwm(None, 1).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &uncaused,
+    );
+    // A flip that did not reach the hole's offset.
+    let elsewhere = OffsetRange { start: 2, end: 3 };
+    let report = hole_left_by_an_open_that_read_a_raised_hwm(Some(elsewhere), 1).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &uncaused,
+    );
+    // An open after an earlier power loss found the frame whole: the hole came later.
+    let report = hole_left_by_an_open_that_read_a_raised_hwm(Some(raised), 2).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &uncaused,
+    );
+}
+
 /// Id 1 consumed; a flip of orders/0's consumer.offset to 1000; the engine writes the
 /// frontier 1 again, and a crash follows. The next open finds `found` there; id 2 is
 /// acknowledged at offset 1 in that incarnation and never delivered (the open that

@@ -74,7 +74,7 @@ pub(super) fn inject(world: &World) -> bool {
                 .collect()
         })
         .unwrap_or_default();
-    let mut offsets: Option<OffsetRange> = None;
+    let mut located = Vec::new();
     let mut below_hwm = None;
     for position in std::iter::once(sector.position)
         .chain(starts)
@@ -82,13 +82,9 @@ pub(super) fn inject(world: &World) -> bool {
     {
         let (range, below) = disk::locate(&before, &sector.path, position, bytes);
         below_hwm = below_hwm.or(below);
-        if let Some(r) = range {
-            offsets = Some(offsets.map_or(r, |o| OffsetRange {
-                start: o.start.min(r.start),
-                end: o.end.max(r.end),
-            }));
-        }
+        located.extend(range);
     }
+    let offsets = contiguous(&located);
     // Injected right after a power loss, when the cache was rebuilt from the platter:
     // the engine reads exactly these records there.
     let held = match (offsets, image) {
@@ -113,4 +109,47 @@ pub(super) fn inject(world: &World) -> bool {
         rec.history.damage_held(now, fault_index, tp, held);
     }
     true
+}
+
+/// The offsets of the frames located in byte order, joined while each continues the
+/// last: the frames of one extent hold consecutive offsets, and a frame past a break
+/// (a stale or misdirected frame beyond the valid extent) can name any offset, which
+/// joined in would stretch the reach over records the sector never touched.
+fn contiguous(located: &[OffsetRange]) -> Option<OffsetRange> {
+    let (first, rest) = located.split_first()?;
+    let mut joined = *first;
+    for r in rest {
+        if r.start > joined.end || r.end < joined.start {
+            break;
+        }
+        joined = OffsetRange {
+            start: joined.start.min(r.start),
+            end: joined.end.max(r.end),
+        };
+    }
+    Some(joined)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(start: u64, end: u64) -> OffsetRange {
+        OffsetRange { start, end }
+    }
+
+    #[test]
+    fn the_frames_a_sector_spans_join_while_their_offsets_continue() {
+        assert_eq!(contiguous(&[]), None);
+        assert_eq!(contiguous(&[r(4, 5), r(5, 7), r(7, 8)]), Some(r(4, 8)));
+        // The first and last byte in one frame.
+        assert_eq!(contiguous(&[r(4, 6), r(4, 6)]), Some(r(4, 6)));
+        // A frame past the valid extent naming offset 90 stretches nothing.
+        assert_eq!(contiguous(&[r(40, 41), r(90, 91)]), Some(r(40, 41)));
+        assert_eq!(
+            contiguous(&[r(40, 41), r(90, 91), r(41, 42)]),
+            Some(r(40, 41))
+        );
+        assert_eq!(contiguous(&[r(40, 41), r(12, 13)]), Some(r(40, 41)));
+    }
 }

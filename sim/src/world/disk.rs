@@ -161,7 +161,7 @@ pub fn locate(
                 return (Some(range), Some(range.start < persisted));
             }
             // Past the valid extent (behind earlier damage): walk the headers from there.
-            bytes.and_then(|b| walk_headers(b, extent.valid_len, position))
+            bytes.and_then(|b| walk_headers(b, extent.valid_len, extent.end_offset, position))
         }
         // A segment past the bad region of an earlier decode (or not durably named
         // then): walk it from its start. Without its bytes, where the flip stands is
@@ -191,38 +191,52 @@ pub fn locate(
 /// file at `path`), walking its headers from byte 0.
 pub fn locate_in_image(path: &Path, position: u64, bytes: &[u8]) -> Option<OffsetRange> {
     let name = path.file_name().and_then(|n| n.to_str())?;
-    layout::parse_segment_file_name(name)?;
-    walk_headers(bytes, 0, position)
+    let base = layout::parse_segment_file_name(name)?;
+    walk_headers(bytes, 0, base, position)
 }
 
-/// Walks the frames in `bytes` from `at` to the frame holding byte `position`, and
-/// returns its records. A frame is taken at its word only when its CRC holds, or when
-/// the next frame confirms its header (a valid frame starts right where the header
-/// says this one ends, at the offset it says comes next): past the valid extent a
-/// header alone can be garbage (a misdirected write over it) that claims any length.
-/// Past anything else the walk resynchronises on the next valid frame, as a scanner's
-/// hunt would.
-fn walk_headers(bytes: &[u8], mut at: u64, position: u64) -> Option<OffsetRange> {
+/// Walks the frames in `bytes` from `at`, where the frame with base offset `base` is
+/// due, to the frame holding byte `position`, and returns its records. A frame is
+/// taken at its word only when its CRC holds, or when the next frame's header confirms
+/// its own (it starts right where this one ends, at the offset this one says comes
+/// next): past the valid extent a header alone can be garbage (a misdirected write
+/// over it) that claims any length. It must also hold the offsets due there: the next
+/// ones, or after a hunt any later ones (a stale or misdirected frame can name any
+/// offset). Past anything else the walk resynchronises on the next valid frame, as a
+/// scanner's hunt would.
+fn walk_headers(bytes: &[u8], mut at: u64, base: u64, position: u64) -> Option<OffsetRange> {
+    let mut due = base;
+    let mut hunted = false;
     while at <= position {
-        match frame::valid_at(bytes, at).or_else(|| confirmed_by_next(bytes, at)) {
+        let header = frame::valid_at(bytes, at)
+            .or_else(|| confirmed_by_next(bytes, at))
+            .filter(|h| h.base_offset == due || (hunted && h.base_offset > due));
+        match header {
             Some(header) if position < at + header.frame_len() => {
                 return Some(OffsetRange {
                     start: header.base_offset,
                     end: header.end_offset(),
                 });
             }
-            Some(header) => at += header.frame_len(),
-            None => at = frame::hunt(bytes, at)?,
+            Some(header) => {
+                at += header.frame_len();
+                due = header.end_offset();
+                hunted = false;
+            }
+            None => {
+                at = frame::hunt(bytes, at)?;
+                hunted = true;
+            }
         }
     }
     None
 }
 
-/// The header at `at` of a frame whose body is damaged, when the valid frame after it
-/// starts where the header says the frame ends and continues its offsets.
+/// The header at `at` of a frame whose body is damaged, when the header after it
+/// starts where this one says the frame ends and continues its offsets.
 fn confirmed_by_next(bytes: &[u8], at: u64) -> Option<frame::Header> {
     let header = frame::header_at(bytes, at)?;
-    let next = frame::valid_at(bytes, at.checked_add(header.frame_len())?)?;
+    let next = frame::header_at(bytes, at.checked_add(header.frame_len())?)?;
     (next.base_offset == header.end_offset()).then_some(header)
 }
 
@@ -330,6 +344,40 @@ mod tests {
         assert_eq!(
             locate(&before, &path, starts[1] + 31, Some(&image)),
             (Some(OffsetRange { start: 1, end: 2 }), Some(true))
+        );
+    }
+    #[test]
+    fn a_valid_frame_with_offsets_not_due_there_is_not_taken_at_its_word() {
+        // A copy of frame 4 over frame 1 (a misdirected write of the same length): the
+        // decode stops at frame 1, and a flip in the copy is not frame 4's.
+        let (mut image, starts) = six_frames();
+        let name = "00000000000000000000.log";
+        let path = Path::new("/data/topics/t/p00000").join(name);
+        let (one, four) = (starts[1] as usize, starts[4] as usize);
+        let len = starts[2] as usize - one;
+        assert_eq!(len, starts[5] as usize - four, "equal frames");
+        let copy = image[four..four + len].to_vec();
+        image[one..one + len].copy_from_slice(&copy);
+        let before = decoded_before(name, &image);
+        assert_eq!(locate(&before, &path, starts[1] + 30, Some(&image)).0, None);
+        // The frames after the copy are still placed.
+        assert_eq!(
+            locate(&before, &path, starts[3] + 30, Some(&image)).0,
+            Some(OffsetRange { start: 3, end: 4 })
+        );
+    }
+
+    #[test]
+    fn adjacent_damaged_bodies_are_placed_by_their_headers() {
+        let (mut image, starts) = six_frames();
+        let name = "00000000000000000000.log";
+        let path = Path::new("/data/topics/t/p00000").join(name);
+        image[starts[1] as usize + 30] ^= 1;
+        image[starts[2] as usize + 30] ^= 1;
+        let before = decoded_before(name, &image);
+        assert_eq!(
+            locate(&before, &path, starts[2] + 31, Some(&image)).0,
+            Some(OffsetRange { start: 2, end: 3 })
         );
     }
 }

@@ -12,8 +12,9 @@
 //!    (or, at consume time, before the alarm):
 //!    - a refusal: damage at rest to the frame where the bad region starts, or an
 //!      out-of-contract fault reaching that offset (a lost or misdirected write there,
-//!      or an `hwm` word moved past it, now or when an open read it with no power loss
-//!      between that open and the last: that open wrote nothing back below the word);
+//!      or an `hwm` word moved past it, now or when an open read it that wrote nothing
+//!      back and left the frame there only in the page cache after an fsync EIO, with
+//!      the power loss since the only one and no open completed after it);
 //!    - a clamp: damage to the frame at the new HWM, or an out-of-contract fault whose
 //!      reach holds the new HWM;
 //!    - a cut of durable data (at an offset below the durable tail the crash before
@@ -302,12 +303,14 @@ fn reach_at(
 }
 
 /// A fault on `tp`'s `hwm` that an earlier open read while it held the word past
-/// `offset`, with the power loss that shows what that open left: recovery writes back
-/// only from the HWM up, so that open took the frame at `offset` as proven, and a frame
-/// an fsync EIO had left only in the page cache stayed there after the word was
-/// rewritten. It shows at the first power loss after that open (before it, the cache
-/// still holds the frame), unless an open in between wrote the frame back (its own
-/// account puts the HWM at or below `offset`).
+/// `offset`, when that open left the frame at `offset` only in the page cache and the
+/// power loss before the refusing open showed it. Recovery writes back only what lies
+/// above the HWM (or everything, after a clamp), so an open that read a raised word,
+/// found nothing above it and clamped nothing wrote nothing back; a frame that a
+/// segment fsync EIO since the last power loss had left in the cache alone stayed so
+/// after the word was rewritten. Every open from that one to the power loss must have
+/// clamped nothing (the HWM never fell, so none wrote the frame back), and no open may
+/// have completed since the power loss (it would have found the frame whole or not).
 fn hwm_raised_at_an_open(
     facts: &Facts<'_>,
     tp: &TopicPartition,
@@ -315,33 +318,64 @@ fn hwm_raised_at_an_open(
     alarm: &AlarmFact,
 ) -> Option<usize> {
     let restart = restart_of(facts, alarm.incarnation);
-    let opens: Vec<(usize, Offset)> = facts
-        .alarms
-        .of(tp)
+    let power_loss_before = |index: usize| {
+        facts
+            .crashes
+            .iter()
+            .rev()
+            .find(|c| !c.process && c.index < index)
+            .map(|c| c.index)
+    };
+    let shown = power_loss_before(restart)?;
+    let since = power_loss_before(shown).unwrap_or(0);
+    let alarms = facts.alarms.of(tp);
+    let clamped = |inc: Incarnation| {
+        alarms
+            .iter()
+            .any(|a| a.incarnation == inc && matches!(a.alarm, Alarm::Clamp { .. }))
+    };
+    let opens: Vec<(&AlarmFact, Offset, Offset)> = alarms
         .iter()
-        .filter(|a| a.index < restart)
+        .filter(|a| since < a.index && a.index < restart)
         .filter_map(|a| match a.alarm {
-            Alarm::LogOpened { hwm, .. } => Some((a.index, hwm)),
+            Alarm::LogOpened { hwm, tail, .. } => Some((a, hwm, tail)),
             _ => None,
         })
         .collect();
-    facts
-        .reaches_before(tp, restart)
-        .filter(|r| r.on(HWM_FILE) && r.offsets.is_some_and(|o| o.contains(offset)))
-        .find(|r| {
-            opens.iter().any(|&(open, hwm)| {
-                let shown = facts.next_power_loss_after(open);
-                r.fault_index < open
-                    && hwm > offset
-                    && r.live_at(facts, open, None)
-                    && shown < restart
-                    && !facts.power_loss_between(shown, restart)
-                    && opens
-                        .iter()
-                        .all(|&(later, hwm)| later <= open || later > shown || hwm > offset)
-            })
+    if opens.iter().any(|(a, ..)| a.index > shown)
+        || opens.iter().any(|(a, ..)| clamped(a.incarnation))
+    {
+        return None;
+    }
+    let eio_before = |index: usize| {
+        faults(facts).any(|(i, kind, t, _)| {
+            since < i
+                && i < index
+                && t == Some(tp)
+                && matches!(
+                    kind,
+                    FaultKind::FsyncEio {
+                        file: FileKind::Segment
+                    }
+                )
         })
-        .map(|r| r.fault_index)
+    };
+    opens.iter().find_map(|&(a, hwm, tail)| {
+        // The fault must come before the open read the word, at its restart (rule 1
+        // holds the open's HWM to that word).
+        let opened = restart_of(facts, a.incarnation);
+        if hwm <= offset || tail > hwm || !eio_before(opened) {
+            return None;
+        }
+        facts
+            .reaches_before(tp, opened)
+            .find(|r| {
+                r.on(HWM_FILE)
+                    && r.offsets.is_some_and(|o| o.contains(offset))
+                    && r.live_at(facts, opened, None)
+            })
+            .map(|r| r.fault_index)
+    })
 }
 
 /// Whether an out-of-contract fault on `tp`'s `hwm` before `before` can have left it

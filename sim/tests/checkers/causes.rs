@@ -548,17 +548,33 @@ fn a_refusal_at_a_hole_above_the_hwm_is_explained_by_a_flip_of_hwm_past_it() {
     );
 }
 
-/// Offset 1 written but never durable (an fsync EIO left it only in the page cache);
-/// `flip` on orders/0's `hwm`, then a process crash. The open after it reads the word
-/// and writes back nothing below its HWM of 3; the engine rewrites the word (4), and
-/// `power_losses` power losses later an open refuses at the hole at offset 1.
-fn hole_left_by_an_open_that_read_a_raised_hwm(
+/// How [`hole_left_by_an_open_that_read_a_raised_hwm`] varies its story.
+#[derive(Clone, Copy, Default)]
+struct HoleStory {
+    /// The flip of `hwm` and the offsets it moved the word between (none: no flip).
     flip: Option<OffsetRange>,
+    /// No fsync EIO: the frame at offset 1 reached the platter.
+    no_eio: bool,
+    /// The open that read the word clamped (and so wrote every frame back).
+    clamped: bool,
+    /// The open that read the word found a frame above its HWM (offset 3), which it
+    /// wrote back: the frame holding offset 1 may be that one.
+    above_hwm: bool,
+    /// Power losses before the refusing open (0 is taken as 1); the opens after all
+    /// but the last complete.
     power_losses: usize,
-) -> Run {
+    /// After the power loss an open completes, then a process crash.
+    opened_after: bool,
+}
+
+/// Offset 1 written but never durable (an fsync EIO left it only in the page cache);
+/// the story's flip on orders/0's `hwm`, then a process crash. The open after it reads
+/// the word and writes back nothing below its HWM of 3; the engine rewrites the word
+/// (4), and after the story's power losses an open refuses at the hole at offset 1.
+fn hole_left_by_an_open_that_read_a_raised_hwm(story: HoleStory) -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000).hwm(0, 1, 1, 1);
-    if let Some(offsets) = flip {
+    if let Some(offsets) = story.flip {
         let kind = FaultKind::BitFlip {
             file: FileKind::Hwm,
             offsets: Some(offsets),
@@ -566,65 +582,117 @@ fn hole_left_by_an_open_that_read_a_raised_hwm(
         };
         r.fault(kind, Some(0));
     }
-    let word = if flip.is_some() { 3 } else { 1 };
-    r.fault(
-        FaultKind::FsyncEio {
+    let word = if story.flip.is_some() { 3 } else { 1 };
+    if !story.no_eio {
+        let eio = FaultKind::FsyncEio {
             file: FileKind::Segment,
-        },
-        Some(0),
-    )
-    .process_crash(&[(0, word, 3, 1)])
-    .restart()
-    .disk(0, OpenRule::Clean, word, 3, None)
-    .opened(0, word, 3)
-    .hwm(0, 3, word, 3)
-    .produce(2, 0, 3, 1_003)
-    .hwm(0, 4, 4, 4);
-    for _ in 1..power_losses {
+        };
+        r.fault(eio, Some(0));
+    }
+    let tail = if story.above_hwm { 4 } else { 3 };
+    let on_disk = if story.clamped { word + 1 } else { word };
+    r.process_crash(&[(0, word, tail, 1)])
+        .restart()
+        .disk(0, OpenRule::Clean, on_disk, tail, None);
+    if story.clamped {
+        let clamp = Alarm::Clamp {
+            persisted_hwm: word + 1,
+            hwm: word,
+            lost: 1,
+        };
+        r.alarm(Some(0), clamp);
+    }
+    r.opened(0, word, tail)
+        .hwm(0, 3, word, tail)
+        .produce(2, 0, 3, 1_003)
+        .hwm(0, 4, 4, 4);
+    for _ in 1..story.power_losses {
         r.crash(&[(0, 4, 4, 4)]).restart().open_clean(0, 4, 4);
     }
-    r.crash(&[(0, 4, 4, 4)])
-        .restart()
-        .disk(0, OpenRule::Refuse, 4, 1, Some(1))
-        .alarm(
-            Some(0),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 100,
-            },
-        );
+    r.crash(&[(0, 4, 4, 4)]);
+    if story.opened_after {
+        r.restart()
+            .open_clean(0, 4, 4)
+            .process_crash(&[(0, 4, 4, 4)]);
+    }
+    r.restart().disk(0, OpenRule::Refuse, 4, 1, Some(1)).alarm(
+        Some(0),
+        Alarm::Refused {
+            segment: "00000000000000000000.log".into(),
+            position: 100,
+        },
+    );
     r
 }
 
 #[test]
 fn a_hole_an_open_left_below_a_flipped_hwm_is_the_flips_until_the_next_power_loss() {
-    let raised = OffsetRange { start: 1, end: 3 };
-    let report = hole_left_by_an_open_that_read_a_raised_hwm(Some(raised), 1).report();
+    let raised = HoleStory {
+        flip: Some(OffsetRange { start: 1, end: 3 }),
+        ..HoleStory::default()
+    };
+    let report = hole_left_by_an_open_that_read_a_raised_hwm(raised).report();
     assert!(
         report.alarms_explained.violations.is_empty(),
         "{:?}",
         report.alarms_explained.violations
     );
     let uncaused = ["no damage at rest or out-of-contract fault reaching offset 1"];
-    // No flip: the open wrote back from 1, so the hole is the engine's.
-    let report = hole_left_by_an_open_that_read_a_raised_hwm(None, 1).report();
-    assert_mentions(
-        &messages_of(&report, CheckerName::AlarmsExplained),
-        &uncaused,
-    );
-    // A flip that did not reach the hole's offset.
-    let elsewhere = OffsetRange { start: 2, end: 3 };
-    let report = hole_left_by_an_open_that_read_a_raised_hwm(Some(elsewhere), 1).report();
-    assert_mentions(
-        &messages_of(&report, CheckerName::AlarmsExplained),
-        &uncaused,
-    );
-    // An open after an earlier power loss found the frame whole: the hole came later.
-    let report = hole_left_by_an_open_that_read_a_raised_hwm(Some(raised), 2).report();
-    assert_mentions(
-        &messages_of(&report, CheckerName::AlarmsExplained),
-        &uncaused,
-    );
+    let stories = [
+        ("no flip: the open wrote back from 1", HoleStory::default()),
+        (
+            "a flip that missed the hole's offset",
+            HoleStory {
+                flip: Some(OffsetRange { start: 2, end: 3 }),
+                ..raised
+            },
+        ),
+        (
+            "no fsync EIO: the frame was on the platter when the open read the word",
+            HoleStory {
+                no_eio: true,
+                ..raised
+            },
+        ),
+        (
+            "the open clamped, so it wrote every frame back",
+            HoleStory {
+                clamped: true,
+                ..raised
+            },
+        ),
+        (
+            "the open wrote back a frame above its HWM, which may hold offset 1",
+            HoleStory {
+                above_hwm: true,
+                ..raised
+            },
+        ),
+        (
+            "an open after an earlier power loss found the frame whole",
+            HoleStory {
+                power_losses: 2,
+                ..raised
+            },
+        ),
+        (
+            "an open completed after the power loss",
+            HoleStory {
+                opened_after: true,
+                ..raised
+            },
+        ),
+    ];
+    for (why, story) in stories {
+        let report = hole_left_by_an_open_that_read_a_raised_hwm(story).report();
+        let messages = messages_of(&report, CheckerName::AlarmsExplained);
+        assert!(
+            messages
+                .iter()
+                .any(|m| uncaused.iter().all(|u| m.contains(u))),
+            "{why}: {messages:?}"
+        );
+    }
 }
 
 /// Id 1 consumed; a flip of orders/0's consumer.offset to 1000; the engine writes the

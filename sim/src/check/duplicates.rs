@@ -546,20 +546,28 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
 /// unreadable, at or past that open's recovered tail (the replay commits there), and
 /// `earlier` was delivered before that open.
 fn checkpoint_lost(facts: &Facts<'_>, earlier: &Copy, later: &Copy) -> Option<Excuse> {
-    let alarm = facts.alarms.store.iter().find(|a| {
-        matches!(a.alarm, Alarm::WalCheckpointUnreadable)
-            && earlier.first_delivery < a.index
-            && a.index < later.first_delivery
-    })?;
-    let tail = facts
+    // Each open that found the checkpoint unreadable replays from its own tail: a later
+    // one whose open cut the log lower re-commits lower than the first.
+    facts
         .alarms
-        .disk_at(&later.tp, alarm.incarnation)
-        .map_or(0, |d| d.tail);
-    (later.offset >= tail).then(|| Excuse {
-        kind: ExcuseKind::CheckpointLost,
-        causes: vec![alarm.index],
-        covers: format!("{} offsets from {tail}", later.tp),
-    })
+        .store
+        .iter()
+        .filter(|a| {
+            matches!(a.alarm, Alarm::WalCheckpointUnreadable)
+                && earlier.first_delivery < a.index
+                && a.index < later.first_delivery
+        })
+        .find_map(|alarm| {
+            let tail = facts
+                .alarms
+                .disk_at(&later.tp, alarm.incarnation)
+                .map_or(0, |d| d.tail);
+            (later.offset >= tail).then(|| Excuse {
+                kind: ExcuseKind::CheckpointLost,
+                causes: vec![alarm.index],
+                covers: format!("{} offsets from {tail}", later.tp),
+            })
+        })
 }
 
 fn unexplained(

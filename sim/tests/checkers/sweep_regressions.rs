@@ -339,3 +339,66 @@ fn an_hwm_flip_the_open_may_have_read_widens_the_hidden_tail_and_nothing_else_do
     let messages = messages_of(&r.report(), CheckerName::BoundedDuplicates);
     assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
 }
+
+/// Ids 1-3 at offsets 0-2, delivered; a checkpoint flip and a crash. The open after it
+/// finds the checkpoint unreadable; a crash, and a latent sector at offset 2. The next
+/// open cuts at 2 (R1), finds the checkpoint unreadable again (`second_alarm`), and its
+/// replay commits id 1 at offset 2.
+fn checkpoint_lost_at_two_opens(second_alarm: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(3).hwm(0, 3, 3, 3).delivered(3).consume(0, 2);
+    r.checkpoint_flipped()
+        .crash(&[(0, 3, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::Clean, 3, 3, None)
+        .alarm(None, Alarm::WalCheckpointUnreadable)
+        .opened(0, 3, 3)
+        .crash(&[(0, 3, 3, 3)])
+        .fault(
+            FaultKind::LatentSector {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 2, end: 3 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        )
+        .restart()
+        .disk(0, OpenRule::TornTail, 3, 2, Some(2))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 200,
+                offset: 2,
+                bytes: 100,
+            },
+        );
+    if second_alarm {
+        r.alarm(None, Alarm::WalCheckpointUnreadable);
+    }
+    r.opened(0, 2, 2).hwm(0, 3, 3, 3).deliver(1, 0, 2, 1_200);
+    r
+}
+
+#[test]
+fn each_open_that_finds_the_checkpoint_unreadable_explains_its_own_replay() {
+    let report = checkpoint_lost_at_two_opens(true).report();
+    assert!(
+        report.bounded_duplicates.violations.is_empty(),
+        "{:?}",
+        report.bounded_duplicates.violations
+    );
+    let kinds: Vec<_> = report
+        .bounded_duplicates
+        .excused
+        .iter()
+        .map(|(_, e)| e.kind)
+        .collect();
+    assert_eq!(kinds, [ExcuseKind::CheckpointLost]);
+    // The first open's alarm covers only what its replay committed, from its tail (3).
+    let report = checkpoint_lost_at_two_opens(false).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::BoundedDuplicates),
+        &["produce id 1 delivered from orders/0@0"],
+    );
+}

@@ -764,4 +764,34 @@ mod tests {
             assert_eq!(report.corrupt_entries, 1);
         });
     }
+
+    #[test]
+    fn only_twenty_digits_and_the_suffix_name_a_segment() {
+        assert_eq!(parse_segment_name(&segment_name(42)), Some(42));
+        assert_eq!(parse_segment_name("00000000000000000042.wal"), Some(42));
+        // A stray file in the WAL's directory is never taken for a segment.
+        for name in [
+            "42.wal",
+            "0000000000000000004x.wal",
+            "00000000000000000042.log",
+            "",
+        ] {
+            assert_eq!(parse_segment_name(name), None, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn an_error_says_what_failed_and_why() {
+        let poisoned = WalError::Poisoned("fsync failed".into()).to_string();
+        assert_eq!(poisoned, "ingress WAL poisoned: fsync failed");
+        let io = WalError::Io {
+            op: "open segment",
+            source: io::Error::from(io::ErrorKind::NotFound),
+        };
+        assert!(
+            io.to_string()
+                .starts_with("ingress WAL open segment failed: "),
+            "{io}"
+        );
+    }
 }

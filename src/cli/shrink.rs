@@ -3,7 +3,7 @@
 
 use cafelog_sim::profile::Profile;
 use cafelog_sim::scenario::{Expect, Scenario};
-use cafelog_sim::shrink::{Shrunk, Target, shrink};
+use cafelog_sim::shrink::{Limits, Shrunk, Target, shrink};
 use cafelog_sim::world::{RunSpec, run};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,8 +20,11 @@ pub struct Args {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
     /// Bound on the runs the shrink may spend.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 3000)]
     pub attempts: usize,
+    /// Bound on the shrink's wall time, in seconds (what was found by then is kept).
+    #[arg(long, default_value_t = 60)]
+    pub time_limit: u64,
 }
 
 pub const EXIT_CODES_HELP: &str = "\
@@ -44,16 +47,18 @@ pub fn run_command(args: &Args) -> ExitCode {
     let target = Target::of(&first.verdict);
     eprintln!("shrinking seed {}: {}", args.seed, first.verdict);
     let keep = |o: &cafelog_sim::world::RunOutcome| target.matches(o);
-    let shrunk = match shrink(&spec, &keep, args.attempts, &mut |line| {
-        eprintln!("  {line}")
-    }) {
+    let limits = Limits {
+        runs: args.attempts,
+        time: Some(std::time::Duration::from_secs(args.time_limit)),
+    };
+    let shrunk = match shrink(&spec, &keep, limits, &mut |line| eprintln!("  {line}")) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("cafelog: error: {e}");
             return ExitCode::from(1);
         }
     };
-    let text = match scenario_text(args, &first.verdict.to_string(), target, &shrunk) {
+    let text = match scenario_text(args, &first.verdict.to_string(), &target, &shrunk) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("cafelog: error: {e}");
@@ -64,8 +69,12 @@ pub fn run_command(args: &Args) -> ExitCode {
         eprintln!("cafelog: error: {}: {e}", args.output.display());
         return ExitCode::from(1);
     }
-    println!("before: {}", shrunk.before);
-    println!("after:  {}", shrunk.after);
+    print!("{}", dimension_table(&shrunk));
+    println!(
+        "{} runs in {:.1} s",
+        shrunk.attempts,
+        shrunk.elapsed.as_secs_f64()
+    );
     for note in &shrunk.notes {
         println!("note: {note}");
     }
@@ -78,24 +87,75 @@ pub fn run_command(args: &Args) -> ExitCode {
     ExitCode::from(0)
 }
 
-/// The scenario file: where it came from, then the shrunk run.
+/// Before and after, one dimension a line.
+fn dimension_table(shrunk: &Shrunk) -> String {
+    let mut out = format!("{:<18} {:>8} {:>8}\n", "", "before", "after");
+    for ((name, before), (_, after)) in shrunk
+        .before
+        .dimensions()
+        .into_iter()
+        .zip(shrunk.after.dimensions())
+    {
+        out.push_str(&format!("{name:<18} {before:>8} {after:>8}\n"));
+    }
+    out
+}
+
+/// The scenario file: where it came from, what the shrink removed, what the failure
+/// rests on, then the shrunk run.
 fn scenario_text(
     args: &Args,
     original: &str,
-    target: Target,
+    target: &Target,
     shrunk: &Shrunk,
 ) -> Result<String, String> {
     let mut story = format!(
-        "Shrunk by `cafelog shrink --seed {} --profile {}` ({} runs).\n\
+        "Shrunk by `cafelog shrink --seed {} --profile {}` ({} runs, {:.1} s).\n\
          The swarm run failed: {}\n\
          Before: {}.\nAfter:  {}.\n",
         args.seed,
         args.profile.name,
         shrunk.attempts,
+        shrunk.elapsed.as_secs_f64(),
         original.chars().take(300).collect::<String>(),
         shrunk.before,
         shrunk.after
     );
+    if !shrunk.steps.is_empty() {
+        story.push_str(&format!("Removed or reset: {}.\n", shrunk.steps.join("; ")));
+    }
+    if let Some(failure) = shrunk.outcome.verdict.failure() {
+        let records: Vec<String> = failure
+            .records
+            .iter()
+            .take(3)
+            .map(|r| {
+                let mut s = String::new();
+                if let Some(id) = r.id {
+                    s.push_str(&format!("id {id} "));
+                }
+                if let Some(tp) = &r.tp {
+                    s.push_str(&format!("at {tp}"));
+                }
+                if let Some(offset) = r.offset {
+                    s.push_str(&format!("@{offset}"));
+                }
+                s.trim().to_owned()
+            })
+            .collect();
+        let focus: Vec<String> = failure
+            .context
+            .iter()
+            .filter(|c| c.focus)
+            .map(|c| format!("#{} {}", c.index, c.event))
+            .collect();
+        story.push_str(&format!(
+            "It rests on: {} ({}); events: {}.\n",
+            records.join(", "),
+            failure.checker,
+            focus.join("; ")
+        ));
+    }
     for note in &shrunk.notes {
         story.push_str(&format!("Note: {note}.\n"));
     }

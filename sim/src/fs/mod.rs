@@ -350,7 +350,22 @@ impl SimFs {
     /// pending operation decides that byte. Returns `None` (and flips nothing) after
     /// [`SimFs::heal`] or when no matching file has durable bytes.
     pub fn flip_random_bit(&self, filter: impl Fn(&Path) -> bool) -> Option<BitFlip> {
-        self.lock().flip_random_bit(&filter)
+        self.lock().flip_random_bit(&filter, None)
+    }
+
+    /// Flips bit `bit` of the byte at `position` of the durable file at `path` (a flip
+    /// a shrink repeats), drawing the same dice [`SimFs::flip_random_bit`] would, so the
+    /// disk's later draws go on as in the run it repeats. Where that file or byte no
+    /// longer exists the random flip is made instead.
+    pub fn flip_bit_at(
+        &self,
+        filter: impl Fn(&Path) -> bool,
+        path: &Path,
+        position: u64,
+        bit: u8,
+    ) -> Option<BitFlip> {
+        self.lock()
+            .flip_random_bit(&filter, Some((path, position, bit)))
     }
 
     /// Makes one random sector of durable data unreadable (a latent sector error, see
@@ -713,11 +728,29 @@ impl State {
         Some(candidates[self.dice.below(candidates.len() as u64) as usize].clone())
     }
 
-    fn flip_random_bit(&mut self, filter: &dyn Fn(&Path) -> bool) -> Option<BitFlip> {
-        let (path, ino) = self.damage_target(filter)?;
+    fn flip_random_bit(
+        &mut self,
+        filter: &dyn Fn(&Path) -> bool,
+        target: Option<(&Path, u64, u8)>,
+    ) -> Option<BitFlip> {
+        let (mut path, mut ino) = self.damage_target(filter)?;
+        let len = self.inodes.get(&ino).map_or(0, |i| i.durable.len() as u64);
+        let mut position = self.dice.below(len);
+        let mut bit = self.dice.below(8) as u8;
+        if let Some((at, p, b)) = target
+            && let Some(found) = self.ns.durable_files().into_iter().find(|(candidate, i)| {
+                candidate == at
+                    && self
+                        .inodes
+                        .get(i)
+                        .is_some_and(|inode| p < inode.durable.len() as u64)
+            })
+        {
+            (path, ino) = found;
+            position = p;
+            bit = b;
+        }
         let inode = self.inodes.get_mut(&ino).expect("candidate inode exists");
-        let position = self.dice.below(inode.durable.len() as u64);
-        let bit = self.dice.below(8) as u8;
         let index = position as usize;
         let before = inode.durable[index];
         let after = before ^ (1 << bit);

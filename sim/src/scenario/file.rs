@@ -14,7 +14,7 @@
 
 use crate::check::CheckerName;
 use crate::history::FileKind;
-use crate::world::{Action, ScheduledFault, Trigger};
+use crate::world::{Action, FlipAt, ScheduledFault, Trigger};
 use cafelog_engine::format::Codec;
 use cafelog_engine::log::{FsyncPolicy, LogConfig};
 use cafelog_engine::store::TopicConfig;
@@ -571,6 +571,8 @@ pub enum ActionName {
     Crash,
     ProcessCrash,
     CrashWithBitFlip,
+    ProcessCrashWithBitFlip,
+    BitFlip,
     CrashWithClockStep,
     CrashWithLatentSector,
     FsyncEio,
@@ -578,15 +580,17 @@ pub enum ActionName {
 }
 
 /// One entry of `[[schedule]]`: a trigger and an action.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RawEntry", into = "RawEntry")]
 pub struct ScheduleEntry(pub ScheduledFault);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     at_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     after_acks: Option<u64>,
     action: ActionName,
@@ -594,18 +598,47 @@ struct RawEntry {
     file: Option<FileKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     back_ms: Option<u64>,
+    /// A flip's exact bit: the durable file, the byte and the bit (all three or none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    position: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bit: Option<u8>,
 }
 
 impl TryFrom<RawEntry> for ScheduleEntry {
     type Error = String;
     fn try_from(r: RawEntry) -> Result<Self, String> {
-        let trigger = match (r.at_ms, r.after_acks) {
-            (Some(at), None) => Trigger::AtMs(at),
-            (None, Some(n)) => Trigger::AfterAcks(n),
-            _ => return Err("a schedule entry needs exactly one of at_ms or after_acks".into()),
+        let trigger = match (r.at_ms, r.at_ns, r.after_acks) {
+            (Some(at), None, None) => Trigger::AtMs(at),
+            (None, Some(at), None) => Trigger::AtNs(at),
+            (None, None, Some(n)) => Trigger::AfterAcks(n),
+            _ => {
+                return Err(
+                    "a schedule entry needs exactly one of at_ms, at_ns or after_acks".into(),
+                );
+            }
+        };
+        let flips = matches!(
+            r.action,
+            ActionName::CrashWithBitFlip
+                | ActionName::ProcessCrashWithBitFlip
+                | ActionName::BitFlip
+        );
+        let at = match (r.path, r.position, r.bit) {
+            (None, None, None) => None,
+            (Some(path), Some(position), Some(bit)) if flips && bit < 8 => Some(FlipAt {
+                path,
+                position,
+                bit,
+            }),
+            _ => {
+                return Err("path, position and bit (0-7) go together, on a bit flip only".into());
+            }
         };
         let action = match (r.action, r.file, r.back_ms) {
-            (ActionName::CrashWithBitFlip, Some(file), None) => {
+            (name, Some(file), None) if flips => {
                 if !matches!(
                     file,
                     FileKind::Segment | FileKind::Hwm | FileKind::ConsumerOffset | FileKind::Wal
@@ -614,10 +647,16 @@ impl TryFrom<RawEntry> for ScheduleEntry {
                         "file = {file:?}: bit flips hit segment, hwm, consumer_offset or wal"
                     ));
                 }
-                Action::CrashWithBitFlip { file }
+                match name {
+                    ActionName::CrashWithBitFlip => Action::CrashWithBitFlip { file, at },
+                    ActionName::ProcessCrashWithBitFlip => {
+                        Action::ProcessCrashWithBitFlip { file, at }
+                    }
+                    _ => Action::BitFlip { file, at },
+                }
             }
-            (ActionName::CrashWithBitFlip, None, _) => {
-                return Err("crash_with_bit_flip needs file = \"segment\" (or hwm, ...)".into());
+            (_, None, _) if flips => {
+                return Err("a bit flip needs file = \"segment\" (or hwm, ...)".into());
             }
             (ActionName::CrashWithClockStep, None, Some(ms)) => Action::CrashWithClockStep { ms },
             (ActionName::CrashWithClockStep, _, None) => {
@@ -629,9 +668,10 @@ impl TryFrom<RawEntry> for ScheduleEntry {
                 ActionName::CrashWithLatentSector => Action::CrashWithLatentSector,
                 ActionName::FsyncEio => Action::FsyncEio,
                 ActionName::LostFsync => Action::LostFsync,
-                ActionName::CrashWithBitFlip | ActionName::CrashWithClockStep => {
-                    unreachable!("handled above")
-                }
+                ActionName::CrashWithBitFlip
+                | ActionName::ProcessCrashWithBitFlip
+                | ActionName::BitFlip
+                | ActionName::CrashWithClockStep => unreachable!("handled above"),
             },
             (action, _, _) => {
                 let name = serde_json::to_value(action)
@@ -650,14 +690,27 @@ impl TryFrom<RawEntry> for ScheduleEntry {
 
 impl From<ScheduleEntry> for RawEntry {
     fn from(e: ScheduleEntry) -> Self {
-        let (at_ms, after_acks) = match e.0.trigger {
-            Trigger::AtMs(at) => (Some(at), None),
-            Trigger::AfterAcks(n) => (None, Some(n)),
+        let (at_ms, at_ns, after_acks) = match e.0.trigger {
+            Trigger::AtMs(at) => (Some(at), None, None),
+            Trigger::AtNs(at) => (None, Some(at), None),
+            Trigger::AfterAcks(n) => (None, None, Some(n)),
         };
+        let mut at = None;
         let (action, file, back_ms) = match e.0.action {
             Action::Crash => (ActionName::Crash, None, None),
             Action::ProcessCrash => (ActionName::ProcessCrash, None, None),
-            Action::CrashWithBitFlip { file } => (ActionName::CrashWithBitFlip, Some(file), None),
+            Action::CrashWithBitFlip { file, at: a } => {
+                at = a;
+                (ActionName::CrashWithBitFlip, Some(file), None)
+            }
+            Action::ProcessCrashWithBitFlip { file, at: a } => {
+                at = a;
+                (ActionName::ProcessCrashWithBitFlip, Some(file), None)
+            }
+            Action::BitFlip { file, at: a } => {
+                at = a;
+                (ActionName::BitFlip, Some(file), None)
+            }
             Action::CrashWithClockStep { ms } => (ActionName::CrashWithClockStep, None, Some(ms)),
             Action::CrashWithLatentSector => (ActionName::CrashWithLatentSector, None, None),
             Action::FsyncEio => (ActionName::FsyncEio, None, None),
@@ -665,10 +718,14 @@ impl From<ScheduleEntry> for RawEntry {
         };
         RawEntry {
             at_ms,
+            at_ns,
             after_acks,
             action,
             file,
             back_ms,
+            path: at.as_ref().map(|a| a.path.clone()),
+            position: at.as_ref().map(|a| a.position),
+            bit: at.as_ref().map(|a| a.bit),
         }
     }
 }

@@ -216,7 +216,7 @@ impl Scenario {
             mix,
             schedule: match f.swarm {
                 Some(_) => None,
-                None => Some(f.schedule.iter().map(|e| e.0).collect()),
+                None => Some(f.schedule.iter().map(|e| e.0.clone()).collect()),
             },
         }
     }
@@ -225,7 +225,7 @@ impl Scenario {
     pub fn from_spec(spec: &RunSpec, expect: Expect) -> ScenarioFile {
         let topic_name = |i: usize| spec.workload.topics[i].name.clone();
         let (swarm, schedule) = match &spec.schedule {
-            Some(s) => (None, s.iter().copied().map(ScheduleEntry).collect()),
+            Some(s) => (None, s.iter().cloned().map(ScheduleEntry).collect()),
             None => (Some(SwarmSpec::from(&spec.mix)), Vec::new()),
         };
         ScenarioFile {
@@ -521,6 +521,53 @@ file = "segment"
         assert_eq!(back.story, "from seed 3");
     }
 
+    #[test]
+    fn exact_kills_and_flips_round_trip_through_the_file_text() {
+        use crate::history::FileKind;
+        use crate::world::{Action, FlipAt, ScheduledFault, Trigger};
+        let at = FlipAt {
+            path: "/data/topics/orders/p00000/00000000000000000000.log".into(),
+            position: 200,
+            bit: 4,
+        };
+        let mut original = RunSpec::from_seed(3, &Profile::quick());
+        original.schedule = Some(vec![
+            ScheduledFault {
+                trigger: Trigger::AtNs(55_000_150),
+                action: Action::ProcessCrashWithBitFlip {
+                    file: FileKind::Segment,
+                    at: Some(at.clone()),
+                },
+            },
+            ScheduledFault {
+                trigger: Trigger::AtNs(2_360_006_018),
+                action: Action::BitFlip {
+                    file: FileKind::Segment,
+                    at: Some(at),
+                },
+            },
+            ScheduledFault {
+                trigger: Trigger::AtMs(700),
+                action: Action::CrashWithBitFlip {
+                    file: FileKind::Hwm,
+                    at: None,
+                },
+            },
+        ]);
+        let expect = Expect {
+            verdict: VerdictKind::Pass,
+            checker: None,
+            reaches: vec![],
+            injects: vec![],
+        };
+        let text = Scenario::from_spec(&original, expect)
+            .to_toml("exact")
+            .expect("serialises");
+        assert!(text.contains("at_ns = 55000150"), "{text}");
+        let back = Scenario::parse("exact", &text).expect("parses back");
+        assert_eq!(back.spec().schedule, original.schedule);
+    }
+
     fn parse_error(text: &str) -> String {
         Scenario::parse("bad", text)
             .expect_err("must be rejected")
@@ -534,8 +581,17 @@ file = "segment"
         assert!(e.contains("line 12") && e.contains("partitoins"), "{e}");
         let both = MINIMAL.replace("at_ms = 500", "at_ms = 500\nafter_acks = 3");
         let e = parse_error(&both);
-        assert!(e.contains("exactly one of at_ms or after_acks"), "{e}");
+        assert!(
+            e.contains("exactly one of at_ms, at_ns or after_acks"),
+            "{e}"
+        );
         assert!(e.contains("line 2"), "{e}");
+        let half_a_bit = MINIMAL.replace("file = \"segment\"", "file = \"segment\"\nposition = 3");
+        let e = parse_error(&half_a_bit);
+        assert!(
+            e.contains("path, position and bit (0-7) go together"),
+            "{e}"
+        );
         let no_file = MINIMAL.replace("file = \"segment\"", "");
         assert!(parse_error(&no_file).contains("needs file"));
         let topic = MINIMAL.replace("topic = \"orders\"\npartition = 1", "topic = \"x\"");

@@ -50,7 +50,18 @@ use workload::Workload;
 
 /// What the world hands back from inside the runtime: history, paths, fault counts,
 /// records produced.
-type Sink = Arc<Mutex<Option<(History, Paths, BTreeMap<String, u64>, u64)>>>;
+type Sink = Arc<
+    Mutex<
+        Option<(
+            History,
+            Paths,
+            BTreeMap<String, u64>,
+            u64,
+            Vec<KillAt>,
+            Vec<(u64, FlipAt)>,
+        )>,
+    >,
+>;
 
 /// Sub-seeds, derived from the run's seed so each stream is independent.
 fn sub_seed(seed: u64, stream: u64) -> u64 {
@@ -78,20 +89,35 @@ pub struct RunSpec {
 pub enum Trigger {
     /// At this simulated ms.
     AtMs(u64),
+    /// At this simulated ns (a shrink repeating a swarm's kill to the nanosecond).
+    AtNs(u64),
     /// Right after the Nth produce acknowledgement (so before the next HWM persist).
     AfterAcks(u64),
 }
 
+/// Exactly which bit a flip hit: the durable file, the byte and the bit.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FlipAt {
+    pub path: String,
+    pub position: u64,
+    pub bit: u8,
+}
+
 /// What a scheduled fault does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Action {
     /// Kill and restart the engine's node (the disk crashes with it: a power loss).
     Crash,
     /// Kill and restart the engine's process only: the page cache survives.
     ProcessCrash,
-    /// Kill the node, flip one bit of durable data in a file of this kind, restart.
-    CrashWithBitFlip { file: FileKind },
+    /// Kill the node, flip one bit of durable data in a file of this kind (that bit,
+    /// when `at` names one), restart.
+    CrashWithBitFlip { file: FileKind, at: Option<FlipAt> },
+    /// The same after a process crash: the page cache survives.
+    ProcessCrashWithBitFlip { file: FileKind, at: Option<FlipAt> },
+    /// Flip one bit of durable data while the node runs.
+    BitFlip { file: FileKind, at: Option<FlipAt> },
     /// Kill the node, step the wall clock back by `ms`, restart.
     CrashWithClockStep { ms: u64 },
     /// Kill the node, make one sector of a segment unreadable, restart.
@@ -103,7 +129,7 @@ pub enum Action {
 }
 
 /// One entry of an explicit schedule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScheduledFault {
     pub trigger: Trigger,
     pub action: Action,
@@ -155,9 +181,16 @@ pub struct RunOutcome {
     pub trace_hash: u64,
     pub sim_ms: u64,
     pub records_produced: u64,
+    /// Every kill before the heal, in the order of its `Crash`/`ProcessCrash` fault
+    /// event: exactly when it came, so a schedule can repeat it (the history keeps ms).
+    pub kills: Vec<KillAt>,
+    /// Every bit flip, in the order of its `BitFlip` fault event: when (ns) and which
+    /// bit, so a schedule can repeat it.
+    pub flips: Vec<(u64, FlipAt)>,
 }
 
 pub use crate::trace_hash::trace_hash;
+pub use recorder::KillAt;
 
 /// Runs one seed to its verdict. Panics in the engine or the world become
 /// [`Verdict::SimulatorCrash`].
@@ -178,7 +211,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         let subscriber = alarms::AlarmSubscriber::new(Arc::clone(&slot));
         tracing::subscriber::with_default(subscriber, || rt.block_on(world(spec_inner, sink, slot)))
     }));
-    let (history, paths, faults, produced) = captured
+    let (history, paths, faults, produced, kills, flips) = captured
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take()
@@ -222,6 +255,8 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         faults,
         fault_kinds_on: spec.mix.kinds_on(),
         records_produced: produced,
+        kills,
+        flips,
     }
 }
 
@@ -369,7 +404,10 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
     let history = std::mem::take(&mut rec.history);
     let paths = rec.paths.clone();
     let faults = rec.faults.clone();
-    *sink.lock().unwrap_or_else(|e| e.into_inner()) = Some((history, paths, faults, produced));
+    let kills = std::mem::take(&mut rec.kills);
+    let flips = std::mem::take(&mut rec.flips);
+    *sink.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some((history, paths, faults, produced, kills, flips));
 }
 
 fn now_ms(world: &World) -> u64 {
@@ -399,6 +437,9 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
                 }
                 sleep_serving(world, node, at.saturating_sub(now)).await;
             }
+            // A swarm's kill repeated: its own time, even past the heal (an aimed
+            // crash waits for the next acknowledgement).
+            Trigger::AtNs(at) => sleep_serving_until_ns(world, node, at).await,
             Trigger::AfterAcks(n) => loop {
                 let listener = world.acked.listen();
                 if world.recorder.lock().acked.len() as u64 >= n {
@@ -411,38 +452,66 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
                 serve_restart(world, node).await;
             },
         }
-        match entry.action {
+        match &entry.action {
             Action::Crash => {
                 if matches!(entry.trigger, Trigger::AfterAcks(_)) {
                     world.recorder.lock().paths.crashes_after_commit += 1;
                 }
-                kill(world, node, Kill::PowerLoss).await;
+                kill(world, node, Kill::PowerLoss, false).await;
                 restart(world, node);
             }
             Action::ProcessCrash => {
                 if matches!(entry.trigger, Trigger::AfterAcks(_)) {
                     world.recorder.lock().paths.crashes_after_commit += 1;
                 }
-                kill(world, node, Kill::Process).await;
+                kill(world, node, Kill::Process, false).await;
                 restart(world, node);
             }
-            Action::CrashWithBitFlip { file } => {
-                kill(world, node, Kill::PowerLoss).await;
-                flip(world, &mut dice, Some(file)).await;
+            Action::CrashWithBitFlip { file, at } => {
+                kill(world, node, Kill::PowerLoss, false).await;
+                flip(world, &mut dice, Some(*file), at.as_ref()).await;
                 restart(world, node);
+            }
+            Action::ProcessCrashWithBitFlip { file, at } => {
+                kill(world, node, Kill::Process, false).await;
+                flip(world, &mut dice, Some(*file), at.as_ref()).await;
+                restart(world, node);
+            }
+            Action::BitFlip { file, at } => {
+                flip(world, &mut dice, Some(*file), at.as_ref()).await;
             }
             Action::CrashWithClockStep { ms } => {
-                kill(world, node, Kill::PowerLoss).await;
-                step_clock(world, ms);
+                kill(world, node, Kill::PowerLoss, false).await;
+                step_clock(world, *ms);
                 restart(world, node);
             }
             Action::CrashWithLatentSector => {
-                kill(world, node, Kill::PowerLoss).await;
+                kill(world, node, Kill::PowerLoss, false).await;
                 latent::inject(world);
                 restart(world, node);
             }
-            Action::FsyncEio | Action::LostFsync => arm_fsync_fault(world, entry.action),
+            Action::FsyncEio | Action::LostFsync => arm_fsync_fault(world, &entry.action),
         }
+    }
+    // Faults stop at the heal, not at the last entry: the run goes on as the swarm's
+    // would until then.
+    let now = now_ms(world);
+    if now < heal_ms {
+        sleep_serving(world, node, heal_ms - now).await;
+    }
+}
+
+/// Sleeps until `at` ns of simulated time, in the same short slices as
+/// [`sleep_serving`], restarting the node whenever it asked for it.
+async fn sleep_serving_until_ns(world: &Arc<World>, node: madsim::task::NodeId, at: u64) {
+    loop {
+        let now = world.recorder.lock().now_ns();
+        if now >= at {
+            return;
+        }
+        let slice = (at - now).min(RESTART_POLL_MS * 1_000_000);
+        madsim::time::sleep(Duration::from_nanos(slice)).await;
+        serve_restart(world, node).await;
     }
 }
 
@@ -472,13 +541,13 @@ const RESTART_POLL_MS: u64 = 20;
 async fn serve_restart(world: &Arc<World>, node: madsim::task::NodeId) {
     if world.restart_requested.swap(false, Ordering::SeqCst) {
         world.recorder.lock().paths.restarts_after_fatal_error += 1;
-        kill(world, node, Kill::Process).await;
+        kill(world, node, Kill::Process, true).await;
         restart(world, node);
     }
 }
 
 /// Makes the disk fail its next fsync once, the way `action` says.
-fn arm_fsync_fault(world: &World, action: Action) {
+fn arm_fsync_fault(world: &World, action: &Action) {
     let counts = world.fs.event_counts();
     let mut options = world.fs.options();
     match action {
@@ -536,7 +605,7 @@ async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
             break;
         }
         if next_flip_ms.is_some_and(|at| now >= at) {
-            if flips < mix.bit_flips_max && flip(world, &mut dice, None).await {
+            if flips < mix.bit_flips_max && flip(world, &mut dice, None, None).await {
                 flips += 1;
             }
             next_flip_ms = next_exp(&mut dice, mix.bit_flips_per_s).map(|d| now + d);
@@ -558,8 +627,9 @@ async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
         } else {
             Kill::PowerLoss
         };
-        kill(world, node, kind).await;
-        if flips < mix.bit_flips_max && dice.chance(0.5) && flip(world, &mut dice, None).await {
+        kill(world, node, kind, false).await;
+        if flips < mix.bit_flips_max && dice.chance(0.5) && flip(world, &mut dice, None, None).await
+        {
             flips += 1;
         }
         // From a stream of its own, so that runs without latent sectors draw as before.
@@ -645,7 +715,8 @@ enum Kill {
 }
 
 /// Kills the engine's node and records what the next incarnation will open from.
-async fn kill(world: &Arc<World>, node: madsim::task::NodeId, kind: Kill) {
+/// `requested`: the engine asked for the restart (a fatal I/O error), not a fault.
+async fn kill(world: &Arc<World>, node: madsim::task::NodeId, kind: Kill, requested: bool) {
     {
         let mut rec = world.recorder.lock();
         add_incarnation_paths(&mut rec, world);
@@ -669,6 +740,8 @@ async fn kill(world: &Arc<World>, node: madsim::task::NodeId, kind: Kill) {
                 Kill::Process => FaultKind::ProcessCrash,
             };
             rec.fault(fault, None, None);
+            let at_ns = rec.now_ns();
+            rec.kills.push(KillAt { at_ns, requested });
         }
     }
     let image = match kind {
@@ -828,7 +901,9 @@ fn partition_dirs(world: &World) -> Vec<(TopicPartition, PathBuf)> {
 }
 
 /// Flips one bit of durable data at rest (segments, hwm, consumer.offset, WAL).
-async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
+/// Flips one bit of a file of kind `file` (drawn when `None`): the bit `at` names, or a
+/// random one.
+async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>, at: Option<&FlipAt>) -> bool {
     let kinds = [
         FileKind::Segment,
         FileKind::Segment,
@@ -849,7 +924,16 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
             }
         }
     }
-    let Some(flip) = world.fs.flip_random_bit(|p| recorder::file_kind(p) == want) else {
+    let filter = |p: &std::path::Path| recorder::file_kind(p) == want;
+    let flipped = match at {
+        Some(at) => {
+            world
+                .fs
+                .flip_bit_at(filter, std::path::Path::new(&at.path), at.position, at.bit)
+        }
+        None => world.fs.flip_random_bit(filter),
+    };
+    let Some(flip) = flipped else {
         return false;
     };
     let tp = recorder::partition_of(&flip.path);
@@ -917,6 +1001,15 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>) -> bool {
     };
     let mut rec = world.recorder.lock();
     rec.paths.bit_flips += 1;
+    let at_ns = rec.now_ns();
+    rec.flips.push((
+        at_ns,
+        FlipAt {
+            path: flip.path.display().to_string(),
+            position: flip.position,
+            bit: flip.bit,
+        },
+    ));
     let fault_index = rec.fault(
         FaultKind::BitFlip {
             file: want,

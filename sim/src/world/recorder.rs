@@ -112,8 +112,20 @@ impl Paths {
     }
 }
 
+/// When a kill came, and whether the engine asked for it (a restart after a fatal
+/// I/O error) rather than a fault injecting it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KillAt {
+    pub at_ns: u64,
+    pub requested: bool,
+}
+
 pub struct Recorder {
     pub history: History,
+    /// Every kill before the heal, in history order.
+    pub kills: Vec<KillAt>,
+    /// Every bit flip (when, in ns, and which bit), in history order.
+    pub flips: Vec<(u64, super::FlipAt)>,
     start: madsim::time::Instant,
     fs: SimFs,
     pub paths: Paths,
@@ -150,6 +162,8 @@ impl Shared {
     pub fn new(fs: SimFs) -> Self {
         Shared(Arc::new(Mutex::new(Recorder {
             history: History::new(),
+            kills: Vec::new(),
+            flips: Vec::new(),
             start: madsim::time::Instant::now(),
             fs,
             paths: Paths::default(),
@@ -223,6 +237,10 @@ impl Recorder {
     /// Simulated ms since the run started.
     pub fn now_ms(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    pub fn now_ns(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// Records a fault; returns its history index.

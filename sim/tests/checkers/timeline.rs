@@ -19,6 +19,8 @@ fn outcome(r: &Run) -> RunOutcome {
         trace_hash: 0,
         sim_ms: r.t,
         records_produced: 3,
+        kills: Vec::new(),
+        flips: Vec::new(),
     }
 }
 

@@ -1,0 +1,300 @@
+//! One-step-smaller versions of a run, for the shrink's greedy pass: fewer schedule
+//! entries, topics, partitions, producers and consumers; a shorter run with fewer
+//! records; knobs back at their defaults; faults switched off.
+//!
+//! Invariant: every partition that still exists keeps a consumer. Without one nothing
+//! is delivered, and every acknowledged record would look lost: a different failure
+//! that only looks like the one being shrunk.
+
+use crate::world::RunSpec;
+use cafelog_engine::log::LogConfig;
+use cafelog_engine::store::TopicConfig;
+
+/// A one-step change, and what it does.
+pub type Candidate = (String, RunSpec);
+
+/// Every one-step-smaller version of `spec`, the biggest cuts first.
+pub fn candidates(spec: &RunSpec) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = Vec::new();
+    let mut push = |label: String, f: &dyn Fn(&mut RunSpec)| {
+        let mut c = spec.clone();
+        f(&mut c);
+        if c.schedule != spec.schedule
+            || c.workload != spec.workload
+            || c.mix != spec.mix
+            || c.profile != spec.profile
+        {
+            out.push((label, c));
+        }
+    };
+    if let Some(schedule) = &spec.schedule {
+        for i in (0..schedule.len()).rev() {
+            push(format!("drop schedule entry {i}"), &|c| {
+                if let Some(s) = &mut c.schedule {
+                    s.remove(i);
+                }
+            });
+        }
+    } else {
+        let m = &spec.mix;
+        push("halve crashes_max".into(), &|c| {
+            c.mix.crashes_max = m.crashes_max / 2
+        });
+        push("no bit flips".into(), &|c| c.mix.bit_flips_max = 0);
+        push("no clock steps".into(), &|c| c.mix.clock_steps_max = 0);
+        push("no aimed crashes".into(), &|c| {
+            c.mix.crash_after_commit_fraction = 0.0
+        });
+        push("no process crashes".into(), &|c| {
+            c.mix.process_crash_fraction = 0.0
+        });
+        push("no latent sectors".into(), &|c| {
+            c.mix.latent_sectors_max = 0
+        });
+    }
+    workload(spec, &mut push);
+    profile(spec, &mut push);
+    knobs(spec, &mut push);
+    mix(&mut push);
+    out
+}
+
+type Push<'a> = dyn FnMut(String, &dyn Fn(&mut RunSpec)) + 'a;
+
+/// Topics, partitions, producers and consumers.
+fn workload(spec: &RunSpec, push: &mut Push<'_>) {
+    let w = &spec.workload;
+    for t in (0..w.topics.len()).rev() {
+        // A topic goes only if a producer is left elsewhere: without producers a run
+        // cannot fail in any interesting way.
+        if w.topics.len() > 1 && w.producers.iter().any(|p| p.topic != t) {
+            push(format!("drop topic {}", w.topics[t].name), &|c| {
+                drop_topic(c, t)
+            });
+        }
+        if w.topics[t].config.partitions > 1 {
+            push(
+                format!("one partition fewer in {}", w.topics[t].name),
+                &|c| {
+                    let last = c.workload.topics[t].config.partitions - 1;
+                    c.workload.topics[t].config.partitions = last;
+                    c.workload
+                        .consumers
+                        .retain(|k| !(k.topic == t && k.partition == last));
+                },
+            );
+        }
+    }
+    if w.producers.len() > 1 {
+        for i in (0..w.producers.len()).rev() {
+            push(format!("drop producer {i}"), &|c| {
+                c.workload.producers.remove(i);
+            });
+        }
+    }
+    for (i, k) in w.consumers.iter().enumerate().rev() {
+        let others = w
+            .consumers
+            .iter()
+            .filter(|o| o.topic == k.topic && o.partition == k.partition)
+            .count();
+        if others > 1 {
+            push(format!("drop consumer {i}"), &|c| {
+                c.workload.consumers.remove(i);
+            });
+        }
+    }
+}
+
+/// Removes topic `t` with its producers and consumers; later topics shift down.
+fn drop_topic(spec: &mut RunSpec, t: usize) {
+    let w = &mut spec.workload;
+    w.topics.remove(t);
+    w.producers.retain(|p| p.topic != t);
+    w.consumers.retain(|c| c.topic != t);
+    for p in &mut w.producers {
+        if p.topic > t {
+            p.topic -= 1;
+        }
+    }
+    for c in &mut w.consumers {
+        if c.topic > t {
+            c.topic -= 1;
+        }
+    }
+}
+
+/// A shorter run with fewer records.
+fn profile(spec: &RunSpec, push: &mut Push<'_>) {
+    let p = &spec.profile;
+    for records in [p.records_max / 2, p.records_max * 3 / 4, p.records_max - 1] {
+        if records >= 1 && records < p.records_max {
+            push(format!("records_max {records}"), &|c| {
+                c.profile.records_max = records
+            });
+        }
+    }
+    if p.produce_ms > 100 {
+        push(format!("produce_ms {}", p.produce_ms / 2), &|c| {
+            c.profile.produce_ms = p.produce_ms / 2
+        });
+    }
+    if p.heal_ms > 100 {
+        push(format!("heal_ms {}", p.heal_ms / 2), &|c| {
+            c.profile.heal_ms = p.heal_ms / 2
+        });
+    }
+}
+
+/// A topic knob: its name, and a setter that puts it back to its default.
+type Knob = (&'static str, fn(&mut TopicConfig, &TopicConfig));
+
+/// Every knob a topic's configuration has, each settable to its default.
+const KNOBS: &[Knob] = &[
+    ("delay_ms", |c, d| c.delay_ms = d.delay_ms),
+    ("lease_ms", |c, d| c.lease_ms = d.lease_ms),
+    ("codec", |c, d| c.log.codec = d.log.codec),
+    ("zstd_level", |c, d| c.log.zstd_level = d.log.zstd_level),
+    ("zstd_hash_log", |c, d| {
+        c.log.zstd_hash_log = d.log.zstd_hash_log
+    }),
+    ("compress_min_bytes", |c, d| {
+        c.log.compress_min_bytes = d.log.compress_min_bytes
+    }),
+    ("segment_bytes", |c, d| {
+        c.log.segment_bytes = d.log.segment_bytes
+    }),
+    ("preallocate_bytes", |c, d| {
+        c.log.preallocate_bytes = d.log.preallocate_bytes
+    }),
+    ("flush_bytes", |c, d| c.log.flush_bytes = d.log.flush_bytes),
+    ("flush_records", |c, d| {
+        c.log.flush_records = d.log.flush_records
+    }),
+    ("flush_interval", |c, d| {
+        c.log.flush_interval = d.log.flush_interval
+    }),
+    ("fsync", |c, d| c.log.fsync = d.log.fsync),
+    ("sync_interval", |c, d| {
+        c.log.sync_interval = d.log.sync_interval
+    }),
+    ("sync_bytes", |c, d| c.log.sync_bytes = d.log.sync_bytes),
+    ("hwm_persist_interval", |c, d| {
+        c.log.hwm_persist_interval = d.log.hwm_persist_interval
+    }),
+    ("retention_ms", |c, d| {
+        c.log.retention_ms = d.log.retention_ms
+    }),
+    ("reaper_interval", |c, d| {
+        c.log.reaper_interval = d.log.reaper_interval
+    }),
+];
+
+/// Knobs that differ from their defaults in `config`.
+pub fn changed_knobs(config: &TopicConfig) -> impl Iterator<Item = &'static str> + '_ {
+    let default = default_config();
+    KNOBS.iter().filter_map(move |(name, set)| {
+        let mut c = config.clone();
+        set(&mut c, &default);
+        (c != *config).then_some(*name)
+    })
+}
+
+fn default_config() -> TopicConfig {
+    TopicConfig {
+        log: LogConfig::default(),
+        ..TopicConfig::default()
+    }
+}
+
+/// Each topic knob back to its default, one at a time.
+fn knobs(spec: &RunSpec, push: &mut Push<'_>) {
+    let default = default_config();
+    for (t, topic) in spec.workload.topics.iter().enumerate() {
+        for (name, set) in KNOBS {
+            push(format!("{} {name} to its default", topic.name), &|c| {
+                set(&mut c.workload.topics[t].config, &default)
+            });
+        }
+    }
+}
+
+/// Turns one fault off.
+type SwitchOff = fn(&mut RunSpec);
+
+/// The disk's and the server's faults, one at a time.
+fn mix(push: &mut Push<'_>) {
+    let offs: [(&str, SwitchOff); 13] = [
+        ("no fsync EIO", |c| c.mix.fs.fsync_eio_max = 0),
+        ("no lost fsync", |c| c.mix.fs.lost_fsync_max = 0),
+        ("no ENOSPC", |c| c.mix.fs.enospc_max = 0),
+        ("no misdirected writes", |c| c.mix.fs.misdirect_max = 0),
+        ("no latency", |c| {
+            c.mix.fs.latency_probability = 0.0;
+            c.mix.fs.latency_after_probability = 0.0;
+        }),
+        ("no yields", |c| c.mix.fs.yield_probability = 0.0),
+        ("no torn writes at crashes", |c| {
+            c.mix.fs.crash_write_torn_probability = 0.0
+        }),
+        ("no lost writes at crashes", |c| {
+            c.mix.fs.crash_write_lost_probability = 0.0
+        }),
+        ("no lost truncations at crashes", |c| {
+            c.mix.fs.crash_set_len_lost_probability = 0.0
+        }),
+        ("no cancelled requests", |c| c.mix.cancel_probability = 0.0),
+        ("no dropped loops", |c| c.mix.loop_drops = false),
+        ("no dropped settles", |c| c.mix.settle_drops = false),
+        ("no latent sector draws", |c| {
+            c.mix.latent_sector_probability = 0.0
+        }),
+    ];
+    for (label, off) in offs {
+        push(label.into(), &|c| off(c));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+
+    /// Whether every partition of `spec` has a consumer.
+    fn every_partition_consumed(spec: &RunSpec) -> bool {
+        let w = &spec.workload;
+        w.topics.iter().enumerate().all(|(t, topic)| {
+            (0..topic.config.partitions)
+                .all(|p| w.consumers.iter().any(|k| k.topic == t && k.partition == p))
+        })
+    }
+
+    #[test]
+    fn no_candidate_leaves_a_partition_without_a_consumer() {
+        let mut checked = 0;
+        for seed in 0..40 {
+            let spec = RunSpec::from_seed(seed, &Profile::quick());
+            if !every_partition_consumed(&spec) {
+                continue;
+            }
+            for (label, candidate) in candidates(&spec) {
+                assert!(every_partition_consumed(&candidate), "seed {seed}: {label}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 100, "{checked} candidates checked");
+    }
+
+    #[test]
+    fn every_knob_has_a_candidate_that_resets_it() {
+        let spec = RunSpec::from_seed(7, &Profile::quick());
+        let topic = &spec.workload.topics[0];
+        let changed: Vec<&str> = changed_knobs(&topic.config).collect();
+        assert!(changed.len() >= 5, "{changed:?}");
+        let labels: Vec<String> = candidates(&spec).into_iter().map(|(l, _)| l).collect();
+        for knob in changed {
+            let label = format!("{} {knob} to its default", topic.name);
+            assert!(labels.contains(&label), "{label}");
+        }
+    }
+}

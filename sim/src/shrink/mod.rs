@@ -1,0 +1,331 @@
+//! Shrinking: from a failing run, find a much smaller one that still fails the same
+//! way, and hand it back as a [`RunSpec`] a scenario file can hold.
+//!
+//! 1. The swarm's random crashes, bit flips, clock steps and fsync faults are read back
+//!    from the history and written as an explicit schedule
+//!    ([`schedule::schedule_from_history`]); the first variant that still fails the
+//!    same way replaces the swarm. If none does, the swarm faults stay and only the
+//!    workload, knobs and disk shrink.
+//! 2. Delta debugging over the schedule's entries ([`schedule::ddmin`]).
+//! 3. Greedy: try each one-step-smaller candidate ([`candidates`]: a schedule entry, a
+//!    topic, partition, producer or consumer fewer; fewer records, a shorter run; a
+//!    knob back at its default; a fault off) and keep the first that still fails the
+//!    same way; start over from it. Stop when no candidate is kept.
+//!
+//! "The same way" ([`Target`]): the same verdict and checker, and the first violation
+//! names a record on the same partition, so the shrink cannot slide to another bug.
+//! Bound: at most [`Limits::runs`] runs and [`Limits::time`] of wall time, whichever
+//! comes first; what was found by then is returned.
+
+mod candidates;
+pub mod schedule;
+
+use std::time::{Duration, Instant};
+
+use crate::check::{CheckerName, Verdict};
+use crate::history::TopicPartition;
+use crate::scenario::VerdictKind;
+use crate::world::{RunOutcome, RunSpec, run};
+pub use candidates::changed_knobs;
+pub use schedule::schedule_from_history;
+
+/// The failure a shrink must preserve.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub verdict: VerdictKind,
+    pub checker: Option<CheckerName>,
+    /// The partition of the first record the failure names, when it names one.
+    pub tp: Option<TopicPartition>,
+}
+
+impl Target {
+    pub fn of(verdict: &Verdict) -> Target {
+        let failure = verdict.failure();
+        Target {
+            verdict: VerdictKind::of(verdict),
+            checker: failure.map(|f| f.checker),
+            tp: failure.and_then(|f| f.records.iter().find_map(|r| r.tp.clone())),
+        }
+    }
+
+    pub fn matches(&self, outcome: &RunOutcome) -> bool {
+        let v = &outcome.verdict;
+        let failure = v.failure();
+        VerdictKind::of(v) == self.verdict
+            && failure.map(|f| f.checker) == self.checker
+            && self.tp.as_ref().is_none_or(|tp| {
+                failure.is_some_and(|f| f.records.iter().any(|r| r.tp.as_ref() == Some(tp)))
+            })
+    }
+}
+
+/// How much a shrink may spend.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Runs in all, the first one included.
+    pub runs: usize,
+    /// Wall time, if bounded.
+    pub time: Option<Duration>,
+}
+
+impl Limits {
+    /// A bound on runs alone (tests: the same tries on every machine).
+    pub fn runs(runs: usize) -> Limits {
+        Limits { runs, time: None }
+    }
+}
+
+/// How big a run is, dimension by dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Sizes {
+    pub records_produced: u64,
+    /// Explicit schedule entries, or for a swarm run the faults it drew (crashes,
+    /// bit flips, clock steps, fsync faults).
+    pub schedule_entries: usize,
+    pub topics: usize,
+    pub partitions: u32,
+    pub producers: usize,
+    pub consumers: usize,
+    /// Topic knobs away from their defaults, over all topics.
+    pub knobs_changed: usize,
+    pub events: usize,
+    pub sim_ms: u64,
+}
+
+impl Sizes {
+    pub fn of(spec: &RunSpec, outcome: &RunOutcome) -> Sizes {
+        let topics = &spec.workload.topics;
+        Sizes {
+            records_produced: outcome.records_produced,
+            schedule_entries: match &spec.schedule {
+                Some(s) => s.len(),
+                None => schedule_from_history(outcome, true).len(),
+            },
+            topics: topics.len(),
+            partitions: topics.iter().map(|t| t.config.partitions).sum(),
+            producers: spec.workload.producers.len(),
+            consumers: spec.workload.consumers.len(),
+            knobs_changed: topics
+                .iter()
+                .map(|t| changed_knobs(&t.config).count())
+                .sum(),
+            events: outcome.history.len(),
+            sim_ms: outcome.sim_ms,
+        }
+    }
+
+    /// Each dimension's name and value, in the order reports print them.
+    pub fn dimensions(&self) -> [(&'static str, u64); 9] {
+        [
+            ("records produced", self.records_produced),
+            ("schedule entries", self.schedule_entries as u64),
+            ("topics", self.topics as u64),
+            ("partitions", u64::from(self.partitions)),
+            ("producers", self.producers as u64),
+            ("consumers", self.consumers as u64),
+            ("knobs changed", self.knobs_changed as u64),
+            ("events", self.events as u64),
+            ("simulated ms", self.sim_ms),
+        ]
+    }
+}
+
+impl std::fmt::Display for Sizes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "records produced={} schedule entries={} topics={} partitions={} events={} \
+             sim_ms={}",
+            self.records_produced,
+            self.schedule_entries,
+            self.topics,
+            self.partitions,
+            self.events,
+            self.sim_ms
+        )
+    }
+}
+
+/// What a shrink found.
+#[derive(Debug)]
+pub struct Shrunk {
+    pub spec: RunSpec,
+    pub outcome: RunOutcome,
+    pub before: Sizes,
+    pub after: Sizes,
+    /// Runs spent, the first one included.
+    pub attempts: usize,
+    /// Wall time spent.
+    pub elapsed: Duration,
+    /// Whether the swarm faults could be replaced by an explicit schedule.
+    pub explicit: bool,
+    /// Every step kept, in order (what the shrink removed or reset).
+    pub steps: Vec<String>,
+    /// What happened, for the report and the scenario's header.
+    pub notes: Vec<String>,
+}
+
+/// The runs of one shrink, within its limits.
+struct Runner<'a> {
+    keep: &'a dyn Fn(&RunOutcome) -> bool,
+    limits: Limits,
+    started: Instant,
+    attempts: usize,
+}
+
+impl Runner<'_> {
+    /// Runs `spec` and says whether it fails the same way, or `None` when the limits
+    /// are spent.
+    fn try_run(&mut self, spec: &RunSpec) -> Option<(bool, RunOutcome)> {
+        if self.spent() {
+            return None;
+        }
+        self.attempts += 1;
+        let outcome = run(spec);
+        Some(((self.keep)(&outcome), outcome))
+    }
+
+    fn spent(&self) -> bool {
+        self.attempts >= self.limits.runs
+            || self
+                .limits
+                .time
+                .is_some_and(|t| self.started.elapsed() >= t)
+    }
+
+    fn tag(&self) -> String {
+        format!(
+            "[{}/{} runs, {:.1}s]",
+            self.attempts,
+            self.limits.runs,
+            self.started.elapsed().as_secs_f64()
+        )
+    }
+}
+
+/// Shrinks `start` while `keep` holds. `progress` receives one line per kept step.
+pub fn shrink(
+    start: &RunSpec,
+    keep: &dyn Fn(&RunOutcome) -> bool,
+    limits: Limits,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Shrunk, String> {
+    let mut runner = Runner {
+        keep,
+        limits,
+        started: Instant::now(),
+        attempts: 0,
+    };
+    let first = run(start);
+    runner.attempts = 1;
+    if !keep(&first) {
+        return Err(format!(
+            "seed {} does not fail as required (verdict: {})",
+            start.seed, first.verdict
+        ));
+    }
+    let before = Sizes::of(start, &first);
+    progress(&format!("start: {before}"));
+    let mut notes = Vec::new();
+    let mut steps = Vec::new();
+    let mut best = (start.clone(), first);
+    let mut explicit = start.schedule.is_some();
+    if !explicit {
+        for (label, candidate) in schedule::explicit_variants(&best.0, &best.1) {
+            let Some((kept, outcome)) = runner.try_run(&candidate) else {
+                break;
+            };
+            if kept {
+                progress(&format!(
+                    "explicit schedule ({label}) reproduces the failure"
+                ));
+                notes.push(format!(
+                    "the swarm's faults became an explicit schedule ({label})"
+                ));
+                best = (candidate, outcome);
+                explicit = true;
+                break;
+            }
+            progress(&format!(
+                "explicit schedule ({label}) does not reproduce it"
+            ));
+        }
+        if !explicit {
+            notes.push(
+                "no explicit schedule reproduced the failure: the swarm faults are kept and \
+                 only the workload, knobs and disk were shrunk"
+                    .into(),
+            );
+        }
+    }
+    if let Some(schedule) = best.0.schedule.clone() {
+        let mut found: Option<(RunSpec, RunOutcome)> = None;
+        let kept = schedule::ddmin(&schedule, &mut |entries| {
+            let mut candidate = best.0.clone();
+            candidate.schedule = Some(entries.to_vec());
+            let (kept, outcome) = runner.try_run(&candidate)?;
+            if kept
+                && found
+                    .as_ref()
+                    .is_none_or(|(s, _)| schedule_len(s) > entries.len())
+            {
+                found = Some((candidate, outcome));
+            }
+            Some(kept)
+        });
+        if let Some((spec, outcome)) = found
+            && schedule_len(&spec) == kept.len()
+            && kept.len() < schedule.len()
+        {
+            let label = format!(
+                "schedule {} -> {} entries (delta debugging)",
+                schedule.len(),
+                kept.len()
+            );
+            progress(&format!("{} kept: {label}", runner.tag()));
+            steps.push(label);
+            best = (spec, outcome);
+        }
+    }
+    'passes: loop {
+        for (label, candidate) in candidates::candidates(&best.0) {
+            let Some((kept, outcome)) = runner.try_run(&candidate) else {
+                notes.push(format!(
+                    "stopped at the limit ({} runs, {:.0} s)",
+                    runner.attempts,
+                    runner.started.elapsed().as_secs_f64()
+                ));
+                break 'passes;
+            };
+            if kept {
+                progress(&format!(
+                    "{} kept: {label} ({})",
+                    runner.tag(),
+                    Sizes::of(&candidate, &outcome)
+                ));
+                steps.push(label);
+                best = (candidate, outcome);
+                // The other candidates were cut from the old best: start over.
+                continue 'passes;
+            }
+        }
+        break;
+    }
+    let after = Sizes::of(&best.0, &best.1);
+    progress(&format!("end after {} runs: {after}", runner.attempts));
+    Ok(Shrunk {
+        spec: best.0,
+        outcome: best.1,
+        before,
+        after,
+        attempts: runner.attempts,
+        elapsed: runner.started.elapsed(),
+        explicit,
+        steps,
+        notes,
+    })
+}
+
+fn schedule_len(spec: &RunSpec) -> usize {
+    spec.schedule.as_ref().map_or(0, Vec::len)
+}

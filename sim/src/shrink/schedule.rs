@@ -1,0 +1,241 @@
+//! The fault schedule of a shrink: the swarm's faults read back from a run's history
+//! as an explicit schedule, and delta debugging over its entries.
+
+use crate::history::{EventKind, FaultKind};
+use crate::world::{Action, RunOutcome, RunSpec, ScheduledFault, Trigger};
+
+/// The swarm's injected faults as a schedule, in history order. A kill fires at the
+/// very nanosecond the swarm's did ([`RunOutcome::kills`]); a restart the engine asked
+/// for (after a fatal I/O error) is left out, since the engine asks again. Without
+/// those times (an outcome from elsewhere), a crash right after a produce
+/// acknowledgement (the swarm's aimed crashes) becomes an `after_acks` trigger and
+/// everything else fires at its simulated ms. A bit flip hits the very bit the swarm's
+/// did ([`RunOutcome::flips`]): one while the node was down joins that kill, one while
+/// it ran fires at its nanosecond. A clock step or latent sector while the node was
+/// down joins that power loss. With `fsync_faults`, fsync EIO and lost fsyncs are armed
+/// 1 ms before they fired.
+pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<ScheduledFault> {
+    let mut out: Vec<ScheduledFault> = Vec::new();
+    let mut acks = 0u64;
+    let mut down = false;
+    let mut previous_was_ack = false;
+    let mut kills = outcome.kills.iter();
+    let mut flips = outcome.flips.iter();
+    for event in outcome.history.events() {
+        let mut is_ack = false;
+        match &event.kind {
+            EventKind::ProduceAck { .. } => {
+                acks += 1;
+                is_ack = true;
+            }
+            EventKind::Crash { .. } => down = true,
+            EventKind::Restart => down = false,
+            EventKind::Fault { kind, .. } => match kind {
+                FaultKind::Crash | FaultKind::ProcessCrash => {
+                    let trigger = match kills.next() {
+                        Some(k) if k.requested => continue,
+                        Some(k) => Trigger::AtNs(k.at_ns),
+                        None if previous_was_ack => Trigger::AfterAcks(acks),
+                        None => Trigger::AtMs(event.at_ms),
+                    };
+                    out.push(ScheduledFault {
+                        trigger,
+                        action: if matches!(kind, FaultKind::Crash) {
+                            Action::Crash
+                        } else {
+                            Action::ProcessCrash
+                        },
+                    });
+                }
+                FaultKind::BitFlip { file, .. } => {
+                    let (at_ns, at) = flips.next().cloned().unzip();
+                    let file = *file;
+                    match out.last_mut() {
+                        Some(last) if down && last.action == Action::Crash => {
+                            last.action = Action::CrashWithBitFlip { file, at };
+                        }
+                        Some(last) if down && last.action == Action::ProcessCrash => {
+                            last.action = Action::ProcessCrashWithBitFlip { file, at };
+                        }
+                        // While the node runs: exactly when it came, or (without the
+                        // time) as a crash with a flip at its ms.
+                        _ => out.push(match at_ns {
+                            Some(ns) => ScheduledFault {
+                                trigger: Trigger::AtNs(ns),
+                                action: Action::BitFlip { file, at },
+                            },
+                            None => ScheduledFault {
+                                trigger: Trigger::AtMs(event.at_ms),
+                                action: Action::CrashWithBitFlip { file, at },
+                            },
+                        }),
+                    }
+                }
+                FaultKind::LatentSector { .. } => {
+                    let latent = Action::CrashWithLatentSector;
+                    match out.last_mut() {
+                        Some(last) if down && last.action == Action::Crash => last.action = latent,
+                        _ => out.push(ScheduledFault {
+                            trigger: Trigger::AtMs(event.at_ms),
+                            action: latent,
+                        }),
+                    }
+                }
+                FaultKind::ClockStep { back_ms } => {
+                    let step = Action::CrashWithClockStep { ms: *back_ms };
+                    match out.last_mut() {
+                        Some(last) if down && last.action == Action::Crash => last.action = step,
+                        _ => out.push(ScheduledFault {
+                            trigger: Trigger::AtMs(event.at_ms),
+                            action: step,
+                        }),
+                    }
+                }
+                FaultKind::FsyncEio { .. } | FaultKind::LostFsync { .. } if fsync_faults => {
+                    out.push(ScheduledFault {
+                        trigger: Trigger::AtMs(event.at_ms.saturating_sub(1)),
+                        action: if matches!(kind, FaultKind::FsyncEio { .. }) {
+                            Action::FsyncEio
+                        } else {
+                            Action::LostFsync
+                        },
+                    });
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+        previous_was_ack = is_ack;
+    }
+    out
+}
+
+/// Explicit-schedule versions of a swarm run, most faithful first.
+pub(super) fn explicit_variants(spec: &RunSpec, outcome: &RunOutcome) -> Vec<(String, RunSpec)> {
+    let mut with_fsync = spec.clone();
+    with_fsync.schedule = Some(schedule_from_history(outcome, true));
+    // The scheduled fsync faults replace the disk's random ones.
+    with_fsync.mix.fs.fsync_eio_probability = 0.0;
+    with_fsync.mix.fs.fsync_eio_max = 0;
+    with_fsync.mix.fs.lost_fsync_probability = 0.0;
+    with_fsync.mix.fs.lost_fsync_max = 0;
+    let mut disk_kept = spec.clone();
+    disk_kept.schedule = Some(schedule_from_history(outcome, false));
+    vec![
+        ("fsync faults scheduled".into(), with_fsync),
+        ("disk fault dice kept".into(), disk_kept),
+    ]
+}
+
+/// Delta debugging (Zeller and Hildebrandt's ddmin): a smallest subsequence of `items`
+/// for which `fails` holds, found by trying chunks and their complements at doubling
+/// granularity, so `n` entries needing one of them cost about `2 log2 n` runs instead
+/// of `n`. `fails` answers `None` when the shrink's budget is spent; the smallest
+/// sequence found so far is then returned. `items` itself is taken to fail.
+pub fn ddmin<T: Clone>(items: &[T], fails: &mut dyn FnMut(&[T]) -> Option<bool>) -> Vec<T> {
+    let mut current = items.to_vec();
+    if current.is_empty() {
+        return current;
+    }
+    match fails(&[]) {
+        Some(true) => return Vec::new(),
+        None => return current,
+        Some(false) => {}
+    }
+    let mut n = 2usize;
+    while current.len() >= 2 {
+        let chunks = split(&current, n);
+        let mut reduced = None;
+        // A chunk alone, then everything but one chunk (for n = 2 they are the same).
+        let complements = (n > 2).then(|| (0..chunks.len()).map(|i| complement(&chunks, i)));
+        let tries = chunks
+            .iter()
+            .cloned()
+            .map(|c| (c, 2))
+            .chain(complements.into_iter().flatten().map(|c| (c, n - 1)));
+        for (candidate, next_n) in tries {
+            match fails(&candidate) {
+                Some(true) => {
+                    reduced = Some((candidate, next_n));
+                    break;
+                }
+                Some(false) => {}
+                None => return current,
+            }
+        }
+        match reduced {
+            Some((smaller, next_n)) => {
+                current = smaller;
+                n = next_n.max(2);
+            }
+            None if n >= current.len() => break,
+            None => n = (2 * n).min(current.len()),
+        }
+    }
+    current
+}
+
+/// `items` in `n` chunks of nearly equal length, in order.
+fn split<T: Clone>(items: &[T], n: usize) -> Vec<Vec<T>> {
+    let n = n.min(items.len()).max(1);
+    let mut out = Vec::with_capacity(n);
+    let mut start = 0;
+    for i in 0..n {
+        let end = start + (items.len() - start) / (n - i);
+        out.push(items[start..end].to_vec());
+        start = end;
+    }
+    out
+}
+
+/// Every chunk but the `skip`-th, joined in order.
+fn complement<T: Clone>(chunks: &[Vec<T>], skip: usize) -> Vec<T> {
+    chunks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != skip)
+        .flat_map(|(_, c)| c.iter().cloned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs ddmin over 0..n with a failure that needs every number of `needed`.
+    fn shrink_to(n: u32, needed: &[u32]) -> (Vec<u32>, usize) {
+        let items: Vec<u32> = (0..n).collect();
+        let mut runs = 0;
+        let found = ddmin(&items, &mut |c| {
+            runs += 1;
+            Some(needed.iter().all(|x| c.contains(x)))
+        });
+        (found, runs)
+    }
+
+    #[test]
+    fn one_needed_entry_of_many_is_found_in_logarithmic_runs() {
+        let (found, runs) = shrink_to(64, &[37]);
+        assert_eq!(found, [37]);
+        assert!(runs <= 2 * 6 + 2, "{runs} runs");
+    }
+
+    #[test]
+    fn entries_needed_together_are_all_kept_and_nothing_else() {
+        assert_eq!(shrink_to(20, &[3, 17]).0, [3, 17]);
+        assert_eq!(shrink_to(9, &[0, 4, 8]).0, [0, 4, 8]);
+        assert_eq!(shrink_to(5, &[]).0, Vec::<u32>::new());
+        assert_eq!(shrink_to(1, &[0]).0, [0]);
+    }
+
+    #[test]
+    fn a_spent_budget_returns_the_smallest_found_so_far() {
+        let items: Vec<u32> = (0..16).collect();
+        let mut runs = 0;
+        let found = ddmin(&items, &mut |c| {
+            runs += 1;
+            (runs <= 3).then(|| c.contains(&5))
+        });
+        assert!(found.contains(&5) && found.len() < 16, "{found:?}");
+    }
+}

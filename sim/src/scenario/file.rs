@@ -575,6 +575,8 @@ pub enum ActionName {
     BitFlip,
     CrashWithClockStep,
     CrashWithLatentSector,
+    LatentSector,
+    ClockStep,
     FsyncEio,
     LostFsync,
 }
@@ -593,6 +595,8 @@ struct RawEntry {
     at_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     after_acks: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    while_down: bool,
     action: ActionName,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     file: Option<FileKind>,
@@ -610,13 +614,28 @@ struct RawEntry {
 impl TryFrom<RawEntry> for ScheduleEntry {
     type Error = String;
     fn try_from(r: RawEntry) -> Result<Self, String> {
-        let trigger = match (r.at_ms, r.at_ns, r.after_acks) {
-            (Some(at), None, None) => Trigger::AtMs(at),
-            (None, Some(at), None) => Trigger::AtNs(at),
-            (None, None, Some(n)) => Trigger::AfterAcks(n),
+        let trigger = match (r.at_ms, r.at_ns, r.after_acks, r.while_down) {
+            (Some(at), None, None, false) => Trigger::AtMs(at),
+            (None, Some(at), None, false) => Trigger::AtNs(at),
+            (None, None, Some(n), false) => Trigger::AfterAcks(n),
+            (None, None, None, true) => {
+                if !matches!(
+                    r.action,
+                    ActionName::BitFlip | ActionName::LatentSector | ActionName::ClockStep
+                ) {
+                    return Err(
+                        "while_down takes bit_flip, latent_sector or clock_step: a fault at \
+                         the kill before"
+                            .into(),
+                    );
+                }
+                Trigger::WhileDown
+            }
             _ => {
                 return Err(
-                    "a schedule entry needs exactly one of at_ms, at_ns or after_acks".into(),
+                    "a schedule entry needs exactly one of at_ms, at_ns, after_acks \
+                     or while_down = true"
+                        .into(),
                 );
             }
         };
@@ -659,19 +678,22 @@ impl TryFrom<RawEntry> for ScheduleEntry {
                 return Err("a bit flip needs file = \"segment\" (or hwm, ...)".into());
             }
             (ActionName::CrashWithClockStep, None, Some(ms)) => Action::CrashWithClockStep { ms },
-            (ActionName::CrashWithClockStep, _, None) => {
-                return Err("crash_with_clock_step needs back_ms".into());
+            (ActionName::ClockStep, None, Some(ms)) => Action::ClockStep { ms },
+            (ActionName::CrashWithClockStep | ActionName::ClockStep, _, None) => {
+                return Err("a clock step needs back_ms".into());
             }
             (action, None, None) => match action {
                 ActionName::Crash => Action::Crash,
                 ActionName::ProcessCrash => Action::ProcessCrash,
                 ActionName::CrashWithLatentSector => Action::CrashWithLatentSector,
+                ActionName::LatentSector => Action::LatentSector,
                 ActionName::FsyncEio => Action::FsyncEio,
                 ActionName::LostFsync => Action::LostFsync,
                 ActionName::CrashWithBitFlip
                 | ActionName::ProcessCrashWithBitFlip
                 | ActionName::BitFlip
-                | ActionName::CrashWithClockStep => unreachable!("handled above"),
+                | ActionName::CrashWithClockStep
+                | ActionName::ClockStep => unreachable!("handled above"),
             },
             (action, _, _) => {
                 let name = serde_json::to_value(action)
@@ -694,7 +716,9 @@ impl From<ScheduleEntry> for RawEntry {
             Trigger::AtMs(at) => (Some(at), None, None),
             Trigger::AtNs(at) => (None, Some(at), None),
             Trigger::AfterAcks(n) => (None, None, Some(n)),
+            Trigger::WhileDown => (None, None, None),
         };
+        let while_down = e.0.trigger == Trigger::WhileDown;
         let mut at = None;
         let (action, file, back_ms) = match e.0.action {
             Action::Crash => (ActionName::Crash, None, None),
@@ -713,6 +737,8 @@ impl From<ScheduleEntry> for RawEntry {
             }
             Action::CrashWithClockStep { ms } => (ActionName::CrashWithClockStep, None, Some(ms)),
             Action::CrashWithLatentSector => (ActionName::CrashWithLatentSector, None, None),
+            Action::LatentSector => (ActionName::LatentSector, None, None),
+            Action::ClockStep { ms } => (ActionName::ClockStep, None, Some(ms)),
             Action::FsyncEio => (ActionName::FsyncEio, None, None),
             Action::LostFsync => (ActionName::LostFsync, None, None),
         };
@@ -720,6 +746,7 @@ impl From<ScheduleEntry> for RawEntry {
             at_ms,
             at_ns,
             after_acks,
+            while_down,
             action,
             file,
             back_ms,

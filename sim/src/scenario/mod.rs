@@ -553,6 +553,14 @@ file = "segment"
                     at: None,
                 },
             },
+            ScheduledFault {
+                trigger: Trigger::WhileDown,
+                action: Action::LatentSector,
+            },
+            ScheduledFault {
+                trigger: Trigger::WhileDown,
+                action: Action::ClockStep { ms: 40 },
+            },
         ]);
         let expect = Expect {
             verdict: VerdictKind::Pass,
@@ -582,7 +590,7 @@ file = "segment"
         let both = MINIMAL.replace("at_ms = 500", "at_ms = 500\nafter_acks = 3");
         let e = parse_error(&both);
         assert!(
-            e.contains("exactly one of at_ms, at_ns or after_acks"),
+            e.contains("exactly one of at_ms, at_ns, after_acks or while_down"),
             "{e}"
         );
         assert!(e.contains("line 2"), "{e}");

@@ -2,7 +2,7 @@
 //! as an explicit schedule, and delta debugging over its entries.
 
 use crate::history::{EventKind, FaultKind};
-use crate::world::{Action, RunOutcome, RunSpec, ScheduledFault, Trigger};
+use crate::world::{Action, KillCause, RunOutcome, RunSpec, ScheduledFault, Trigger};
 
 /// The swarm's injected faults as a schedule, in history order. A kill fires at the
 /// very nanosecond the swarm's did ([`RunOutcome::kills`]); a restart the engine asked
@@ -10,10 +10,10 @@ use crate::world::{Action, RunOutcome, RunSpec, ScheduledFault, Trigger};
 /// those times (an outcome from elsewhere), a crash right after a produce
 /// acknowledgement (the swarm's aimed crashes) becomes an `after_acks` trigger and
 /// everything else fires at its simulated ms. A bit flip hits the very bit the swarm's
-/// did ([`RunOutcome::flips`]): one while the node was down joins that kill, one while
-/// it ran fires at its nanosecond. A clock step or latent sector while the node was
-/// down joins that power loss. With `fsync_faults`, fsync EIO and lost fsyncs are armed
-/// 1 ms before they fired.
+/// did ([`RunOutcome::flips`]): one while the node ran fires at its nanosecond. A flip,
+/// latent sector or clock step while the node was down joins that kill (folded into a
+/// bare one, else `while_down` after it). With `fsync_faults`, fsync EIO and lost
+/// fsyncs are armed 1 ms before they fired.
 pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<ScheduledFault> {
     let mut out: Vec<ScheduledFault> = Vec::new();
     let mut acks = 0u64;
@@ -21,6 +21,9 @@ pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<Sc
     let mut previous_was_ack = false;
     let mut kills = outcome.kills.iter();
     let mut flips = outcome.flips.iter();
+    // Whether the kill the node is down from has an entry (a restart the engine asked
+    // for has none).
+    let mut kept = false;
     for event in outcome.history.events() {
         let mut is_ack = false;
         match &event.kind {
@@ -32,12 +35,16 @@ pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<Sc
             EventKind::Restart => down = false,
             EventKind::Fault { kind, .. } => match kind {
                 FaultKind::Crash | FaultKind::ProcessCrash => {
-                    let trigger = match kills.next() {
-                        Some(k) if k.requested => continue,
-                        Some(k) => Trigger::AtNs(k.at_ns),
+                    kept = false;
+                    let trigger = match kills.next().map(|k| (k.cause, k.at_ns)) {
+                        Some((KillCause::Requested, _)) => continue,
+                        // An aimed kill too: waking on the acknowledgement instead
+                        // repeated fewer runs (106 of 263 quick seeds against 124).
+                        Some((KillCause::Injected | KillCause::AfterAck, ns)) => Trigger::AtNs(ns),
                         None if previous_was_ack => Trigger::AfterAcks(acks),
                         None => Trigger::AtMs(event.at_ms),
                     };
+                    kept = true;
                     out.push(ScheduledFault {
                         trigger,
                         action: if matches!(kind, FaultKind::Crash) {
@@ -50,46 +57,70 @@ pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<Sc
                 FaultKind::BitFlip { file, .. } => {
                     let (at_ns, at) = flips.next().cloned().unzip();
                     let file = *file;
-                    match out.last_mut() {
-                        Some(last) if down && last.action == Action::Crash => {
-                            last.action = Action::CrashWithBitFlip { file, at };
-                        }
-                        Some(last) if down && last.action == Action::ProcessCrash => {
-                            last.action = Action::ProcessCrashWithBitFlip { file, at };
-                        }
-                        // While the node runs: exactly when it came, or (without the
-                        // time) as a crash with a flip at its ms.
-                        _ => out.push(match at_ns {
-                            Some(ns) => ScheduledFault {
-                                trigger: Trigger::AtNs(ns),
-                                action: Action::BitFlip { file, at },
-                            },
-                            None => ScheduledFault {
-                                trigger: Trigger::AtMs(event.at_ms),
-                                action: Action::CrashWithBitFlip { file, at },
-                            },
+                    let payload = Action::BitFlip {
+                        file,
+                        at: at.clone(),
+                    };
+                    let folded = |kill: &Action| match kill {
+                        Action::Crash => Some(Action::CrashWithBitFlip {
+                            file,
+                            at: at.clone(),
                         }),
-                    }
+                        Action::ProcessCrash => Some(Action::ProcessCrashWithBitFlip {
+                            file,
+                            at: at.clone(),
+                        }),
+                        _ => None,
+                    };
+                    // While the node runs: exactly when it came, or (without the time)
+                    // as a crash with a flip at its ms.
+                    let running = match at_ns {
+                        Some(ns) => ScheduledFault {
+                            trigger: Trigger::AtNs(ns),
+                            action: payload.clone(),
+                        },
+                        None => ScheduledFault {
+                            trigger: Trigger::AtMs(event.at_ms),
+                            action: Action::CrashWithBitFlip {
+                                file,
+                                at: at.clone(),
+                            },
+                        },
+                    };
+                    companion(&mut out, down && kept, &folded, payload, running);
                 }
                 FaultKind::LatentSector { .. } => {
-                    let latent = Action::CrashWithLatentSector;
-                    match out.last_mut() {
-                        Some(last) if down && last.action == Action::Crash => last.action = latent,
-                        _ => out.push(ScheduledFault {
-                            trigger: Trigger::AtMs(event.at_ms),
-                            action: latent,
-                        }),
-                    }
+                    let folded = |kill: &Action| {
+                        (*kill == Action::Crash).then_some(Action::CrashWithLatentSector)
+                    };
+                    let running = ScheduledFault {
+                        trigger: Trigger::AtMs(event.at_ms),
+                        action: Action::CrashWithLatentSector,
+                    };
+                    companion(
+                        &mut out,
+                        down && kept,
+                        &folded,
+                        Action::LatentSector,
+                        running,
+                    );
                 }
                 FaultKind::ClockStep { back_ms } => {
-                    let step = Action::CrashWithClockStep { ms: *back_ms };
-                    match out.last_mut() {
-                        Some(last) if down && last.action == Action::Crash => last.action = step,
-                        _ => out.push(ScheduledFault {
-                            trigger: Trigger::AtMs(event.at_ms),
-                            action: step,
-                        }),
-                    }
+                    let ms = *back_ms;
+                    let folded = |kill: &Action| {
+                        (*kill == Action::Crash).then_some(Action::CrashWithClockStep { ms })
+                    };
+                    let running = ScheduledFault {
+                        trigger: Trigger::AtMs(event.at_ms),
+                        action: Action::CrashWithClockStep { ms },
+                    };
+                    companion(
+                        &mut out,
+                        down && kept,
+                        &folded,
+                        Action::ClockStep { ms },
+                        running,
+                    );
                 }
                 FaultKind::FsyncEio { .. } | FaultKind::LostFsync { .. } if fsync_faults => {
                     out.push(ScheduledFault {
@@ -108,6 +139,35 @@ pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<Sc
         previous_was_ack = is_ack;
     }
     out
+}
+
+/// Adds a fault the swarm made while the node was down from the kill `out` ends with
+/// (`down`), or while it ran: folded into a bare kill when an action holds both
+/// (`folded`), else right after the kill (`while_down`), else `running`.
+fn companion(
+    out: &mut Vec<ScheduledFault>,
+    down: bool,
+    folded: &dyn Fn(&Action) -> Option<Action>,
+    payload: Action,
+    running: ScheduledFault,
+) {
+    if !down {
+        out.push(running);
+        return;
+    }
+    match out.last_mut() {
+        Some(last) if last.trigger != Trigger::WhileDown => {
+            if let Some(both) = folded(&last.action) {
+                last.action = both;
+                return;
+            }
+        }
+        _ => {}
+    }
+    out.push(ScheduledFault {
+        trigger: Trigger::WhileDown,
+        action: payload,
+    });
 }
 
 /// Explicit-schedule versions of a swarm run, most faithful first.

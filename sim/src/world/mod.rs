@@ -91,6 +91,9 @@ pub enum Trigger {
     AtMs(u64),
     /// At this simulated ns (a shrink repeating a swarm's kill to the nanosecond).
     AtNs(u64),
+    /// Right after the entry before, while the node it killed is down (its restart
+    /// waits): a second fault at the same kill.
+    WhileDown,
     /// Right after the Nth produce acknowledgement (so before the next HWM persist).
     AfterAcks(u64),
 }
@@ -116,8 +119,12 @@ pub enum Action {
     CrashWithBitFlip { file: FileKind, at: Option<FlipAt> },
     /// The same after a process crash: the page cache survives.
     ProcessCrashWithBitFlip { file: FileKind, at: Option<FlipAt> },
-    /// Flip one bit of durable data while the node runs.
+    /// Flip one bit of durable data (while the node runs, or `while_down`).
     BitFlip { file: FileKind, at: Option<FlipAt> },
+    /// Make one sector of a segment unreadable (`while_down` after a power loss).
+    LatentSector,
+    /// Step the wall clock back by `ms` (`while_down`).
+    ClockStep { ms: u64 },
     /// Kill the node, step the wall clock back by `ms`, restart.
     CrashWithClockStep { ms: u64 },
     /// Kill the node, make one sector of a segment unreadable, restart.
@@ -190,7 +197,7 @@ pub struct RunOutcome {
 }
 
 pub use crate::trace_hash::trace_hash;
-pub use recorder::KillAt;
+pub use recorder::{KillAt, KillCause};
 
 /// Runs one seed to its verdict. Panics in the engine or the world become
 /// [`Verdict::SimulatorCrash`].
@@ -424,11 +431,20 @@ async fn supervise(world: &Arc<World>, node: madsim::task::NodeId) {
     heal_and_drain(world, node).await;
 }
 
-/// Runs an explicit schedule, in order.
+/// Runs an explicit schedule, in order. A kill's restart waits for the entries that
+/// follow it `while_down`.
 async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: &[ScheduledFault]) {
     let heal_ms = world.spec.profile.heal_ms;
     let mut dice = Dice::new(sub_seed(world.spec.seed, 4));
+    let mut down = false;
     for entry in schedule {
+        if entry.trigger == Trigger::WhileDown {
+            if !down {
+                continue;
+            }
+        } else if std::mem::take(&mut down) {
+            restart(world, node);
+        }
         match entry.trigger {
             Trigger::AtMs(at) => {
                 let now = now_ms(world);
@@ -451,47 +467,39 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
                 let _ = madsim::time::timeout(Duration::from_millis(50), listener).await;
                 serve_restart(world, node).await;
             },
+            Trigger::WhileDown => {}
+        }
+        let kills = match &entry.action {
+            Action::Crash
+            | Action::CrashWithBitFlip { .. }
+            | Action::CrashWithClockStep { .. }
+            | Action::CrashWithLatentSector => Some(Kill::PowerLoss),
+            Action::ProcessCrash | Action::ProcessCrashWithBitFlip { .. } => Some(Kill::Process),
+            _ => None,
+        };
+        if let Some(kind) = kills {
+            if matches!(entry.trigger, Trigger::AfterAcks(_)) {
+                world.recorder.lock().paths.crashes_after_commit += 1;
+            }
+            kill(world, node, kind, KillCause::Injected).await;
+            down = true;
         }
         match &entry.action {
-            Action::Crash => {
-                if matches!(entry.trigger, Trigger::AfterAcks(_)) {
-                    world.recorder.lock().paths.crashes_after_commit += 1;
-                }
-                kill(world, node, Kill::PowerLoss, false).await;
-                restart(world, node);
-            }
-            Action::ProcessCrash => {
-                if matches!(entry.trigger, Trigger::AfterAcks(_)) {
-                    world.recorder.lock().paths.crashes_after_commit += 1;
-                }
-                kill(world, node, Kill::Process, false).await;
-                restart(world, node);
-            }
-            Action::CrashWithBitFlip { file, at } => {
-                kill(world, node, Kill::PowerLoss, false).await;
-                flip(world, &mut dice, Some(*file), at.as_ref()).await;
-                restart(world, node);
-            }
-            Action::ProcessCrashWithBitFlip { file, at } => {
-                kill(world, node, Kill::Process, false).await;
-                flip(world, &mut dice, Some(*file), at.as_ref()).await;
-                restart(world, node);
-            }
-            Action::BitFlip { file, at } => {
+            Action::Crash | Action::ProcessCrash => {}
+            Action::CrashWithBitFlip { file, at }
+            | Action::ProcessCrashWithBitFlip { file, at }
+            | Action::BitFlip { file, at } => {
                 flip(world, &mut dice, Some(*file), at.as_ref()).await;
             }
-            Action::CrashWithClockStep { ms } => {
-                kill(world, node, Kill::PowerLoss, false).await;
-                step_clock(world, *ms);
-                restart(world, node);
-            }
-            Action::CrashWithLatentSector => {
-                kill(world, node, Kill::PowerLoss, false).await;
+            Action::CrashWithClockStep { ms } | Action::ClockStep { ms } => step_clock(world, *ms),
+            Action::CrashWithLatentSector | Action::LatentSector => {
                 latent::inject(world);
-                restart(world, node);
             }
             Action::FsyncEio | Action::LostFsync => arm_fsync_fault(world, &entry.action),
         }
+    }
+    if down {
+        restart(world, node);
     }
     // Faults stop at the heal, not at the last entry: the run goes on as the swarm's
     // would until then.
@@ -541,7 +549,7 @@ const RESTART_POLL_MS: u64 = 20;
 async fn serve_restart(world: &Arc<World>, node: madsim::task::NodeId) {
     if world.restart_requested.swap(false, Ordering::SeqCst) {
         world.recorder.lock().paths.restarts_after_fatal_error += 1;
-        kill(world, node, Kill::Process, true).await;
+        kill(world, node, Kill::Process, KillCause::Requested).await;
         restart(world, node);
     }
 }
@@ -615,6 +623,11 @@ async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
             continue;
         }
         let aimed = dice.chance(mix.crash_after_commit_fraction);
+        let cause = if aimed {
+            KillCause::AfterAck
+        } else {
+            KillCause::Injected
+        };
         if aimed {
             // The window between a commit and the next HWM persist: crash right after
             // the next acknowledgement.
@@ -627,7 +640,7 @@ async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
         } else {
             Kill::PowerLoss
         };
-        kill(world, node, kind, false).await;
+        kill(world, node, kind, cause).await;
         if flips < mix.bit_flips_max && dice.chance(0.5) && flip(world, &mut dice, None, None).await
         {
             flips += 1;
@@ -715,8 +728,7 @@ enum Kill {
 }
 
 /// Kills the engine's node and records what the next incarnation will open from.
-/// `requested`: the engine asked for the restart (a fatal I/O error), not a fault.
-async fn kill(world: &Arc<World>, node: madsim::task::NodeId, kind: Kill, requested: bool) {
+async fn kill(world: &Arc<World>, node: madsim::task::NodeId, kind: Kill, cause: KillCause) {
     {
         let mut rec = world.recorder.lock();
         add_incarnation_paths(&mut rec, world);
@@ -741,7 +753,7 @@ async fn kill(world: &Arc<World>, node: madsim::task::NodeId, kind: Kill, reques
             };
             rec.fault(fault, None, None);
             let at_ns = rec.now_ns();
-            rec.kills.push(KillAt { at_ns, requested });
+            rec.kills.push(KillAt { at_ns, cause });
         }
     }
     let image = match kind {

@@ -112,12 +112,22 @@ impl Paths {
     }
 }
 
-/// When a kill came, and whether the engine asked for it (a restart after a fatal
-/// I/O error) rather than a fault injecting it.
+/// When a kill came, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KillAt {
     pub at_ns: u64,
-    pub requested: bool,
+    pub cause: KillCause,
+}
+
+/// Why the world killed the node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KillCause {
+    /// A fault the swarm or a schedule injected at a time.
+    Injected,
+    /// The swarm's aimed crash: right after the next produce acknowledgement.
+    AfterAck,
+    /// The engine asked for the restart (a fatal I/O error).
+    Requested,
 }
 
 pub struct Recorder {

@@ -25,6 +25,10 @@ pub struct Args {
     /// Bound on the shrink's wall time, in seconds (what was found by then is kept).
     #[arg(long, default_value_t = 60)]
     pub time_limit: u64,
+    /// Run with this fault kind off, as `replay --without` does (a corpus entry's
+    /// `without`); repeatable.
+    #[arg(long, value_name = "KIND")]
+    pub without: Vec<String>,
 }
 
 pub const EXIT_CODES_HELP: &str = "\
@@ -35,7 +39,13 @@ Exit codes:
 
 pub fn run_command(args: &Args) -> ExitCode {
     let profile = &args.profile;
-    let spec = RunSpec::from_seed(args.seed, profile);
+    let spec = match RunSpec::from_seed_without(args.seed, profile, &args.without) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("cafelog: error: --without: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let first = run(&spec);
     if first.verdict.is_pass() {
         eprintln!(
@@ -109,8 +119,13 @@ fn scenario_text(
     target: &Target,
     shrunk: &Shrunk,
 ) -> Result<String, String> {
+    let without: String = args
+        .without
+        .iter()
+        .map(|k| format!(" --without {k}"))
+        .collect();
     let mut story = format!(
-        "Shrunk by `cafelog shrink --seed {} --profile {}` ({} runs, {:.1} s).\n\
+        "Shrunk by `cafelog shrink --seed {} --profile {}{without}` ({} runs, {:.1} s).\n\
          The swarm run failed: {}\n\
          Before: {}.\nAfter:  {}.\n",
         args.seed,

@@ -794,4 +794,65 @@ mod tests {
             "{io}"
         );
     }
+
+    /// Entries 0-3 of partition 0 and entry 4 of partition 1, synced one by one into
+    /// 64-byte segments: two entries a segment, so 2 and 3 share one.
+    async fn five_entries(dir: &std::path::Path) -> Wal<StdFs> {
+        let (wal, _, _, _) = Wal::open(StdFs, dir, 64).await.unwrap();
+        for i in 0..5u64 {
+            let seq = wal
+                .append(&pid(u32::from(i == 4)), b"k", &i.to_be_bytes())
+                .unwrap();
+            assert_eq!(seq, i);
+            wal.sync_to(seq).await.unwrap();
+        }
+        wal
+    }
+
+    #[test]
+    fn a_segment_outlives_a_checkpoint_that_has_not_passed_its_last_entry() {
+        // A checkpoint at seq 3 for partition 0 covers its entries 0-2: the segment
+        // holding entry 3 must stay, whether its ends were counted at append or by the
+        // open that found it (partition 1's checkpoint covers everything).
+        for reopened in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            pollster::block_on(async {
+                let mut wal = five_entries(dir.path()).await;
+                if reopened {
+                    drop(wal);
+                    wal = Wal::open(StdFs, dir.path(), 64).await.unwrap().0;
+                }
+                let mut cp = BTreeMap::new();
+                cp.insert(pid(0), Checkpoint { seq: 3, offset: 3 });
+                cp.insert(pid(1), Checkpoint { seq: 5, offset: 1 });
+                wal.checkpoint(&cp).await.unwrap();
+                drop(wal);
+                let (_, _, entries, _) = Wal::open(StdFs, dir.path(), 64).await.unwrap();
+                let seqs: Vec<u64> = entries.iter().map(|e| e.seq).collect();
+                assert!(seqs.contains(&3), "reopened={reopened}: {seqs:?}");
+            });
+        }
+    }
+
+    #[test]
+    // The test plants a stray file and reads it back behind the engine's back.
+    #[allow(clippy::disallowed_methods)]
+    fn a_segment_with_bytes_but_no_frame_is_never_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = dir.path().join(segment_name(7));
+        std::fs::write(&junk, [0xAB; 10]).unwrap();
+        pollster::block_on(async {
+            let (wal, _, entries, report) = Wal::open(StdFs, dir.path(), 64).await.unwrap();
+            assert!(entries.is_empty());
+            assert_eq!(report.skipped_bytes, 10);
+            let seq = wal.append(&pid(0), b"k", b"v").unwrap();
+            assert!(seq > 7, "seq {seq} reuses the junk segment's name");
+            wal.sync_to(seq).await.unwrap();
+            drop(wal);
+            assert_eq!(std::fs::read(&junk).unwrap(), [0xAB; 10]);
+            let (_, _, entries, _) = Wal::open(StdFs, dir.path(), 64).await.unwrap();
+            assert_eq!(entries.len(), 1);
+            assert_eq!(entries[0].seq, seq);
+        });
+    }
 }

@@ -501,16 +501,20 @@ file = "segment"
         assert_eq!(spec.profile.produce_ms, Profile::quick().produce_ms);
     }
 
-    #[test]
-    fn spec_round_trips_through_the_file_text() {
-        let original = RunSpec::from_seed(3, &Profile::quick());
-        let expect = Expect {
+    /// An expectation of a pass, nothing more.
+    fn pass() -> Expect {
+        Expect {
             verdict: VerdictKind::Pass,
             checker: None,
             reaches: vec![],
             injects: vec![],
-        };
-        let text = Scenario::from_spec(&original, expect)
+        }
+    }
+
+    #[test]
+    fn spec_round_trips_through_the_file_text() {
+        let original = RunSpec::from_seed(3, &Profile::quick());
+        let text = Scenario::from_spec(&original, pass())
             .to_toml("from seed 3")
             .expect("serialises");
         let back = Scenario::parse("round_trip", &text).expect("parses back");
@@ -562,13 +566,7 @@ file = "segment"
                 action: Action::ClockStep { ms: 40 },
             },
         ]);
-        let expect = Expect {
-            verdict: VerdictKind::Pass,
-            checker: None,
-            reaches: vec![],
-            injects: vec![],
-        };
-        let text = Scenario::from_spec(&original, expect)
+        let text = Scenario::from_spec(&original, pass())
             .to_toml("exact")
             .expect("serialises");
         assert!(text.contains("at_ns = 55000150"), "{text}");

@@ -6,15 +6,16 @@
 //! is delivered, and every acknowledged record would look lost: a different failure
 //! that only looks like the one being shrunk.
 
-use crate::world::RunSpec;
+use crate::world::{RunOutcome, RunSpec};
 use cafelog_engine::log::LogConfig;
 use cafelog_engine::store::TopicConfig;
 
 /// A one-step change, and what it does.
 pub type Candidate = (String, RunSpec);
 
-/// Every one-step-smaller version of `spec`, the biggest cuts first.
-pub fn candidates(spec: &RunSpec) -> Vec<Candidate> {
+/// Every one-step-smaller version of `spec` (which ran as `outcome`), the biggest cuts
+/// first.
+pub fn candidates(spec: &RunSpec, outcome: &RunOutcome) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     let mut push = |label: String, f: &dyn Fn(&mut RunSpec)| {
         let mut c = spec.clone();
@@ -53,7 +54,7 @@ pub fn candidates(spec: &RunSpec) -> Vec<Candidate> {
         });
     }
     workload(spec, &mut push);
-    profile(spec, &mut push);
+    profile(spec, outcome, &mut push);
     knobs(spec, &mut push);
     mix(&mut push);
     out
@@ -124,9 +125,23 @@ fn drop_topic(spec: &mut RunSpec, t: usize) {
     }
 }
 
-/// A shorter run with fewer records.
-fn profile(spec: &RunSpec, push: &mut Push<'_>) {
+/// A shorter run with fewer records: producing stops just past the last event the
+/// violation names, or at half the time.
+fn profile(spec: &RunSpec, outcome: &RunOutcome, push: &mut Push<'_>) {
     let p = &spec.profile;
+    let named = outcome.verdict.failure().and_then(|f| {
+        f.context
+            .iter()
+            .filter(|c| c.focus)
+            .map(|c| c.event.at_ms)
+            .max()
+    });
+    if let Some(at) = named.map(|t| t + 50).filter(|&t| t < p.produce_ms) {
+        push(
+            format!("produce_ms {at} (the violation's last event + 50)"),
+            &|c| c.profile.produce_ms = at,
+        );
+    }
     for records in [p.records_max / 2, p.records_max * 3 / 4, p.records_max - 1] {
         if records >= 1 && records < p.records_max {
             push(format!("records_max {records}"), &|c| {
@@ -259,6 +274,7 @@ fn mix(push: &mut Push<'_>) {
 mod tests {
     use super::*;
     use crate::profile::Profile;
+    use crate::world::run;
 
     /// Whether every partition of `spec` has a consumer.
     fn every_partition_consumed(spec: &RunSpec) -> bool {
@@ -277,7 +293,7 @@ mod tests {
             if !every_partition_consumed(&spec) {
                 continue;
             }
-            for (label, candidate) in candidates(&spec) {
+            for (label, candidate) in candidates(&spec, &run(&spec)) {
                 assert!(every_partition_consumed(&candidate), "seed {seed}: {label}");
                 checked += 1;
             }
@@ -291,7 +307,10 @@ mod tests {
         let topic = &spec.workload.topics[0];
         let changed: Vec<&str> = changed_knobs(&topic.config).collect();
         assert!(changed.len() >= 5, "{changed:?}");
-        let labels: Vec<String> = candidates(&spec).into_iter().map(|(l, _)| l).collect();
+        let labels: Vec<String> = candidates(&spec, &run(&spec))
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect();
         for knob in changed {
             let label = format!("{} {knob} to its default", topic.name);
             assert!(labels.contains(&label), "{label}");

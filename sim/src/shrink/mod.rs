@@ -288,7 +288,7 @@ pub fn shrink(
         }
     }
     'passes: loop {
-        for (label, candidate) in candidates::candidates(&best.0) {
+        for (label, candidate) in candidates::candidates(&best.0, &best.1) {
             let Some((kept, outcome)) = runner.try_run(&candidate) else {
                 notes.push(format!(
                     "stopped at the limit ({} runs, {:.0} s)",

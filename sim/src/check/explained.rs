@@ -347,24 +347,41 @@ fn hwm_raised_at_an_open(
     {
         return None;
     }
-    let eio_before = |index: usize| {
-        faults(facts).any(|(i, kind, t, _)| {
-            since < i
-                && i < index
-                && t == Some(tp)
-                && matches!(
-                    kind,
-                    FaultKind::FsyncEio {
-                        file: FileKind::Segment
-                    }
-                )
+    // The first segment fsync EIO on the partition since that power loss.
+    let eio = faults(facts).find_map(|(i, kind, t, _)| {
+        (since < i
+            && t == Some(tp)
+            && matches!(
+                kind,
+                FaultKind::FsyncEio {
+                    file: FileKind::Segment
+                }
+            ))
+        .then_some(i)
+    })?;
+    // An acknowledgement at the offset means an fsync of that frame succeeded: no
+    // in-contract EIO leaves it in the cache alone.
+    let acked_before = |index: usize| {
+        facts.history.events()[..index].iter().any(|e| {
+            matches!(&e.kind, EventKind::ProduceAck { tp: t, offset: Some(o), .. }
+                if t == tp && *o == offset)
         })
     };
+    // An open that wrote nothing back at or below the hole: its HWM is above it and no
+    // frame lies above its HWM.
+    let kept_cached = |hwm: Offset, tail: Offset| hwm > offset && tail <= hwm;
     opens.iter().find_map(|&(a, hwm, tail)| {
         // The fault must come before the open read the word, at its restart (rule 1
-        // holds the open's HWM to that word).
+        // holds the open's HWM to that word); every open between the EIO and this one
+        // must have written nothing back there either.
         let opened = restart_of(facts, a.incarnation);
-        if hwm <= offset || tail > hwm || !eio_before(opened) {
+        if eio >= opened
+            || !kept_cached(hwm, tail)
+            || acked_before(opened)
+            || opens
+                .iter()
+                .any(|&(b, h, t)| eio < b.index && b.index < a.index && !kept_cached(h, t))
+        {
             return None;
         }
         facts

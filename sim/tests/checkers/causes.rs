@@ -565,15 +565,35 @@ struct HoleStory {
     power_losses: usize,
     /// After the power loss an open completes, then a process crash.
     opened_after: bool,
+    /// Before the flip, an open read the true word and wrote the frame back.
+    written_back_between: bool,
+    /// The record at offset 1 was acknowledged (its fsync succeeded) before the EIO.
+    acked_at_hole: bool,
 }
 
 /// Offset 1 written but never durable (an fsync EIO left it only in the page cache);
-/// the story's flip on orders/0's `hwm`, then a process crash. The open after it reads
+/// then the story's flip on orders/0's `hwm` and a process crash. The open after it reads
 /// the word and writes back nothing below its HWM of 3; the engine rewrites the word
 /// (4), and after the story's power losses an open refuses at the hole at offset 1.
 fn hole_left_by_an_open_that_read_a_raised_hwm(story: HoleStory) -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000).hwm(0, 1, 1, 1);
+    if story.acked_at_hole {
+        r.produce(9, 0, 1, 1_001);
+    }
+    if !story.no_eio {
+        let eio = FaultKind::FsyncEio {
+            file: FileKind::Segment,
+        };
+        r.fault(eio, Some(0));
+    }
+    if story.written_back_between {
+        // An open that read the true word and wrote offsets 1-2 back (durably).
+        r.process_crash(&[(0, 1, 3, 1)])
+            .restart()
+            .disk(0, OpenRule::Clean, 1, 3, None)
+            .opened(0, 1, 3);
+    }
     if let Some(offsets) = story.flip {
         let kind = FaultKind::BitFlip {
             file: FileKind::Hwm,
@@ -583,12 +603,6 @@ fn hole_left_by_an_open_that_read_a_raised_hwm(story: HoleStory) -> Run {
         r.fault(kind, Some(0));
     }
     let word = if story.flip.is_some() { 3 } else { 1 };
-    if !story.no_eio {
-        let eio = FaultKind::FsyncEio {
-            file: FileKind::Segment,
-        };
-        r.fault(eio, Some(0));
-    }
     let tail = if story.above_hwm { 4 } else { 3 };
     let on_disk = if story.clamped { word + 1 } else { word };
     r.process_crash(&[(0, word, tail, 1)])
@@ -665,6 +679,20 @@ fn a_hole_an_open_left_below_a_flipped_hwm_is_the_flips_until_the_next_power_los
             "the open wrote back a frame above its HWM, which may hold offset 1",
             HoleStory {
                 above_hwm: true,
+                ..raised
+            },
+        ),
+        (
+            "an open between the EIO and the flip wrote the frame back",
+            HoleStory {
+                written_back_between: true,
+                ..raised
+            },
+        ),
+        (
+            "the record at the hole was acknowledged: its fsync succeeded",
+            HoleStory {
+                acked_at_hole: true,
                 ..raised
             },
         ),

@@ -546,8 +546,26 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
 /// unreadable, at or past that open's recovered tail (the replay commits there), and
 /// `earlier` was delivered before that open.
 fn checkpoint_lost(facts: &Facts<'_>, earlier: &Copy, later: &Copy) -> Option<Excuse> {
-    // Each open that found the checkpoint unreadable replays from its own tail: a later
-    // one whose open cut the log lower re-commits lower than the first.
+    // A WAL entry names its partition: its replay commits there.
+    if earlier.tp != later.tp {
+        return None;
+    }
+    let tp = &later.tp;
+    let refused_in = |incarnation: Incarnation| {
+        facts
+            .alarms
+            .of(tp)
+            .iter()
+            .any(|a| a.incarnation == incarnation && matches!(a.alarm, Alarm::Refused { .. }))
+            || facts.alarms.store.iter().any(|a| {
+                a.incarnation == incarnation
+                    && matches!(&a.alarm, Alarm::TopicRefused { topic } if *topic == tp.topic)
+            })
+    };
+    // Each open that found the checkpoint unreadable, completed and had the partition
+    // open, replayed what it could not see there (below the log start, or at or above
+    // its HWM), from the tail it found up, before it returned: so under the first HWM
+    // shown after it.
     facts
         .alarms
         .store
@@ -556,16 +574,24 @@ fn checkpoint_lost(facts: &Facts<'_>, earlier: &Copy, later: &Copy) -> Option<Ex
             matches!(a.alarm, Alarm::WalCheckpointUnreadable)
                 && earlier.first_delivery < a.index
                 && a.index < later.first_delivery
+                && !refused_in(a.incarnation)
         })
         .find_map(|alarm| {
-            let tail = facts
-                .alarms
-                .disk_at(&later.tp, alarm.incarnation)
-                .map_or(0, |d| d.tail);
-            (later.offset >= tail).then(|| Excuse {
+            let done = *facts.opened_at.get(&alarm.incarnation)?;
+            let view = facts.alarms.disk_at(tp, alarm.incarnation)?;
+            let visible = view.log_start <= earlier.offset && earlier.offset < view.hwm;
+            let shown = facts.history.events()[done..]
+                .iter()
+                .find_map(|e| match &e.kind {
+                    EventKind::HwmObserved { tp: t, hwm, .. } if t == tp => Some(*hwm),
+                    _ => None,
+                })
+                .unwrap_or(Offset::MAX);
+            let tail = view.tail;
+            (!visible && tail <= later.offset && later.offset < shown).then(|| Excuse {
                 kind: ExcuseKind::CheckpointLost,
                 causes: vec![alarm.index],
-                covers: format!("{} offsets from {tail}", later.tp),
+                covers: format!("{tp} offsets [{tail}, {shown})"),
             })
         })
 }

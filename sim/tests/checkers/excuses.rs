@@ -310,27 +310,44 @@ fn skipped_copy_at(base: u64) -> Run {
     r
 }
 
-/// Id 1 at offset 0, a crash with no hidden tail, a checkpoint flip; the open that
-/// found the checkpoint unreadable is `first` (the one whose replay re-commits id 1)
-/// or a later one.
+/// Id 1 at offset 0, a crash with no hidden tail, a checkpoint flip; retention has
+/// moved the log start past offset 0, so the open's replay cannot see id 1 there. The
+/// open that found the checkpoint unreadable is `first` (the one whose replay
+/// re-commits id 1) or a later one.
 fn checkpoint_lost(first: bool) -> Run {
     let mut r = delivered_then_crashed();
-    r.checkpoint_flipped()
-        .restart()
-        .disk(0, OpenRule::Clean, 1, 1, None);
+    let opened = |r: &mut Run, at: u64| {
+        r.alarm(
+            Some(0),
+            Alarm::LogOpened {
+                log_start: 1,
+                hwm: at,
+                tail: at,
+                hidden: 0,
+            },
+        )
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    };
+    r.checkpoint_flipped().restart().with(|t, h| {
+        let mut view = disk_view(OpenRule::Clean, 1, 1, None);
+        view.log_start = 1;
+        h.disk_at_open(t, &tp(0), view, false);
+    });
     if first {
         r.alarm(None, Alarm::WalCheckpointUnreadable);
     }
-    r.opened(0, 1, 1)
-        .hwm(0, 2, 2, 2)
-        .deliver(1, 0, 1, 1_100)
-        .consume(0, 1);
+    opened(&mut r, 1);
+    r.hwm(0, 2, 2, 2).deliver(1, 0, 1, 1_100).consume(0, 1);
     if !first {
-        r.crash(&[(0, 2, 2, 2)])
-            .restart()
-            .disk(0, OpenRule::Clean, 2, 2, None)
-            .alarm(None, Alarm::WalCheckpointUnreadable)
-            .opened(0, 2, 2);
+        r.crash(&[(0, 2, 2, 2)]).restart().with(|t, h| {
+            let mut view = disk_view(OpenRule::Clean, 2, 2, None);
+            view.log_start = 1;
+            h.disk_at_open(t, &tp(0), view, false);
+        });
+        r.alarm(None, Alarm::WalCheckpointUnreadable);
+        opened(&mut r, 2);
     }
     r
 }

@@ -248,20 +248,20 @@ fn an_r2_cut_above_the_hwm_lets_the_offsets_it_cut_change_and_nothing_else() {
 }
 
 #[test]
-fn an_unreadable_checkpoint_explains_copies_its_replay_committed_and_a_wal_flip_alone_does_not() {
-    // The engine found the WAL checkpoint unreadable and replayed every entry it still
-    // held: a copy comes back past an empty hidden tail.
-    let report = recommitted_after_crash_run(
-        Some(checkpoint_flip()),
-        &[(None, Alarm::WalCheckpointUnreadable)],
-    )
-    .report();
-    assert_clean(&report);
-    assert_eq!(report.bounded_duplicates.excused.len(), 1);
-    assert_eq!(
-        report.bounded_duplicates.excused[0].1.kind,
-        ExcuseKind::CheckpointLost
+fn an_unreadable_checkpoint_explains_no_copy_its_replay_could_see_and_a_wal_flip_nothing() {
+    // The engine found the WAL checkpoint unreadable, but its replay reads the log from
+    // the log start to the HWM and re-commits no entry whose copy it sees there: id 1
+    // at offset 0 was in plain view, so a second copy is the engine's (the open that
+    // could not see it is `each_open_that_finds_the_checkpoint_unreadable_...`).
+    let messages = fires_only(
+        &recommitted_after_crash_run(
+            Some(checkpoint_flip()),
+            &[(None, Alarm::WalCheckpointUnreadable)],
+        )
+        .report(),
+        CheckerName::BoundedDuplicates,
     );
+    assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
     // The flip without the engine's alarm explains nothing (one WAL flip no longer
     // unbinds every partition's duplicates).
     let messages = fires_only(
@@ -341,10 +341,12 @@ fn an_hwm_flip_the_open_may_have_read_widens_the_hidden_tail_and_nothing_else_do
 }
 
 /// Ids 1-3 at offsets 0-2, delivered; a checkpoint flip and a crash. The open after it
-/// finds the checkpoint unreadable; a crash, and a latent sector at offset 2. The next
-/// open cuts at 2 (R1), finds the checkpoint unreadable again (`second_alarm`), and its
-/// replay commits id 1 at offset 2.
-fn checkpoint_lost_at_two_opens(second_alarm: bool) -> Run {
+/// finds the checkpoint unreadable (its replay sees id 1 at 0 and commits nothing); a
+/// crash, and a latent sector at offset 2. The next open finds the log start moved to 1
+/// (`log_start`: retention) and cuts at 2 (R1), finds the checkpoint unreadable again
+/// (`second_alarm`), and (`completed`) its replay, which no longer sees id 1, commits it
+/// at 2.
+fn checkpoint_lost_at_two_opens(second_alarm: bool, log_start: u64, completed: bool) -> Run {
     let mut r = Run::new();
     r.produced(3).hwm(0, 3, 3, 3).delivered(3).consume(0, 2);
     r.checkpoint_flipped()
@@ -353,6 +355,9 @@ fn checkpoint_lost_at_two_opens(second_alarm: bool) -> Run {
         .disk(0, OpenRule::Clean, 3, 3, None)
         .alarm(None, Alarm::WalCheckpointUnreadable)
         .opened(0, 3, 3)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 3);
+        })
         .crash(&[(0, 3, 3, 3)])
         .fault(
             FaultKind::LatentSector {
@@ -363,7 +368,11 @@ fn checkpoint_lost_at_two_opens(second_alarm: bool) -> Run {
             Some(0),
         )
         .restart()
-        .disk(0, OpenRule::TornTail, 3, 2, Some(2))
+        .with(|t, h| {
+            let mut view = disk_view(OpenRule::TornTail, 3, 2, Some(2));
+            view.log_start = log_start;
+            h.disk_at_open(t, &tp(0), view, false);
+        })
         .alarm(
             Some(0),
             Alarm::TornTail {
@@ -376,13 +385,27 @@ fn checkpoint_lost_at_two_opens(second_alarm: bool) -> Run {
     if second_alarm {
         r.alarm(None, Alarm::WalCheckpointUnreadable);
     }
-    r.opened(0, 2, 2).hwm(0, 3, 3, 3).deliver(1, 0, 2, 1_200);
+    r.alarm(
+        Some(0),
+        Alarm::LogOpened {
+            log_start,
+            hwm: 2,
+            tail: 2,
+            hidden: 0,
+        },
+    );
+    if completed {
+        r.with(|t, h| {
+            h.frontier_observed(t, &tp(0), 2);
+        });
+    }
+    r.hwm(0, 3, 3, 3).deliver(1, 0, 2, 1_200);
     r
 }
 
 #[test]
 fn each_open_that_finds_the_checkpoint_unreadable_explains_its_own_replay() {
-    let report = checkpoint_lost_at_two_opens(true).report();
+    let report = checkpoint_lost_at_two_opens(true, 1, true).report();
     assert!(
         report.bounded_duplicates.violations.is_empty(),
         "{:?}",
@@ -395,10 +418,16 @@ fn each_open_that_finds_the_checkpoint_unreadable_explains_its_own_replay() {
         .map(|(_, e)| e.kind)
         .collect();
     assert_eq!(kinds, [ExcuseKind::CheckpointLost]);
-    // The first open's alarm covers only what its replay committed, from its tail (3).
-    let report = checkpoint_lost_at_two_opens(false).report();
-    assert_mentions(
-        &messages_of(&report, CheckerName::BoundedDuplicates),
-        &["produce id 1 delivered from orders/0@0"],
-    );
+    // The first open's alarm covers only what its replay committed, from its tail (3);
+    // a replay that still saw id 1 at 0 commits nothing; an open that never completed
+    // replayed nothing.
+    for (second_alarm, log_start, completed) in
+        [(false, 1, true), (true, 0, true), (true, 1, false)]
+    {
+        let report = checkpoint_lost_at_two_opens(second_alarm, log_start, completed).report();
+        assert_mentions(
+            &messages_of(&report, CheckerName::BoundedDuplicates),
+            &["produce id 1 delivered from orders/0@0"],
+        );
+    }
 }

@@ -30,4 +30,5 @@ mod recovery_durable;
 mod retention;
 mod shape;
 mod verify;
+mod wal;
 mod write_path;

@@ -698,6 +698,8 @@ mod tests {
             cp.insert(pid(1), Checkpoint { seq: 5, offset: 2 });
             let deleted = wal.checkpoint(&cp).await.unwrap();
             assert_eq!(deleted.len(), before - 1, "all but the active segment");
+            assert_eq!(wal.segment_count(), 1, "the deleted segments are forgotten");
+            assert!(wal.checkpoint(&cp).await.unwrap().is_empty());
             drop(wal);
             let (_, cp2, entries, _) = Wal::open(StdFs, dir.path(), 64).await.unwrap();
             assert_eq!(cp2, cp);

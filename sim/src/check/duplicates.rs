@@ -332,19 +332,10 @@ fn recommits(facts: &Facts<'_>, crash: &CrashFact, copies: &[Copy], k: usize) ->
 /// partition keeps its WAL entries for a later replay); until then an open's cut (its
 /// R1/R2 alarm) or a later crash's shorter tail moves where it commits.
 fn fresh_from(facts: &Facts<'_>, crash: &CrashFact, state: &CrashPartition) -> Offset {
-    let refused_in =
-        |incarnation| {
-            facts.alarms.of(&state.tp).iter().any(|a| {
-            a.incarnation == incarnation && matches!(a.alarm, Alarm::Refused { .. })
-        }) || facts.alarms.store.iter().any(|a| {
-            a.incarnation == incarnation
-                && matches!(&a.alarm, Alarm::TopicRefused { topic } if *topic == state.tp.topic)
-        })
-        };
     let done = facts
         .opened_at
         .range(crash.incarnation + 1..)
-        .find(|(incarnation, _)| !refused_in(**incarnation))
+        .find(|(incarnation, _)| !refused_in(facts, &state.tp, **incarnation))
         .map_or(usize::MAX, |(_, &index)| index);
     let cut = facts
         .alarms
@@ -542,26 +533,31 @@ fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> 
     })
 }
 
-/// `checkpoint_lost`: `later` first appeared after an open found the WAL checkpoint
-/// unreadable, at or past that open's recovered tail (the replay commits there), and
-/// `earlier` was delivered before that open.
+/// Whether the open of `incarnation` refused `tp` (or its topic): it replayed nothing
+/// there, and kept the partition's WAL entries for a later replay.
+fn refused_in(facts: &Facts<'_>, tp: &TopicPartition, incarnation: Incarnation) -> bool {
+    facts
+        .alarms
+        .of(tp)
+        .iter()
+        .any(|a| a.incarnation == incarnation && matches!(a.alarm, Alarm::Refused { .. }))
+        || facts.alarms.store.iter().any(|a| {
+            a.incarnation == incarnation
+                && matches!(&a.alarm, Alarm::TopicRefused { topic } if *topic == tp.topic)
+        })
+}
+
+/// `checkpoint_lost`: both copies on one partition, `earlier` delivered before an open
+/// found the WAL checkpoint unreadable and `later` after it, where that open's replay
+/// commits: the open completed with the partition open, could not see `earlier` (below
+/// its log start, or at or above its HWM), and `later` lies from the tail it found up to
+/// the first HWM shown after it.
 fn checkpoint_lost(facts: &Facts<'_>, earlier: &Copy, later: &Copy) -> Option<Excuse> {
     // A WAL entry names its partition: its replay commits there.
     if earlier.tp != later.tp {
         return None;
     }
     let tp = &later.tp;
-    let refused_in = |incarnation: Incarnation| {
-        facts
-            .alarms
-            .of(tp)
-            .iter()
-            .any(|a| a.incarnation == incarnation && matches!(a.alarm, Alarm::Refused { .. }))
-            || facts.alarms.store.iter().any(|a| {
-                a.incarnation == incarnation
-                    && matches!(&a.alarm, Alarm::TopicRefused { topic } if *topic == tp.topic)
-            })
-    };
     // Each open that found the checkpoint unreadable, completed and had the partition
     // open, replayed what it could not see there (below the log start, or at or above
     // its HWM), from the tail it found up, before it returned: so under the first HWM
@@ -574,7 +570,7 @@ fn checkpoint_lost(facts: &Facts<'_>, earlier: &Copy, later: &Copy) -> Option<Ex
             matches!(a.alarm, Alarm::WalCheckpointUnreadable)
                 && earlier.first_delivery < a.index
                 && a.index < later.first_delivery
-                && !refused_in(a.incarnation)
+                && !refused_in(facts, tp, a.incarnation)
         })
         .find_map(|alarm| {
             let done = *facts.opened_at.get(&alarm.incarnation)?;

@@ -307,10 +307,11 @@ fn reach_at(
 /// power loss before the refusing open showed it. Recovery writes back only what lies
 /// above the HWM (or everything, after a clamp), so an open that read a raised word,
 /// found nothing above it and clamped nothing wrote nothing back; a frame that a
-/// segment fsync EIO since the last power loss had left in the cache alone stayed so
-/// after the word was rewritten. Every open from that one to the power loss must have
-/// clamped nothing (the HWM never fell, so none wrote the frame back), and no open may
-/// have completed since the power loss (it would have found the frame whole or not).
+/// segment fsync EIO since the last power loss but one had left in the cache alone
+/// stayed so after the word was rewritten. Asked besides: no acknowledgement at
+/// `offset` before that open (its fsync succeeded), no open between the EIO and it that
+/// wrote the frame back, no clamp in any open up to the power loss, and no open
+/// completed since the power loss (it would have found the frame whole or not).
 fn hwm_raised_at_an_open(
     facts: &Facts<'_>,
     tp: &TopicPartition,

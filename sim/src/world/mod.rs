@@ -48,20 +48,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use workload::Workload;
 
-/// What the world hands back from inside the runtime: history, paths, fault counts,
-/// records produced.
-type Sink = Arc<
-    Mutex<
-        Option<(
-            History,
-            Paths,
-            BTreeMap<String, u64>,
-            u64,
-            Vec<KillAt>,
-            Vec<(u64, FlipAt)>,
-        )>,
-    >,
->;
+/// What the world hands back from inside the runtime.
+#[derive(Default)]
+struct Captured {
+    history: History,
+    paths: Paths,
+    faults: BTreeMap<String, u64>,
+    produced: u64,
+    kills: Vec<KillAt>,
+    flips: Vec<(u64, FlipAt)>,
+}
+
+type Sink = Arc<Mutex<Option<Captured>>>;
 
 /// Sub-seeds, derived from the run's seed so each stream is independent.
 fn sub_seed(seed: u64, stream: u64) -> u64 {
@@ -218,7 +216,14 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         let subscriber = alarms::AlarmSubscriber::new(Arc::clone(&slot));
         tracing::subscriber::with_default(subscriber, || rt.block_on(world(spec_inner, sink, slot)))
     }));
-    let (history, paths, faults, produced, kills, flips) = captured
+    let Captured {
+        history,
+        paths,
+        faults,
+        produced,
+        kills,
+        flips,
+    } = captured
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take()
@@ -407,14 +412,15 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
     observe_layouts(&world);
     let mut rec = world.recorder.lock();
     add_incarnation_paths(&mut rec, &world);
-    let produced = world.next_id.load(Ordering::SeqCst);
-    let history = std::mem::take(&mut rec.history);
-    let paths = rec.paths.clone();
-    let faults = rec.faults.clone();
-    let kills = std::mem::take(&mut rec.kills);
-    let flips = std::mem::take(&mut rec.flips);
-    *sink.lock().unwrap_or_else(|e| e.into_inner()) =
-        Some((history, paths, faults, produced, kills, flips));
+    let captured = Captured {
+        history: std::mem::take(&mut rec.history),
+        paths: rec.paths.clone(),
+        faults: rec.faults.clone(),
+        produced: world.next_id.load(Ordering::SeqCst),
+        kills: std::mem::take(&mut rec.kills),
+        flips: std::mem::take(&mut rec.flips),
+    };
+    *sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(captured);
 }
 
 fn now_ms(world: &World) -> u64 {

@@ -1074,3 +1074,122 @@ fn a_latent_sector_reaching_below_the_hwm_still_destroys_the_hidden_frames_it_co
         ),
     }
 }
+
+/// How [`replay_copy_damaged_while_opening`] varies the run.
+#[derive(Clone, Copy, Default)]
+struct WhileOpening {
+    /// The open during which the damage lands announces its cut before the damage.
+    cut_before_damage: bool,
+    /// The WAL flip comes after that open, which replayed the entry while readable.
+    wal_flip_late: bool,
+}
+
+/// Id 1 acknowledged at offset 0 above the persisted HWM. A flip takes its frame at a
+/// process crash; the open of incarnation 1 cuts it (R1) and its replay commits id 1
+/// at 0 again, hidden. A flip in the WAL destroys the entry at the next process crash;
+/// the open of incarnation 2 lists the replay's copy hidden, and a flip lands on that
+/// frame while the open scans, so it cuts at 0 (R1) and completes with nothing.
+fn replay_copy_damaged_while_opening(v: WhileOpening) -> Run {
+    let copy = |offset, id| HeldCopy {
+        offset,
+        id,
+        committed_at_ms: 1_000 + offset,
+    };
+    let mut r = Run::new();
+    r.produced(1)
+        .hwm(0, 1, 0, 1)
+        .process_crash(&[(0, 0, 1, 1)])
+        .fault(flip_above_hwm(0), Some(0))
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(0, 1)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .process_crash(&[(0, 0, 1, 1)]);
+    if !v.wal_flip_late {
+        r.wal_entry_flipped(0, 1, 2);
+    }
+    r.restart()
+        .disk(0, OpenRule::Clean, 0, 1, None)
+        .with(|t, h| {
+            h.hidden_at_open(t, &tp(0), 0, 1, vec![copy(0, 1)]);
+        });
+    if v.cut_before_damage {
+        r.alarm(Some(0), torn_tail(0));
+    }
+    r.fault(flip_above_hwm(0), Some(0)).with(|t, h| {
+        let fault_index = h.len() - 1;
+        h.damage_held(t, fault_index, &tp(0), vec![copy(0, 1)]);
+        let view = disk_view(OpenRule::TornTail, 0, 0, Some(0));
+        h.disk_at_open(t, &tp(0), view, true);
+    });
+    if !v.cut_before_damage {
+        r.alarm(Some(0), torn_tail(0));
+    }
+    r.opened(0, 0, 0).with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    });
+    if v.wal_flip_late {
+        r.process_crash(&[(0, 0, 0, 0)])
+            .wal_entry_flipped(0, 1, 3)
+            .restart()
+            .open_clean(0, 0, 0)
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 0);
+            });
+    }
+    r
+}
+
+#[test]
+fn both_copies_damaged_follows_a_replay_copy_an_open_cut_while_it_scanned() {
+    // Fresh quick seed 3310565865007018: the WAL entry and then the first replay's
+    // re-committed copy were both flipped, the second during the open that cut it.
+    let report = replay_copy_damaged_while_opening(WhileOpening::default()).report();
+    match report.no_lost_ack.excuse_of(1) {
+        Some(e) if e.kind == ExcuseKind::BothCopiesDamaged => {
+            assert!(e.covers.contains("last log copy, at offset 0"), "{e}");
+        }
+        other => panic!(
+            "expected both copies damaged, got {other:?}: {:#?}",
+            report.violations()
+        ),
+    }
+    for v in [
+        // The open's cut came before the damage: it did not see it, and the copy
+        // may still be there.
+        WhileOpening {
+            cut_before_damage: true,
+            ..WhileOpening::default()
+        },
+        // The open that cut replayed the entry while it was readable.
+        WhileOpening {
+            wal_flip_late: true,
+            ..WhileOpening::default()
+        },
+    ] {
+        let report = replay_copy_damaged_while_opening(v).report();
+        assert!(
+            report
+                .no_lost_ack
+                .excuse_of(1)
+                .is_none_or(|e| e.kind != ExcuseKind::BothCopiesDamaged),
+            "{:?}",
+            report.no_lost_ack.excuse_of(1)
+        );
+        assert!(
+            report
+                .violations_of(CheckerName::NoLostAck)
+                .iter()
+                .any(|v| v.message.contains("id 1 at offset 0")),
+            "{:#?}",
+            report.violations()
+        );
+    }
+}

@@ -36,9 +36,11 @@ impl Excuses<'_, '_> {
     ///   names `id` anywhere;
     /// - no open completed, or got through the WAL's replay, between the two damages;
     ///   when the log damage came first, no open started between them at all;
-    /// - the first open that completed after both replays the damaged WAL, and it, or
-    ///   a killed open after the log damage, announced a cut at or below `x`; its first
-    ///   view holds no copy of `id` in its hidden tail;
+    /// - the first open that completed after both (or, when the log damage came last,
+    ///   one that started after the WAL damage and cut at or below `x` after the log
+    ///   damage landed during its scan) replays the damaged WAL, and it, or a killed
+    ///   open after the log damage, announced a cut at or below `x`; its first view
+    ///   holds no copy of `id` in its hidden tail below its own lowest cut;
     /// - every other copy known before the log damage had moved (the acknowledged one,
     ///   other listings), and of the opens since the ack that could replay the entry,
     ///   at most one left a re-commit that nothing cut or lost since, at or below `x`.
@@ -113,11 +115,23 @@ impl Excuses<'_, '_> {
         let facts = self.facts;
         let x = log.offset;
         let (start, end) = (wal.fault.min(log.fault), wal.fault.max(log.fault));
-        // The first open that completed after both damages, and its restart.
-        let (&completed, &done) = facts
-            .opened_at
-            .iter()
-            .find(|&(inc, _)| facts.restarts.get(inc).is_some_and(|&r| r > end))?;
+        // The first open that completed after both damages, and its restart. When the
+        // log damage came last and landed while an open that started after the WAL
+        // damage was scanning, that open counts once it cut at or below the copy after
+        // the damage: its scan saw the damage, and its replay read the damaged WAL.
+        let saw_log_damage = |inc: Incarnation| {
+            wal.fault < log.fault
+                && facts
+                    .alarms
+                    .cuts(tp)
+                    .any(|c| c.incarnation == inc && c.index > log.fault && c.offset <= x)
+        };
+        let (&completed, &done) = facts.opened_at.iter().find(|&(&inc, _)| {
+            facts
+                .restarts
+                .get(&inc)
+                .is_some_and(|&r| r > end || (r > start && saw_log_damage(inc)))
+        })?;
         let restart = facts.restarts[&completed];
         if completed < wal.first_replay {
             return None;
@@ -141,11 +155,19 @@ impl Excuses<'_, '_> {
             .alarms
             .cuts(tp)
             .find(|c| c.index > log.fault && c.index < done && c.offset <= x)?;
+        // Its hidden tail holds no copy of `id` that it did not cut away.
         let view = facts.alarms.disk_at(tp, completed)?;
+        let own_cut = facts
+            .alarms
+            .cuts(tp)
+            .filter(|c| c.incarnation == completed)
+            .map(|c| c.offset)
+            .min()
+            .unwrap_or(Offset::MAX);
         if facts
             .held_at_open(tp, completed)
             .iter()
-            .any(|c| c.id == id && c.offset >= view.hwm)
+            .any(|c| c.id == id && view.hwm <= c.offset && c.offset < own_cut)
         {
             return None;
         }

@@ -36,6 +36,17 @@ pub struct Args {
     /// Draw the run (HWMs, durable tails, frontier, acks, crashes, faults) to this SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub timeline: Option<std::path::PathBuf>,
+    /// Explain the records the violations name: for each, the events the checkers read
+    /// about it (its ack, where its offset stood at each crash, what each open found and
+    /// cut, the damage that named it, its deliveries) and, for a lost record, every
+    /// excuse row tried with what it found or lacked. The first few records; see
+    /// --explain-id.
+    #[arg(long)]
+    pub explain: bool,
+    /// With --explain: explain the record with this produce id (repeatable), whatever
+    /// the verdict.
+    #[arg(long, value_name = "ID")]
+    pub explain_id: Vec<u64>,
     /// Run with this fault kind off (cancel, process_crash, latent_sector, loop_drop,
     /// settle_drop; repeatable):
     /// the seed as it ran before the swarm drew the kind, as corpus entries with
@@ -81,6 +92,9 @@ pub fn run_command(args: &Args) -> ExitCode {
                 let _ = writeln!(out, "{event}");
             }
         }
+    }
+    if args.explain || !args.explain_id.is_empty() {
+        let _ = print_explanations(&mut out, &outcome, &args.explain_id);
     }
     let _ = print_summary(&mut out, &outcome);
     let _ = out.flush();
@@ -245,4 +259,81 @@ fn print_excuses(
         )?;
     }
     Ok(())
+}
+
+/// Records explained by a bare `--explain`; the rest are counted.
+const EXPLAINED_MAX: usize = 3;
+
+/// `--explain`: the story of each record the violations name (the first
+/// [`EXPLAINED_MAX`]), or of the records `ids` names.
+fn print_explanations(
+    out: &mut impl Write,
+    outcome: &RunOutcome,
+    ids: &[u64],
+) -> std::io::Result<()> {
+    use cafelog_sim::check::explain::{Subject, explain, subjects};
+    let Some(report) = &outcome.report else {
+        return writeln!(out, "explain: the run has no checker report (it crashed)");
+    };
+    let named = subjects(report);
+    let chosen: Vec<Subject> = if ids.is_empty() {
+        named.iter().take(EXPLAINED_MAX).cloned().collect()
+    } else {
+        let mut chosen = Vec::new();
+        for &id in ids {
+            match named.iter().find(|s| s.id == Some(id)) {
+                Some(s) => chosen.push(s.clone()),
+                None => match acked_at(&outcome.history, report, id) {
+                    Some(s) => chosen.push(s),
+                    None => writeln!(
+                        out,
+                        "explain: id {id} was never acknowledged on a partition"
+                    )?,
+                },
+            }
+        }
+        chosen
+    };
+    if chosen.is_empty() && ids.is_empty() {
+        writeln!(out, "explain: no violation names a record")?;
+    }
+    for s in &chosen {
+        write!(out, "{}", explain(&outcome.history, s).render())?;
+    }
+    if ids.is_empty() && named.len() > EXPLAINED_MAX {
+        writeln!(
+            out,
+            "explain: {} more record(s) named; ask for one with --explain-id",
+            named.len() - EXPLAINED_MAX
+        )?;
+    }
+    Ok(())
+}
+
+/// The record `id` where it was acknowledged; with the loss checker's rows when that
+/// checker excused its loss.
+fn acked_at(
+    history: &cafelog_sim::history::History,
+    report: &cafelog_sim::check::CheckReport,
+    id: u64,
+) -> Option<cafelog_sim::check::explain::Subject> {
+    let excused = report.no_lost_ack.excused.iter().any(|e| e.id == id);
+    history.events().iter().find_map(|e| match &e.kind {
+        EventKind::ProduceAck {
+            id: acked,
+            tp,
+            offset,
+            ..
+        } if *acked == id => Some(cafelog_sim::check::explain::Subject {
+            checkers: if excused {
+                vec![cafelog_sim::check::CheckerName::NoLostAck]
+            } else {
+                Vec::new()
+            },
+            tp: tp.clone(),
+            id: Some(id),
+            offset: *offset,
+        }),
+        _ => None,
+    })
 }

@@ -115,6 +115,31 @@ fn replay_prints_a_trace_hash_and_replays_identically() {
 }
 
 #[test]
+fn replay_explains_the_records_it_is_asked_about() {
+    let run = |extra: &[&str]| {
+        let out = cafelog()
+            .args(["replay", "--seed", "7", "--profile", "quick"])
+            .args(extra)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let plain = run(&[]);
+    assert!(plain.contains("verdict: PASS"), "{plain}");
+    assert!(run(&["--explain"]).contains("explain: no violation names a record"));
+    let asked = run(&["--explain-id", "1", "--explain-id", "999999"]);
+    assert!(asked.contains("explain [no violation] "), "{asked}");
+    assert!(asked.contains("-> produced"), "{asked}");
+    assert!(asked.contains("-> acknowledged at "), "{asked}");
+    assert!(
+        asked.contains("explain: id 999999 was never acknowledged on a partition"),
+        "{asked}"
+    );
+    // The explanation comes before the summary, which it leaves as it was.
+    assert!(asked.ends_with(&plain), "{asked}");
+}
+
+#[test]
 fn sweep_writes_one_json_object_per_seed_and_a_junit_report() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("s.json");

@@ -95,6 +95,7 @@ pub mod delay_gate;
 pub mod duplicates;
 pub mod engine_clock;
 pub mod excuse;
+pub mod explain;
 pub mod explained;
 pub mod facts;
 mod flow;

@@ -1077,11 +1077,11 @@ fn a_latent_sector_reaching_below_the_hwm_still_destroys_the_hidden_frames_it_co
 
 /// How [`replay_copy_damaged_while_opening`] varies the run.
 #[derive(Clone, Copy, Default)]
-struct WhileOpening {
+pub(super) struct WhileOpening {
     /// The open during which the damage lands announces its cut before the damage.
-    cut_before_damage: bool,
+    pub(super) cut_before_damage: bool,
     /// The WAL flip comes after that open, which replayed the entry while readable.
-    wal_flip_late: bool,
+    pub(super) wal_flip_late: bool,
 }
 
 /// Id 1 acknowledged at offset 0 above the persisted HWM. A flip takes its frame at a
@@ -1089,7 +1089,7 @@ struct WhileOpening {
 /// at 0 again, hidden. A flip in the WAL destroys the entry at the next process crash;
 /// the open of incarnation 2 lists the replay's copy hidden, and a flip lands on that
 /// frame while the open scans, so it cuts at 0 (R1) and completes with nothing.
-fn replay_copy_damaged_while_opening(v: WhileOpening) -> Run {
+pub(super) fn replay_copy_damaged_while_opening(v: WhileOpening) -> Run {
     let copy = |offset, id| HeldCopy {
         offset,
         id,

@@ -38,6 +38,7 @@ mod corruption;
 mod delay_gate;
 mod duplicates;
 mod excuses;
+mod explain;
 mod frontier;
 mod frontier_durable;
 mod layout;

@@ -1,9 +1,9 @@
-//! `BothCopiesDamaged`, by a listed copy: the row for a record whose last log copy was
-//! not the acknowledged one but a copy a WAL replay re-committed elsewhere (after a cut
-//! took the acknowledged one), which the world listed by identity in the frames a
-//! damage hit (`DamageHeld`). Its WAL entry and that copy were both destroyed at rest,
-//! with no open in between that completed, or got through the WAL's replay, so no
-//! engine could bring the record back.
+//! `BothCopiesDamaged`, by listed copies: the row for a record whose last log copies
+//! were not (only) the acknowledged one but copies a WAL replay re-committed elsewhere,
+//! which the world listed by identity in the frames one damage hit (`DamageHeld`). Its
+//! WAL entry and those copies were all destroyed at rest, with no open in between that
+//! completed, or got through the WAL's replay, so no engine could bring the record
+//! back.
 
 use super::Excuses;
 use super::{Excuse, ExcuseKind};
@@ -18,13 +18,13 @@ struct WalLoss {
     first_replay: Incarnation,
 }
 
-/// The log damage a row rests on: the `DamageHeld` event, its fault, and the offset of
-/// the copy it names.
-#[derive(Clone, Copy)]
+/// The log damage a row rests on: the `DamageHeld` event, its fault, and the offsets
+/// of the record's copies it names (one or more, ascending).
+#[derive(Clone)]
 struct LogLoss {
     held: usize,
     fault: usize,
-    offset: Offset,
+    offsets: Vec<Offset>,
 }
 
 impl Excuses<'_, '_> {
@@ -82,17 +82,22 @@ impl Excuses<'_, '_> {
             if salvaged {
                 continue;
             }
-            let log_losses = listed
-                .iter()
-                .filter_map(|&(held, offset)| match &events[held].kind {
-                    EventKind::DamageHeld { fault_index, .. } => Some(LogLoss {
+            let mut log_losses: Vec<LogLoss> = Vec::new();
+            for &(held, offset) in &listed {
+                let EventKind::DamageHeld { fault_index, .. } = &events[held].kind else {
+                    continue;
+                };
+                match log_losses.last_mut() {
+                    Some(last) if last.held == held => last.offsets.push(offset),
+                    _ => log_losses.push(LogLoss {
                         held,
                         fault: *fault_index,
-                        offset,
+                        offsets: vec![offset],
                     }),
-                    _ => None,
-                });
-            for log in log_losses {
+                }
+            }
+            for mut log in log_losses {
+                log.offsets.sort_unstable();
                 if let Some(excuse) = self.both_lost(tp, id, (acked, ack_index), &listed, wal, log)
                 {
                     return Some(excuse);
@@ -113,7 +118,9 @@ impl Excuses<'_, '_> {
         log: LogLoss,
     ) -> Option<Excuse> {
         let facts = self.facts;
-        let x = log.offset;
+        // The lowest copy the damage took: a cut at or below it took them all.
+        let x = log.offsets[0];
+        let taken = |o: Offset| log.offsets.contains(&o);
         let (start, end) = (wal.fault.min(log.fault), wal.fault.max(log.fault));
         // The first open that completed after both damages, and its restart. When the
         // log damage came last and landed while an open that started after the WAL
@@ -172,42 +179,63 @@ impl Excuses<'_, '_> {
             return None;
         }
         // No other copy known before the damage survives it; none is known after.
-        if acked != x && !self.moved(tp, acked, ack_index, log.fault) {
+        let acked_stays = !self.moved(tp, acked, ack_index, log.fault);
+        if !taken(acked) && acked_stays {
             return None;
         }
         if listed.iter().any(|&(at, o)| {
-            at > log.held || (at < log.fault && o != x && !self.moved(tp, o, at, log.fault))
+            at > log.held || (at < log.fault && !taken(o) && !self.moved(tp, o, at, log.fault))
         }) {
             return None;
         }
-        if !self.one_recommit_at_most(tp, ack_index, log.fault, wal.first_replay, x) {
+        // The re-commits may be the copies the damage took, but for the acknowledged
+        // one while it stays where it was acknowledged.
+        let recommits: Vec<Offset> = log
+            .offsets
+            .iter()
+            .copied()
+            .filter(|&o| !(o == acked && acked_stays))
+            .collect();
+        if !self.recommits_all_taken(tp, ack_index, log.fault, wal.first_replay, &recommits) {
             return None;
         }
         Some(Excuse::new(
             ExcuseKind::BothCopiesDamaged,
             vec![wal.fault, wal.event, log.fault, cut.index],
             format!(
-                "{tp} id {id}: its WAL entry destroyed by the {}; its last log copy, at \
-                 offset {x}, in the frame the {} hit",
+                "{tp} id {id}: its WAL entry destroyed by the {}; its last log {}, in the \
+                 frame{} the {} hit",
                 facts.describe_fault(wal.fault),
+                match log.offsets.as_slice() {
+                    [one] => format!("copy, at offset {one}"),
+                    many => format!(
+                        "copies, at offsets {}",
+                        many.iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                },
+                if log.offsets.len() > 1 { "s" } else { "" },
                 facts.describe_fault(log.fault)
             ),
         ))
     }
 
-    /// Whether, of the opens after `ack_index` and before `before` that could replay
-    /// the entry (before `first_replay`), at most one left a re-commit that may still
-    /// be there at `before`, and at an offset up to `x` (so that it can be the copy at
-    /// `x`). A replay commits at or past its open's floor (the tail it found, or its
-    /// lowest cut); the re-commit is gone when a later open found the log ending
-    /// cleanly at or below that floor, or cut there.
-    fn one_recommit_at_most(
+    /// Whether every re-commit that may still be there at `before`, of the opens after
+    /// `ack_index` and before `before` that could replay the entry (before
+    /// `first_replay`), can be one of the copies at `recommits` (each a distinct one):
+    /// a copy the damage took. A replay commits at or past its open's floor (the tail it
+    /// found, or its lowest cut); the re-commit is gone when a later open found the log
+    /// ending cleanly at or below that floor, or cut there, or a power loss before
+    /// `before` left the log ending at or below it with no salvage since.
+    fn recommits_all_taken(
         &self,
         tp: &TopicPartition,
         ack_index: usize,
         before: usize,
         first_replay: Incarnation,
-        x: Offset,
+        recommits: &[Offset],
     ) -> bool {
         let facts = self.facts;
         let replays: Vec<(Incarnation, usize, Offset)> = facts
@@ -225,7 +253,12 @@ impl Excuses<'_, '_> {
                 (inc, r, cut.map_or(tail, |c| c.min(tail)))
             })
             .collect();
-        let survivors: Vec<Offset> = replays
+        let salvaged_after = |index: usize| {
+            facts.alarms.of(tp).iter().any(|a| {
+                a.index > index && matches!(a.alarm, Alarm::Salvaged { kept, .. } if kept > 0)
+            })
+        };
+        let mut survivors: Vec<Offset> = replays
             .iter()
             .filter(|&&(inc, r, floor)| {
                 let lost_at_restart = facts.restarts.iter().any(|(&later, &lr)| {
@@ -237,14 +270,36 @@ impl Excuses<'_, '_> {
                             .disk_at(tp, later)
                             .is_some_and(|v| v.tail <= floor && v.bad.is_none())
                 });
+                let lost_at_power_loss = facts.crashes.iter().any(|c| {
+                    r < c.index
+                        && c.index < before
+                        && !c.process
+                        && c.partitions
+                            .get(tp)
+                            .is_some_and(|p| p.durable_tail <= floor)
+                        && !salvaged_after(c.index)
+                });
                 let cut_later = facts
                     .alarms
                     .cuts(tp)
                     .any(|c| c.incarnation > inc && c.index < before && c.offset <= floor);
-                !lost_at_restart && !cut_later
+                !lost_at_restart && !lost_at_power_loss && !cut_later
             })
             .map(|&(_, _, floor)| floor)
             .collect();
-        survivors.len() <= 1 && survivors.iter().all(|&floor| floor <= x)
+        // Match each survivor, lowest floor first, to the lowest free copy at or above
+        // its floor; that greedy matching finds one whenever any exists.
+        survivors.sort_unstable();
+        let mut free: Vec<Offset> = recommits.to_vec();
+        free.sort_unstable();
+        survivors
+            .iter()
+            .all(|&floor| match free.iter().position(|&o| o >= floor) {
+                Some(k) => {
+                    free.remove(k);
+                    true
+                }
+                None => false,
+            })
     }
 }

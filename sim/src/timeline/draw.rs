@@ -2,6 +2,7 @@
 //! the labels of faults. Pure functions of their inputs; nothing here reads a history.
 
 use super::*;
+use crate::history::FaultKind;
 
 pub(super) fn fault_label(kind: &FaultKind) -> String {
     let name = serde_json::to_value(kind)
@@ -28,7 +29,7 @@ pub(super) fn fault_label(kind: &FaultKind) -> String {
 }
 
 pub(super) fn legend(svg: &mut String) {
-    let items: [(&str, &str, &str); 11] = [
+    let items: [(&str, &str, &str); 13] = [
         ("line", COLOR_HWM, "in-memory HWM"),
         ("line", COLOR_PERSISTED, "persisted HWM"),
         ("line", COLOR_FRONTIER, "consumer frontier (□ recovered)"),
@@ -37,8 +38,10 @@ pub(super) fn legend(svg: &mut String) {
         ("vline", COLOR_CRASH, "crash"),
         ("vline", COLOR_RESTART, "restart"),
         ("vline", COLOR_HEAL, "heal"),
-        ("vline", COLOR_FAULT, "fault"),
-        ("cross", COLOR_VIOLATION, "violation"),
+        ("vline", COLOR_FAULT, "fault (F)"),
+        ("vline", COLOR_WAL, "store-wide (W)"),
+        ("cross", COLOR_VIOLATION, "violation (V)"),
+        ("triangle", COLOR_VIOLATION, "event it names"),
         ("ring", COLOR_EXCUSED, "excused loss"),
     ];
     let mut x = LEFT;
@@ -91,6 +94,18 @@ pub(super) fn legend(svg: &mut String) {
                     y - 5.0
                 );
             }
+            "triangle" => {
+                let _ = write!(
+                    svg,
+                    r#"<path d="M {:.1} {} L {:.1} {} L {:.1} {} Z" fill="{color}"/>"#,
+                    x + 5.0,
+                    y + 4.0,
+                    x + 13.0,
+                    y + 4.0,
+                    x + 9.0,
+                    y - 3.0
+                );
+            }
             "ring" => {
                 let _ = write!(
                     svg,
@@ -117,6 +132,70 @@ pub(super) fn legend(svg: &mut String) {
             escape(label)
         );
         x += width;
+    }
+}
+
+/// Places tags on a panel so that none overlaps another: each tag tries its candidate
+/// baselines in order and takes the first where its box meets no placed one.
+#[derive(Default)]
+pub(super) struct Tags {
+    /// (left, right, top, bottom) of each placed tag.
+    placed: Vec<(f64, f64, f64, f64)>,
+}
+
+impl Tags {
+    /// The baseline for a tag at `x` of `width`, from `candidates`, or `None` when each
+    /// meets a placed tag (the tag is left out; its table line and hover title still
+    /// say it).
+    pub(super) fn place(&mut self, x: f64, width: f64, candidates: &[f64]) -> Option<f64> {
+        let (left, right) = (x - 1.0, x + width + 1.0);
+        let y = candidates.iter().copied().find(|&y| {
+            let (top, bottom) = (y - 9.0, y + 1.0);
+            !self
+                .placed
+                .iter()
+                .any(|&(l, r, t, b)| left < r && l < right && top < b && t < bottom)
+        })?;
+        self.placed.push((left, right, y - 9.0, y + 1.0));
+        Some(y)
+    }
+}
+
+/// The width of `text` at the drawing's 10-11 px font, near enough to keep tags apart.
+pub(super) fn text_width(text: &str) -> f64 {
+    text.chars().count() as f64 * 6.2
+}
+
+/// Table lines per column under a lane.
+pub(super) const TABLE_COLUMNS: usize = 3;
+pub(super) const TABLE_ROW: f64 = 13.0;
+const TABLE_CHARS: usize = 58;
+
+/// The height of the table of `n` lines under a lane.
+pub(super) fn table_height(n: usize) -> f64 {
+    n.div_ceil(TABLE_COLUMNS) as f64 * TABLE_ROW
+}
+
+/// A table of `(tag, text, title)` lines in columns from `top`, each line with its hover
+/// title; text past the column's width is cut (the title keeps it whole).
+pub(super) fn table(svg: &mut String, top: f64, lines: &[(String, String, String, &str)]) {
+    let rows = lines.len().div_ceil(TABLE_COLUMNS).max(1);
+    let column = (WIDTH - LEFT - RIGHT) / TABLE_COLUMNS as f64;
+    for (i, (tag, text, title, color)) in lines.iter().enumerate() {
+        let (col, row) = (i / rows, i % rows);
+        let mut shown: String = text.chars().take(TABLE_CHARS).collect();
+        if text.chars().count() > TABLE_CHARS {
+            shown.push('…');
+        }
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" font-size="10"><title>{}</title><tspan fill="{color}" font-weight="bold">{}</tspan> {}</text>"#,
+            LEFT + col as f64 * column,
+            top + (row as f64 + 1.0) * TABLE_ROW - 3.0,
+            escape(title),
+            escape(tag),
+            escape(&shown)
+        );
     }
 }
 

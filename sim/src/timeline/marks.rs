@@ -1,6 +1,8 @@
 //! What the checkers concluded, drawn over the run: every record a violation names (a
-//! red cross, labelled with the checker and the id) and every lost record an excuse
-//! covered (a ring, labelled with the excuse), at the time it was acknowledged.
+//! red cross, labelled with the checkers and the id, one mark per record and time) and
+//! every lost record an excuse covered (a ring, labelled with the excuse), at the time
+//! it was acknowledged; and the events a violation names on the partition (a red
+//! tick on its top edge), each with the event as its hover title.
 //!
 //! A record a violation names without an offset or a partition has no place on a panel
 //! and is left out; the verdict line at the top still names it.
@@ -16,12 +18,16 @@ pub struct Mark {
     pub t: u64,
     pub offset: u64,
     pub label: String,
+    /// The whole story, for the hover title: the violation messages or the excuse.
+    pub title: String,
 }
 
 #[derive(Default)]
 pub struct Marks {
     pub violations: Vec<Mark>,
     pub excused: Vec<Mark>,
+    /// (t, the event as the trace prints it) of each event a violation names here.
+    pub events: Vec<(u64, String)>,
 }
 
 /// The marks of `report`, per partition.
@@ -54,11 +60,33 @@ pub fn of(report: Option<&CheckReport>, history: &History) -> BTreeMap<TopicPart
                     continue;
                 };
                 let id = r.id.map_or_else(String::new, |id| format!(" id {id}"));
-                out.entry(tp.clone()).or_default().violations.push(Mark {
-                    t,
-                    offset,
-                    label: format!("{checker}{id}"),
-                });
+                let marks = out.entry(tp.clone()).or_default();
+                for &i in &v.events {
+                    if let Some(e) = history.events().get(i) {
+                        let named = (e.at_ms, format!("#{i} {e}"));
+                        if !marks.events.contains(&named) {
+                            marks.events.push(named);
+                        }
+                    }
+                }
+                // One mark per record and time: checkers naming the same record share it.
+                match marks
+                    .violations
+                    .iter_mut()
+                    .find(|m| m.t == t && m.offset == offset && m.label.ends_with(&id))
+                {
+                    Some(m) => {
+                        let checkers = &m.label[..m.label.len() - id.len()];
+                        m.label = format!("{checkers}, {checker}{id}");
+                        m.title = format!("{}\n{checker}: {}", m.title, v.message);
+                    }
+                    None => marks.violations.push(Mark {
+                        t,
+                        offset,
+                        label: format!("{checker}{id}"),
+                        title: format!("{checker}: {}", v.message),
+                    }),
+                }
             }
         }
     }
@@ -69,6 +97,7 @@ pub fn of(report: Option<&CheckReport>, history: &History) -> BTreeMap<TopicPart
             t,
             offset,
             label: e.excuse.kind.to_string(),
+            title: format!("excused at offset {offset}: {}", e.excuse),
         });
     }
     out

@@ -20,7 +20,8 @@
 //!    platter) reads it; an open after a process crash does not. Damage that a later
 //!    write covered before the first open that reads it is owed nothing either
 //!    (`damage_repaired_before_scan`): every view of the disk the world took for that
-//!    open holds valid frames through the damaged offsets.
+//!    open, before it gave its account of the partition, holds valid frames through the
+//!    damaged offsets.
 
 use serde::Serialize;
 
@@ -263,15 +264,18 @@ fn judge(
     }
     // Covered by a later write: every view of the disk this open read holds valid
     // frames through the damage. Settled only by an open after a power loss; a flip the
-    // page cache did not take (a pending write over it) may still show at one.
-    let intact = |incarnation: Incarnation| {
-        let views = alarms.views_before(tp, incarnation, usize::MAX);
+    // page cache did not take (a pending write over it) may still show at one. Only the
+    // views taken before the open's account of `tp` (its `LogOpened` or refusal at
+    // history index `by`) count: damage landing after the log's scan finished (while
+    // the store's open replays the WAL, say) was not read by it.
+    let intact = |incarnation: Incarnation, by: usize| {
+        let views = alarms.views_before(tp, incarnation, by);
         !views.is_empty()
             && views.iter().all(|d| {
                 d.tail >= range.end && d.bad.as_ref().is_none_or(|bad| bad.offset >= range.end)
             })
     };
-    if intact(scan.incarnation) {
+    if intact(scan.incarnation, scan.index) {
         let settled = alarms.of(tp).iter().find(|a| {
             a.index >= scan.index
                 && facts.restarts.get(&a.incarnation).is_some_and(|&restart| {
@@ -280,7 +284,7 @@ fn judge(
                 && matches!(a.alarm, Alarm::LogOpened { .. } | Alarm::Refused { .. })
         });
         return match settled {
-            Some(a) if intact(a.incarnation) => DamageOutcome::RepairedBeforeScan {
+            Some(a) if intact(a.incarnation, a.index) => DamageOutcome::RepairedBeforeScan {
                 restart_index: facts.restarts[&a.incarnation],
             },
             Some(a) => DamageOutcome::Undetected {

@@ -143,8 +143,9 @@ impl ExcuseKind {
             }
             ExcuseKind::DamageRepairedBeforeScan => {
                 "damage at rest that a later write covered before an open read it: every \
-                 view of the disk the first open to read it took (reference decoder) holds \
-                 valid frames through the damaged offsets and no bad region at or below them"
+                 view of the disk the first open to read it took (reference decoder) before \
+                 its account of the partition holds valid frames through the damaged offsets \
+                 and no bad region at or below them"
             }
         }
     }

@@ -494,3 +494,39 @@ fn a_refusal_inside_the_damage_detects_it_when_the_frames_below_read_valid() {
         &["never detected"],
     );
 }
+
+#[test]
+fn a_view_taken_after_the_scan_finished_does_not_unsettle_a_repair() {
+    // Fresh quick seed 3812013195: the open after the power loss read a disk intact
+    // through a misdirected write a later write had covered, and opened the log; a
+    // flip landed on the partition while the store's open was still replaying the WAL,
+    // and the world took a second view then. What the scan read was intact.
+    let bad_view = |r: &mut Run| {
+        r.with(|t, h| {
+            let view = super::disk_view(OpenRule::Refuse, 2, 0, Some(0));
+            h.disk_at_open(t, &tp(0), view, true);
+        });
+    };
+    let mut after = flip_then(&[(true, true), (false, true)]);
+    bad_view(&mut after);
+    let report = after.report();
+    assert!(
+        report
+            .excuses_used()
+            .contains_key(&cafelog_sim::check::excuse::ExcuseKind::DamageRepairedBeforeScan),
+        "{:#?}",
+        report.violations()
+    );
+    // The same view before the log opened: the scan may have read it, so the damage
+    // was read and not named.
+    let mut r = flip_then(&[(true, true)]);
+    r.crash(&[(0, 2, 2, 2)])
+        .restart()
+        .disk(0, OpenRule::Clean, 2, 2, None);
+    bad_view(&mut r);
+    r.opened(0, 2, 2);
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::NoCorruptDelivery),
+        &["never detected"],
+    );
+}

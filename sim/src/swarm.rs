@@ -22,12 +22,13 @@ use std::time::Duration;
 const CANCEL_YIELD_PROBABILITY: f64 = 0.5;
 
 /// The fault kinds [`FaultMix::without`] can turn off.
-pub const WITHOUT_KINDS: [&str; 5] = [
+pub const WITHOUT_KINDS: [&str; 6] = [
     "cancel",
     "process_crash",
     "latent_sector",
     "loop_drop",
     "settle_drop",
+    "wal_roll",
 ];
 
 /// Which faults a run injects, drawn from its seed.
@@ -180,6 +181,8 @@ impl FaultMix {
                 self.latent_sector_probability = 0.0;
                 self.latent_sectors_max = 0;
             }
+            // A workload knob, reset by `RunSpec::from_seed_without`; nothing in the mix.
+            "wal_roll" => {}
             other => {
                 return Err(format!(
                     "cannot turn off fault kind {other:?}: one of {}",

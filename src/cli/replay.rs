@@ -48,7 +48,7 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     pub explain_id: Vec<u64>,
     /// Run with this fault kind off (cancel, process_crash, latent_sector, loop_drop,
-    /// settle_drop; repeatable):
+    /// settle_drop, or wal_roll: the WAL's drawn segment size; repeatable):
     /// the seed as it ran before the swarm drew the kind, as corpus entries with
     /// `without` do.
     #[arg(long, value_name = "KIND")]

@@ -25,8 +25,9 @@ pub struct Args {
     #[arg(long, default_value = "default", value_parser = Profile::by_name)]
     pub profile: Profile,
     /// Turn a fault kind off in every seed (cancel, process_crash, latent_sector,
-    /// loop_drop, settle_drop; repeatable): the seeds as they ran before the swarm drew
-    /// the kind. Failing seeds print and save with the same flags.
+    /// loop_drop, settle_drop, or wal_roll: the WAL's drawn segment size; repeatable):
+    /// the seeds as they ran before the swarm drew the kind. Failing seeds print and
+    /// save with the same flags.
     #[arg(long, value_name = "KIND")]
     pub without: Vec<String>,
     /// Worker threads (default: all cores).

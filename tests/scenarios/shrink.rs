@@ -146,3 +146,27 @@ fn an_explicit_schedule_repeats_the_swarm_run_to_its_last_fault() {
     // repeat today; none did before kills and flips were recorded exactly).
     assert!(repeated * 5 >= tried * 3, "{repeated} of {tried} repeated");
 }
+
+#[test]
+fn a_drawn_wal_segment_size_is_written_and_read_back() {
+    let mut spec = RunSpec::from_seed(SEED, &Profile::quick());
+    spec.workload.wal_segment_bytes = 4_096;
+    let expect = Expect {
+        verdict: VerdictKind::Pass,
+        checker: None,
+        reaches: vec![],
+        injects: vec![],
+    };
+    let text = Scenario::from_spec(&spec, expect.clone())
+        .to_toml("a small WAL")
+        .expect("serialises");
+    assert!(text.contains("[store]\nwal_segment_bytes = 4096"), "{text}");
+    let back = Scenario::parse("small_wal", &text).expect("parses back");
+    assert_eq!(back.spec().workload.wal_segment_bytes, 4_096);
+    // At the engine's default the table is left out.
+    spec.workload.wal_segment_bytes = cafelog_sim::world::workload::default_wal_segment_bytes();
+    let text = Scenario::from_spec(&spec, expect)
+        .to_toml("default")
+        .unwrap();
+    assert!(!text.contains("[store]"), "{text}");
+}

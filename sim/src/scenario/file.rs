@@ -36,6 +36,9 @@ pub struct ScenarioFile {
     pub consumers: Vec<ConsumerSpec>,
     #[serde(default)]
     pub disk: DiskSpec,
+    /// Store-wide knobs; absent when each is the engine's default.
+    #[serde(default, skip_serializing_if = "StoreSpec::is_default")]
+    pub store: StoreSpec,
     /// Random crashes, flips and clock steps drawn from the seed, instead of a schedule
     /// (what `shrink` writes when the explicit schedule does not reproduce a failure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -414,6 +417,29 @@ impl Default for ConsumerSpec {
             think_ms: Range { lo: 0, hi: 10 },
             park_ms: crate::world::workload::DEFAULT_PARK_MS,
         }
+    }
+}
+
+/// Store-wide knobs (`StoreConfig`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreSpec {
+    /// The ingress WAL's segment size: small ones roll the WAL and delete segments
+    /// behind the checkpoint within a run.
+    pub wal_segment_bytes: u64,
+}
+
+impl Default for StoreSpec {
+    fn default() -> Self {
+        StoreSpec {
+            wal_segment_bytes: crate::world::workload::default_wal_segment_bytes(),
+        }
+    }
+}
+
+impl StoreSpec {
+    pub fn is_default(&self) -> bool {
+        *self == StoreSpec::default()
     }
 }
 

@@ -18,7 +18,7 @@ mod report;
 
 pub use file::{
     ActionName, ConsumerSpec, DiskSpec, Expect, FAULT_NAMES, ProducerSpec, ProfileSpec, Range,
-    ScenarioFile, ScheduleEntry, SwarmSpec, TopicSpec, VerdictKind,
+    ScenarioFile, ScheduleEntry, StoreSpec, SwarmSpec, TopicSpec, VerdictKind,
 };
 pub use report::StableReport;
 
@@ -183,6 +183,7 @@ impl Scenario {
                     park_ms: c.park_ms,
                 })
                 .collect(),
+            wal_segment_bytes: f.store.wal_segment_bytes,
         };
         let mut mix = FaultMix::none();
         mix.fs = f.disk.options().expect("validated: disk options");
@@ -284,6 +285,9 @@ impl Scenario {
                 })
                 .collect(),
             disk: DiskSpec::from(&spec.mix.fs),
+            store: StoreSpec {
+                wal_segment_bytes: spec.workload.wal_segment_bytes,
+            },
             swarm,
             schedule,
         }
@@ -318,6 +322,9 @@ impl ScenarioFile {
 fn validate(f: &ScenarioFile) -> Result<(), String> {
     if f.topics.is_empty() {
         return Err("a scenario needs at least one [[topics]] entry".into());
+    }
+    if f.store.wal_segment_bytes == 0 {
+        return Err("[store]: wal_segment_bytes must be at least 1".into());
     }
     if let Some(s) = &f.swarm {
         for (name, value) in [

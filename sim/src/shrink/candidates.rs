@@ -222,8 +222,11 @@ fn default_config() -> TopicConfig {
     }
 }
 
-/// Each topic knob back to its default, one at a time.
+/// Each topic knob back to its default, one at a time, and the store's.
 fn knobs(spec: &RunSpec, push: &mut Push<'_>) {
+    push("the WAL segment size to its default".into(), &|c| {
+        c.workload.wal_segment_bytes = crate::world::workload::default_wal_segment_bytes()
+    });
     let default = default_config();
     for (t, topic) in spec.workload.topics.iter().enumerate() {
         for (name, set) in KNOBS {

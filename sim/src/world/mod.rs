@@ -144,9 +144,11 @@ impl RunSpec {
     /// The run a seed means on a profile.
     pub fn from_seed(seed: u64, profile: &Profile) -> RunSpec {
         let mut dice = Dice::new(sub_seed(seed, 1));
-        let workload = Workload::draw(&mut dice, profile);
+        let mut workload = Workload::draw(&mut dice, profile);
         let mut dice = Dice::new(sub_seed(seed, 2));
         let mix = FaultMix::draw(&mut dice, profile);
+        let mut dice = Dice::new(sub_seed(seed, 3));
+        workload.wal_segment_bytes = workload::draw_wal_segment_bytes(&mut dice);
         RunSpec {
             seed,
             profile: profile.clone(),
@@ -166,7 +168,11 @@ impl RunSpec {
     ) -> Result<RunSpec, String> {
         let mut spec = RunSpec::from_seed(seed, profile);
         for kind in without {
-            spec.mix.without(kind)?;
+            if kind == "wal_roll" {
+                spec.workload.wal_segment_bytes = workload::default_wal_segment_bytes();
+            } else {
+                spec.mix.without(kind)?;
+            }
         }
         Ok(spec)
     }
@@ -882,6 +888,7 @@ fn add_incarnation_paths(rec: &mut recorder::Recorder, world: &World) {
     rec.paths.parked_receives_woken += m.parked_receives_woken.load(Ordering::Relaxed);
     rec.paths.delay_gates_held += m.delay_gate_holds.load(Ordering::Relaxed);
     rec.paths.records_skipped += m.records_skipped.load(Ordering::Relaxed);
+    rec.paths.wal_segments_deleted += m.wal_segments_deleted.load(Ordering::Relaxed);
     for (_, _, metrics) in store.partition_statuses() {
         rec.paths.records_skipped += metrics.records_skipped;
         rec.paths.segments_reaped += metrics.retention_segments_deleted;

@@ -216,7 +216,10 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
         ctx.fs.clone(),
         ctx.clock.clone(),
         PathBuf::from(DATA_ROOT),
-        StoreConfig::default(),
+        StoreConfig {
+            wal_segment_bytes: ctx.workload.wal_segment_bytes,
+            ..StoreConfig::default()
+        },
     ))
     .await
     .map_err(|e| e.to_string())?;

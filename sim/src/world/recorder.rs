@@ -55,6 +55,8 @@ pub struct Paths {
     /// Segment rolls judged by `layout` (a segment and its successor's first frame).
     pub rolls_judged: u64,
     pub wal_replayed: u64,
+    /// WAL segments deleted behind the checkpoint.
+    pub wal_segments_deleted: u64,
     pub clock_steps: u64,
     pub bit_flips: u64,
     pub latent_sectors: u64,
@@ -99,6 +101,7 @@ impl Paths {
             ),
             ("segment_rolls_judged", self.rolls_judged),
             ("wal_entries_replayed", self.wal_replayed),
+            ("wal_segments_deleted", self.wal_segments_deleted),
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),
             ("latent_sectors", self.latent_sectors),

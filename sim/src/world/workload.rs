@@ -54,6 +54,25 @@ pub struct Workload {
     pub topics: Vec<TopicPlan>,
     pub producers: Vec<ProducerPlan>,
     pub consumers: Vec<ConsumerPlan>,
+    /// The ingress WAL's segment size (`StoreConfig::wal_segment_bytes`).
+    pub wal_segment_bytes: u64,
+}
+
+/// The engine's own WAL segment size, which no simulated run fills.
+pub fn default_wal_segment_bytes() -> u64 {
+    cafelog_engine::store::StoreConfig::default().wal_segment_bytes
+}
+
+/// The WAL segment size of a swarm seed, from its own dice (drawn after everything
+/// else, so a seed run `without` it keeps the run it had before it existed): half the
+/// seeds keep the engine's default, the other half roll the WAL every few frames, so
+/// that checkpoints delete segments under several partitions while faults land.
+pub fn draw_wal_segment_bytes(dice: &mut Dice) -> u64 {
+    if dice.chance(0.5) {
+        dice.range(1_024..=32_768)
+    } else {
+        default_wal_segment_bytes()
+    }
 }
 
 impl Workload {
@@ -200,6 +219,7 @@ impl Workload {
             topics,
             producers,
             consumers,
+            wal_segment_bytes: default_wal_segment_bytes(),
         }
     }
 

@@ -124,10 +124,22 @@ impl Excuses<'_, '_> {
         let (start, end) = (wal.fault.min(log.fault), wal.fault.max(log.fault));
         // The first open that completed after both damages, and its restart. When the
         // log damage came last and landed while an open that started after the WAL
-        // damage was scanning, that open counts once it cut at or below the copy after
-        // the damage: its scan saw the damage, and its replay read the damaged WAL.
+        // damage was scanning, that open counts once the world's view of its disk taken
+        // after the damage ends the log at or below the copy and it cut there after the
+        // damage: its scan saw the damage, and its replay read the damaged WAL.
         let saw_log_damage = |inc: Incarnation| {
+            let damaged_view = facts
+                .alarms
+                .disks
+                .get(&(tp.clone(), inc))
+                .is_some_and(|views| {
+                    views.iter().any(|(i, v)| {
+                        let end = v.bad.as_ref().map_or(v.tail, |b| b.offset.min(v.tail));
+                        *i > log.fault && end <= x
+                    })
+                });
             wal.fault < log.fault
+                && damaged_view
                 && facts
                     .alarms
                     .cuts(tp)
@@ -167,7 +179,7 @@ impl Excuses<'_, '_> {
         let own_cut = facts
             .alarms
             .cuts(tp)
-            .filter(|c| c.incarnation == completed)
+            .filter(|c| c.incarnation == completed && c.index > log.fault)
             .map(|c| c.offset)
             .min()
             .unwrap_or(Offset::MAX);

@@ -7,7 +7,10 @@
 //!    the durable image) with the reference decoder (`DiskAtOpen`). An open's cut (R1/R2 at an offset), refusal (R3), clamp (R4:
 //!    persisted HWM, new HWM, records lost) and final account (`log_opened`: log start,
 //!    HWM, tail) must be what that decode says, and an open that finished must have
-//!    raised every alarm the decode demands.
+//!    raised every alarm the decode demands. A store open that reported WAL damage and
+//!    finished must have exposed every hidden tail its log opens found (`[hwm, tail)`
+//!    of each `log_opened`): those copies may be the only ones its replay cannot
+//!    restore.
 //! 2. **Every alarm has an injected cause that can reach it**, injected before the open
 //!    (or, at consume time, before the alarm):
 //!    - a refusal: damage at rest to the frame where the bad region starts, or an
@@ -78,6 +81,7 @@ pub fn check(facts: &Facts<'_>) -> AlarmsReport {
             }
         }
         missing_alarms(facts, tp, &mut report);
+        missing_exposures(facts, tp, &mut report);
     }
     for alarm in &facts.alarms.store {
         report.alarms += 1;
@@ -241,6 +245,37 @@ fn missing_alarms(facts: &Facts<'_>, tp: &TopicPartition, report: &mut AlarmsRep
             )],
             events: vec![*disk_index],
         });
+    }
+}
+
+/// Rule 1's exposure: an open of `tp` whose store reported WAL damage in the same
+/// incarnation, and whose store open finished, exposed the hidden tail its log open
+/// found, exactly.
+fn missing_exposures(facts: &Facts<'_>, tp: &TopicPartition, report: &mut AlarmsReport) {
+    let alarms = facts.alarms.of(tp);
+    for a in alarms {
+        let Alarm::LogOpened { hwm, tail, .. } = a.alarm else {
+            continue;
+        };
+        let inc = a.incarnation;
+        if tail <= hwm || !facts.alarms.wal_damaged_in(inc) || !facts.opened.contains(&inc) {
+            continue;
+        }
+        let exposed = alarms.iter().any(|e| {
+            e.incarnation == inc
+                && matches!(e.alarm, Alarm::HiddenExposed { from, to } if from == hwm && to == tail)
+        });
+        if !exposed {
+            report.violations.push(Violation {
+                message: format!(
+                    "the open of {tp} in incarnation {inc} reported WAL damage and finished \
+                     without exposing its hidden tail [{hwm}, {tail}): the replay cannot \
+                     restore what the damage took, and those copies may be the only ones"
+                ),
+                records: vec![RecordRef::new(tp, Some(hwm), None)],
+                events: vec![a.index],
+            });
+        }
     }
 }
 

@@ -78,20 +78,27 @@ fn hidden_tail(facts: &Facts<'_>, crash: &CrashFact, p: &CrashPartition) -> (Off
     let start = p.persisted_hwm.min(read);
     // The last shown HWM widens this crash's tail only past what the crash before it
     // already hid, when no open completed in between (the one replay after both
-    // re-commits those entries once).
+    // re-commits those entries once): up to the shown HWM when that crash's tail ends
+    // below it, else up to where that tail begins (a power loss can hide from lower
+    // than the process crash before it did, when the `hwm` word it had in the page
+    // cache never reached the platter).
     let memory = p
         .memory_hwm
         .or_else(|| {
             let shown = last_shown_hwm(facts, &p.tp, crash.index)?;
-            let prev_end = (!facts.opened.contains(&crash.incarnation))
+            let prev = (!facts.opened.contains(&crash.incarnation))
                 .then(|| facts.crash_before(crash.index))
                 .flatten()
                 .and_then(|prev| {
                     prev.partitions
                         .get(&p.tp)
-                        .map(|q| hidden_tail(facts, prev, q).1)
+                        .map(|q| hidden_tail(facts, prev, q))
                 });
-            prev_end.is_none_or(|e| e < shown).then_some(shown)
+            match prev {
+                Some((_, prev_end)) if prev_end < shown => Some(shown),
+                Some((prev_start, _)) => Some(shown.min(prev_start)),
+                None => Some(shown),
+            }
         })
         .unwrap_or(0);
     let events = facts.history.events();

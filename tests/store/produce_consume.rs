@@ -36,6 +36,16 @@ fn keys_pick_partitions_stably_and_explicit_partitions_are_honoured() {
         a.partition,
         store.partition_for_key("t", b"customer-1").unwrap()
     );
+    // The documented map, CRC32C of the key modulo the partition count, spreads keys
+    // over every partition.
+    let mut used = std::collections::BTreeSet::new();
+    for k in 0..64u32 {
+        let key = format!("customer-{k}");
+        let p = store.partition_for_key("t", key.as_bytes()).unwrap();
+        assert_eq!(p, crc32c::crc32c(key.as_bytes()) % 4, "{key}");
+        used.insert(p);
+    }
+    assert_eq!(used.len(), 4);
     let c = block(store.produce("t", Some(3), b"customer-1", b"z")).unwrap();
     assert_eq!(c.partition, 3);
     assert!(
@@ -126,6 +136,8 @@ fn an_unreadable_topic_conf_closes_that_topic_and_opens_the_others() {
     let (store, report) = open(dir.path(), &clock);
     assert_eq!(report.refused_topics.len(), 1);
     assert_eq!(report.refused_topics[0].0, "bad");
+    // The store keeps saying so after the open (a caller must not create it again).
+    assert_eq!(store.refused_topics(), report.refused_topics);
     assert_eq!(drain(&store, "good", 0).len(), 1, "the other topic opens");
     let refused =
         |e: StoreError| matches!(e, StoreError::TopicRefused { ref topic, .. } if topic == "bad");
@@ -163,4 +175,58 @@ fn an_empty_topic_conf_refuses_the_topic_rather_than_opening_defaults() {
         block(store.receive("t", 1, 1)).unwrap_err(),
         StoreError::TopicRefused { .. }
     ));
+}
+
+/// Flips the byte just before `end` in `orders/0`'s first segment: the last byte of
+/// the frame that ends there.
+fn rot_before(root: &std::path::Path, end: u64) {
+    use std::os::unix::fs::FileExt;
+    let segment = root.join("topics/orders/p00000/00000000000000000000.log");
+    #[allow(clippy::disallowed_methods)] // bit rot from outside the engine
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&segment)
+        .unwrap();
+    let mut byte = [0u8; 1];
+    file.read_at(&mut byte, end - 1).unwrap();
+    file.write_at(&[byte[0] ^ 0x01], end - 1).unwrap();
+}
+
+#[test]
+fn frames_rotten_after_open_are_skipped_once_and_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    let config = TopicConfig {
+        log: cafelog_engine::log::LogConfig {
+            codec: cafelog_engine::format::Codec::None,
+            frame_cache_frames: 1,
+            ..Default::default()
+        },
+        ..topic(1)
+    };
+    block(store.create_topic("orders", config)).unwrap();
+    let segment = dir
+        .path()
+        .join("topics/orders/p00000/00000000000000000000.log");
+    let mut ends = Vec::new();
+    for _ in 0..4u8 {
+        block(store.produce("orders", Some(0), b"k", &[1; 32])).unwrap();
+        ends.push(frames_end(&segment));
+    }
+    rot_before(dir.path(), ends[1]);
+    rot_before(dir.path(), ends[3]);
+    // 1 is skipped before 2, and 3 at the end of the log; neither is read again.
+    let skipped = || {
+        store
+            .metrics()
+            .records_skipped
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let got = block(store.receive("orders", 0, 10)).unwrap();
+    assert_eq!(got.iter().map(|d| d.offset).collect::<Vec<_>>(), vec![0, 2]);
+    assert_eq!(skipped(), 2);
+    assert!(block(store.receive("orders", 0, 10)).unwrap().is_empty());
+    assert_eq!(skipped(), 2);
 }

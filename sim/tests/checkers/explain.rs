@@ -19,6 +19,7 @@ fn a_lost_record_is_explained_by_its_copies_and_every_row_tried() {
     // The open's cut came before the flip that hit the replay's copy: not excused.
     let run = replay_copy_damaged_while_opening(WhileOpening {
         cut_before_damage: true,
+        no_cut_after: true,
         ..WhileOpening::default()
     });
     let report = run.report();

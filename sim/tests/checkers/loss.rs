@@ -1078,8 +1078,12 @@ fn a_latent_sector_reaching_below_the_hwm_still_destroys_the_hidden_frames_it_co
 /// How [`replay_copy_damaged_while_opening`] varies the run.
 #[derive(Clone, Copy, Default)]
 pub(super) struct WhileOpening {
-    /// The open during which the damage lands announces its cut before the damage.
+    /// The open during which the damage lands announces a cut before the damage.
     pub(super) cut_before_damage: bool,
+    /// ...and none after it.
+    pub(super) no_cut_after: bool,
+    /// The world's view taken when the damage lands shows the copy intact.
+    pub(super) view_intact: bool,
     /// The WAL flip comes after that open, which replayed the entry while readable.
     pub(super) wal_flip_late: bool,
 }
@@ -1123,13 +1127,17 @@ pub(super) fn replay_copy_damaged_while_opening(v: WhileOpening) -> Run {
     if v.cut_before_damage {
         r.alarm(Some(0), torn_tail(0));
     }
+    let view = if v.view_intact {
+        disk_view(OpenRule::Clean, 0, 1, None)
+    } else {
+        disk_view(OpenRule::TornTail, 0, 0, Some(0))
+    };
     r.fault(flip_above_hwm(0), Some(0)).with(|t, h| {
         let fault_index = h.len() - 1;
         h.damage_held(t, fault_index, &tp(0), vec![copy(0, 1)]);
-        let view = disk_view(OpenRule::TornTail, 0, 0, Some(0));
         h.disk_at_open(t, &tp(0), view, true);
     });
-    if !v.cut_before_damage {
+    if !v.no_cut_after {
         r.alarm(Some(0), torn_tail(0));
     }
     r.opened(0, 0, 0).with(|t, h| {
@@ -1166,6 +1174,7 @@ fn both_copies_damaged_follows_a_replay_copy_an_open_cut_while_it_scanned() {
         // may still be there.
         WhileOpening {
             cut_before_damage: true,
+            no_cut_after: true,
             ..WhileOpening::default()
         },
         // The open that cut replayed the entry while it was readable.
@@ -1283,60 +1292,6 @@ fn both_copies_damaged_takes_every_copy_one_damage_listed() {
     );
 }
 
-/// [`replay_copy_damaged_while_opening`]'s story, told so that the open which cut the
-/// replay's copy may not have seen the flip: the world's view taken when it landed
-/// shows the copy intact, and, when `early_cut`, the open also cut before the flip.
-fn replay_copy_cut_unseen(early_cut: bool) -> Run {
-    let copy = |offset, id| HeldCopy {
-        offset,
-        id,
-        committed_at_ms: 1_000 + offset,
-    };
-    let mut r = Run::new();
-    r.produced(1)
-        .hwm(0, 1, 0, 1)
-        .process_crash(&[(0, 0, 1, 1)])
-        .fault(flip_above_hwm(0), Some(0))
-        .with(|t, h| {
-            let i = h.len() - 1;
-            h.damage_held(t, i, &tp(0), vec![copy(0, 1)]);
-        })
-        .restart()
-        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
-        .alarm(Some(0), torn_tail(0))
-        .opened(0, 0, 0)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        })
-        .process_crash(&[(0, 0, 1, 1)])
-        .wal_entry_flipped(0, 1, 2)
-        .restart()
-        .disk(0, OpenRule::Clean, 0, 1, None)
-        .with(|t, h| {
-            h.hidden_at_open(t, &tp(0), 0, 1, vec![copy(0, 1)]);
-        });
-    if early_cut {
-        r.alarm(Some(0), torn_tail(0));
-    }
-    let seen = if early_cut {
-        disk_view(OpenRule::TornTail, 0, 0, Some(0))
-    } else {
-        disk_view(OpenRule::Clean, 0, 1, None)
-    };
-    r.fault(flip_above_hwm(0), Some(0))
-        .with(|t, h| {
-            let i = h.len() - 1;
-            h.damage_held(t, i, &tp(0), vec![copy(0, 1)]);
-            h.disk_at_open(t, &tp(0), seen, true);
-        })
-        .alarm(Some(0), torn_tail(0))
-        .opened(0, 0, 0)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        });
-    r
-}
-
 #[test]
 fn a_cut_counts_for_a_copy_damaged_while_opening_only_after_a_view_shows_the_damage() {
     // An adversarial review of the rule for quick 3310565865007018: neither history
@@ -1344,7 +1299,11 @@ fn a_cut_counts_for_a_copy_damaged_while_opening_only_after_a_view_shows_the_dam
     // taken when it lands), but each would take the rule on trust.
     // The view taken when the flip landed shows the copy intact: the cut is not taken
     // on trust, and the loss stands.
-    let report = replay_copy_cut_unseen(false).report();
+    let report = replay_copy_damaged_while_opening(WhileOpening {
+        view_intact: true,
+        ..WhileOpening::default()
+    })
+    .report();
     let e = report.no_lost_ack.excuse_of(1);
     assert!(
         e.is_none_or(|e| e.kind != ExcuseKind::BothCopiesDamaged),
@@ -1352,7 +1311,11 @@ fn a_cut_counts_for_a_copy_damaged_while_opening_only_after_a_view_shows_the_dam
     );
     // A second cut before the flip may let the row excuse the loss, but that cut of an
     // intact log is itself a violation: the run still fails, on the cut.
-    let report = replay_copy_cut_unseen(true).report();
+    let report = replay_copy_damaged_while_opening(WhileOpening {
+        cut_before_damage: true,
+        ..WhileOpening::default()
+    })
+    .report();
     assert_mentions(
         &messages_of(&report, CheckerName::AlarmsExplained),
         &["t=180ms", "r1_torn_tail", "says clean"],

@@ -145,48 +145,24 @@ impl<'a> Tracker<'a> {
                 from,
                 to,
                 held,
-            } if t == tp => {
-                let mine: Vec<String> = held
-                    .iter()
-                    .filter(|c| Some(c.id) == s.id)
-                    .map(|c| c.offset.to_string())
-                    .collect();
-                if !mine.is_empty() {
-                    Some(format!(
-                        "hidden tail [{from}, {to}) holds a copy at {}",
-                        mine.join(", ")
-                    ))
-                } else {
-                    let other = held.iter().find(|c| Some(c.offset) == o)?;
-                    Some(format!(
-                        "hidden tail [{from}, {to}) holds id {} at {}, not this record",
-                        other.id, other.offset
-                    ))
-                }
-            }
+            } if t == tp => listing(
+                held,
+                s,
+                o,
+                &format!("hidden tail [{from}, {to}) holds"),
+                "a copy at",
+            ),
             EventKind::DamageHeld {
                 tp: t,
                 held,
                 fault_index,
-            } if t == tp => {
-                let mine: Vec<String> = held
-                    .iter()
-                    .filter(|c| Some(c.id) == s.id)
-                    .map(|c| c.offset.to_string())
-                    .collect();
-                if !mine.is_empty() {
-                    Some(format!(
-                        "the fault #{fault_index} hit the copy at {}",
-                        mine.join(", ")
-                    ))
-                } else {
-                    let other = held.iter().find(|c| Some(c.offset) == o)?;
-                    Some(format!(
-                        "the fault #{fault_index} hit id {} at {}",
-                        other.id, other.offset
-                    ))
-                }
-            }
+            } if t == tp => listing(
+                held,
+                s,
+                o,
+                &format!("the fault #{fault_index} hit"),
+                "the copy at",
+            ),
             EventKind::Fault {
                 kind, tp: Some(t), ..
             } if t == tp => fault_note(kind, o),
@@ -254,6 +230,30 @@ impl<'a> Tracker<'a> {
             _ => None,
         }
     }
+}
+
+/// A listing by identity (`held`) as it bears on the record: its own copies, or else
+/// the other record at its copy's offset; `None` when it names neither.
+fn listing(
+    held: &[crate::history::HeldCopy],
+    s: &Subject,
+    o: Option<Offset>,
+    what: &str,
+    own: &str,
+) -> Option<String> {
+    let mine: Vec<String> = held
+        .iter()
+        .filter(|c| Some(c.id) == s.id)
+        .map(|c| c.offset.to_string())
+        .collect();
+    if !mine.is_empty() {
+        return Some(format!("{what} {own} {}", mine.join(", ")));
+    }
+    let other = held.iter().find(|c| Some(c.offset) == o)?;
+    Some(format!(
+        "{what} id {} at {}, not this record",
+        other.id, other.offset
+    ))
 }
 
 /// Where `o` stands in what an open reads.

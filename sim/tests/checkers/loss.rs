@@ -989,15 +989,7 @@ fn both_copies_damaged_follows_the_replays_copy_the_damage_named() {
     // replay, and a latent sector took the re-committed frame before any open could
     // expose it.
     let report = both_copies_damaged_by_copy(ByCopy::default()).report();
-    match report.no_lost_ack.excuse_of(3) {
-        Some(e) if e.kind == ExcuseKind::BothCopiesDamaged => {
-            assert!(e.covers.contains("last log copy, at offset 2"), "{e}");
-        }
-        other => panic!(
-            "expected both copies damaged, got {other:?}: {:#?}",
-            report.violations()
-        ),
-    }
+    expect_both_copies(&report, 3, "last log copy, at offset 2");
     for v in [
         // That open exposed the hidden copy, or could have.
         ByCopy {
@@ -1160,15 +1152,7 @@ fn both_copies_damaged_follows_a_replay_copy_an_open_cut_while_it_scanned() {
     // Fresh quick seed 3310565865007018: the WAL entry and then the first replay's
     // re-committed copy were both flipped, the second during the open that cut it.
     let report = replay_copy_damaged_while_opening(WhileOpening::default()).report();
-    match report.no_lost_ack.excuse_of(1) {
-        Some(e) if e.kind == ExcuseKind::BothCopiesDamaged => {
-            assert!(e.covers.contains("last log copy, at offset 0"), "{e}");
-        }
-        other => panic!(
-            "expected both copies damaged, got {other:?}: {:#?}",
-            report.violations()
-        ),
-    }
+    expect_both_copies(&report, 1, "last log copy, at offset 0");
     for v in [
         // The open's cut came before the damage: it did not see it, and the copy
         // may still be there.
@@ -1266,15 +1250,7 @@ fn both_copies_damaged_takes_every_copy_one_damage_listed() {
     // the copy a completed open's replay had appended, at a power loss that also
     // flipped the WAL entry.
     let report = two_copies_one_damage(4).report();
-    match report.no_lost_ack.excuse_of(2) {
-        Some(e) if e.kind == ExcuseKind::BothCopiesDamaged => {
-            assert!(e.covers.contains("copies, at offsets 1, 3"), "{e}");
-        }
-        other => panic!(
-            "expected both copies damaged, got {other:?}: {:#?}",
-            report.violations()
-        ),
-    }
+    expect_both_copies(&report, 2, "copies, at offsets 1, 3");
     // The sector stops short of the replay's copy at 3, which survives the damage.
     let report = two_copies_one_damage(2).report();
     assert!(
@@ -1320,4 +1296,17 @@ fn a_cut_counts_for_a_copy_damaged_while_opening_only_after_a_view_shows_the_dam
         &messages_of(&report, CheckerName::AlarmsExplained),
         &["t=180ms", "r1_torn_tail", "says clean"],
     );
+}
+
+/// Asserts that `both_copies_damaged` excuses the loss of `id`, covering `covers`.
+fn expect_both_copies(report: &CheckReport, id: ProduceId, covers: &str) {
+    match report.no_lost_ack.excuse_of(id) {
+        Some(e) if e.kind == ExcuseKind::BothCopiesDamaged => {
+            assert!(e.covers.contains(covers), "{e}");
+        }
+        other => panic!(
+            "expected both copies damaged for id {id}, got {other:?}: {:#?}",
+            report.violations()
+        ),
+    }
 }

@@ -79,9 +79,9 @@ fn hidden_tail(facts: &Facts<'_>, crash: &CrashFact, p: &CrashPartition) -> (Off
     // The last shown HWM widens this crash's tail only past what the crash before it
     // already hid, when no open completed in between (the one replay after both
     // re-commits those entries once): up to the shown HWM when that crash's tail ends
-    // below it, else up to where that tail begins (a power loss can hide from lower
-    // than the process crash before it did, when the `hwm` word it had in the page
-    // cache never reached the platter).
+    // below it; else, when that crash was a process crash and this one a power loss, up
+    // to where that tail begins (the `hwm` word the page cache held never reached the
+    // platter, so this tail may begin lower).
     let memory = p
         .memory_hwm
         .or_else(|| {
@@ -92,11 +92,14 @@ fn hidden_tail(facts: &Facts<'_>, crash: &CrashFact, p: &CrashPartition) -> (Off
                 .and_then(|prev| {
                     prev.partitions
                         .get(&p.tp)
-                        .map(|q| hidden_tail(facts, prev, q))
+                        .map(|q| (prev.process, hidden_tail(facts, prev, q)))
                 });
             match prev {
-                Some((_, prev_end)) if prev_end < shown => Some(shown),
-                Some((prev_start, _)) => Some(shown.min(prev_start)),
+                Some((_, (_, prev_end))) if prev_end < shown => Some(shown),
+                // Only a power loss after a process crash drops a word the page cache
+                // held: then this tail may begin below the one before.
+                Some((true, (prev_start, _))) if !crash.process => Some(shown.min(prev_start)),
+                Some(_) => None,
                 None => Some(shown),
             }
         })

@@ -1027,3 +1027,52 @@ fn a_power_loss_hides_from_below_where_the_process_crash_before_it_did() {
         );
     }
 }
+
+#[test]
+fn only_a_power_loss_after_a_process_crash_hides_below_the_crash_before() {
+    // An adversarial review of the widening above: a power loss left the word at 8 on
+    // the platter and nothing wrote it since, so the next power loss reading 0 is no
+    // page-cache word lost; the widening must not excuse the copy at 9.
+    let part = |persisted_hwm, durable_tail| CrashPartition {
+        tp: tp(0),
+        persisted_hwm,
+        durable_tail,
+        memory_hwm: None,
+    };
+    let mut r = Run::new();
+    r.produced(8)
+        .hwm(0, 8, 8, 8)
+        .deliver(6, 0, 5, 1_005)
+        .fault(
+            segment_flip(OffsetRange { start: 5, end: 6 }, Some(true)),
+            Some(0),
+        )
+        .with(|t, h| {
+            h.crash(t, vec![part(8, 5)]);
+        })
+        .restart()
+        .disk(0, OpenRule::Refuse, 8, 5, Some(5))
+        .alarm(
+            Some(0),
+            Alarm::Refused {
+                segment: "00000000000000000000.log".into(),
+                position: 500,
+            },
+        )
+        .with(|t, h| {
+            h.crash(t, vec![part(0, 5)]);
+        })
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 5, Some(5))
+        .alarm(Some(0), hole_at(5))
+        .opened(0, 0, 5)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .deliver(6, 0, 9, 1_009);
+    let report = r.report();
+    assert!(
+        !report.bounded_duplicates.violations.is_empty(),
+        "the copy at 9 excused"
+    );
+}

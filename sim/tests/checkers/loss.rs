@@ -1310,3 +1310,74 @@ fn expect_both_copies(report: &CheckReport, id: ProduceId, covers: &str) {
         ),
     }
 }
+
+/// Id 1 acknowledged at offset 0 above the persisted HWM; a power loss hides it and a
+/// WAL flip destroys its entry. The open of incarnation 1 lists the copy hidden and
+/// reports the WAL damage, and a process crash kills it before it finishes; the open
+/// of incarnation 2 reads the `hwm` word at `word` and dies in a power loss, with a flip
+/// on the copy's frame; the open of incarnation 3 cuts at 0 (R1).
+fn exposure_unknown(word: u64) -> Run {
+    let copy = HeldCopy {
+        offset: 0,
+        id: 1,
+        committed_at_ms: 1_000,
+    };
+    let mut r = Run::new();
+    r.produced(1)
+        .hwm(0, 1, 0, 1)
+        .crash(&[(0, 0, 1, 1)])
+        .wal_entry_flipped(0, 1, 1)
+        .restart()
+        .open_clean(0, 0, 1)
+        .with(|t, h| {
+            h.hidden_at_open(t, &tp(0), 0, 1, vec![copy]);
+        })
+        .alarm(
+            None,
+            Alarm::WalDamaged {
+                corrupt_entries: 1,
+                skipped_bytes: 40,
+            },
+        )
+        .process_crash(&[(0, word, 1, 1)])
+        .restart()
+        .disk(0, OpenRule::Clean, word, 1, None);
+    if word == 0 {
+        r.with(|t, h| {
+            h.hidden_at_open(t, &tp(0), 0, 1, vec![copy]);
+        });
+    }
+    r.crash(&[(0, word, 1, 1)])
+        .fault(flip_above_hwm(0), Some(0))
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, word, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    r
+}
+
+#[test]
+fn a_killed_open_that_reported_wal_damage_saved_nothing_the_next_open_found_hidden() {
+    // Fresh quick seed 3818008202: the open that reported the WAL damage died before
+    // it exposed the hidden tail, and the next one read the word where it was and found
+    // the copy hidden again; a flip then took it.
+    expect_both_copies(&exposure_unknown(0).report(), 1, "its log copy");
+    // The next open read the word past the copy: the exposure lasted, and the copy
+    // was visible when the flip came.
+    let report = exposure_unknown(1).report();
+    assert!(
+        report
+            .no_lost_ack
+            .excuse_of(1)
+            .is_none_or(|e| e.kind != ExcuseKind::BothCopiesDamaged),
+        "{:?}",
+        report.no_lost_ack.excuse_of(1)
+    );
+}

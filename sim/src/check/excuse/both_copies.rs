@@ -114,12 +114,14 @@ impl Excuses<'_, '_> {
                 && facts.alarms.wal_damaged_in(completed)
                 && !self.found_no_copy(tp, id, completed, offset)
                 && !frame_damage(usize::MAX).any(|d| cut_after(d, completed))
+                && !self.hidden_again(tp, id, completed + 1, offset)
             {
                 // That killed open got through the WAL's replay with the entry already
                 // gone; what it did next (exposing the hidden tail) may have saved the
-                // log copy it found, and no crash can say whether it did. Unless it
-                // found none, or had already cut the damaged frame away (its log open
-                // comes before the replay): then there was no copy left to save.
+                // log copy it found. Unless it found none, or had already cut the
+                // damaged frame away (its log open comes before the replay): then there
+                // was no copy left to save; or the next open found the copy hidden
+                // again: then no exposure of it lasted.
                 return None;
             }
             let ended = facts.crash_ending(completed)?;
@@ -176,6 +178,28 @@ impl Excuses<'_, '_> {
                 }
             ),
         ))
+    }
+
+    /// Whether the open of `incarnation` read `tp`'s `hwm` word at or below `offset`
+    /// in every view it took and listed `id`'s copy at `offset` hidden: an exposure by
+    /// the open before it, which persists the HWM past the tail, did not last.
+    fn hidden_again(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        incarnation: Incarnation,
+        offset: Offset,
+    ) -> bool {
+        let facts = self.facts;
+        let views = facts.alarms.views_before(tp, incarnation, usize::MAX);
+        !views.is_empty()
+            && views
+                .iter()
+                .all(|v| v.persisted_hwm.is_some_and(|p| p <= offset))
+            && facts
+                .held_at_open(tp, incarnation)
+                .iter()
+                .any(|c| c.id == id && c.offset == offset)
     }
 
     /// Whether the open of `incarnation` found no copy of `id` on `tp` at or above

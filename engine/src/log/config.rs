@@ -193,6 +193,19 @@ mod tests {
     }
 
     #[test]
+    fn a_flush_buffer_up_to_half_the_frame_bound_is_accepted() {
+        let half = FRAME_BYTES_MAX as usize / 2;
+        let with = |flush_bytes| LogConfig {
+            flush_bytes,
+            buffer_bytes_max: 2 * half,
+            ..LogConfig::default()
+        };
+        assert_eq!(with(half).validate(), Ok(()));
+        let error = with(half + 1).validate().expect_err("rejected");
+        assert!(error.contains("flush_bytes"), "{error}");
+    }
+
+    #[test]
     fn zstd_levels_from_the_fast_ones_to_22_are_accepted_and_0_is_not() {
         let with = |zstd_level| LogConfig {
             zstd_level,

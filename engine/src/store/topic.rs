@@ -229,7 +229,10 @@ mod tests {
                 ..LogConfig::default()
             },
         };
-        assert_eq!(TopicConfig::decode(&config.encode()), Ok(config));
+        assert_eq!(TopicConfig::decode(&config.encode()), Ok(config.clone()));
+        // Blank lines and comments are skipped wherever they stand.
+        let commented = format!("# written by hand\n\n{}\n# end\n", config.encode());
+        assert_eq!(TopicConfig::decode(&commented), Ok(config));
         // A topic.conf written before a key existed opens with that key's default.
         let old = TopicConfig::decode(
             "partitions=3

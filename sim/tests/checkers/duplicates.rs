@@ -959,26 +959,45 @@ fn a_replays_copy_wiped_after_a_clean_open_hands_the_clamp_on_to_the_next() {
     );
 }
 
-/// Ids 1-8 committed at offsets 0-7 and shown (HWM 8), id 6 delivered at 5; the `hwm`
-/// word's fsync fails, so the 8 stays in the page cache. A flip at rest takes the frame
-/// at 5; a process crash (the page cache keeps the 8) and a refusing open; then a power
-/// loss, after which the word reads 0 and the log ends at the bad frame. The open cuts
-/// at 5 (R2) and its replay commits id 6 again at 9.
-fn shown_hwm_lost_after_a_process_crash(process_first: bool, twice: bool) -> Run {
+/// What came before the last power loss in [`shown_hwm_lost`].
+#[derive(Clone, Copy, PartialEq)]
+enum Before {
+    Nothing,
+    /// A process crash: the page cache keeps the word at 8.
+    ProcessCrash,
+    /// A power loss that found the word at 8 on the platter.
+    PowerLoss,
+}
+
+/// Ids 1-8 committed at offsets 0-7 and shown (HWM 8), id 6 delivered at 5. Unless
+/// `before` is a power loss, the `hwm` word's fsync fails, so the 8 stays in the page
+/// cache. A flip at rest takes the frame at 5; `before` (with a refusing open after
+/// it); then a power loss, after which the word reads 0 and the log ends at the bad
+/// frame. The open cuts at 5 (R2) and its replay commits id 6 again at 9 (and at 10,
+/// when `twice`).
+fn shown_hwm_lost(before: Before, twice: bool) -> Run {
     let part = |persisted_hwm, durable_tail| CrashPartition {
         tp: tp(0),
         persisted_hwm,
         durable_tail,
         memory_hwm: None,
     };
+    let on_platter = before == Before::PowerLoss;
     let mut r = Run::new();
-    r.produced(8).hwm(0, 8, 0, 8).deliver(6, 0, 5, 1_005).fault(
-        segment_flip(OffsetRange { start: 5, end: 6 }, Some(false)),
-        Some(0),
-    );
-    if process_first {
+    r.produced(8)
+        .hwm(0, 8, if on_platter { 8 } else { 0 }, 8)
+        .deliver(6, 0, 5, 1_005)
+        .fault(
+            segment_flip(OffsetRange { start: 5, end: 6 }, Some(on_platter)),
+            Some(0),
+        );
+    if before != Before::Nothing {
         r.with(|t, h| {
-            h.process_crash(t, vec![part(8, 8)]);
+            if on_platter {
+                h.crash(t, vec![part(8, 5)]);
+            } else {
+                h.process_crash(t, vec![part(8, 8)]);
+            }
         })
         .restart()
         .disk(0, OpenRule::Refuse, 8, 5, Some(5))
@@ -1012,18 +1031,21 @@ fn a_power_loss_hides_from_below_where_the_process_crash_before_it_did() {
     // Fresh quick seed 3814013003: the process crash before the power loss hid nothing
     // (the page cache held the word at 8); the power loss hid [0, 8), the flipped frame
     // at 5 included, and the replay after it committed id 6 again.
-    for process_first in [false, true] {
-        let report = shown_hwm_lost_after_a_process_crash(process_first, false).report();
+    for (name, before) in [
+        ("nothing", Before::Nothing),
+        ("a process crash", Before::ProcessCrash),
+    ] {
+        let report = shown_hwm_lost(before, false).report();
         assert!(
             report.bounded_duplicates.violations.is_empty(),
-            "process_first {process_first}: {:#?}",
+            "after {name}: {:#?}",
             report.bounded_duplicates.violations
         );
         // One replay commits an entry once: a third copy stays a violation.
-        let report = shown_hwm_lost_after_a_process_crash(process_first, true).report();
+        let report = shown_hwm_lost(before, true).report();
         assert!(
             !report.bounded_duplicates.violations.is_empty(),
-            "process_first {process_first}: a third copy excused"
+            "after {name}: a third copy excused"
         );
     }
 }
@@ -1033,44 +1055,7 @@ fn only_a_power_loss_after_a_process_crash_hides_below_the_crash_before() {
     // An adversarial review of the widening above: a power loss left the word at 8 on
     // the platter and nothing wrote it since, so the next power loss reading 0 is no
     // page-cache word lost; the widening must not excuse the copy at 9.
-    let part = |persisted_hwm, durable_tail| CrashPartition {
-        tp: tp(0),
-        persisted_hwm,
-        durable_tail,
-        memory_hwm: None,
-    };
-    let mut r = Run::new();
-    r.produced(8)
-        .hwm(0, 8, 8, 8)
-        .deliver(6, 0, 5, 1_005)
-        .fault(
-            segment_flip(OffsetRange { start: 5, end: 6 }, Some(true)),
-            Some(0),
-        )
-        .with(|t, h| {
-            h.crash(t, vec![part(8, 5)]);
-        })
-        .restart()
-        .disk(0, OpenRule::Refuse, 8, 5, Some(5))
-        .alarm(
-            Some(0),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 500,
-            },
-        )
-        .with(|t, h| {
-            h.crash(t, vec![part(0, 5)]);
-        })
-        .restart()
-        .disk(0, OpenRule::Hole, 0, 5, Some(5))
-        .alarm(Some(0), hole_at(5))
-        .opened(0, 0, 5)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        })
-        .deliver(6, 0, 9, 1_009);
-    let report = r.report();
+    let report = shown_hwm_lost(Before::PowerLoss, false).report();
     assert!(
         !report.bounded_duplicates.violations.is_empty(),
         "the copy at 9 excused"

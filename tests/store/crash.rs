@@ -214,7 +214,8 @@ fn flip_inside(path: &std::path::Path, needle: &[u8]) {
 /// a log frame below that record but above the persisted HWM, so recovery cut the log
 /// there by R2, discarding the record's readable log copy on the strength of a WAL
 /// entry that no longer existed: an acknowledged record lost. The cut now keeps (writes
-/// into the WAL again) every readable record past the hole whose entry is gone.
+/// into the WAL again) every readable record past the hole whose entry is gone, and
+/// copies those whose entry is there.
 #[test]
 fn an_r2_cut_keeps_a_record_whose_wal_entry_was_damaged_too() {
     let dir = tempfile::tempdir().unwrap();
@@ -243,10 +244,11 @@ fn an_r2_cut_keeps_a_record_whose_wal_entry_was_damaged_too() {
         assert!(seen.contains_key(id), "acknowledged id {id} lost: {seen:?}");
     }
     assert_eq!(
-        (part.salvage_offered, part.salvaged, report.salvaged),
-        (4, 1, 1),
-        "of ids 2..6 past the hole, only id 4 lacks a WAL entry"
+        (part.salvage_offered, part.salvaged, part.salvage_copied),
+        (4, 1, 3),
+        "of ids 2..6 past the hole, only id 4 lacks a WAL entry; the others get a copy"
     );
+    assert_eq!(report.salvaged, 4);
     drop(store);
     // The kept copy is an ordinary WAL entry now: the next open finds no hole and
     // salvages nothing, and id 4 is still there.

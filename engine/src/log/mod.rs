@@ -353,6 +353,8 @@ pub struct OpenReport {
     pub salvage_offered: u64,
     /// Of them, the ones the salvage kept (made durable elsewhere for re-commit).
     pub salvaged: u64,
+    /// Of them, the ones that had another copy and were given a second one.
+    pub salvage_copied: u64,
     /// Bytes of frames above the HWM written back and fsynced, because the page cache
     /// of a crashed process may show them without the disk holding them.
     pub written_back_bytes: u64,
@@ -434,12 +436,14 @@ impl<F: Fs, C: Clock> Log<F, C> {
             .map_err(LogError::io("read the frames R2 discards"))?;
         if !discarded.is_empty() {
             report.salvage_offered = discarded.len() as u64;
-            report.salvaged = salvage
+            let kept = salvage
                 .keep(discarded)
                 .await
                 .map_err(LogError::io("salvage before R2"))?;
-            assert!(report.salvaged <= report.salvage_offered);
-            crate::alarm::salvaged(&dir, report.salvage_offered, report.salvaged);
+            report.salvaged = kept.kept;
+            report.salvage_copied = kept.copied;
+            assert!(kept.kept + kept.copied <= report.salvage_offered);
+            crate::alarm::salvaged(&dir, report.salvage_offered, kept.kept, kept.copied);
         }
         recovery::apply(&fs, &dir, &mut scan)
             .await

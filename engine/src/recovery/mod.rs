@@ -8,7 +8,7 @@ mod scan;
 
 pub use persist::persist_unproven;
 pub use reader::{ProbedFrame, SegmentReader, WINDOW_BYTES};
-pub use salvage::{Discard, Salvage, SalvagedRecord, read_discarded};
+pub use salvage::{Discard, Kept, Salvage, SalvagedRecord, read_discarded};
 pub use scan::{
     Corruption, FrameEntry, PartitionScan, ScanDepth, SegmentScan, Truncation, TruncationRule,
     read_replaced_word_file, read_word_file, scan_partition,

@@ -41,21 +41,30 @@ pub struct SalvagedRecord {
     pub payload: Vec<u8>,
 }
 
+/// What a [`Salvage`] made durable of the records offered to it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// Records that had no other copy, now durable elsewhere for re-commit.
+    pub kept: u64,
+    /// Records that had another copy, given a second one so the cut leaves two.
+    pub copied: u64,
+}
+
 /// What recovery does with the records an R2 truncation would discard.
 pub trait Salvage {
     /// Called once per open that truncates by R2, before the truncation, with the
-    /// readable records past the bad frame in file order. Returns how many it kept; a
+    /// readable records past the bad frame in file order. Returns what it kept; a
     /// record it keeps must be durable somewhere that re-commits it when this returns.
     /// An error stops the open before anything is truncated.
-    fn keep(&mut self, records: Vec<SalvagedRecord>) -> impl Future<Output = io::Result<u64>>;
+    fn keep(&mut self, records: Vec<SalvagedRecord>) -> impl Future<Output = io::Result<Kept>>;
 }
 
 /// The salvage of a log with no WAL behind it: R2 discards, as the spec says.
 pub struct Discard;
 
 impl Salvage for Discard {
-    async fn keep(&mut self, _records: Vec<SalvagedRecord>) -> io::Result<u64> {
-        Ok(0)
+    async fn keep(&mut self, _records: Vec<SalvagedRecord>) -> io::Result<Kept> {
+        Ok(Kept::default())
     }
 }
 

@@ -13,11 +13,12 @@
 //! across any in-contract crash.
 //!
 //! **Recovery order on open.** (1) every partition log recovers (R1-R4; a refusal
-//! marks that partition unavailable, the others open); before an R2 cut, the readable
-//! records past the hole whose WAL entry is gone are written into the WAL again
-//! (`salvage`, which opens the WAL early for it: a double fault costs a duplicate, not a
-//! loss); (2) the WAL is read, and every entry past its partition's checkpoint is
-//! re-committed at a fresh offset; (3) only then does `open` return, so no new produce
+//! marks that partition unavailable, the others open); before an R2 cut, every readable
+//! record past the hole is written into the WAL again, as a plain entry when its entry
+//! is gone and as a salvage copy of its entry otherwise (`salvage`, which opens the WAL
+//! early for it: the cut never leaves a record fewer copies than it had); (2) the WAL
+//! is read, and every entry past its partition's checkpoint (one of an entry and its
+//! copies) is re-committed at a fresh offset; (3) only then does `open` return, so no new produce
 //! is accepted before the replay.
 //!
 //! **Ordering.** Within a partition, the WAL append and the log append happen under one
@@ -120,8 +121,9 @@ pub struct StoreOpenReport {
     pub replayed: u64,
     /// Hidden-tail records made visible because the WAL had lost entries.
     pub hidden_exposed: u64,
-    /// Records past an R2 hole whose WAL entry was gone, written into the WAL before
-    /// the cut and re-committed by the replay (counted in `replayed` too).
+    /// Records past an R2 hole written into the WAL before the cut: those whose entry
+    /// was gone (re-committed by the replay, counted in `replayed` too) and salvage
+    /// copies of those whose entry was still there (see `salvage`).
     pub salvaged: u64,
     /// Per partition log: what recovery did.
     pub partitions: BTreeMap<PartitionId, crate::log::OpenReport>,
@@ -386,36 +388,43 @@ impl<F: Fs, C: Clock> Store<F, C> {
 
     /// Re-commits WAL entries past their partition's checkpoint, in WAL order, except
     /// those with a copy already visible between the checkpoint's offset and the HWM.
+    /// An entry and its salvage copies stand for one record: the first readable one is
+    /// replayed in its root's place, and all of them then share its offset. A copy of an
+    /// entry the checkpoint passed stands for a record below it and is skipped.
     async fn replay(
         &self,
         entries: Vec<wal::WalEntry>,
         checkpoint: &BTreeMap<PartitionId, Checkpoint>,
     ) -> Result<u64, StoreError> {
-        let mut by_partition: BTreeMap<PartitionId, Vec<wal::WalEntry>> = BTreeMap::new();
+        let mut by_partition: BTreeMap<PartitionId, BTreeMap<u64, Vec<wal::WalEntry>>> =
+            BTreeMap::new();
         for entry in entries {
             let floor = checkpoint
                 .get(&entry.partition)
                 .copied()
                 .unwrap_or_default();
+            let live = entry.seq >= floor.seq && entry.root() >= floor.seq;
             {
                 let mut pending = lock(&self.inner.pending);
                 let p = pending.entry(entry.partition.clone()).or_default();
                 p.seq_end = p.seq_end.max(entry.seq + 1);
-                if entry.seq >= floor.seq {
+                if live {
                     p.entries.insert(entry.seq, None);
                 }
             }
-            if entry.seq >= floor.seq {
+            if live {
                 by_partition
                     .entry(entry.partition.clone())
+                    .or_default()
+                    .entry(entry.root())
                     .or_default()
                     .push(entry);
             }
         }
         let mut replayed = 0u64;
-        for (id, entries) in by_partition {
+        for (id, roots) in by_partition {
             let Ok(partition) = self.partition(&id.0, id.1) else {
-                tracing::error!(topic = %id.0, partition = id.1, entries = entries.len(),
+                tracing::error!(topic = %id.0, partition = id.1, entries = roots.len(),
                     "WAL entries for an unavailable partition kept for a later replay");
                 continue;
             };
@@ -427,8 +436,18 @@ impl<F: Fs, C: Clock> Store<F, C> {
             {
                 let mut pending = lock(&self.inner.pending);
                 let p = pending.entry(id.clone()).or_default();
-                for entry in entries {
-                    let copy = (entry.key, entry.payload);
+                for (root, mut members) in roots {
+                    let seqs: Vec<u64> = members.iter().map(|e| e.seq).collect();
+                    debug_assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+                    debug_assert!(members.iter().all(|e| e.root() == root));
+                    let first = members.swap_remove(0);
+                    debug_assert!(
+                        members
+                            .iter()
+                            .all(|e| (&e.key, &e.payload) == (&first.key, &first.payload)),
+                        "a copy holds its root's bytes"
+                    );
+                    let copy = (first.key, first.payload);
                     match visible
                         .get_mut(&copy)
                         .and_then(|offsets| offsets.pop_first())
@@ -440,9 +459,11 @@ impl<F: Fs, C: Clock> Store<F, C> {
                         // after a lost checkpoint, commits old entries at new offsets:
                         // WAL order is then not offset order).
                         Some(offset) => {
-                            p.entries.insert(entry.seq, Some(offset));
+                            for seq in seqs {
+                                p.entries.insert(seq, Some(offset));
+                            }
                         }
-                        None => to_commit.push((entry.seq, copy)),
+                        None => to_commit.push((seqs, copy)),
                     }
                 }
             }
@@ -454,8 +475,10 @@ impl<F: Fs, C: Clock> Store<F, C> {
                     .map_err(log_err(&id))?;
                 let mut pending = lock(&self.inner.pending);
                 let p = pending.entry(id.clone()).or_default();
-                for ((seq, _), offset) in chunk.iter().zip(range) {
-                    p.entries.insert(*seq, Some(offset));
+                for ((seqs, _), offset) in chunk.iter().zip(range) {
+                    for &seq in seqs {
+                        p.entries.insert(seq, Some(offset));
+                    }
                 }
                 replayed += chunk.len() as u64;
             }

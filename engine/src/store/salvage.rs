@@ -1,7 +1,11 @@
-//! The store's salvage for R2 (see [`crate::recovery::Salvage`]): of the readable
-//! records past an R2 hole, keep those whose ingress WAL entry is gone, by writing them
-//! into the WAL again before the log is cut. The replay then re-commits them like any
-//! entry past the checkpoint.
+//! The store's salvage for R2 (see [`crate::recovery::Salvage`]): every readable record
+//! past an R2 hole is made durable in the WAL before the log is cut, so the cut never
+//! leaves a record with fewer copies than it had. A record whose ingress WAL entry is
+//! gone is written again as a plain entry; a record whose entry is still there is
+//! written as a *salvage copy* of that entry (`[0x00][root]`, see `wal`), which the
+//! replay treats as the same entry: of an entry and its copies it commits one record.
+//! Without the copy, a cut followed by one flip of the WAL entry (before a replay had
+//! re-committed it) would lose a record whose log frame was never damaged.
 //!
 //! The store opens its WAL after the partitions recover; an R2 cut that discards
 //! readable records needs it earlier, so [`OpeningWal`] opens it at the first such cut
@@ -9,20 +13,23 @@
 //! same I/O in the same order as before salvage existed.
 //!
 //! Invariants:
-//! - a record is kept unless a readable WAL entry of its partition at or past the
-//!   checkpoint's seq has the same key and payload, and of several records with the same
-//!   key and payload one is kept: repeated crashes with a lagging persisted HWM leave
-//!   several copies of one entry in the log (each replay re-commits the hidden tail), and
-//!   the log cannot tell them from distinct produces with equal bytes. With no WAL
-//!   damage every record past the hole has its entry there, so nothing is kept;
-//! - a kept record is durable in the WAL (appended and fsynced) before `keep` returns,
-//!   so a crash after the R2 cut finds it in the WAL; a crash before the cut finds the
-//!   hole again, and now the WAL entry covers the record, so it is not kept twice.
+//! - records match entries by key and payload, each entry (with its copies) at most one
+//!   record, in seq order: repeated crashes with a lagging persisted HWM leave several
+//!   copies of one entry in the log (each replay re-commits the hidden tail), and the
+//!   log cannot tell them from distinct produces with equal bytes. A record that matches
+//!   no free entry but whose bytes an entry or an earlier record has is such a copy and
+//!   is not written; of the rest, one per content is written as a plain entry;
+//! - an entry gets a copy only while fewer than two readable entries stand for it, so
+//!   an open killed between the salvage and the cut (which finds the hole again) does
+//!   not write more copies each time;
+//! - everything written is durable in the WAL (appended and fsynced) before `keep`
+//!   returns, so a crash after the R2 cut finds it in the WAL; a crash before the cut
+//!   finds the hole again.
 
 use super::wal::{Checkpoint, PartitionId, Wal, WalEntry, WalError, WalOpenReport};
 use crate::fs::Fs;
-use crate::recovery::{Salvage, SalvagedRecord};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::recovery::{Kept, Salvage, SalvagedRecord};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
 use std::path::PathBuf;
 
@@ -87,16 +94,48 @@ impl<F: Fs> OpeningWal<F> {
     }
 }
 
+/// The entries of one partition the replay will see, by the seq they stand for.
+struct Roots {
+    /// Per (key, payload), the roots not yet matched to a record, lowest first.
+    free: BTreeMap<(Vec<u8>, Vec<u8>), VecDeque<u64>>,
+    /// Per root, how many readable entries stand for it.
+    members: BTreeMap<u64, usize>,
+}
+
 impl<F: Fs> OpenedWal<F> {
-    /// The (key, payload) of every readable entry of `id` the replay will see.
-    fn covered(&self, id: &PartitionId) -> BTreeSet<(&[u8], &[u8])> {
+    /// The entries of `id` at or past its checkpoint's seq, grouped by root. A copy of an
+    /// entry below the checkpoint stands for a record the log already holds: the replay
+    /// skips it, so it is no group.
+    fn roots(&self, id: &PartitionId) -> Roots {
         let from = self.checkpoint.get(id).map_or(0, |c| c.seq);
-        self.entries
+        let mut content = BTreeMap::new();
+        let mut members = BTreeMap::new();
+        for e in self
+            .entries
             .iter()
-            .filter(|e| e.partition == *id && e.seq >= from)
-            .map(|e| (e.key.as_slice(), e.payload.as_slice()))
-            .collect()
+            .filter(|e| e.partition == *id && e.root() >= from)
+        {
+            *members.entry(e.root()).or_insert(0) += 1;
+            content
+                .entry(e.root())
+                .or_insert((e.key.as_slice(), e.payload.as_slice()));
+        }
+        let mut free: BTreeMap<_, VecDeque<u64>> = BTreeMap::new();
+        for (root, content) in content {
+            let (key, payload) = content;
+            free.entry((key.to_vec(), payload.to_vec()))
+                .or_default()
+                .push_back(root);
+        }
+        Roots { free, members }
     }
+}
+
+/// What the salvage writes for one record: a plain entry, or a copy of `root`.
+struct Write {
+    key: Vec<u8>,
+    payload: Vec<u8>,
+    copy_of: Option<u64>,
 }
 
 /// [`OpeningWal`]'s salvage for one partition.
@@ -105,31 +144,51 @@ pub(super) struct PartitionSalvage<'s, F: Fs> {
     id: PartitionId,
 }
 
-impl<F: Fs> Salvage for PartitionSalvage<'_, F> {
-    async fn keep(&mut self, records: Vec<SalvagedRecord>) -> io::Result<u64> {
-        let opened = self.wal.get().await.map_err(io::Error::other)?;
-        // One copy of each content: earlier replays may have left several copies of
-        // one entry past the hole.
-        let uncovered: Vec<(Vec<u8>, Vec<u8>)> = {
-            let covered = opened.covered(&self.id);
-            let mut kept = BTreeSet::new();
-            let mut uncovered = Vec::new();
-            for SalvagedRecord { key, payload, .. } in records {
-                if !covered.contains(&(key.as_slice(), payload.as_slice()))
-                    && kept.insert((key.clone(), payload.clone()))
-                {
-                    uncovered.push((key, payload));
-                }
+impl<F: Fs> PartitionSalvage<'_, F> {
+    /// Matches `records` to the entries that stand for them (see the module's
+    /// invariants) and says what to write.
+    fn plan(opened: &OpenedWal<F>, id: &PartitionId, records: Vec<SalvagedRecord>) -> Vec<Write> {
+        let mut roots = opened.roots(id);
+        let mut seen: BTreeSet<(Vec<u8>, Vec<u8>)> = BTreeSet::new();
+        let mut out = Vec::new();
+        for SalvagedRecord { key, payload, .. } in records {
+            let content = (key, payload);
+            let known = roots.free.contains_key(&content);
+            let root = roots.free.get_mut(&content).and_then(VecDeque::pop_front);
+            let write = match root {
+                Some(root) => roots.members[&root] < 2,
+                None => !known && !seen.contains(&content),
+            };
+            if write {
+                out.push(Write {
+                    key: content.0.clone(),
+                    payload: content.1.clone(),
+                    copy_of: root,
+                });
             }
-            uncovered
-        };
-        let mut kept = 0u64;
+            seen.insert(content);
+        }
+        out
+    }
+}
+
+impl<F: Fs> Salvage for PartitionSalvage<'_, F> {
+    async fn keep(&mut self, records: Vec<SalvagedRecord>) -> io::Result<Kept> {
+        let opened = self.wal.get().await.map_err(io::Error::other)?;
+        let writes = Self::plan(opened, &self.id, records);
+        let mut kept = Kept::default();
         let mut last_seq = None;
-        for (key, payload) in uncovered {
-            let seq = opened
-                .wal
-                .append(&self.id, &key, &payload)
-                .map_err(io::Error::other)?;
+        for Write {
+            key,
+            payload,
+            copy_of,
+        } in writes
+        {
+            let seq = match copy_of {
+                Some(root) => opened.wal.append_copy(&self.id, &key, &payload, root),
+                None => opened.wal.append(&self.id, &key, &payload),
+            }
+            .map_err(io::Error::other)?;
             assert!(last_seq.is_none_or(|last| last < seq), "WAL seqs increase");
             assert!(
                 opened.entries.last().is_none_or(|e| e.seq < seq),
@@ -141,13 +200,253 @@ impl<F: Fs> Salvage for PartitionSalvage<'_, F> {
                 partition: self.id.clone(),
                 key,
                 payload,
+                copy_of,
             });
-            kept += 1;
+            match copy_of {
+                Some(_) => kept.copied += 1,
+                None => kept.kept += 1,
+            }
         }
         if let Some(seq) = last_seq {
             opened.wal.sync_to(seq).await.map_err(io::Error::other)?;
         }
-        opened.salvaged += kept;
+        opened.salvaged += kept.kept + kept.copied;
         Ok(kept)
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the tests damage files at rest with std::fs, as a flip on the platter would"
+)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::fs::StdFs;
+    use crate::log::Log;
+    use crate::store::{Store, StoreConfig, TopicConfig};
+    use std::path::Path;
+
+    fn block<T>(f: impl Future<Output = T>) -> T {
+        pollster::block_on(f)
+    }
+
+    fn record(offset: u64, text: &str) -> SalvagedRecord {
+        SalvagedRecord {
+            offset,
+            committed_at_ms: 0,
+            key: b"k".to_vec(),
+            payload: text.as_bytes().to_vec(),
+        }
+    }
+
+    fn entry(seq: u64, text: &str, copy_of: Option<u64>) -> WalEntry {
+        WalEntry {
+            seq,
+            partition: ("t".to_string(), 0),
+            key: b"k".to_vec(),
+            payload: text.as_bytes().to_vec(),
+            copy_of,
+        }
+    }
+
+    /// The WAL of an empty directory, as an open found it, with `entries` read.
+    fn opened(dir: &Path, entries: Vec<WalEntry>) -> OpenedWal<StdFs> {
+        let (wal, checkpoint, _, report) = block(Wal::open(StdFs, dir, 1 << 20)).unwrap();
+        OpenedWal {
+            wal,
+            checkpoint,
+            entries,
+            report,
+            salvaged: 0,
+        }
+    }
+
+    fn plan(opened: &OpenedWal<StdFs>, records: Vec<SalvagedRecord>) -> Vec<(String, Option<u64>)> {
+        PartitionSalvage::<StdFs>::plan(opened, &("t".to_string(), 0), records)
+            .into_iter()
+            .map(|w| (String::from_utf8(w.payload).unwrap(), w.copy_of))
+            .collect()
+    }
+
+    #[test]
+    fn each_record_past_the_hole_gets_a_copy_or_a_plain_entry_once() {
+        let dir = tempfile::tempdir().unwrap();
+        // Entries 3 (a), 4 (b), 5 (a again: a distinct produce with equal bytes); no
+        // entry for c.
+        let wal = opened(
+            dir.path(),
+            vec![
+                entry(3, "a", None),
+                entry(4, "b", None),
+                entry(5, "a", None),
+            ],
+        );
+        let records = vec![
+            record(7, "a"),
+            record(8, "b"),
+            record(9, "c"),
+            record(10, "a"),
+            record(11, "b"), // a replay's second copy of entry 4
+            record(12, "c"), // a second copy of c: one plain entry is enough
+        ];
+        assert_eq!(
+            plan(&wal, records),
+            vec![
+                ("a".into(), Some(3)),
+                ("b".into(), Some(4)),
+                ("c".into(), None),
+                ("a".into(), Some(5)),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_entry_that_already_has_a_copy_gets_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        // An open killed between its salvage and its cut wrote copy 9 of entry 3; the
+        // next open finds the same hole. Entry 4 lost its own entry, and copy 10 of it
+        // is its only one: a second copy is written.
+        let wal = opened(
+            dir.path(),
+            vec![
+                entry(3, "a", None),
+                entry(9, "a", Some(3)),
+                entry(10, "b", Some(4)),
+            ],
+        );
+        assert_eq!(
+            plan(&wal, vec![record(7, "a"), record(8, "b")]),
+            vec![("b".into(), Some(4))]
+        );
+    }
+
+    #[test]
+    fn a_copy_of_a_checkpointed_entry_stands_for_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut wal = opened(dir.path(), vec![entry(12, "a", Some(2))]);
+        wal.checkpoint.insert(
+            ("t".to_string(), 0),
+            crate::store::Checkpoint { seq: 5, offset: 5 },
+        );
+        // Record a's entry was below the checkpoint (the log holds it below the
+        // persisted HWM): no group, and its bytes are unknown, so one plain entry.
+        assert_eq!(plan(&wal, vec![record(7, "a")]), vec![("a".into(), None)]);
+    }
+
+    type TestStore = Store<StdFs, ManualClock>;
+
+    fn open_store(root: &Path, clock: &ManualClock) -> TestStore {
+        block(Store::open(
+            StdFs,
+            clock.clone(),
+            root,
+            StoreConfig::default(),
+        ))
+        .expect("open store")
+        .0
+    }
+
+    /// Every payload below the HWM of `t/0`, in offset order.
+    fn payloads(store: &TestStore) -> Vec<String> {
+        let part = store.partition("t", 0).unwrap();
+        let batch = block(part.log.read(0, 1000)).unwrap();
+        batch
+            .records
+            .into_iter()
+            .map(|r| String::from_utf8(r.payload).unwrap())
+            .collect()
+    }
+
+    /// Flips one bit of the first occurrence of `needle` in the file at `path`.
+    fn flip_inside(path: &Path, needle: &[u8]) {
+        let mut bytes = std::fs::read(path).unwrap();
+        let at = bytes
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in {}", path.display()));
+        bytes[at + needle.len() - 1] ^= 0x01;
+        std::fs::write(path, &bytes).unwrap();
+    }
+
+    /// Six acknowledged records above the persisted HWM 0, a crash, and a flip in the
+    /// frame of `id:1`: an R2 hole with the readable frames of ids 2..6 past it. Then an
+    /// open that salvages and cuts, and is killed before its replay.
+    fn cut_and_killed(root: &Path, clock: &ManualClock) {
+        let store = open_store(root, clock);
+        block(store.create_topic("t", TopicConfig::default())).unwrap();
+        for id in 0..6 {
+            let payload = format!("id:{id}");
+            block(store.produce("t", Some(0), b"k", payload.as_bytes())).unwrap();
+        }
+        drop(store);
+        let part = root.join("topics/t/p00000");
+        flip_inside(&part.join("00000000000000000000.log"), b"id:1");
+        let mut opening = OpeningWal::new(StdFs, root.join("wal"), 8 << 20);
+        let id = ("t".to_string(), 0);
+        let (_, report) = block(Log::open_salvaging(
+            StdFs,
+            clock.clone(),
+            &part,
+            TopicConfig::default().log,
+            &mut opening.partition(&id),
+        ))
+        .unwrap();
+        assert_eq!(
+            (
+                report.tail_offset,
+                report.salvage_offered,
+                report.salvaged,
+                report.salvage_copied
+            ),
+            (1, 4, 0, 4),
+            "cut at 1; ids 2..6 keep their entries and get a copy each"
+        );
+        // Killed here: the WAL holds the copies, the log ends at the hole.
+    }
+
+    #[test]
+    fn a_record_cut_past_a_hole_survives_the_loss_of_its_wal_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(1_700_000_000_000);
+        cut_and_killed(dir.path(), &clock);
+        // A flip destroys id 4's entry (in the first segment; its copy is in a later one).
+        flip_inside(&dir.path().join("wal/00000000000000000000.wal"), b"id:4");
+        let store = open_store(dir.path(), &clock);
+        // The WAL damage exposes id 0's hidden copy; id 4's copy is replayed in its
+        // entry's place, so the order of the produces is kept.
+        assert_eq!(
+            payloads(&store),
+            ["id:0", "id:1", "id:2", "id:3", "id:4", "id:5"]
+        );
+    }
+
+    #[test]
+    fn an_entry_and_its_copy_are_replayed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(1_700_000_000_000);
+        cut_and_killed(dir.path(), &clock);
+        let store = open_store(dir.path(), &clock);
+        // Id 0's hidden copy below the hole shows once the replay moves the HWM over it
+        // (a crash's usual duplicate); ids 1..6 are committed once each.
+        assert_eq!(
+            payloads(&store),
+            ["id:0", "id:0", "id:1", "id:2", "id:3", "id:4", "id:5"]
+        );
+        // The copies' seqs were settled with their entries': nothing is pending past a
+        // checkpoint once the HWM is persisted, so the next open replays nothing.
+        block(store.persist_hwms()).unwrap();
+        block(store.checkpoint_wal()).unwrap();
+        drop(store);
+        let (store, report) = block(Store::open(
+            StdFs,
+            clock.clone(),
+            dir.path(),
+            StoreConfig::default(),
+        ))
+        .unwrap();
+        assert_eq!(report.replayed, 0);
+        assert_eq!(payloads(&store).len(), 7);
     }
 }

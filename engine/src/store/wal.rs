@@ -11,7 +11,11 @@
 //! ```
 //!
 //! A WAL record (inside a frame's `[len:4BE][record]` entries):
-//! `[topicLen:uvarint][topic][partition:4BE][keyLen:uvarint][key][payload]`.
+//! `[topicLen:uvarint][topic][partition:4BE][keyLen:uvarint][key][payload]`, or, for a
+//! *salvage copy* (see `salvage`), `[0x00][root:8BE]` followed by the same fields: a
+//! second copy of the entry with sequence number `root`, written when an R2 cut
+//! discards the log's copy. A topic name is never empty, so a plain record never
+//! starts with `0x00`.
 //!
 //! Invariants:
 //! - an entry is acknowledged to nobody before the fsync that covers it returned `Ok`;
@@ -56,7 +60,20 @@ pub struct WalEntry {
     pub partition: PartitionId,
     pub key: Vec<u8>,
     pub payload: Vec<u8>,
+    /// For a salvage copy, the seq of the entry it copies (always lower than `seq`).
+    pub copy_of: Option<u64>,
 }
+
+impl WalEntry {
+    /// The entry this one stands for: the replay commits one record per root.
+    pub fn root(&self) -> u64 {
+        self.copy_of.unwrap_or(self.seq)
+    }
+}
+
+/// The first byte of a salvage copy's record, where a plain record has its topic
+/// name's length (never 0).
+const COPY_MARK: u8 = 0x00;
 
 /// What opening the WAL found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -141,9 +158,19 @@ pub fn parse_segment_name(name: &str) -> Option<u64> {
         .flatten()
 }
 
-/// Encodes a WAL record.
-pub fn encode_record(partition: &PartitionId, key: &[u8], payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(partition.0.len() + key.len() + payload.len() + 16);
+/// Encodes a WAL record; `copy_of` makes it a salvage copy of that seq's entry.
+pub fn encode_record(
+    partition: &PartitionId,
+    key: &[u8],
+    payload: &[u8],
+    copy_of: Option<u64>,
+) -> Vec<u8> {
+    assert!(!partition.0.is_empty(), "a topic name is never empty");
+    let mut out = Vec::with_capacity(partition.0.len() + key.len() + payload.len() + 25);
+    if let Some(root) = copy_of {
+        out.push(COPY_MARK);
+        out.extend_from_slice(&root.to_be_bytes());
+    }
     put_uvarint(&mut out, partition.0.len() as u64);
     out.extend_from_slice(partition.0.as_bytes());
     out.extend_from_slice(&partition.1.to_be_bytes());
@@ -153,9 +180,22 @@ pub fn encode_record(partition: &PartitionId, key: &[u8], payload: &[u8]) -> Vec
     out
 }
 
+/// A decoded WAL record: partition, key, payload, and the seq a salvage copy copies.
+pub type DecodedRecord<'a> = (PartitionId, &'a [u8], &'a [u8], Option<u64>);
+
 /// Decodes a WAL record; `None` when malformed.
-pub fn decode_record(bytes: &[u8]) -> Option<(PartitionId, &[u8], &[u8])> {
+pub fn decode_record(bytes: &[u8]) -> Option<DecodedRecord<'_>> {
+    let (copy_of, bytes) = match bytes.split_first()? {
+        (&COPY_MARK, rest) => {
+            let (root, rest) = rest.split_at_checked(8)?;
+            (Some(u64::from_be_bytes(root.try_into().ok()?)), rest)
+        }
+        _ => (None, bytes),
+    };
     let (topic_len, used) = get_uvarint(bytes)?;
+    if topic_len == 0 {
+        return None;
+    }
     let rest = bytes.get(used..)?;
     let (topic, rest) = rest.split_at_checked(usize::try_from(topic_len).ok()?)?;
     let topic = std::str::from_utf8(topic).ok()?.to_string();
@@ -164,7 +204,7 @@ pub fn decode_record(bytes: &[u8]) -> Option<(PartitionId, &[u8], &[u8])> {
     let (key_len, used) = get_uvarint(rest)?;
     let rest = rest.get(used..)?;
     let (key, payload) = rest.split_at_checked(usize::try_from(key_len).ok()?)?;
-    Some(((topic, partition), key, payload))
+    Some(((topic, partition), key, payload, copy_of))
 }
 
 /// Encodes the checkpoint file body with its CRC trailer.
@@ -298,7 +338,10 @@ impl<F: Fs> Wal<F> {
                 for (index, range) in ranges.into_iter().enumerate() {
                     let seq = header.base_offset + index as u64;
                     match payload.get(range).and_then(decode_record) {
-                        Some((partition, key, value)) => {
+                        // A copy names an earlier entry; one naming itself or a later
+                        // one is malformed.
+                        Some((.., Some(root))) if root >= seq => report.corrupt_entries += 1,
+                        Some((partition, key, value, copy_of)) => {
                             let end = segment.ends.entry(partition.clone()).or_insert(0);
                             *end = (*end).max(seq + 1);
                             entries.push(WalEntry {
@@ -306,6 +349,7 @@ impl<F: Fs> Wal<F> {
                                 partition,
                                 key: key.to_vec(),
                                 payload: value.to_vec(),
+                                copy_of,
                             });
                         }
                         None => report.corrupt_entries += 1,
@@ -399,7 +443,24 @@ impl<F: Fs> Wal<F> {
         key: &[u8],
         payload: &[u8],
     ) -> Result<u64, WalError> {
-        let record = encode_record(partition, key, payload);
+        self.append_record(partition, encode_record(partition, key, payload, None))
+    }
+
+    /// Buffers a salvage copy of the entry `root` (see `salvage`); returns its seq.
+    pub fn append_copy(
+        &self,
+        partition: &PartitionId,
+        key: &[u8],
+        payload: &[u8],
+        root: u64,
+    ) -> Result<u64, WalError> {
+        let record = encode_record(partition, key, payload, Some(root));
+        let seq = self.append_record(partition, record)?;
+        assert!(root < seq, "a copy follows the entry it copies");
+        Ok(seq)
+    }
+
+    fn append_record(&self, partition: &PartitionId, record: Vec<u8>) -> Result<u64, WalError> {
         let mut st = self.state();
         if let Some(reason) = &st.poisoned {
             return Err(WalError::Poisoned(reason.clone()));
@@ -649,10 +710,23 @@ mod tests {
 
     #[test]
     fn records_and_checkpoints_round_trip() {
-        let record = encode_record(&pid(3), b"key", b"payload");
+        let record = encode_record(&pid(3), b"key", b"payload", None);
         assert_eq!(
             decode_record(&record),
-            Some((pid(3), &b"key"[..], &b"payload"[..]))
+            Some((pid(3), &b"key"[..], &b"payload"[..], None))
+        );
+        let copy = encode_record(&pid(3), b"key", b"payload", Some(41));
+        assert_eq!(copy[0], COPY_MARK, "a copy is marked by its first byte");
+        assert_eq!(copy[9..], record[..], "then reads as the plain record");
+        assert_eq!(
+            decode_record(&copy),
+            Some((pid(3), &b"key"[..], &b"payload"[..], Some(41)))
+        );
+        assert_eq!(decode_record(&copy[..8]), None, "a short root is malformed");
+        assert_eq!(
+            decode_record(&[COPY_MARK; 12]),
+            None,
+            "an empty topic is malformed"
         );
         let mut checkpoint = BTreeMap::new();
         checkpoint.insert(pid(0), Checkpoint { seq: 7, offset: 3 });

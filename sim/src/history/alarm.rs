@@ -25,8 +25,13 @@ pub enum Alarm {
         offset: u64,
         bytes: u64,
     },
-    /// Of `offered` readable records past an R2 hole, `kept` were written into the WAL.
-    Salvaged { offered: u64, kept: u64 },
+    /// Of `offered` readable records past an R2 hole, `kept` (no other copy) were
+    /// written into the WAL, and `copied` (their entry still readable) got a second copy.
+    Salvaged {
+        offered: u64,
+        kept: u64,
+        copied: u64,
+    },
     /// R3: an open refuses the partition.
     Refused { segment: String, position: u64 },
     /// R4: the persisted HWM was clamped down to `hwm`; `lost` records are recorded loss.
@@ -142,6 +147,7 @@ impl Alarm {
             a::SALVAGED => Alarm::Salvaged {
                 offered: num("offered")?,
                 kept: num("kept")?,
+                copied: num("copied")?,
             },
             a::REFUSED => Alarm::Refused {
                 segment: text("segment")?,
@@ -230,7 +236,11 @@ impl fmt::Display for Alarm {
             } => {
                 write!(f, " {segment}@{position} offset={offset} bytes={bytes}")
             }
-            Alarm::Salvaged { offered, kept } => write!(f, " offered={offered} kept={kept}"),
+            Alarm::Salvaged {
+                offered,
+                kept,
+                copied,
+            } => write!(f, " offered={offered} kept={kept} copied={copied}"),
             Alarm::Refused { segment, position } => write!(f, " {segment}@{position}"),
             Alarm::Clamp {
                 persisted_hwm,

@@ -1,7 +1,9 @@
 //! Ingress WAL segments decoded from bytes, as FORMAT.md states them ("The ingress
 //! WAL"): frames of the log's frame format, one per group commit, whose base offset is
 //! the WAL sequence number of their first entry, each entry
-//! `[topicLen:uvarint][topic][partition:4BE][keyLen:uvarint][key][payload]`.
+//! `[topicLen:uvarint][topic][partition:4BE][keyLen:uvarint][key][payload]`, a salvage
+//! copy of the entry `root` with `[0x00][root:8BE]` before it (`root` below its own seq,
+//! or the entry is malformed).
 //!
 //! Invariant: a frame is one CRC unit, so an unreadable frame loses all of its entries;
 //! past one, the next readable frame is found by the same hunt the log uses.
@@ -17,6 +19,8 @@ pub struct Entry {
     pub partition: u32,
     pub key: Vec<u8>,
     pub payload: Vec<u8>,
+    /// For a salvage copy, the seq of the entry it copies.
+    pub copy_of: Option<u64>,
 }
 
 /// One readable frame: its bytes in the file, the sequence number of its first entry,
@@ -59,9 +63,22 @@ pub fn segment_base(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// One parsed WAL record: topic, partition, key, payload, and what a copy copies.
+pub type Record<'a> = (String, u32, &'a [u8], &'a [u8], Option<u64>);
+
 /// Parses one WAL record.
-pub fn record(bytes: &[u8]) -> Option<(String, u32, &[u8], &[u8])> {
+pub fn record(bytes: &[u8]) -> Option<Record<'_>> {
+    let (copy_of, bytes) = match bytes.split_first()? {
+        (0, rest) => {
+            let (root, rest) = rest.split_at_checked(8)?;
+            (Some(u64::from_be_bytes(root.try_into().ok()?)), rest)
+        }
+        _ => (None, bytes),
+    };
     let (topic_len, used) = frame::uvarint(bytes)?;
+    if topic_len == 0 {
+        return None;
+    }
     let rest = bytes.get(used..)?;
     let (topic, rest) = rest.split_at_checked(usize::try_from(topic_len).ok()?)?;
     let topic = std::str::from_utf8(topic).ok()?.to_owned();
@@ -70,7 +87,7 @@ pub fn record(bytes: &[u8]) -> Option<(String, u32, &[u8], &[u8])> {
     let (key_len, used) = frame::uvarint(rest)?;
     let rest = rest.get(used..)?;
     let (key, payload) = rest.split_at_checked(usize::try_from(key_len).ok()?)?;
-    Some((topic, partition, key, payload))
+    Some((topic, partition, key, payload, copy_of))
 }
 
 /// Every readable frame of a WAL segment image, from byte 0 and, past an unreadable
@@ -97,13 +114,18 @@ pub fn frames(image: &[u8]) -> Vec<WalFrame> {
             .iter()
             .enumerate()
             .filter_map(|(index, r)| {
-                let (topic, partition, key, payload) = record(r)?;
+                let (topic, partition, key, payload, copy_of) = record(r)?;
+                let seq = header.base_offset + index as u64;
+                if copy_of.is_some_and(|root| root >= seq) {
+                    return None;
+                }
                 Some(Entry {
-                    seq: header.base_offset + index as u64,
+                    seq,
                     topic,
                     partition,
                     key: key.to_vec(),
                     payload: payload.to_vec(),
+                    copy_of,
                 })
             })
             .collect();

@@ -18,6 +18,7 @@ use crate::history::{DamagedWalEntry, OffsetRange, TopicPartition, parse_payload
 use crate::reference::frame::{self, Header};
 use crate::reference::partition::segment_base;
 use crate::reference::wal;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::Path;
 
@@ -63,28 +64,82 @@ fn wal_segment_base(name: &str) -> Option<u64> {
         .flatten()
 }
 
+/// The readable entries of a WAL: per (topic, partition, root), where the root is the
+/// seq an entry stands for (its own, or the one a salvage copy copies), the seqs of
+/// the entries that stand for it.
+pub type WalRoots = BTreeMap<(String, u32, u64), BTreeSet<u64>>;
+
+/// The [`WalRoots`] of every readable entry in the WAL segment `images`.
+pub fn wal_roots<'a>(images: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> WalRoots {
+    let mut roots = WalRoots::new();
+    for entry in images
+        .into_iter()
+        .filter(|(name, _)| wal_segment_base(name).is_some())
+        .flat_map(|(_, image)| wal::frames(image))
+        .flat_map(|frame| frame.entries)
+    {
+        let root = entry.copy_of.unwrap_or(entry.seq);
+        roots
+            .entry((entry.topic, entry.partition, root))
+            .or_default()
+            .insert(entry.seq);
+    }
+    roots
+}
+
+/// What a damage did to the WAL entries whose frames it touched.
+#[derive(Debug, Default)]
+pub struct WalHit {
+    /// Entries destroyed with nothing left that stands for them: the WAL lost them.
+    pub lost: Vec<DamagedWalEntry>,
+    /// Entries still readable after the damage (it wrote the bytes that were there).
+    pub intact: u64,
+    /// Entries destroyed while another entry standing for their root (a salvage copy,
+    /// or the entry a copy copied) stayed readable.
+    pub saved_by_copy: u64,
+}
+
 /// The entries of the WAL segment at `path` whose frames, in the image `before`, share a
-/// byte with one of the `hit` ranges. Empty for a WAL file that is not a segment (the
+/// byte with one of the `hit` ranges, judged against `readable` (the WAL as it reads
+/// after the damage, see [`wal_roots`]): an entry is lost only when no entry standing
+/// for its root is readable. Nothing for a WAL file that is not a segment (the
 /// checkpoint: damage there makes the replay start over, it loses nothing).
-pub fn wal_entries_hit(path: &Path, before: &[u8], hit: &[Range<u64>]) -> Vec<DamagedWalEntry> {
+pub fn wal_entries_hit(
+    path: &Path,
+    before: &[u8],
+    hit: &[Range<u64>],
+    readable: &WalRoots,
+) -> WalHit {
+    let mut out = WalHit::default();
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if wal_segment_base(name).is_none() {
-        return Vec::new();
+        return out;
     }
-    wal::frames(before)
+    for entry in wal::frames(before)
         .into_iter()
         .filter(|frame| hit.iter().any(|h| overlaps(&frame.position, h)))
         .flat_map(|frame| frame.entries)
-        .filter_map(|entry| {
+    {
+        let root = entry.copy_of.unwrap_or(entry.seq);
+        match readable.get(&(entry.topic.clone(), entry.partition, root)) {
+            Some(seqs) if seqs.contains(&entry.seq) => out.intact += 1,
+            Some(_) => out.saved_by_copy += 1,
             // An entry whose payload carries no id is no produce of this run's: the
             // damage destroyed nothing the checkers account for.
-            Some(DamagedWalEntry {
-                seq: entry.seq,
-                tp: TopicPartition::new(entry.topic, entry.partition),
-                id: parse_payload_id(&entry.payload).ok()?,
-            })
-        })
-        .collect()
+            None => {
+                out.lost.extend(
+                    parse_payload_id(&entry.payload)
+                        .ok()
+                        .map(|id| DamagedWalEntry {
+                            seq: entry.seq,
+                            tp: TopicPartition::new(entry.topic, entry.partition),
+                            id,
+                        }),
+                )
+            }
+        }
+    }
+    out
 }
 
 /// Frame headers of a segment image from byte `at`, where the frame with base offset
@@ -197,7 +252,12 @@ mod tests {
             &(topic.to_owned(), partition),
             b"k",
             &encode_payload(id, b"body"),
+            None,
         )
+    }
+
+    fn none() -> WalRoots {
+        WalRoots::new()
     }
 
     /// A WAL segment named for seq 10 with three frames: seqs 10-11 (ids 1, 2), 12 (id 3)
@@ -223,8 +283,8 @@ mod tests {
         (image, ranges)
     }
 
-    fn ids(entries: &[DamagedWalEntry]) -> Vec<(u64, u32, u64)> {
-        entries
+    fn ids(hit: WalHit) -> Vec<(u64, u32, u64)> {
+        hit.lost
             .iter()
             .map(|e| (e.seq, e.tp.partition, e.id))
             .collect()
@@ -254,20 +314,28 @@ mod tests {
         // One byte in the first frame's payload: both of its entries, nothing else.
         let flip = frames[0].end - 3;
         assert_eq!(
-            ids(&wal_entries_hit(&path, &image, &[flip..flip + 1])),
+            ids(wal_entries_hit(&path, &image, &[flip..flip + 1], &none())),
             vec![(10, 0, 1), (11, 1, 2)]
         );
         // A range straddling the second and third frames names both.
         let straddle = frames[1].end - 2..frames[2].start + 2;
         assert_eq!(
-            ids(&wal_entries_hit(&path, &image, &[straddle])),
+            ids(wal_entries_hit(&path, &image, &[straddle], &none())),
             vec![(12, 0, 3), (13, 1, 4)]
         );
         // Past the last frame: nothing was there.
         let past = frames[2].end;
-        assert!(wal_entries_hit(&path, &image, &[past..past + 512]).is_empty());
+        assert!(
+            wal_entries_hit(&path, &image, &[past..past + 512], &none())
+                .lost
+                .is_empty()
+        );
         // The checkpoint is not a segment.
-        assert!(wal_entries_hit(Path::new("/data/wal/checkpoint"), &image, &[0..1]).is_empty());
+        assert!(
+            wal_entries_hit(Path::new("/data/wal/checkpoint"), &image, &[0..1], &none())
+                .lost
+                .is_empty()
+        );
     }
 
     #[test]
@@ -280,14 +348,67 @@ mod tests {
         image[earlier] ^= 0x04;
         let path = Path::new("/data/wal").join(wal::segment_name(10));
         assert_eq!(
-            ids(&wal_entries_hit(
+            ids(wal_entries_hit(
                 &path,
                 &image,
-                &[frames[1].start..frames[1].start + 1]
+                &[frames[1].start..frames[1].start + 1],
+                &none()
             )),
             vec![(12, 0, 3)]
         );
-        assert!(wal_entries_hit(&path, &image, &[frames[0].start..frames[0].end]).is_empty());
+        assert!(
+            wal_entries_hit(&path, &image, &[frames[0].start..frames[0].end], &none())
+                .lost
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_wal_hit_on_an_entry_with_a_readable_salvage_copy_names_nothing() {
+        // Seq 14 is a salvage copy of seq 12 (id 3), in the same segment.
+        let (mut image, frames) = wal_image();
+        let mut codecs = Codecs::default();
+        let copy = wal::encode_record(
+            &("orders".to_owned(), 0),
+            b"k",
+            &encode_payload(3, b"body"),
+            Some(12),
+        );
+        image.extend(frame(&mut codecs, 14, &[copy]));
+        let path = Path::new("/data/wal").join(wal::segment_name(10));
+        let name = wal::segment_name(10);
+        let roots = wal_roots([(name.as_str(), image.as_slice())]);
+        assert_eq!(
+            roots.get(&("orders".to_owned(), 0, 12)),
+            Some(&BTreeSet::from([12, 14])),
+            "the copy stands for seq 12, not for itself"
+        );
+        assert_eq!(roots.len(), 4);
+        let hit = [frames[1].start..frames[1].start + 1];
+        // With the copy readable after the damage, the entry lost nothing.
+        let mut after = image.clone();
+        after[frames[1].start as usize + 20] ^= 1;
+        let readable = wal_roots([(name.as_str(), after.as_slice())]);
+        let judged = wal_entries_hit(&path, &image, &hit, &readable);
+        assert!(judged.lost.is_empty());
+        assert_eq!((judged.saved_by_copy, judged.intact), (1, 0));
+        // A write of the bytes that were there destroyed nothing.
+        let judged = wal_entries_hit(
+            &path,
+            &image,
+            &hit,
+            &wal_roots([(name.as_str(), image.as_slice())]),
+        );
+        assert_eq!(
+            (judged.lost.len(), judged.saved_by_copy, judged.intact),
+            (0, 0, 1)
+        );
+        // Once the copy is gone too, the damage names the entry.
+        let without_copy = wal_roots([(name.as_str(), &after[..frames[2].end as usize])]);
+        assert_eq!(
+            ids(wal_entries_hit(&path, &image, &hit, &without_copy)),
+            vec![(12, 0, 3)]
+        );
     }
 
     #[test]

@@ -288,7 +288,10 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
         rec.paths.hidden_records += open.hidden_records;
     }
     rec.paths.wal_replayed += report.replayed;
-    rec.paths.records_salvaged += report.salvaged;
+    for open in report.partitions.values() {
+        rec.paths.records_salvaged += open.salvaged;
+        rec.paths.salvage_copies += open.salvage_copied;
+    }
     for ((topic, partition), (raw, loaded), log_start, metrics) in frontiers {
         let tp = TopicPartition::new(topic, partition);
         rec.history.frontier_loaded(now, &tp, raw, loaded);

@@ -28,6 +28,11 @@ pub struct Paths {
     pub holes_truncated: u64,
     /// Records past an R2 hole whose WAL entry was gone, kept by the salvage.
     pub records_salvaged: u64,
+    /// Records past an R2 hole whose WAL entry was there, given a salvage copy.
+    pub salvage_copies: u64,
+    /// WAL entries damage destroyed while a salvage copy of theirs (or the entry a
+    /// destroyed copy copied) stayed readable: named as no loss.
+    pub wal_entries_saved_by_copy: u64,
     pub refusals: u64,
     /// Topics whose topic.conf an open could not read.
     pub topics_refused: u64,
@@ -78,6 +83,8 @@ impl Paths {
             ("zero_tails_at_open", self.zero_tails_at_open),
             ("holes_truncated_r2", self.holes_truncated),
             ("records_salvaged_r2", self.records_salvaged),
+            ("salvage_copies_r2", self.salvage_copies),
+            ("wal_entries_saved_by_copy", self.wal_entries_saved_by_copy),
             ("refusals_r3", self.refusals),
             ("topics_refused", self.topics_refused),
             ("recorded_clamps_r4", self.recorded_clamps),
@@ -301,7 +308,27 @@ impl Recorder {
         before: &[u8],
         hit: &[Range<u64>],
     ) {
-        let entries = damage::wal_entries_hit(path, before, hit);
+        // What the WAL still reads after the damage, as a power loss would leave it.
+        let readable = {
+            let dir = path.parent().unwrap_or(path);
+            let images: Vec<(String, Vec<u8>)> = self
+                .fs
+                .durable_names(dir)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|name| {
+                    let bytes = self.fs.durable_bytes(&dir.join(&name))?;
+                    Some((name, bytes))
+                })
+                .collect();
+            damage::wal_roots(images.iter().map(|(n, b)| (n.as_str(), b.as_slice())))
+        };
+        let damage::WalHit {
+            lost: entries,
+            saved_by_copy,
+            ..
+        } = damage::wal_entries_hit(path, before, hit, &readable);
+        self.paths.wal_entries_saved_by_copy += saved_by_copy;
         if entries.is_empty() {
             return;
         }

@@ -576,6 +576,7 @@ fn a_killed_open_that_cut_the_damaged_frame_before_its_replay_saved_nothing() {
         Alarm::Salvaged {
             offered: 1,
             kept: 1,
+            copied: 0,
         },
     );
     assert_mentions(
@@ -760,6 +761,7 @@ fn a_process_crash_cache_tail_does_not_show_the_log_copy_gone() {
             Alarm::Salvaged {
                 offered: 1,
                 kept: 0,
+                copied: 0,
             },
         )
         .alarm(Some(0), hole_at(0))

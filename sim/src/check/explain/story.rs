@@ -339,9 +339,13 @@ fn alarm_note(alarm: &Alarm, o: Option<Offset>) -> Option<String> {
             Some(format!("the open cut at {offset} (R1){}", at(*offset)))
         }
         Alarm::Hole { offset, .. } => Some(format!("the open cut at {offset} (R2){}", at(*offset))),
-        Alarm::Salvaged { offered, kept } => Some(format!(
-            "the R2 salvage kept {kept} of {offered} readable records past the hole, \
-             through the WAL"
+        Alarm::Salvaged {
+            offered,
+            kept,
+            copied,
+        } => Some(format!(
+            "the R2 salvage wrote {kept} of {offered} readable records past the hole into \
+             the WAL, and a second copy of {copied} whose entry it still held"
         )),
         Alarm::Refused { .. } => Some("the open refused the partition (R3)".into()),
         Alarm::Clamp {

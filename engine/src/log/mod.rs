@@ -443,7 +443,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             report.salvaged = kept.kept;
             report.salvage_copied = kept.copied;
             assert!(kept.kept + kept.copied <= report.salvage_offered);
-            crate::alarm::salvaged(&dir, report.salvage_offered, kept.kept, kept.copied);
+            crate::alarm::salvaged(&dir, report.salvage_offered, &kept);
         }
         recovery::apply(&fs, &dir, &mut scan)
             .await

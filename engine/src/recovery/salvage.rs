@@ -48,6 +48,10 @@ pub struct Kept {
     pub kept: u64,
     /// Records that had another copy, given a second one so the cut leaves two.
     pub copied: u64,
+    /// Where the salvage wrote them, for the `r2_salvaged` alarm (for the store, the
+    /// WAL sequence numbers `[first_seq, end_seq)`; empty when it wrote nothing).
+    pub first_seq: u64,
+    pub end_seq: u64,
 }
 
 /// What recovery does with the records an R2 truncation would discard.

@@ -189,7 +189,10 @@ impl<F: Fs> Salvage for PartitionSalvage<'_, F> {
                 None => opened.wal.append(&self.id, &key, &payload),
             }
             .map_err(io::Error::other)?;
-            assert!(last_seq.is_none_or(|last| last < seq), "WAL seqs increase");
+            assert!(
+                last_seq.is_none_or(|last| last + 1 == seq),
+                "a salvage's entries take consecutive seqs: nothing else appends during an open"
+            );
             assert!(
                 opened.entries.last().is_none_or(|e| e.seq < seq),
                 "a salvaged entry follows every entry read"
@@ -209,6 +212,8 @@ impl<F: Fs> Salvage for PartitionSalvage<'_, F> {
         }
         if let Some(seq) = last_seq {
             opened.wal.sync_to(seq).await.map_err(io::Error::other)?;
+            kept.end_seq = seq + 1;
+            kept.first_seq = kept.end_seq - (kept.kept + kept.copied);
         }
         opened.salvaged += kept.kept + kept.copied;
         Ok(kept)

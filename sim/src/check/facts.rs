@@ -42,6 +42,9 @@ pub struct Facts<'h> {
     pub wal_damage: BTreeMap<ProduceId, Vec<usize>>,
     /// Per fault index, the produce ids whose WAL entries it destroyed.
     pub wal_damage_by_fault: BTreeMap<usize, BTreeSet<ProduceId>>,
+    /// Per (partition, produce id), the [`EventKind::SalvageWrote`] events whose WAL
+    /// entries (kept or copied) hold it.
+    pub salvage_wrote: BTreeMap<(TopicPartition, ProduceId), Vec<usize>>,
     /// Incarnations whose store open completed: the world recorded what it found (a
     /// frontier or a refusal per partition). Such an open replayed the whole WAL.
     pub opened: BTreeSet<Incarnation>,
@@ -69,6 +72,7 @@ impl<'h> Facts<'h> {
             segment_damage: BTreeMap::new(),
             wal_damage: BTreeMap::new(),
             wal_damage_by_fault: BTreeMap::new(),
+            salvage_wrote: BTreeMap::new(),
             opened: BTreeSet::new(),
             opened_at: BTreeMap::new(),
             alarms: AlarmIndex::new(history),
@@ -133,6 +137,14 @@ impl<'h> Facts<'h> {
                 EventKind::Heal => {
                     facts.heal.get_or_insert((index, event.at_ms));
                 }
+                EventKind::SalvageWrote { tp, kept, copied } => {
+                    for &id in kept.iter().chain(copied) {
+                        let wrote = facts.salvage_wrote.entry((tp.clone(), id)).or_default();
+                        if wrote.last() != Some(&index) {
+                            wrote.push(index);
+                        }
+                    }
+                }
                 EventKind::WalEntriesDamaged {
                     entries,
                     fault_index,
@@ -174,6 +186,15 @@ impl<'h> Facts<'h> {
     /// The highest log start observed for `tp` (0 when none).
     pub fn final_log_start(&self, tp: &TopicPartition) -> Offset {
         self.log_starts.get(tp).map_or(0, |(s, _)| *s)
+    }
+
+    /// Whether an R2 salvage after history index `index` wrote a WAL entry of `id` on
+    /// `tp` (see [`EventKind::SalvageWrote`]): the record had a readable log copy then,
+    /// and the replay re-commits it from that entry.
+    pub fn salvaged_after(&self, tp: &TopicPartition, id: ProduceId, index: usize) -> bool {
+        self.salvage_wrote
+            .get(&(tp.clone(), id))
+            .is_some_and(|wrote| wrote.iter().any(|&w| w > index))
     }
 
     /// The last crash recorded before `index`.

@@ -26,11 +26,14 @@ pub enum Alarm {
         bytes: u64,
     },
     /// Of `offered` readable records past an R2 hole, `kept` (no other copy) were
-    /// written into the WAL, and `copied` (their entry still readable) got a second copy.
+    /// written into the WAL, and `copied` (their entry still readable) got a second
+    /// copy, at WAL seqs `[first_seq, end_seq)`.
     Salvaged {
         offered: u64,
         kept: u64,
         copied: u64,
+        first_seq: u64,
+        end_seq: u64,
     },
     /// R3: an open refuses the partition.
     Refused { segment: String, position: u64 },
@@ -148,6 +151,8 @@ impl Alarm {
                 offered: num("offered")?,
                 kept: num("kept")?,
                 copied: num("copied")?,
+                first_seq: num("first_seq")?,
+                end_seq: num("end_seq")?,
             },
             a::REFUSED => Alarm::Refused {
                 segment: text("segment")?,
@@ -240,6 +245,7 @@ impl fmt::Display for Alarm {
                 offered,
                 kept,
                 copied,
+                ..
             } => write!(f, " offered={offered} kept={kept} copied={copied}"),
             Alarm::Refused { segment, position } => write!(f, " {segment}@{position}"),
             Alarm::Clamp {

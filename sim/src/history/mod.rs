@@ -509,6 +509,15 @@ pub enum EventKind {
         knobs: LayoutKnobs,
         segments: Vec<SegmentLayout>,
     },
+    /// World, right after an `r2_salvaged` alarm that wrote entries: the produce ids
+    /// of the WAL entries at the seqs the alarm names, as the reference decoder reads
+    /// the page cache: `kept` as plain entries (their entry was gone), `copied` as
+    /// salvage copies. Which records the salvage saved, by identity.
+    SalvageWrote {
+        tp: TopicPartition,
+        kept: Vec<ProduceId>,
+        copied: Vec<ProduceId>,
+    },
 }
 
 /// One ingress WAL entry destroyed by damage at rest.
@@ -644,6 +653,9 @@ impl fmt::Display for Event {
             ),
             EventKind::ReceiveKilled { tp, asked_at_ms } => {
                 write!(f, "receive_killed {tp} asked_at_ms={asked_at_ms}")
+            }
+            EventKind::SalvageWrote { tp, kept, copied } => {
+                write!(f, "salvage_wrote {tp} kept={kept:?} copied={copied:?}")
             }
             EventKind::LayoutObserved { tp, segments, .. } => write!(
                 f,
@@ -1165,6 +1177,23 @@ impl History {
                 fault_index,
                 tp: tp.clone(),
                 held,
+            },
+        )
+    }
+
+    pub fn salvage_wrote(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        kept: Vec<ProduceId>,
+        copied: Vec<ProduceId>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SalvageWrote {
+                tp: tp.clone(),
+                kept,
+                copied,
             },
         )
     }

@@ -180,8 +180,20 @@ impl Subscriber for AlarmSubscriber {
         if let Some(recorder) = slot.as_ref() {
             let mut rec = recorder.lock();
             let now = rec.now_ms();
+            let salvaged = match (&alarm, &tp) {
+                (
+                    Alarm::Salvaged {
+                        first_seq, end_seq, ..
+                    },
+                    Some(tp),
+                ) if first_seq < end_seq => Some((tp.clone(), *first_seq..*end_seq)),
+                _ => None,
+            };
             rec.history
                 .engine_alarm(now, tp.as_ref(), alarm, RAISING.get());
+            if let Some((tp, seqs)) = salvaged {
+                rec.salvage_wrote(&tp, seqs);
+            }
         }
     }
 

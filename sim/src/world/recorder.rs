@@ -338,6 +338,43 @@ impl Recorder {
             .wal_entries_damaged(now, fault_index, first_replay, entries);
     }
 
+    /// After an R2 salvage wrote the WAL entries at `seqs` for `tp`: records which
+    /// produces they hold, read from the WAL's page cache (the salvage fsynced them).
+    pub fn salvage_wrote(&mut self, tp: &TopicPartition, seqs: Range<u64>) {
+        let dir = super::node::wal_dir();
+        let (mut kept, mut copied) = (Vec::new(), Vec::new());
+        for name in self.fs.visible_names(&dir).unwrap_or_default() {
+            if crate::reference::wal::segment_base(&name).is_none() {
+                continue;
+            }
+            let Some(image) = self.fs.visible_bytes(&dir.join(&name)) else {
+                continue;
+            };
+            for entry in crate::reference::wal::frames(&image)
+                .into_iter()
+                .flat_map(|f| f.entries)
+                .filter(|e| seqs.contains(&e.seq))
+            {
+                assert!(
+                    entry.topic == tp.topic && entry.partition == tp.partition,
+                    "a salvage of {tp} wrote seq {} for {}/{}",
+                    entry.seq,
+                    entry.topic,
+                    entry.partition
+                );
+                let Ok(id) = crate::history::parse_payload_id(&entry.payload) else {
+                    continue;
+                };
+                match entry.copy_of {
+                    Some(_) => copied.push(id),
+                    None => kept.push(id),
+                }
+            }
+        }
+        let now = self.now_ms();
+        self.history.salvage_wrote(now, tp, kept, copied);
+    }
+
     /// What a misdirected write into a segment overwrote: the offsets of the frames it
     /// landed on and whether the first of them starts below the persisted HWM (the
     /// durable `hwm` file now; a missing one means 0). `(None, None)` when unknown or

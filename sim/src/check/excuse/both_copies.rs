@@ -92,11 +92,9 @@ impl Excuses<'_, '_> {
                 .cuts(tp)
                 .any(|cut| cut.index > d && cut.offset <= offset && cut.incarnation == incarnation)
         };
-        // An R2 salvage after the WAL damage wrote the records it kept into the WAL
-        // again, under new seqs: the record may have a readable entry after all.
-        if facts.alarms.of(tp).iter().any(|a| {
-            a.index > wal_fault_index && matches!(a.alarm, Alarm::Salvaged { kept, .. } if kept > 0)
-        }) {
+        // An R2 salvage after the WAL damage wrote the record into the WAL again, under
+        // a new seq: it has a readable entry after all.
+        if facts.salvaged_after(tp, id, wal_fault_index) {
             return None;
         }
         let mut candidates = vec![first];

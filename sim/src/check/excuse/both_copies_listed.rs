@@ -7,7 +7,7 @@
 
 use super::Excuses;
 use super::{Excuse, ExcuseKind};
-use crate::history::{Alarm, EventKind, Incarnation, Offset, ProduceId, TopicPartition};
+use crate::history::{EventKind, Incarnation, Offset, ProduceId, TopicPartition};
 
 /// The WAL damage a row rests on: the fault, its `WalEntriesDamaged` event, and the
 /// first open whose replay reads the WAL after it.
@@ -76,10 +76,7 @@ impl Excuses<'_, '_> {
                     _ => None,
                 });
         for wal in wal_losses {
-            let salvaged = facts.alarms.of(tp).iter().any(|a| {
-                a.index > wal.fault && matches!(a.alarm, Alarm::Salvaged { kept, .. } if kept > 0)
-            });
-            if salvaged {
+            if facts.salvaged_after(tp, id, wal.fault) {
                 continue;
             }
             let mut log_losses: Vec<LogLoss> = Vec::new();
@@ -208,7 +205,7 @@ impl Excuses<'_, '_> {
             .copied()
             .filter(|&o| !(o == acked && acked_stays))
             .collect();
-        if !self.recommits_all_taken(tp, ack_index, log.fault, wal.first_replay, &recommits) {
+        if !self.recommits_all_taken(tp, id, ack_index, log.fault, wal.first_replay, &recommits) {
             return None;
         }
         Some(Excuse::new(
@@ -240,10 +237,11 @@ impl Excuses<'_, '_> {
     /// a copy the damage took. A replay commits at or past its open's floor (the tail it
     /// found, or its lowest cut); the re-commit is gone when a later open found the log
     /// ending cleanly at or below that floor, or cut there, or a power loss before
-    /// `before` left the log ending at or below it with no salvage since.
+    /// `before` left the log ending at or below it with no salvage of `id` since.
     fn recommits_all_taken(
         &self,
         tp: &TopicPartition,
+        id: ProduceId,
         ack_index: usize,
         before: usize,
         first_replay: Incarnation,
@@ -265,11 +263,6 @@ impl Excuses<'_, '_> {
                 (inc, r, cut.map_or(tail, |c| c.min(tail)))
             })
             .collect();
-        let salvaged_after = |index: usize| {
-            facts.alarms.of(tp).iter().any(|a| {
-                a.index > index && matches!(a.alarm, Alarm::Salvaged { kept, .. } if kept > 0)
-            })
-        };
         let mut survivors: Vec<Offset> = replays
             .iter()
             .filter(|&&(inc, r, floor)| {
@@ -289,7 +282,7 @@ impl Excuses<'_, '_> {
                         && c.partitions
                             .get(tp)
                             .is_some_and(|p| p.durable_tail <= floor)
-                        && !salvaged_after(c.index)
+                        && !facts.salvaged_after(tp, id, c.index)
                 });
                 let cut_later = facts
                     .alarms

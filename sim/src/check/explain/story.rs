@@ -343,6 +343,7 @@ fn alarm_note(alarm: &Alarm, o: Option<Offset>) -> Option<String> {
             offered,
             kept,
             copied,
+            ..
         } => Some(format!(
             "the R2 salvage wrote {kept} of {offered} readable records past the hole into \
              the WAL, and a second copy of {copied} whose entry it still held"

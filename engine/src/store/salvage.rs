@@ -19,9 +19,11 @@
 //!   log cannot tell them from distinct produces with equal bytes. A record that matches
 //!   no free entry but whose bytes an entry or an earlier record has is such a copy and
 //!   is not written; of the rest, one per content is written as a plain entry;
-//! - an entry gets a copy only while fewer than two readable entries stand for it, so
-//!   an open killed between the salvage and the cut (which finds the hole again) does
-//!   not write more copies each time;
+//! - every record matched to an entry gets a copy from this open, even when the WAL
+//!   already shows one: a copy an earlier open wrote and was killed before fsyncing is
+//!   readable through the page cache after a process crash, and a power loss takes it.
+//!   Opens killed between the salvage and the cut (each finds the hole again) add a
+//!   copy each; the replay commits one record per entry however many copies it has;
 //! - everything written is durable in the WAL (appended and fsynced) before `keep`
 //!   returns, so a crash after the R2 cut finds it in the WAL; a crash before the cut
 //!   finds the hole again.
@@ -94,40 +96,34 @@ impl<F: Fs> OpeningWal<F> {
     }
 }
 
-/// The entries of one partition the replay will see, by the seq they stand for.
-struct Roots {
-    /// Per (key, payload), the roots not yet matched to a record, lowest first.
-    free: BTreeMap<(Vec<u8>, Vec<u8>), VecDeque<u64>>,
-    /// Per root, how many readable entries stand for it.
-    members: BTreeMap<u64, usize>,
-}
+/// Per (key, payload), the roots (the seqs entries stand for) of one partition the
+/// replay will see, lowest first.
+type Roots = BTreeMap<(Vec<u8>, Vec<u8>), VecDeque<u64>>;
 
 impl<F: Fs> OpenedWal<F> {
-    /// The entries of `id` at or past its checkpoint's seq, grouped by root. A copy of an
+    /// The roots of the entries of `id` at or past its checkpoint's seq. A copy of an
     /// entry below the checkpoint stands for a record the log already holds: the replay
-    /// skips it, so it is no group.
+    /// skips it, so it is no root.
     fn roots(&self, id: &PartitionId) -> Roots {
         let from = self.checkpoint.get(id).map_or(0, |c| c.seq);
         let mut content = BTreeMap::new();
-        let mut members = BTreeMap::new();
         for e in self
             .entries
             .iter()
             .filter(|e| e.partition == *id && e.root() >= from)
         {
-            *members.entry(e.root()).or_insert(0) += 1;
             content
                 .entry(e.root())
                 .or_insert((e.key.as_slice(), e.payload.as_slice()));
         }
-        let mut free: BTreeMap<_, VecDeque<u64>> = BTreeMap::new();
-        for (root, content) in content {
-            let (key, payload) = content;
-            free.entry((key.to_vec(), payload.to_vec()))
+        let mut roots = Roots::new();
+        for (root, (key, payload)) in content {
+            roots
+                .entry((key.to_vec(), payload.to_vec()))
                 .or_default()
                 .push_back(root);
         }
-        Roots { free, members }
+        roots
     }
 }
 
@@ -153,12 +149,9 @@ impl<F: Fs> PartitionSalvage<'_, F> {
         let mut out = Vec::new();
         for SalvagedRecord { key, payload, .. } in records {
             let content = (key, payload);
-            let known = roots.free.contains_key(&content);
-            let root = roots.free.get_mut(&content).and_then(VecDeque::pop_front);
-            let write = match root {
-                Some(root) => roots.members[&root] < 2,
-                None => !known && !seen.contains(&content),
-            };
+            let known = roots.contains_key(&content);
+            let root = roots.get_mut(&content).and_then(VecDeque::pop_front);
+            let write = root.is_some() || !known && !seen.contains(&content);
             if write {
                 out.push(Write {
                     key: content.0.clone(),
@@ -308,11 +301,11 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_that_already_has_a_copy_gets_no_other() {
+    fn an_entry_that_already_has_a_copy_gets_another() {
         let dir = tempfile::tempdir().unwrap();
-        // An open killed between its salvage and its cut wrote copy 9 of entry 3; the
-        // next open finds the same hole. Entry 4 lost its own entry, and copy 10 of it
-        // is its only one: a second copy is written.
+        // An open killed between its salvage and its cut wrote copy 9 of entry 3, maybe
+        // only into the page cache; the next open finds the same hole and makes its own
+        // copy durable. Entry 4 lost its own entry; copy 10 stands for it.
         let wal = opened(
             dir.path(),
             vec![
@@ -323,7 +316,7 @@ mod tests {
         );
         assert_eq!(
             plan(&wal, vec![record(7, "a"), record(8, "b")]),
-            vec![("b".into(), Some(4))]
+            vec![("a".into(), Some(3)), ("b".into(), Some(4))]
         );
     }
 

@@ -1055,7 +1055,7 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>, at: Option
     {
         // The entries of the frame the flip hit, from the image as it was before.
         let hit = flip.position..flip.position + 1;
-        rec.wal_damaged(fault_index, &flip.path, &before, &[hit]);
+        rec.wal_damaged(fault_index, &flip.path, &before, &[hit], true);
     }
     // A flip that lands while the node's open runs may be read by it or not: the open
     // is then held to either view of the disk.

@@ -301,15 +301,22 @@ impl Recorder {
 
     /// After the fault at `fault_index` damaged the `hit` byte ranges of the WAL file at
     /// `path`, whose durable image was `before`: records the entries it destroyed.
+    /// Damage at rest (`at_rest`, in contract) names an entry only when nothing standing
+    /// for it stays readable; the out-of-contract faults (a misdirected write, a lost
+    /// fsync) name every entry they hit, their reach as the contract states it: what
+    /// still reads right after them may be overwritten later with no event of its own.
     pub fn wal_damaged(
         &mut self,
         fault_index: usize,
         path: &Path,
         before: &[u8],
         hit: &[Range<u64>],
+        at_rest: bool,
     ) {
         // What the WAL still reads after the damage, as a power loss would leave it.
-        let readable = {
+        let readable = if !at_rest {
+            damage::WalRoots::new()
+        } else {
             let dir = path.parent().unwrap_or(path);
             let images: Vec<(String, Vec<u8>)> = self
                 .fs
@@ -517,7 +524,13 @@ impl Recorder {
             if file == FileKind::Wal {
                 if let Some(over) = &event.overwritten {
                     // What it landed on, and what it was meant to write where it belongs.
-                    self.wal_damaged(fault_index, &event.path, &over.durable_before, &over.landed);
+                    self.wal_damaged(
+                        fault_index,
+                        &event.path,
+                        &over.durable_before,
+                        &over.landed,
+                        false,
+                    );
                     if let (Some((visible, ranges)), Some(at), Some(len)) =
                         (self.undurable(&event.path), event.position, event.len)
                     {
@@ -525,11 +538,11 @@ impl Recorder {
                             .into_iter()
                             .filter(|r| r.start < at + len && at < r.end)
                             .collect();
-                        self.wal_damaged(fault_index, &event.path, &visible, &within);
+                        self.wal_damaged(fault_index, &event.path, &visible, &within, false);
                     }
                 }
                 if lost_fsync && let Some((visible, ranges)) = self.undurable(&event.path) {
-                    self.wal_damaged(fault_index, &event.path, &visible, &ranges);
+                    self.wal_damaged(fault_index, &event.path, &visible, &ranges, false);
                 }
             }
         }

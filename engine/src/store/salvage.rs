@@ -447,4 +447,39 @@ mod tests {
         assert_eq!(report.replayed, 0);
         assert_eq!(payloads(&store).len(), 7);
     }
+
+    #[test]
+    fn a_copy_of_an_entry_the_checkpoint_passed_is_not_replayed() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(1_700_000_000_000);
+        let store = open_store(dir.path(), &clock);
+        block(store.create_topic("t", TopicConfig::default())).unwrap();
+        for id in 0..3 {
+            let payload = format!("id:{id}");
+            block(store.produce("t", Some(0), b"k", payload.as_bytes())).unwrap();
+        }
+        block(store.persist_hwms()).unwrap();
+        block(store.checkpoint_wal()).unwrap();
+        drop(store);
+        // A copy of entry 1, which the checkpoint passed (its record is below the
+        // persisted HWM), past the checkpoint's seq: an open killed after a salvage
+        // that copied it before the checkpoint moved.
+        let (wal, checkpoint, _, _) =
+            block(Wal::open(StdFs, dir.path().join("wal"), 8 << 20)).unwrap();
+        assert!(checkpoint[&("t".to_string(), 0)].seq > 1);
+        let seq = wal
+            .append_copy(&("t".to_string(), 0), b"k", b"id:1", 1)
+            .unwrap();
+        block(wal.sync_to(seq)).unwrap();
+        drop(wal);
+        let (store, report) = block(Store::open(
+            StdFs,
+            clock.clone(),
+            dir.path(),
+            StoreConfig::default(),
+        ))
+        .unwrap();
+        assert_eq!(report.replayed, 0);
+        assert_eq!(payloads(&store), ["id:0", "id:1", "id:2"]);
+    }
 }

@@ -180,7 +180,7 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
                 .collect();
             match pairs
                 .iter()
-                .find_map(|(earlier, later)| explain(facts, &excuses, earlier, later))
+                .find_map(|(earlier, later)| explain(facts, &excuses, *id, earlier, later))
             {
                 Some(excuse) => report.excused.push((*id, excuse)),
                 None => {
@@ -371,13 +371,14 @@ fn fresh_from(facts: &Facts<'_>, crash: &CrashFact, state: &CrashPartition) -> O
 fn explain(
     facts: &Facts<'_>,
     excuses: &Excuses<'_, '_>,
+    id: ProduceId,
     earlier: &Copy,
     later: &Copy,
 ) -> Option<Excuse> {
     damaged_copy(facts, earlier, later)
         .or_else(|| damaged_copy(facts, later, earlier))
-        .or_else(|| checkpoint_lost(facts, earlier, later))
-        .or_else(|| checkpoint_lost(facts, later, earlier))
+        .or_else(|| checkpoint_lost(facts, id, earlier, later))
+        .or_else(|| checkpoint_lost(facts, id, later, earlier))
         .or_else(|| {
             [earlier, later].into_iter().find_map(|c| {
                 excuses.out_of_contract(
@@ -557,12 +558,19 @@ fn refused_in(facts: &Facts<'_>, tp: &TopicPartition, incarnation: Incarnation) 
         })
 }
 
-/// `checkpoint_lost`: both copies on one partition, `earlier` delivered before an open
-/// found the WAL checkpoint unreadable and `later` after it, where that open's replay
-/// commits: the open completed with the partition open, could not see `earlier` (below
-/// its log start, or at or above its HWM), and `later` lies from the tail it found up to
-/// the first HWM shown after it.
-fn checkpoint_lost(facts: &Facts<'_>, earlier: &Copy, later: &Copy) -> Option<Excuse> {
+/// `checkpoint_lost`: both copies of `id` on one partition, `earlier` delivered before an
+/// open found the WAL checkpoint unreadable and `later` after it, where that open's
+/// replay commits: the open completed with the partition open, could see no copy of
+/// `id`, and `later` lies from the tail it found up to the first HWM shown after it.
+/// What it could see is what the world listed at its restart (`VisibleAtOpen`, and the
+/// hidden tail when the open exposed it); without that listing, `earlier` counts as
+/// seen when its offset lies from the log start to the HWM.
+fn checkpoint_lost(
+    facts: &Facts<'_>,
+    id: ProduceId,
+    earlier: &Copy,
+    later: &Copy,
+) -> Option<Excuse> {
     // A WAL entry names its partition: its replay commits there.
     if earlier.tp != later.tp {
         return None;
@@ -585,7 +593,17 @@ fn checkpoint_lost(facts: &Facts<'_>, earlier: &Copy, later: &Copy) -> Option<Ex
         .find_map(|alarm| {
             let done = *facts.opened_at.get(&alarm.incarnation)?;
             let view = facts.alarms.disk_at(tp, alarm.incarnation)?;
-            let visible = view.log_start <= earlier.offset && earlier.offset < view.hwm;
+            let visible = match facts.visible_at_open(tp, alarm.incarnation) {
+                Some(shown) => {
+                    let exposed = facts.alarms.of(tp).iter().any(|a| {
+                        a.incarnation == alarm.incarnation
+                            && matches!(a.alarm, Alarm::HiddenExposed { .. })
+                    });
+                    let hidden = facts.held_at_open(tp, alarm.incarnation);
+                    shown.iter().any(|c| c.id == id) || exposed && hidden.iter().any(|c| c.id == id)
+                }
+                None => view.log_start <= earlier.offset && earlier.offset < view.hwm,
+            };
             let shown = facts.history.events()[done..]
                 .iter()
                 .find_map(|e| match &e.kind {

@@ -188,13 +188,32 @@ impl<'h> Facts<'h> {
         self.log_starts.get(tp).map_or(0, |(s, _)| *s)
     }
 
-    /// Whether an R2 salvage after history index `index` wrote a WAL entry of `id` on
-    /// `tp` (see [`EventKind::SalvageWrote`]): the record had a readable log copy then,
-    /// and the replay re-commits it from that entry.
+    /// Whether an R2 salvage after history index `index` wrote, or may have written, a
+    /// WAL entry of `id` on `tp`: one whose `salvage_wrote` names it (see
+    /// [`EventKind::SalvageWrote`]), or one killed before it could say: an open that
+    /// announced an R2 cut on `tp`, was still running at `index`, and then neither
+    /// raised `r2_salvaged` or `log_opened` there nor completed. The salvage writes and
+    /// fsyncs before its alarm; the alarm is missing from an open that goes on only
+    /// when nothing past the hole was readable.
     pub fn salvaged_after(&self, tp: &TopicPartition, id: ProduceId, index: usize) -> bool {
-        self.salvage_wrote
+        use crate::history::Alarm;
+        let named = self
+            .salvage_wrote
             .get(&(tp.clone(), id))
-            .is_some_and(|wrote| wrote.iter().any(|&w| w > index))
+            .is_some_and(|wrote| wrote.iter().any(|&w| w > index));
+        let alarms = self.alarms.of(tp);
+        let killed_salvaging = alarms.iter().any(|hole| {
+            matches!(hole.alarm, Alarm::Hole { .. })
+                && !self.opened.contains(&hole.incarnation)
+                && self
+                    .crash_ending(hole.incarnation)
+                    .is_none_or(|c| c.index > index)
+                && !alarms.iter().any(|a| {
+                    a.incarnation == hole.incarnation
+                        && matches!(a.alarm, Alarm::Salvaged { .. } | Alarm::LogOpened { .. })
+                })
+        });
+        named || killed_salvaging
     }
 
     /// The last crash recorded before `index`.
@@ -224,6 +243,24 @@ impl<'h> Facts<'h> {
                 _ => None,
             })
             .unwrap_or(&[])
+    }
+
+    /// The records the open of `incarnation` could see on `tp` (from its log start to
+    /// the HWM it trusted, by identity) when the world found the WAL checkpoint
+    /// unreadable at its restart (the world's `VisibleAtOpen`); `None` otherwise.
+    pub fn visible_at_open(
+        &self,
+        tp: &TopicPartition,
+        incarnation: Incarnation,
+    ) -> Option<&[crate::history::HeldCopy]> {
+        let &restart = self.restarts.get(&incarnation)?;
+        self.history.events()[restart..]
+            .iter()
+            .take_while(|e| e.incarnation == incarnation)
+            .find_map(|e| match &e.kind {
+                EventKind::VisibleAtOpen { tp: t, held, .. } if t == tp => Some(held.as_slice()),
+                _ => None,
+            })
     }
 
     /// The crash that ended `incarnation`.

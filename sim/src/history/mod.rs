@@ -518,6 +518,17 @@ pub enum EventKind {
         kept: Vec<ProduceId>,
         copied: Vec<ProduceId>,
     },
+    /// World, at a restart whose open will find the WAL checkpoint unreadable (by the
+    /// reference decoder) and so replay every entry, right after the partition's
+    /// `DiskAtOpen`: the records at offsets `[from, to)`, from the log start to the
+    /// HWM the open will trust, by identity. The replay skips an entry whose record
+    /// one of them is, and commits the others again.
+    VisibleAtOpen {
+        tp: TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    },
 }
 
 /// One ingress WAL entry destroyed by damage at rest.
@@ -654,6 +665,11 @@ impl fmt::Display for Event {
             EventKind::ReceiveKilled { tp, asked_at_ms } => {
                 write!(f, "receive_killed {tp} asked_at_ms={asked_at_ms}")
             }
+            EventKind::VisibleAtOpen { tp, from, to, held } => write!(
+                f,
+                "visible_at_open {tp} [{from}, {to}) records={}",
+                held.len()
+            ),
             EventKind::SalvageWrote { tp, kept, copied } => {
                 write!(f, "salvage_wrote {tp} kept={kept:?} copied={copied:?}")
             }
@@ -1176,6 +1192,25 @@ impl History {
             EventKind::DamageHeld {
                 fault_index,
                 tp: tp.clone(),
+                held,
+            },
+        )
+    }
+
+    pub fn visible_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::VisibleAtOpen {
+                tp: tp.clone(),
+                from,
+                to,
                 held,
             },
         )

@@ -811,12 +811,22 @@ fn step_clock(world: &World, back_ms: u64) {
     rec.fault(FaultKind::ClockStep { back_ms }, None, None);
 }
 
+/// What a restart's open will find on one partition: the view, its hidden tail's
+/// records, and (when it will replay every WAL entry) the records it can see.
+type OpenDisk = (TopicPartition, DiskView, Vec<HeldCopy>, Option<Vec<HeldCopy>>);
+
 /// Starts the next incarnation of the engine's node.
 fn restart(world: &World, node: madsim::task::NodeId) {
     // What the open will read, before the new incarnation can touch it: each
     // directory as the page cache shows it (after a power loss, the durable image),
     // read once, decoded and with its segment files listed.
-    let mut disks: Vec<(TopicPartition, DiskView, Vec<HeldCopy>)> = Vec::new();
+    let mut disks: Vec<OpenDisk> = Vec::new();
+    // An open that finds the WAL checkpoint unreadable replays every entry, skipping
+    // those whose records it can see: list those records too.
+    let full_replay = world
+        .fs
+        .visible_bytes(&node::wal_dir().join(cafelog_engine::store::wal::CHECKPOINT_FILE))
+        .is_some_and(|bytes| !crate::reference::wal::checkpoint_readable(&bytes));
     let mut segments: Vec<(TopicPartition, Vec<u64>)> = Vec::new();
     let mut frontiers = BTreeMap::new();
     for (tp, dir) in partition_dirs(world) {
@@ -836,7 +846,8 @@ fn restart(world: &World, node: madsim::task::NodeId) {
         if let Some(image) = image {
             let view = DiskView::from_decoded(&crate::reference::decode(&image));
             let held = disk::held_in(&image, view.hwm..view.tail);
-            disks.push((tp.clone(), view, held));
+            let visible = full_replay.then(|| disk::held_in(&image, view.log_start..view.hwm));
+            disks.push((tp.clone(), view, held, visible));
         }
         segments.push((tp, bases));
     }
@@ -845,9 +856,14 @@ fn restart(world: &World, node: madsim::task::NodeId) {
     let mut rec = world.recorder.lock();
     let now = rec.now_ms();
     rec.history.restart(now);
-    for (tp, view, held) in disks {
+    for (tp, view, held, visible) in disks {
         let hidden = view.hwm..view.tail;
+        let shown = view.log_start..view.hwm;
         rec.history.disk_at_open(now, &tp, view, false);
+        if let Some(visible) = visible {
+            rec.history
+                .visible_at_open(now, &tp, shown.start, shown.end, visible);
+        }
         if !held.is_empty() {
             rec.history
                 .hidden_at_open(now, &tp, hidden.start, hidden.end, held);

@@ -431,3 +431,62 @@ fn each_open_that_finds_the_checkpoint_unreadable_explains_its_own_replay() {
         );
     }
 }
+
+/// Ids 1-3 at offsets 0-2, delivered; a checkpoint flip and a crash. The open after it
+/// finds the checkpoint unreadable, trusts HWM 3, and its replay commits id 1 again at
+/// 3. The world's listing of what that open could see (`listed`, ids by offset from 0)
+/// says whether id 1 was still there: a cut and a clamp since its delivery may have put
+/// another record at offset 0 (fresh quick seed 4027941194005154).
+fn checkpoint_lost_with_listing(listed: Option<&[u64]>) -> Run {
+    let mut r = Run::new();
+    r.produced(3).hwm(0, 3, 3, 3).delivered(3).consume(0, 2);
+    r.checkpoint_flipped()
+        .crash(&[(0, 3, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::Clean, 3, 3, None);
+    if let Some(ids) = listed {
+        let held: Vec<HeldCopy> = ids
+            .iter()
+            .enumerate()
+            .map(|(offset, &id)| HeldCopy {
+                offset: offset as u64,
+                id,
+                committed_at_ms: 1_000 + offset as u64,
+            })
+            .collect();
+        r.with(|t, h| {
+            h.visible_at_open(t, &tp(0), 0, 3, held);
+        });
+    }
+    r.alarm(None, Alarm::WalCheckpointUnreadable)
+        .opened(0, 3, 3)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 3);
+        })
+        .hwm(0, 4, 4, 4)
+        .deliver(1, 0, 3, 1_300);
+    r
+}
+
+#[test]
+fn a_full_replay_is_judged_by_what_the_open_could_see() {
+    // Offset 0 now holds id 7: the replay could not see id 1 and committed it again.
+    let report = checkpoint_lost_with_listing(Some(&[7, 2, 3])).report();
+    assert_duplicates_explained(&report);
+    let kinds: Vec<_> = report
+        .bounded_duplicates
+        .excused
+        .iter()
+        .map(|(id, e)| (*id, e.kind))
+        .collect();
+    assert_eq!(kinds, [(1, ExcuseKind::CheckpointLost)]);
+    // Id 1 was there to see: committing it again is the engine's duplicate. Without a
+    // listing, its offset below the HWM counts as seen.
+    for listed in [Some(&[1u64, 2, 3][..]), Some(&[7, 1, 3][..]), None] {
+        let report = checkpoint_lost_with_listing(listed).report();
+        assert_mentions(
+            &messages_of(&report, CheckerName::BoundedDuplicates),
+            &["id 1"],
+        );
+    }
+}

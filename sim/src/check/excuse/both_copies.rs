@@ -178,9 +178,12 @@ impl Excuses<'_, '_> {
         ))
     }
 
-    /// Whether the open of `incarnation` read `tp`'s `hwm` word at or below `offset`
-    /// in every view it took and listed `id`'s copy at `offset` hidden: an exposure by
-    /// the open before it, which persists the HWM past the tail, did not last.
+    /// Whether the open before `incarnation` (killed) exposed nothing over `offset` on
+    /// `tp`, and the open of `incarnation` read `tp`'s `hwm` word at or below `offset` in
+    /// every view it took and listed `id`'s copy at `offset` hidden: no exposure lasted.
+    /// An exposure announced (`hidden_exposed`, raised before the word is written) may
+    /// have persisted the word, and a word found low again then says the engine lost
+    /// it, which no fault explains.
     fn hidden_again(
         &self,
         tp: &TopicPartition,
@@ -189,6 +192,13 @@ impl Excuses<'_, '_> {
         offset: Offset,
     ) -> bool {
         let facts = self.facts;
+        let exposed = facts.alarms.of(tp).iter().any(|a| {
+            a.incarnation + 1 == incarnation
+                && matches!(a.alarm, Alarm::HiddenExposed { from, to } if from <= offset && offset < to)
+        });
+        if exposed {
+            return false;
+        }
         let views = facts.alarms.views_before(tp, incarnation, usize::MAX);
         !views.is_empty()
             && views

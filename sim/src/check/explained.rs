@@ -45,6 +45,9 @@
 //!    before it.
 //! 4. **The WAL's damage is counted right**: `wal_damaged` reports what the reference
 //!    decoder reads in the WAL's files at the restart (`wal_account.rs`).
+//! 5. **An R2 salvage is offered what lies past the hole**: `r2_salvaged`'s `offered`
+//!    is what the reference decoder reads past the hole at the restart, and an open
+//!    that had readable records there raised it (`salvage_account.rs`).
 
 use serde::Serialize;
 
@@ -99,6 +102,7 @@ pub fn check(facts: &Facts<'_>) -> AlarmsReport {
     }
     counters(facts, &mut report);
     super::wal_account::check(facts, &mut report);
+    super::salvage_account::check(facts, &mut report);
     report
 }
 

@@ -529,6 +529,13 @@ pub enum EventKind {
         to: Offset,
         held: Vec<HeldCopy>,
     },
+    /// World, at a restart whose open will cut the partition at a hole (R2), right
+    /// after its `DiskAtOpen`: the readable records past the hole, by identity, as the
+    /// reference decoder reads them: what the open's salvage is offered.
+    PastHoleAtOpen {
+        tp: TopicPartition,
+        held: Vec<HeldCopy>,
+    },
 }
 
 /// One ingress WAL entry destroyed by damage at rest.
@@ -664,6 +671,9 @@ impl fmt::Display for Event {
             ),
             EventKind::ReceiveKilled { tp, asked_at_ms } => {
                 write!(f, "receive_killed {tp} asked_at_ms={asked_at_ms}")
+            }
+            EventKind::PastHoleAtOpen { tp, held } => {
+                write!(f, "past_hole_at_open {tp} records={}", held.len())
             }
             EventKind::VisibleAtOpen { tp, from, to, held } => write!(
                 f,
@@ -1191,6 +1201,21 @@ impl History {
             at_ms,
             EventKind::DamageHeld {
                 fault_index,
+                tp: tp.clone(),
+                held,
+            },
+        )
+    }
+
+    pub fn past_hole_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::PastHoleAtOpen {
                 tp: tp.clone(),
                 held,
             },

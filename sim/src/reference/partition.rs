@@ -327,6 +327,58 @@ pub fn held_records(name: &str, base: u64, image: &[u8]) -> Vec<HeldRecord> {
     out
 }
 
+/// The records an R2 cut at `bad` discards that a reader could still read: every
+/// CRC-valid frame that decodes, found past the bad position (by the hunt) in its
+/// segment and from the start of every later segment, whose base offset is at or past
+/// the cut (a frame naming a lower offset is a stray, whose records the log holds below
+/// the cut), with the records whose envelopes parse. What an open's R2 salvage is
+/// offered, read independently of the engine's recovery.
+pub fn past_hole(dir: &DirImage, bad: &BadRegion) -> Vec<HeldRecord> {
+    let mut segments: Vec<(u64, &str, &[u8])> = dir
+        .segments
+        .iter()
+        .filter_map(|(name, bytes)| Some((segment_base(name)?, name.as_str(), bytes.as_slice())))
+        .collect();
+    segments.sort_by_key(|s| s.0);
+    let Some(first) = segments.iter().position(|s| s.1 == bad.segment) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (index, &(_, _, image)) in segments.iter().enumerate().skip(first) {
+        let mut next = if index == first {
+            frame::hunt(image, bad.position)
+        } else if frame::valid_at(image, 0).is_some() {
+            Some(0)
+        } else {
+            frame::hunt(image, 0)
+        };
+        while let Some(at) = next {
+            let Some(header) = frame::valid_at(image, at) else {
+                next = frame::hunt(image, at);
+                continue;
+            };
+            let end = at + header.frame_len();
+            next = (end < image.len() as u64).then_some(end);
+            if header.base_offset < bad.offset {
+                continue;
+            }
+            let Some(records) = frame::records_at(image, at, &header) else {
+                continue;
+            };
+            for (offset, record) in (header.base_offset..).zip(&records) {
+                if let Some(e) = frame::envelope(record) {
+                    out.push(HeldRecord {
+                        offset,
+                        committed_at_ms: e.committed_at_ms,
+                        payload: e.payload.to_vec(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Whether every byte is zero, sixteen at a time (a preallocated megabyte is checked at
 /// every decode).
 fn all_zero(bytes: &[u8]) -> bool {

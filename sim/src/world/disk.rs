@@ -94,6 +94,21 @@ pub fn held_in(image: &DirImage, range: std::ops::Range<u64>) -> Vec<HeldCopy> {
     out
 }
 
+/// The readable records past the bad region `bad` of `image` that an R2 cut there
+/// offers its salvage (see [`reference::partition::past_hole`]), by identity.
+pub fn held_past_hole(image: &DirImage, bad: &reference::partition::BadRegion) -> Vec<HeldCopy> {
+    reference::partition::past_hole(image, bad)
+        .into_iter()
+        .filter_map(|r| {
+            Some(HeldCopy {
+                offset: r.offset,
+                id: parse_payload_id(&r.payload).ok()?,
+                committed_at_ms: r.committed_at_ms,
+            })
+        })
+        .collect()
+}
+
 /// The durable image of `dir`, decoded.
 pub fn decode_durable(fs: &SimFs, dir: &Path) -> Option<Decoded> {
     durable_image(fs, dir).map(|image| reference::decode(&image))

@@ -811,9 +811,17 @@ fn step_clock(world: &World, back_ms: u64) {
     rec.fault(FaultKind::ClockStep { back_ms }, None, None);
 }
 
-/// What a restart's open will find on one partition: the view, its hidden tail's
-/// records, and (when it will replay every WAL entry) the records it can see.
-type OpenDisk = (TopicPartition, DiskView, Vec<HeldCopy>, Option<Vec<HeldCopy>>);
+/// What a restart's open will find on one partition.
+struct OpenDisk {
+    tp: TopicPartition,
+    view: DiskView,
+    /// The records of its hidden tail.
+    hidden: Vec<HeldCopy>,
+    /// When it will replay every WAL entry: the records it can see.
+    visible: Option<Vec<HeldCopy>>,
+    /// When it will cut at a hole (R2): the readable records past it.
+    past_hole: Option<Vec<HeldCopy>>,
+}
 
 /// Starts the next incarnation of the engine's node.
 fn restart(world: &World, node: madsim::task::NodeId) {
@@ -844,10 +852,20 @@ fn restart(world: &World, node: madsim::task::NodeId) {
                 .collect()
         });
         if let Some(image) = image {
-            let view = DiskView::from_decoded(&crate::reference::decode(&image));
-            let held = disk::held_in(&image, view.hwm..view.tail);
-            let visible = full_replay.then(|| disk::held_in(&image, view.log_start..view.hwm));
-            disks.push((tp.clone(), view, held, visible));
+            let decoded = crate::reference::decode(&image);
+            let view = DiskView::from_decoded(&decoded);
+            let past_hole = decoded
+                .bad
+                .as_ref()
+                .filter(|_| view.rule == crate::history::OpenRule::Hole)
+                .map(|bad| disk::held_past_hole(&image, bad));
+            disks.push(OpenDisk {
+                tp: tp.clone(),
+                hidden: disk::held_in(&image, view.hwm..view.tail),
+                visible: full_replay.then(|| disk::held_in(&image, view.log_start..view.hwm)),
+                past_hole,
+                view,
+            });
         }
         segments.push((tp, bases));
     }
@@ -856,7 +874,14 @@ fn restart(world: &World, node: madsim::task::NodeId) {
     let mut rec = world.recorder.lock();
     let now = rec.now_ms();
     rec.history.restart(now);
-    for (tp, view, held, visible) in disks {
+    for disk in disks {
+        let OpenDisk {
+            tp,
+            view,
+            hidden: held,
+            visible,
+            past_hole,
+        } = disk;
         let hidden = view.hwm..view.tail;
         let shown = view.log_start..view.hwm;
         rec.history.disk_at_open(now, &tp, view, false);
@@ -867,6 +892,9 @@ fn restart(world: &World, node: madsim::task::NodeId) {
         if !held.is_empty() {
             rec.history
                 .hidden_at_open(now, &tp, hidden.start, hidden.end, held);
+        }
+        if let Some(held) = past_hole {
+            rec.history.past_hole_at_open(now, &tp, held);
         }
     }
     for (tp, bases) in segments {

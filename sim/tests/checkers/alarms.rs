@@ -586,3 +586,81 @@ fn the_wal_open_counts_the_damage_its_files_hold() {
     // A fault on the WAL while the open read: not judged.
     assert_eq!(messages((120, 1), Some((240, 1)), true), (0, vec![]));
 }
+
+/// Ids 1-3 at offsets 0-2 above the persisted HWM 0, a power loss, and a flip at 0: the
+/// open cuts at 0 (R2) with ids 2 and 3 readable past the hole (the world's
+/// `PastHoleAtOpen`), and its salvage reports `offered` (`None`: no `r2_salvaged`); a
+/// fault on the partition while it opened when `fault_meanwhile`.
+fn salvage_open(offered: Option<u64>, fault_meanwhile: bool) -> Run {
+    let held = |offset: u64| HeldCopy {
+        offset,
+        id: offset + 1,
+        committed_at_ms: 1_000 + offset,
+    };
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 0, 3)
+        .crash(&[(0, 0, 3, 3)])
+        .fault(flip_above_hwm(0), Some(0))
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 0, Some(0))
+        .with(|t, h| {
+            h.past_hole_at_open(t, &tp(0), vec![held(1), held(2)]);
+        })
+        .alarm(
+            Some(0),
+            Alarm::Hole {
+                segment: "00000000000000000000.log".into(),
+                position: 0,
+                offset: 0,
+                bytes: 300,
+            },
+        );
+    if fault_meanwhile {
+        r.fault(flip_above_hwm(2), Some(0));
+    }
+    if let Some(offered) = offered {
+        r.alarm(
+            Some(0),
+            Alarm::Salvaged {
+                offered,
+                kept: 0,
+                copied: offered,
+                first_seq: 3,
+                end_seq: 3 + offered,
+            },
+        );
+    }
+    r.alarm(
+        Some(0),
+        Alarm::LogOpened {
+            log_start: 0,
+            hwm: 0,
+            tail: 0,
+            hidden: 0,
+        },
+    );
+    r
+}
+
+#[test]
+fn an_r2_salvage_is_offered_what_lies_past_the_hole() {
+    let salvage_messages = |offered, meanwhile| {
+        messages_of(
+            &salvage_open(offered, meanwhile).report(),
+            CheckerName::AlarmsExplained,
+        )
+        .into_iter()
+        .filter(|m| m.contains("past it"))
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(salvage_messages(Some(2), false), Vec::<String>::new());
+    for offered in [None, Some(1), Some(3)] {
+        assert_mentions(
+            &salvage_messages(offered, false),
+            &["cut at a hole with 2 readable record(s) past it"],
+        );
+    }
+    // A flip while the open read may have changed what it was offered.
+    assert_eq!(salvage_messages(None, true), Vec::<String>::new());
+}

@@ -1,0 +1,75 @@
+//! `alarms_explained`, rule 5: an open's R2 salvage was offered what the reference
+//! decoder reads past the hole (`PastHoleAtOpen`). An open that cut at a hole and
+//! finished the partition's open (`log_opened`) raised `r2_salvaged` with `offered`
+//! equal to the readable records past the hole, and none when there were none. The
+//! checkers trust that alarm (and the `salvage_wrote` the world reads from the seqs it
+//! names) to know what a salvage kept: a salvage the alarm does not account for would
+//! make an excuse of a loss it could have prevented.
+//!
+//! Judged for each such open with no fault on the partition between its restart and
+//! its `log_opened`: damage that lands while the open reads changes what it was
+//! offered.
+
+use super::explained::AlarmsReport;
+use super::facts::Facts;
+use super::{RecordRef, Violation};
+use crate::history::{Alarm, EventKind};
+
+pub fn check(facts: &Facts<'_>, report: &mut AlarmsReport) {
+    let events = facts.history.events();
+    for (index, event) in events.iter().enumerate() {
+        let EventKind::PastHoleAtOpen { tp, held } = &event.kind else {
+            continue;
+        };
+        let inc = event.incarnation;
+        let alarms = facts.alarms.of(tp);
+        let Some(opened) = alarms
+            .iter()
+            .find(|a| a.incarnation == inc && matches!(a.alarm, Alarm::LogOpened { .. }))
+        else {
+            continue;
+        };
+        let damaged_meanwhile = events[index..opened.index]
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::Fault { tp: Some(t), .. } if t == tp));
+        if damaged_meanwhile {
+            continue;
+        }
+        let offered: Vec<(u64, usize)> = alarms
+            .iter()
+            .filter(|a| a.incarnation == inc && a.index < opened.index)
+            .filter_map(|a| match a.alarm {
+                Alarm::Salvaged { offered, .. } => Some((offered, a.index)),
+                _ => None,
+            })
+            .collect();
+        let expected = held.len() as u64;
+        let agrees = match offered.as_slice() {
+            [] => expected == 0,
+            [(n, _)] => *n == expected,
+            _ => false,
+        };
+        if !agrees {
+            report.violations.push(Violation {
+                message: format!(
+                    "the open of {tp} in inc {inc} cut at a hole with {expected} readable \
+                     record(s) past it (reference decoder) but its salvage {}",
+                    match offered.as_slice() {
+                        [] => "raised no r2_salvaged".to_owned(),
+                        [(n, _)] => format!("was offered {n}"),
+                        _ => "raised r2_salvaged more than once".to_owned(),
+                    }
+                ),
+                records: held
+                    .iter()
+                    .take(1)
+                    .map(|c| RecordRef::new(tp, Some(c.offset), Some(c.id)))
+                    .collect(),
+                events: std::iter::once(index)
+                    .chain(std::iter::once(opened.index))
+                    .chain(offered.iter().map(|o| o.1))
+                    .collect(),
+            });
+        }
+    }
+}

@@ -842,6 +842,39 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the test writes a segment no engine path can write"
+    )]
+    fn a_copy_that_names_itself_or_a_later_entry_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        // Seqs 4..8 in one CRC-valid frame: a copy of 2 (fine), a plain entry, copies
+        // naming seq 6 (itself) and 9 (later), and a copy of 5.
+        let records = [
+            encode_record(&pid(0), b"k", b"a", Some(2)),
+            encode_record(&pid(0), b"k", b"b", None),
+            encode_record(&pid(0), b"k", b"c", Some(6)),
+            encode_record(&pid(0), b"k", b"d", Some(9)),
+            encode_record(&pid(0), b"k", b"b", Some(5)),
+        ];
+        let mut frame = Vec::new();
+        Codecs::default()
+            .encode_frame(
+                Codec::None,
+                4,
+                records.iter().map(Vec::as_slice),
+                &mut frame,
+            )
+            .unwrap();
+        std::fs::write(dir.path().join(segment_name(4)), &frame).unwrap();
+        let (_, _, entries, report) =
+            pollster::block_on(Wal::open(StdFs, dir.path(), 1 << 20)).unwrap();
+        let read: Vec<(u64, Option<u64>)> = entries.iter().map(|e| (e.seq, e.copy_of)).collect();
+        assert_eq!(read, [(4, Some(2)), (5, None), (8, Some(5))]);
+        assert_eq!(report.corrupt_entries, 2);
+    }
+
+    #[test]
     fn only_twenty_digits_and_the_suffix_name_a_segment() {
         assert_eq!(parse_segment_name(&segment_name(42)), Some(42));
         assert_eq!(parse_segment_name("00000000000000000042.wal"), Some(42));

@@ -8,7 +8,9 @@
 //!
 //! Judged for each such open with no fault on the partition between its restart and
 //! its `log_opened`: damage that lands while the open reads changes what it was
-//! offered.
+//! offered. And every `r2_salvaged` names as many WAL seqs as it says it wrote, and
+//! the entries the world found at them (`salvage_wrote`) are that many plain entries
+//! and that many copies.
 
 use super::explained::AlarmsReport;
 use super::facts::Facts;
@@ -16,6 +18,59 @@ use super::{RecordRef, Violation};
 use crate::history::{Alarm, EventKind};
 
 pub fn check(facts: &Facts<'_>, report: &mut AlarmsReport) {
+    offered(facts, report);
+    written(facts, report);
+}
+
+/// Each `r2_salvaged` against the seqs it names and what the world found there.
+fn written(facts: &Facts<'_>, report: &mut AlarmsReport) {
+    let events = facts.history.events();
+    for (index, event) in events.iter().enumerate() {
+        let EventKind::EngineAlarm {
+            tp: Some(tp),
+            alarm:
+                Alarm::Salvaged {
+                    kept,
+                    copied,
+                    first_seq,
+                    end_seq,
+                    ..
+                },
+            ..
+        } = &event.kind
+        else {
+            continue;
+        };
+        let found = events.get(index + 1).and_then(|e| match &e.kind {
+            EventKind::SalvageWrote {
+                tp: t,
+                kept,
+                copied,
+            } if t == tp => Some((kept.len() as u64, copied.len() as u64)),
+            _ => None,
+        });
+        let named = end_seq.saturating_sub(*first_seq);
+        let agrees = named == kept + copied
+            && found.unwrap_or((0, 0)) == (*kept, *copied)
+            && (named == 0) == found.is_none();
+        if !agrees {
+            report.violations.push(Violation {
+                message: format!(
+                    "the R2 salvage of {tp} in inc {} said it kept {kept} and copied {copied}                      at WAL seqs [{first_seq}, {end_seq}), where the WAL held {}",
+                    event.incarnation,
+                    found.map_or("nothing it wrote".to_owned(), |(k, c)| format!(
+                        "{k} plain entries and {c} copies"
+                    ))
+                ),
+                records: Vec::new(),
+                events: vec![index],
+            });
+        }
+    }
+}
+
+/// Each open that cut at a hole against what lay past it.
+fn offered(facts: &Facts<'_>, report: &mut AlarmsReport) {
     let events = facts.history.events();
     for (index, event) in events.iter().enumerate() {
         let EventKind::PastHoleAtOpen { tp, held } = &event.kind else {

@@ -630,6 +630,11 @@ fn salvage_open(offered: Option<u64>, fault_meanwhile: bool) -> Run {
                 end_seq: 3 + offered,
             },
         );
+        if offered > 0 {
+            r.with(|t, h| {
+                h.salvage_wrote(t, &tp(0), vec![], (2..2 + offered).collect());
+            });
+        }
     }
     r.alarm(
         Some(0),
@@ -663,4 +668,45 @@ fn an_r2_salvage_is_offered_what_lies_past_the_hole() {
     }
     // A flip while the open read may have changed what it was offered.
     assert_eq!(salvage_messages(None, true), Vec::<String>::new());
+}
+
+#[test]
+fn an_r2_salvage_names_the_seqs_of_what_it_wrote() {
+    let seq_messages = |first_seq: u64, end_seq: u64, wrote: Option<(Vec<u64>, Vec<u64>)>| {
+        let mut r = Run::new();
+        r.produced(2).alarm(
+            Some(0),
+            Alarm::Salvaged {
+                offered: 2,
+                kept: 1,
+                copied: 1,
+                first_seq,
+                end_seq,
+            },
+        );
+        if let Some((kept, copied)) = wrote {
+            r.with(|t, h| {
+                h.salvage_wrote(t, &tp(0), kept, copied);
+            });
+        }
+        messages_of(&r.report(), CheckerName::AlarmsExplained)
+            .into_iter()
+            .filter(|m| m.contains("WAL seqs"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        seq_messages(7, 9, Some((vec![1], vec![2]))),
+        Vec::<String>::new()
+    );
+    for (first, end, wrote) in [
+        (11, 9, None),                      // a range that names nothing
+        (7, 10, Some((vec![1], vec![2]))),  // one seq too many
+        (7, 9, Some((vec![1, 2], vec![]))), // two plain entries, no copy
+        (7, 9, None),                       // nothing the world found there
+    ] {
+        assert_mentions(
+            &seq_messages(first, end, wrote),
+            &["said it kept 1 and copied 1"],
+        );
+    }
 }

@@ -308,23 +308,28 @@ pub fn held_records(name: &str, base: u64, image: &[u8]) -> Vec<HeldRecord> {
     let (extent, _) = walk(name, base, image, None);
     let mut out = Vec::new();
     for f in &extent.frames {
-        let Some(records) = frame::header_at(image, f.position)
-            .and_then(|h| frame::records_at(image, f.position, &h))
-        else {
-            // A CRC-valid frame whose payload does not decode: a reader skips it.
-            continue;
-        };
-        for (offset, record) in (f.base_offset..).zip(&records) {
-            if let Some(e) = frame::envelope(record) {
-                out.push(HeldRecord {
-                    offset,
-                    committed_at_ms: e.committed_at_ms,
-                    payload: e.payload.to_vec(),
-                });
-            }
+        if let Some(header) = frame::header_at(image, f.position) {
+            push_records(image, f.position, &header, &mut out);
         }
     }
     out
+}
+
+/// Appends the records of the frame `header` at `at` whose envelopes parse; none when
+/// its payload does not decode (a CRC-valid frame a reader skips).
+fn push_records(image: &[u8], at: u64, header: &frame::Header, out: &mut Vec<HeldRecord>) {
+    let Some(records) = frame::records_at(image, at, header) else {
+        return;
+    };
+    for (offset, record) in (header.base_offset..).zip(&records) {
+        if let Some(e) = frame::envelope(record) {
+            out.push(HeldRecord {
+                offset,
+                committed_at_ms: e.committed_at_ms,
+                payload: e.payload.to_vec(),
+            });
+        }
+    }
 }
 
 /// The records an R2 cut at `bad` discards that a reader could still read: every
@@ -359,20 +364,8 @@ pub fn past_hole(dir: &DirImage, bad: &BadRegion) -> Vec<HeldRecord> {
             };
             let end = at + header.frame_len();
             next = (end < image.len() as u64).then_some(end);
-            if header.base_offset < bad.offset {
-                continue;
-            }
-            let Some(records) = frame::records_at(image, at, &header) else {
-                continue;
-            };
-            for (offset, record) in (header.base_offset..).zip(&records) {
-                if let Some(e) = frame::envelope(record) {
-                    out.push(HeldRecord {
-                        offset,
-                        committed_at_ms: e.committed_at_ms,
-                        payload: e.payload.to_vec(),
-                    });
-                }
+            if header.base_offset >= bad.offset {
+                push_records(image, at, &header, &mut out);
             }
         }
     }

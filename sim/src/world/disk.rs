@@ -82,13 +82,7 @@ pub fn held_in(image: &DirImage, range: std::ops::Range<u64>) -> Vec<HeldCopy> {
             reference::held_records(name, base, bytes)
                 .into_iter()
                 .filter(|r| range.contains(&r.offset))
-                .filter_map(|r| {
-                    Some(HeldCopy {
-                        offset: r.offset,
-                        id: parse_payload_id(&r.payload).ok()?,
-                        committed_at_ms: r.committed_at_ms,
-                    })
-                }),
+                .filter_map(held_copy),
         );
     }
     out
@@ -99,14 +93,18 @@ pub fn held_in(image: &DirImage, range: std::ops::Range<u64>) -> Vec<HeldCopy> {
 pub fn held_past_hole(image: &DirImage, bad: &reference::partition::BadRegion) -> Vec<HeldCopy> {
     reference::partition::past_hole(image, bad)
         .into_iter()
-        .filter_map(|r| {
-            Some(HeldCopy {
-                offset: r.offset,
-                id: parse_payload_id(&r.payload).ok()?,
-                committed_at_ms: r.committed_at_ms,
-            })
-        })
+        .filter_map(held_copy)
         .collect()
+}
+
+/// A record the reference decoder read, by the produce id its payload carries (`None`
+/// for a payload that carries none: no produce of this run's).
+pub fn held_copy(r: reference::HeldRecord) -> Option<HeldCopy> {
+    Some(HeldCopy {
+        offset: r.offset,
+        id: parse_payload_id(&r.payload).ok()?,
+        committed_at_ms: r.committed_at_ms,
+    })
 }
 
 /// The durable image of `dir`, decoded.

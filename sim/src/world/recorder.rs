@@ -7,7 +7,6 @@ use super::node::DATA_ROOT;
 use crate::fs::{FsEvent, FsEventKind, SimFs};
 use crate::history::{
     EventKind, FaultKind, FileKind, HeldCopy, History, Incarnation, OffsetRange, TopicPartition,
-    parse_payload_id,
 };
 use cafelog_engine::format::{layout, word};
 use std::collections::{BTreeMap, BTreeSet};
@@ -593,13 +592,7 @@ impl Recorder {
         };
         crate::reference::held_records(name, base, &bytes)
             .into_iter()
-            .filter_map(|r| {
-                Some(HeldCopy {
-                    offset: r.offset,
-                    id: parse_payload_id(&r.payload).ok()?,
-                    committed_at_ms: r.committed_at_ms,
-                })
-            })
+            .filter_map(super::disk::held_copy)
             .collect()
     }
 

@@ -582,20 +582,7 @@ fn a_killed_open_that_cut_the_damaged_frame_before_its_replay_saved_nothing() {
     // records says nothing of id 3 (fresh quick seed 3821010443).
     let salvage = |kept: Vec<u64>, copied: Vec<u64>| {
         let mut run = both_copies_damaged_while_a_killed_open_ran(Some(2), 2);
-        let written = (kept.len() + copied.len()) as u64;
-        run.alarm(
-            Some(0),
-            Alarm::Salvaged {
-                offered: written,
-                kept: kept.len() as u64,
-                copied: copied.len() as u64,
-                first_seq: 9,
-                end_seq: 9 + written,
-            },
-        )
-        .with(|t, h| {
-            h.salvage_wrote(t, &tp(0), kept, copied);
-        });
+        run.salvaged(0, kept, copied);
         run.report()
     };
     for (kept, copied) in [(vec![3], vec![]), (vec![], vec![3]), (vec![5], vec![3])] {
@@ -1442,30 +1429,17 @@ fn salvage_killed_before_its_alarm(kept: Vec<u64>, copied: Vec<u64>) -> Run {
         .restart()
         .disk(0, OpenRule::Hole, 0, 1, Some(1))
         .alarm(Some(0), hole_at(1));
-    let written = (kept.len() + copied.len()) as u64;
-    r.alarm(
-        Some(0),
-        Alarm::Salvaged {
-            offered: written,
-            kept: kept.len() as u64,
-            copied: copied.len() as u64,
-            first_seq: 9,
-            end_seq: 9 + written,
-        },
-    )
-    .with(|t, h| {
-        h.salvage_wrote(t, &tp(0), kept, copied);
-    })
-    .alarm(
-        None,
-        Alarm::WalDamaged {
-            corrupt_entries: 1,
-            skipped_bytes: 100,
-        },
-    )
-    .with(|t, h| {
-        h.frontier_observed(t, &tp(0), 0);
-    });
+    r.salvaged(0, kept, copied)
+        .alarm(
+            None,
+            Alarm::WalDamaged {
+                corrupt_entries: 1,
+                skipped_bytes: 100,
+            },
+        )
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
     r
 }
 

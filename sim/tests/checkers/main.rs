@@ -229,6 +229,28 @@ impl Run {
     }
 
     /// An alarm the engine raised on orders/`p` (`None`: store-wide).
+    /// An R2 salvage on orders/`p` that wrote `kept` as plain WAL entries and `copied` as
+    /// salvage copies (produce ids), at seqs from 9: its alarm and what the world found.
+    fn salvaged(&mut self, p: u32, kept: Vec<u64>, copied: Vec<u64>) -> &mut Self {
+        let written = (kept.len() + copied.len()) as u64;
+        self.alarm(
+            Some(p),
+            Alarm::Salvaged {
+                offered: written,
+                kept: kept.len() as u64,
+                copied: copied.len() as u64,
+                first_seq: 9,
+                end_seq: 9 + written,
+            },
+        );
+        if written > 0 {
+            self.with(|t, h| {
+                h.salvage_wrote(t, &tp(p), kept, copied);
+            });
+        }
+        self
+    }
+
     fn alarm(&mut self, p: Option<u32>, alarm: Alarm) -> &mut Self {
         let t = self.now();
         self.h.engine_alarm(t, p.map(tp).as_ref(), alarm, None);

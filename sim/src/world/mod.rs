@@ -1033,7 +1033,26 @@ async fn flip(world: &World, dice: &mut Dice, file: Option<FileKind>, at: Option
                             held = platter;
                         }
                     }
-                    (Some(range), below)
+                    // The cache took the flip too, and may hold another frame at that
+                    // byte (a misdirected write left the platter's frames shifted): the
+                    // flip damaged that frame for the engine as well.
+                    let cached = visible_before_flip(&world.fs, &flip)
+                        .filter(|_| flip.in_cache)
+                        .and_then(|b| disk::locate_in_image(&flip.path, flip.position, &b));
+                    match cached {
+                        Some(c) if c != range => {
+                            let persisted = before
+                                .get(flip.path.parent().unwrap_or(&flip.path))
+                                .and_then(|d| d.persisted_hwm)
+                                .unwrap_or(0);
+                            let union = OffsetRange {
+                                start: range.start.min(c.start),
+                                end: range.end.max(c.end),
+                            };
+                            (Some(union), Some(union.start < persisted))
+                        }
+                        _ => (Some(range), below),
+                    }
                 }
                 // No frame there on the platter, but the cache took the flip too: a lost
                 // fsync left frames the platter lacks, and the engine reads those.

@@ -223,7 +223,7 @@ mod tests {
     use crate::clock::ManualClock;
     use crate::fs::StdFs;
     use crate::log::Log;
-    use crate::store::{Store, StoreConfig, TopicConfig};
+    use crate::store::{Store, StoreConfig, StoreOpenReport, TopicConfig};
     use std::path::Path;
 
     fn block<T>(f: impl Future<Output = T>) -> T {
@@ -336,6 +336,10 @@ mod tests {
     type TestStore = Store<StdFs, ManualClock>;
 
     fn open_store(root: &Path, clock: &ManualClock) -> TestStore {
+        open_reporting(root, clock).0
+    }
+
+    fn open_reporting(root: &Path, clock: &ManualClock) -> (TestStore, StoreOpenReport) {
         block(Store::open(
             StdFs,
             clock.clone(),
@@ -343,7 +347,6 @@ mod tests {
             StoreConfig::default(),
         ))
         .expect("open store")
-        .0
     }
 
     /// Every payload below the HWM of `t/0`, in offset order.
@@ -437,13 +440,7 @@ mod tests {
         block(store.persist_hwms()).unwrap();
         block(store.checkpoint_wal()).unwrap();
         drop(store);
-        let (store, report) = block(Store::open(
-            StdFs,
-            clock.clone(),
-            dir.path(),
-            StoreConfig::default(),
-        ))
-        .unwrap();
+        let (store, report) = open_reporting(dir.path(), &clock);
         assert_eq!(report.replayed, 0);
         assert_eq!(payloads(&store).len(), 7);
     }
@@ -472,13 +469,7 @@ mod tests {
             .unwrap();
         block(wal.sync_to(seq)).unwrap();
         drop(wal);
-        let (store, report) = block(Store::open(
-            StdFs,
-            clock.clone(),
-            dir.path(),
-            StoreConfig::default(),
-        ))
-        .unwrap();
+        let (store, report) = open_reporting(dir.path(), &clock);
         assert_eq!(report.replayed, 0);
         assert_eq!(payloads(&store), ["id:0", "id:1", "id:2"]);
     }

@@ -157,14 +157,21 @@ pub fn hwm_word(bytes: Option<&[u8]>) -> Result<Option<u64>, usize> {
     }
 }
 
-/// Decodes the directory.
-pub fn decode(dir: &DirImage) -> Decoded {
+/// The segment files of `dir` as `(base, name, bytes)`, in base order; other names
+/// are left out.
+fn sorted_segments(dir: &DirImage) -> Vec<(u64, &str, &[u8])> {
     let mut segments: Vec<(u64, &str, &[u8])> = dir
         .segments
         .iter()
         .filter_map(|(name, bytes)| Some((segment_base(name)?, name.as_str(), bytes.as_slice())))
         .collect();
     segments.sort_by_key(|s| s.0);
+    segments
+}
+
+/// Decodes the directory.
+pub fn decode(dir: &DirImage) -> Decoded {
+    let segments = sorted_segments(dir);
     let (persisted_hwm, hwm_malformed) = match hwm_word(dir.hwm.as_deref()) {
         Ok(value) => (value, false),
         Err(_) => (None, true),
@@ -339,12 +346,7 @@ fn push_records(image: &[u8], at: u64, header: &frame::Header, out: &mut Vec<Hel
 /// the cut), with the records whose envelopes parse. What an open's R2 salvage is
 /// offered, read independently of the engine's recovery.
 pub fn past_hole(dir: &DirImage, bad: &BadRegion) -> Vec<HeldRecord> {
-    let mut segments: Vec<(u64, &str, &[u8])> = dir
-        .segments
-        .iter()
-        .filter_map(|(name, bytes)| Some((segment_base(name)?, name.as_str(), bytes.as_slice())))
-        .collect();
-    segments.sort_by_key(|s| s.0);
+    let segments = sorted_segments(dir);
     let Some(first) = segments.iter().position(|s| s.1 == bad.segment) else {
         return Vec::new();
     };

@@ -248,7 +248,7 @@ fn place(
         .collect();
     // Per copy: its edge to the id's original, and its edge to each crash.
     let mut edges = Vec::new();
-    for copies in duplicated.values() {
+    for (&id, copies) in duplicated {
         let original = flow.node();
         flow.edge(original, sink, 1);
         let mut per_crash: BTreeMap<usize, usize> = BTreeMap::new();
@@ -259,7 +259,7 @@ fn place(
             let as_original = flow.edge(node, original, 1);
             let mut as_recommit = Vec::new();
             for (slot, crash) in facts.crashes.iter().enumerate() {
-                if budgets[slot].bound == 0 || !recommits(facts, crash, copies, k) {
+                if budgets[slot].bound == 0 || !recommits(facts, crash, id, copies, k) {
                     continue;
                 }
                 let pair = *per_crash.entry(slot).or_insert_with(|| {
@@ -307,15 +307,24 @@ fn place(
         .collect()
 }
 
-/// Whether the replay after `crash` can have committed `copies[k]`: the crash came
-/// before its first delivery, and another copy on the same partition (a WAL entry
+/// Whether the replay after `crash` can have committed `copies[k]` (of `id`): the crash
+/// came before its first delivery, and another copy on the same partition (a WAL entry
 /// names its partition) lay in the crash's hidden tail and existed at the crash, with
 /// `copies[k]` where that replay commits: past the durable tail, unless the open that
-/// re-commits cut the log (its R1/R2 alarm), then from the cut on. A copy existed at the
-/// crash if it was delivered before it or lies below where the replay commits; one from
-/// there on first seen after the crash is the replay's own (an offset reused after a
-/// cut), and cannot be what the replay repeats.
-fn recommits(facts: &Facts<'_>, crash: &CrashFact, copies: &[Copy], k: usize) -> bool {
+/// re-commits cut the log (its R1/R2 alarm), then from the cut on. A delivered copy
+/// existed at the crash if it was delivered before it or lies below where the replay
+/// commits; one from there on first seen after the crash is the replay's own (an offset
+/// reused after a cut), and cannot be what the replay repeats. A copy never delivered
+/// existed at the crash when the world listed it there by identity: damage took it
+/// ([`Facts::damage_took_at_crash`]), or the next open found it hidden at another
+/// offset than `copies[k]` (a hidden copy can be the one later delivered).
+fn recommits(
+    facts: &Facts<'_>,
+    crash: &CrashFact,
+    id: ProduceId,
+    copies: &[Copy],
+    k: usize,
+) -> bool {
     let later = &copies[k];
     let Some(state) = crash.partitions.get(&later.tp) else {
         return false;
@@ -326,13 +335,27 @@ fn recommits(facts: &Facts<'_>, crash: &CrashFact, copies: &[Copy], k: usize) ->
     let (start, end) = hidden_tail(facts, crash, state);
     let fresh = fresh_from(facts, crash, state);
     later.offset >= fresh
-        && copies.iter().enumerate().any(|(j, earlier)| {
+        && (copies.iter().enumerate().any(|(j, earlier)| {
             j != k
                 && earlier.tp == later.tp
                 && start <= earlier.offset
                 && earlier.offset < end
                 && (earlier.first_delivery < crash.index || earlier.offset < fresh)
-        })
+        }) || facts
+            .damage_took_at_crash(&later.tp, crash)
+            .map(|held| (held, true))
+            .chain(
+                facts
+                    .held_at_open(&later.tp, crash.incarnation + 1)
+                    .iter()
+                    .map(|held| (held, false)),
+            )
+            .any(|(held, taken)| {
+                held.id == id
+                    && (taken || held.offset != later.offset)
+                    && start <= held.offset
+                    && held.offset < end
+            }))
 }
 
 /// Where the replay after `crash` commits on `state`'s partition: past the durable

@@ -245,6 +245,28 @@ impl<'h> Facts<'h> {
             .unwrap_or(&[])
     }
 
+    /// The records damage at rest took from `tp` between `crash` and the restart after
+    /// it, by identity (the world's `DamageHeld`, read from the durable image just
+    /// before the damage landed): copies the image held at the crash.
+    pub fn damage_took_at_crash<'a>(
+        &'a self,
+        tp: &'a TopicPartition,
+        crash: &CrashFact,
+    ) -> impl Iterator<Item = &'a crate::history::HeldCopy> + 'a {
+        let restart = self
+            .restarts
+            .get(&(crash.incarnation + 1))
+            .copied()
+            .unwrap_or(self.history.events().len());
+        self.history.events()[crash.index..restart]
+            .iter()
+            .filter_map(move |e| match &e.kind {
+                EventKind::DamageHeld { tp: t, held, .. } if t == tp => Some(held.iter()),
+                _ => None,
+            })
+            .flatten()
+    }
+
     /// The records the open of `incarnation` could see on `tp` (from its log start to
     /// the HWM it trusted, by identity) when the world found the WAL checkpoint
     /// unreadable at its restart (the world's `VisibleAtOpen`); `None` otherwise.

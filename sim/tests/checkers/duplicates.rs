@@ -1061,3 +1061,71 @@ fn only_a_power_loss_after_a_process_crash_hides_below_the_crash_before() {
         "the copy at 9 excused"
     );
 }
+
+/// Ids 1-3 at offsets 0-2, delivered; a power loss hides [2, 3) and a latent sector
+/// takes [1, 3); the open cuts at 1, and its replay commits id 3 again at 1, never
+/// delivered. A second power loss hides [1, 2), a latent sector takes [0, 2) and, when
+/// `named`, the world lists what it took (`DamageHeld`); the open cuts at 0 and its
+/// replay commits id 3 once more at 0, delivered. Both opens come up.
+fn recommit_of_a_copy_damage_took(named: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .delivered(3)
+        .crash(&[(0, 2, 3, 3)])
+        .fault(latent_below_hwm(1, 3), Some(0))
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![held(1, 2), held(2, 3)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 2, 1, Some(1))
+        .alarm(Some(0), torn_tail(1))
+        .alarm(Some(0), clamp(2, 1))
+        .opened(0, 1, 1)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 1);
+        })
+        .crash(&[(0, 1, 2, 2)])
+        .fault(latent_below_hwm(0, 2), Some(0));
+    if named {
+        r.with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![held(0, 1), held(1, 3)]);
+        });
+    }
+    r.restart()
+        .disk(0, OpenRule::TornTail, 1, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .alarm(Some(0), clamp(1, 0))
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .deliver(3, 0, 0, 1_050);
+    r
+}
+
+fn held(offset: u64, id: ProduceId) -> HeldCopy {
+    HeldCopy {
+        offset,
+        id,
+        committed_at_ms: 1_000 + offset,
+    }
+}
+
+#[test]
+fn a_recommit_of_a_copy_damage_took_before_anyone_read_it_is_its_crashs() {
+    // Fresh quick seed 495396267004918: the copy the second crash hid was the first
+    // replay's and never delivered, so only the world's listing of what the damage took
+    // shows it was there to be committed again.
+    let report = recommit_of_a_copy_damage_took(true).report();
+    let d = &report.bounded_duplicates;
+    assert!(d.violations.is_empty(), "{:?}", d.violations);
+    assert_eq!(d.crashes[1].count, 1, "{d:?}");
+    // Unlisted, nothing says the second crash hid a copy of id 3.
+    let report = recommit_of_a_copy_damage_took(false).report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::BoundedDuplicates),
+        &["produce id 3 delivered from orders/0@0"],
+    );
+}

@@ -83,6 +83,9 @@
 //!   commit, a nack, an expired lease, an opened delay gate) is answered, or the record
 //!   delivered to another, within `wake_bound_ms`; judged where the disk answers at
 //!   once (no I/O latency, or after the heal) and no crash cuts the window.
+//! - `hwm_persisted`: after the heal, the HWM the engine showed at `t` is persisted by
+//!   `t + hwm_persist_interval + 250 ms`, on every partition not poisoned in that
+//!   incarnation.
 
 #![deny(clippy::unwrap_used)]
 
@@ -101,6 +104,7 @@ pub mod facts;
 mod flow;
 pub mod frontier;
 pub mod frontier_durable;
+pub mod hwm_persisted;
 pub mod layout;
 pub mod lease_exclusive;
 pub mod liveness;
@@ -148,10 +152,11 @@ pub enum CheckerName {
     DeliveredAfterHeal,
     RedeliveredAfterExpiry,
     WokenPromptly,
+    HwmPersisted,
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 16] = [
+    pub const ALL: [CheckerName; 17] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
@@ -168,6 +173,7 @@ impl CheckerName {
         CheckerName::DeliveredAfterHeal,
         CheckerName::RedeliveredAfterExpiry,
         CheckerName::WokenPromptly,
+        CheckerName::HwmPersisted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -188,6 +194,7 @@ impl CheckerName {
             CheckerName::DeliveredAfterHeal => "delivered_after_heal",
             CheckerName::RedeliveredAfterExpiry => "redelivered_after_expiry",
             CheckerName::WokenPromptly => "woken_promptly",
+            CheckerName::HwmPersisted => "hwm_persisted",
         }
     }
 
@@ -197,6 +204,7 @@ impl CheckerName {
             CheckerName::DeliveredAfterHeal
                 | CheckerName::RedeliveredAfterExpiry
                 | CheckerName::WokenPromptly
+                | CheckerName::HwmPersisted
         )
     }
 }
@@ -286,6 +294,7 @@ pub struct CheckReport {
     pub delivered_after_heal: liveness::LivenessReport,
     pub redelivered_after_expiry: redelivery::RedeliveryReport,
     pub woken_promptly: woken::WokenReport,
+    pub hwm_persisted: hwm_persisted::HwmPersistedReport,
 }
 
 impl CheckReport {
@@ -307,6 +316,7 @@ impl CheckReport {
             CheckerName::DeliveredAfterHeal => &self.delivered_after_heal.violations,
             CheckerName::RedeliveredAfterExpiry => &self.redelivered_after_expiry.violations,
             CheckerName::WokenPromptly => &self.woken_promptly.violations,
+            CheckerName::HwmPersisted => &self.hwm_persisted.violations,
         }
     }
 
@@ -395,6 +405,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         layout: layout::check(&facts),
         redelivered_after_expiry: redelivery::check(&facts, config),
         woken_promptly: woken::check(&facts, config),
+        hwm_persisted: hwm_persisted::check(&facts),
         accounting,
         no_lost_ack,
         delivered_after_heal,

@@ -263,6 +263,10 @@ pub struct TopicSetup {
     /// histories written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention_ms: Option<u64>,
+    /// The HWM persister's period; `None` in histories written before it was recorded
+    /// (and `hwm_persisted` does not judge the topic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hwm_persist_ms: Option<u64>,
 }
 
 /// One observation. Field docs say who records it.

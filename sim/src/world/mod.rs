@@ -329,6 +329,10 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
                 delay_ms: t.config.delay_ms,
                 lease_ms: t.config.lease_ms,
                 retention_ms: t.config.log.retention_ms,
+                hwm_persist_ms: Some(
+                    u64::try_from(t.config.log.hwm_persist_interval.as_millis())
+                        .unwrap_or(u64::MAX),
+                ),
             })
             .collect();
         let mut rec = recorder.lock();

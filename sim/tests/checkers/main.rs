@@ -41,6 +41,7 @@ mod excuses;
 mod explain;
 mod frontier;
 mod frontier_durable;
+mod hwm_persisted;
 mod layout;
 mod lease_exclusive;
 mod liveness;
@@ -95,6 +96,7 @@ impl Run {
             delay_ms,
             lease_ms,
             retention_ms: None,
+            hwm_persist_ms: None,
         };
         r.h.run_started(0, wall_base_ms, vec![topic], 0);
         r

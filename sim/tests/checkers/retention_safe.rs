@@ -14,6 +14,7 @@ impl Run {
             delay_ms: 0,
             lease_ms: 30_000,
             retention_ms: Some(retention_ms),
+            hwm_persist_ms: None,
         };
         r.h.run_started(0, 0, vec![topic], 0);
         r

@@ -92,6 +92,7 @@ fn checker_names_are_stable_snake_case() {
             "delivered_after_heal",
             "redelivered_after_expiry",
             "woken_promptly",
+            "hwm_persisted",
         ]
     );
     for checker in CheckerName::ALL {

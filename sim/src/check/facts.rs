@@ -192,9 +192,10 @@ impl<'h> Facts<'h> {
     /// WAL entry of `id` on `tp`: one whose `salvage_wrote` names it (see
     /// [`EventKind::SalvageWrote`]), or one killed before it could say: an open that
     /// announced an R2 cut on `tp`, was still running at `index`, and then neither
-    /// raised `r2_salvaged` or `log_opened` there nor completed. The salvage writes and
-    /// fsyncs before its alarm; the alarm is missing from an open that goes on only
-    /// when nothing past the hole was readable.
+    /// raised `r2_salvaged` or `log_opened` there nor completed, and may have been
+    /// offered `id` ([`Facts::may_offer`]). The salvage writes and fsyncs before its
+    /// alarm; the alarm is missing from an open that goes on only when nothing past the
+    /// hole was readable.
     pub fn salvaged_after(&self, tp: &TopicPartition, id: ProduceId, index: usize) -> bool {
         use crate::history::Alarm;
         let named = self
@@ -212,8 +213,36 @@ impl<'h> Facts<'h> {
                     a.incarnation == hole.incarnation
                         && matches!(a.alarm, Alarm::Salvaged { .. } | Alarm::LogOpened { .. })
                 })
+                && self.may_offer(tp, id, hole.incarnation)
         });
         named || killed_salvaging
+    }
+
+    /// Whether the R2 salvage of the open of `incarnation` may have been offered a
+    /// record of `id` on `tp`: the salvage writes only the readable records past the
+    /// hole, which the world lists at the restart (`PastHoleAtOpen`). Damage at rest to
+    /// `tp`'s segments while that open ran may have moved the hole below the listed one
+    /// (and more records past it), so the listing bounds the offer only without it; and
+    /// without a listing nothing does.
+    pub fn may_offer(&self, tp: &TopicPartition, id: ProduceId, incarnation: Incarnation) -> bool {
+        let Some(&restart) = self.restarts.get(&incarnation) else {
+            return true;
+        };
+        let listed = self.history.events()[restart..]
+            .iter()
+            .take_while(|e| e.incarnation == incarnation)
+            .find_map(|e| match &e.kind {
+                EventKind::PastHoleAtOpen { tp: t, held } if t == tp => Some(held),
+                _ => None,
+            });
+        let end = self
+            .crash_ending(incarnation)
+            .map_or(usize::MAX, |crash| crash.index);
+        let damaged_while_open = self
+            .segment_damage
+            .get(tp)
+            .is_some_and(|damage| damage.iter().any(|&d| restart < d && d < end));
+        damaged_while_open || listed.is_none_or(|held| held.iter().any(|c| c.id == id))
     }
 
     /// The last crash recorded before `index`.

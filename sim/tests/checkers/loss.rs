@@ -1409,6 +1409,81 @@ fn a_killed_open_that_reported_wal_damage_saved_nothing_the_next_open_found_hidd
     }
 }
 
+/// [`exposure_unknown`]'s start (the open of incarnation 1 lists the copy hidden,
+/// reports the WAL damage, raises `hidden_exposed` when `announced`, and is killed),
+/// with the flip on the copy's frame at the process crash that kills it; when `named`
+/// the world lists the copy the flip took (`DamageHeld`). The open of incarnation 2
+/// reads the word at 0 and cuts at 0 (R1).
+fn exposure_unknown_flipped_at_the_kill(named: bool, announced: bool) -> Run {
+    let copy = HeldCopy {
+        offset: 0,
+        id: 1,
+        committed_at_ms: 1_000,
+    };
+    let mut r = Run::new();
+    r.produced(1)
+        .hwm(0, 1, 0, 1)
+        .crash(&[(0, 0, 1, 1)])
+        .wal_entry_flipped(0, 1, 1)
+        .restart()
+        .open_clean(0, 0, 1)
+        .with(|t, h| {
+            h.hidden_at_open(t, &tp(0), 0, 1, vec![copy]);
+        })
+        .alarm(
+            None,
+            Alarm::WalDamaged {
+                corrupt_entries: 0,
+                skipped_bytes: 208,
+            },
+        );
+    if announced {
+        r.alarm(Some(0), Alarm::HiddenExposed { from: 0, to: 1 });
+    }
+    r.process_crash(&[(0, 0, 1, 1)])
+        .fault(flip_above_hwm(0), Some(0));
+    if named {
+        r.with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy]);
+        });
+    }
+    r.restart()
+        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    r
+}
+
+#[test]
+fn a_killed_open_that_reported_wal_damage_saved_nothing_a_flip_then_took_unread() {
+    // Fresh quick seed 3827000945: the open that reported the WAL damage died 4 ms
+    // later, before exposing anything, and a flip at that crash took the hidden copy,
+    // so no later open could list it hidden; the world's listing of what the flip took
+    // shows the copy was still there under a word that never passed it.
+    expect_both_copies(
+        &exposure_unknown_flipped_at_the_kill(true, false).report(),
+        1,
+        "its log copy",
+    );
+    // Unlisted, nothing shows the copy was still there; announced, the exposure may
+    // have lasted.
+    for (named, announced) in [(false, false), (true, true)] {
+        let report = exposure_unknown_flipped_at_the_kill(named, announced).report();
+        assert!(
+            report
+                .no_lost_ack
+                .excuse_of(1)
+                .is_none_or(|e| e.kind != ExcuseKind::BothCopiesDamaged),
+            "{named} {announced}: {:?}",
+            report.no_lost_ack.excuse_of(1)
+        );
+    }
+}
+
 /// Ids 1-4 acknowledged at offsets 0-3 above the persisted HWM 0; a power loss, and a
 /// flip at 1 (an R2 hole). The open of incarnation 1 announces the cut; a flip destroys
 /// id 4's WAL entry while it salvages (from the entries it read before), and a process
@@ -1453,6 +1528,109 @@ fn a_salvage_killed_before_its_alarm_may_have_written_the_record() {
         assert_mentions(
             &messages_of(&report, CheckerName::NoLostAck),
             &["id 4 at offset 3"],
+        );
+    }
+}
+
+/// What a killed R2 salvage was offered, for [`salvage_killed_offered`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Offered {
+    /// The world listed the records past the hole: id 3 only.
+    Others,
+    /// The listing names id 1 too.
+    Id1,
+    /// Id 3 listed, but a flip hit the log while that open ran (the hole may have
+    /// moved below the listed one).
+    OthersThenDamage,
+    /// No listing.
+    Unlisted,
+}
+
+/// Id 1 acknowledged at offset 0 above the persisted HWM 0; a power loss with a
+/// latent sector on its frame; the open of incarnation 1 cuts at 0 and dies, and a WAL
+/// flip destroys id 1's entry. The open of incarnation 2 completes; ids 2 and 3 are
+/// acknowledged at 0 and 1; a power loss with a flip at 0; the open of incarnation 3
+/// cuts at the hole (R2), is offered `offered`, and dies before its salvage's alarm;
+/// the open of incarnation 4 completes without a salvage.
+fn salvage_killed_offered(offered: Offered) -> Run {
+    let copy = |offset, id| HeldCopy {
+        offset,
+        id,
+        committed_at_ms: 1_000 + offset,
+    };
+    let mut r = Run::new();
+    r.produced(1)
+        .hwm(0, 1, 0, 1)
+        .crash(&[(0, 0, 1, 1)])
+        .fault(latent_below_hwm(0, 1), Some(0))
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(0, 1)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .crash(&[(0, 0, 0, 0)])
+        .wal_entry_flipped(0, 1, 2)
+        .restart()
+        .open_clean(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .produce(2, 0, 0, 1_100)
+        .produce(3, 0, 1, 1_101)
+        .hwm(0, 2, 0, 2)
+        .crash(&[(0, 0, 2, 2)])
+        .fault(flip_above_hwm(0), Some(0))
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 0, Some(0));
+    match offered {
+        Offered::Others | Offered::OthersThenDamage => {
+            r.with(|t, h| {
+                h.past_hole_at_open(t, &tp(0), vec![copy(1, 3)]);
+            });
+        }
+        Offered::Id1 => {
+            r.with(|t, h| {
+                h.past_hole_at_open(t, &tp(0), vec![copy(1, 3), copy(2, 1)]);
+            });
+        }
+        Offered::Unlisted => {}
+    }
+    r.alarm(Some(0), hole_at(0));
+    if offered == Offered::OthersThenDamage {
+        r.fault(flip_above_hwm(1), Some(0));
+    }
+    r.crash(&[(0, 0, 2, 2)])
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 0, Some(0))
+        .alarm(Some(0), hole_at(0))
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    r
+}
+
+#[test]
+fn a_salvage_killed_before_its_alarm_wrote_only_what_was_past_its_hole() {
+    // Fresh quick seed 3827006114: an R2 open killed before its salvage's alarm was
+    // taken to have maybe written id 0, though the world had listed what lay past its
+    // hole, and id 0 (cut long before) was not there.
+    expect_both_copies(
+        &salvage_killed_offered(Offered::Others).report(),
+        1,
+        "its log copy",
+    );
+    for offered in [Offered::Id1, Offered::OthersThenDamage, Offered::Unlisted] {
+        let report = salvage_killed_offered(offered).report();
+        assert!(
+            report
+                .no_lost_ack
+                .excuse_of(1)
+                .is_none_or(|e| e.kind != ExcuseKind::BothCopiesDamaged),
+            "{:?}",
+            report.no_lost_ack.excuse_of(1)
         );
     }
 }

@@ -180,7 +180,9 @@ impl Excuses<'_, '_> {
 
     /// Whether the open before `incarnation` (killed) exposed nothing over `offset` on
     /// `tp`, and the open of `incarnation` read `tp`'s `hwm` word at or below `offset` in
-    /// every view it took and listed `id`'s copy at `offset` hidden: no exposure lasted.
+    /// every view it took, with `id`'s copy still at `offset`: listed hidden by that
+    /// open, or taken by damage at rest at the crash that killed the one before (the
+    /// world read it there just before): no exposure lasted.
     /// An exposure announced (`hidden_exposed`, raised before the word is written) may
     /// have persisted the word, and a word found low again then says the engine lost
     /// it, which no fault explains.
@@ -200,6 +202,11 @@ impl Excuses<'_, '_> {
             return false;
         }
         let views = facts.alarms.views_before(tp, incarnation, usize::MAX);
+        let taken = incarnation
+            .checked_sub(1)
+            .and_then(|killed| facts.crash_ending(killed))
+            .into_iter()
+            .flat_map(|crash| facts.damage_took_at_crash(tp, crash));
         !views.is_empty()
             && views
                 .iter()
@@ -207,6 +214,7 @@ impl Excuses<'_, '_> {
             && facts
                 .held_at_open(tp, incarnation)
                 .iter()
+                .chain(taken)
                 .any(|c| c.id == id && c.offset == offset)
     }
 

@@ -317,7 +317,8 @@ fn place(
 /// reused after a cut), and cannot be what the replay repeats. A copy never delivered
 /// existed at the crash when the world listed it there by identity: damage took it
 /// ([`Facts::damage_took_at_crash`]), or the next open found it hidden at another
-/// offset than `copies[k]` (a hidden copy can be the one later delivered).
+/// offset than `copies[k]` (a hidden copy can be the one later delivered); and a copy
+/// of the id was delivered before the crash.
 fn recommits(
     facts: &Facts<'_>,
     crash: &CrashFact,
@@ -334,6 +335,12 @@ fn recommits(
     }
     let (start, end) = hidden_tail(facts, crash, state);
     let fresh = fresh_from(facts, crash, state);
+    // A listed copy is no copy of the flow's: it can be what the replay repeats only
+    // beside a copy delivered before the crash, which takes the original's place (else
+    // a later copy would, and one crash would explain two delivered copies).
+    let delivered_before = copies
+        .iter()
+        .any(|c| c.tp == later.tp && c.first_delivery < crash.index);
     later.offset >= fresh
         && (copies.iter().enumerate().any(|(j, earlier)| {
             j != k
@@ -341,21 +348,22 @@ fn recommits(
                 && start <= earlier.offset
                 && earlier.offset < end
                 && (earlier.first_delivery < crash.index || earlier.offset < fresh)
-        }) || facts
-            .damage_took_at_crash(&later.tp, crash)
-            .map(|held| (held, true))
-            .chain(
-                facts
-                    .held_at_open(&later.tp, crash.incarnation + 1)
-                    .iter()
-                    .map(|held| (held, false)),
-            )
-            .any(|(held, taken)| {
-                held.id == id
-                    && (taken || held.offset != later.offset)
-                    && start <= held.offset
-                    && held.offset < end
-            }))
+        }) || delivered_before
+            && facts
+                .damage_took_at_crash(&later.tp, crash)
+                .map(|held| (held, true))
+                .chain(
+                    facts
+                        .held_at_open(&later.tp, crash.incarnation + 1)
+                        .iter()
+                        .map(|held| (held, false)),
+                )
+                .any(|(held, taken)| {
+                    held.id == id
+                        && (taken || held.offset != later.offset)
+                        && start <= held.offset
+                        && held.offset < end
+                }))
 }
 
 /// Where the replay after `crash` commits on `state`'s partition: past the durable

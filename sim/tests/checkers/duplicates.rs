@@ -1129,3 +1129,46 @@ fn a_recommit_of_a_copy_damage_took_before_anyone_read_it_is_its_crashs() {
         &["produce id 3 delivered from orders/0@0"],
     );
 }
+
+/// Ids 1-6 acknowledged at offsets 0-5, none delivered; a power loss (persisted HWM 4,
+/// tail 6) with a latent sector the world lists as taking id 6's copy at 5; the open
+/// cuts at 5, and its replay commits id 6 twice, at 5 and 6, both delivered.
+fn listed_copy_then_a_double_commit() -> Run {
+    let mut r = Run::new();
+    r.produced(6)
+        .crash(&[(0, 4, 6, 6)])
+        .fault(
+            FaultKind::LatentSector {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 5, end: 6 }),
+                below_hwm: Some(false),
+            },
+            Some(0),
+        )
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![held(5, 6)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 4, 5, Some(5))
+        .alarm(Some(0), torn_tail(5))
+        .opened(0, 4, 5)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .deliver(6, 0, 5, 1_005)
+        .deliver(6, 0, 6, 1_006);
+    r
+}
+
+#[test]
+fn a_listed_copy_never_lets_one_crash_explain_two_delivered_copies() {
+    // helper-27's review of the rule above: the copy damage took was never delivered;
+    // without a copy delivered before the crash to stand as the original, the later
+    // copy at 5 would take that place and one replay would explain two commits.
+    let report = listed_copy_then_a_double_commit().report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::BoundedDuplicates),
+        &["produce id 6 delivered from orders/0@5"],
+    );
+}

@@ -9,11 +9,16 @@
 //! more again. Every other checker budgets for what the persisted word says, so only
 //! this one sees the persister stop.
 //!
-//! Judged from the world's samples (`HwmObserved` with the engine's persisted HWM),
-//! pairing a sample at `t` with the last sample of the same incarnation at or before
-//! `t - bound`, for samples at least `bound` after both the heal and the incarnation's
-//! restart. Not judged: a partition poisoned in that incarnation (a failed persist
-//! poisons it and stops the persister until a restart), a topic whose interval the
+//! Judged from the world's samples: the HWM the engine showed (`HwmObserved`) against
+//! the word the world read on the platter (`HwmWordObserved`, never the engine's own
+//! account of what it persisted), pairing a word read at `t` with the last HWM shown
+//! in the same incarnation at or before `t - bound`, for words read at least `bound`
+//! after both the heal and the incarnation's restart. Not judged: a partition poisoned
+//! in that incarnation (a failed persist poisons it and stops the persister until a
+//! restart); one whose `hwm` file took a fault in that incarnation (a word the disk
+//! failed to write stays wrong until the HWM next moves; the next open rewrites it),
+//! or an out-of-contract one in any incarnation up to it (a misdirected write may have
+//! left the file a length no write of the word repairs); a topic whose interval the
 //! history does not record (`RunStarted`, histories from before it was).
 
 use std::collections::BTreeMap;
@@ -22,7 +27,7 @@ use serde::Serialize;
 
 use super::facts::Facts;
 use super::{RecordRef, Violation};
-use crate::history::{EventKind, Incarnation, Offset, TopicPartition};
+use crate::history::{EventKind, FileKind, Incarnation, Offset, TopicPartition};
 
 /// Slack past the interval: a sampling period (100 ms), the persist's write and fsync
 /// behind a flush holding the file lock, and a scheduling turn.
@@ -34,25 +39,39 @@ pub struct HwmPersistedReport {
     pub checked: usize,
     /// (partition, incarnation) not judged because the partition was poisoned in it.
     pub poisoned: Vec<(TopicPartition, Incarnation)>,
+    /// (partition, incarnation) not judged because its `hwm` file took a fault in it,
+    /// or an out-of-contract one before it.
+    pub word_faulted: Vec<(TopicPartition, Incarnation)>,
     pub violations: Vec<Violation>,
 }
 
-struct Sample {
+struct Shown {
     index: usize,
     at_ms: u64,
     hwm: Offset,
-    persisted: Offset,
 }
+
+struct Word {
+    index: usize,
+    at_ms: u64,
+    word: Offset,
+}
+
+type Key = (TopicPartition, Incarnation);
 
 pub fn check(facts: &Facts<'_>) -> HwmPersistedReport {
     let mut report = HwmPersistedReport::default();
     let Some((_, heal_ms)) = facts.heal else {
         return report;
     };
-    let mut samples: BTreeMap<(TopicPartition, Incarnation), Vec<Sample>> = BTreeMap::new();
-    let mut poisoned: BTreeMap<(TopicPartition, Incarnation), usize> = BTreeMap::new();
+    let mut shown: BTreeMap<Key, Vec<Shown>> = BTreeMap::new();
+    let mut words: BTreeMap<Key, Vec<Word>> = BTreeMap::new();
+    let mut poisoned: BTreeMap<Key, usize> = BTreeMap::new();
+    let mut hwm_faults: BTreeMap<Key, usize> = BTreeMap::new();
+    let mut broken_from: BTreeMap<TopicPartition, Incarnation> = BTreeMap::new();
     let mut intervals: BTreeMap<&str, u64> = BTreeMap::new();
     for (index, event) in facts.history.events().iter().enumerate() {
+        let key = |tp: &TopicPartition| (tp.clone(), event.incarnation);
         match &event.kind {
             EventKind::RunStarted { topics, .. } => {
                 for topic in topics {
@@ -61,65 +80,75 @@ pub fn check(facts: &Facts<'_>) -> HwmPersistedReport {
                     }
                 }
             }
-            EventKind::HwmObserved {
-                tp,
-                hwm,
-                persisted_hwm: Some(persisted),
-                ..
-            } => samples
-                .entry((tp.clone(), event.incarnation))
-                .or_default()
-                .push(Sample {
+            EventKind::HwmObserved { tp, hwm, .. } => {
+                shown.entry(key(tp)).or_default().push(Shown {
                     index,
                     at_ms: event.at_ms,
                     hwm: *hwm,
-                    persisted: *persisted,
-                }),
+                })
+            }
+            EventKind::HwmWordObserved { tp, word } => {
+                words.entry(key(tp)).or_default().push(Word {
+                    index,
+                    at_ms: event.at_ms,
+                    // A missing or short file is a word of 0 (as the engine reads it).
+                    word: word.unwrap_or(0),
+                })
+            }
             EventKind::PartitionPoisoned { tp } => {
-                poisoned
-                    .entry((tp.clone(), event.incarnation))
-                    .or_insert(index);
+                poisoned.entry(key(tp)).or_insert(index);
+            }
+            EventKind::Fault {
+                kind, tp: Some(tp), ..
+            } if kind.file() == Some(FileKind::Hwm) => {
+                hwm_faults.entry(key(tp)).or_insert(index);
+                if kind.is_out_of_contract() {
+                    broken_from.entry(tp.clone()).or_insert(event.incarnation);
+                }
             }
             _ => {}
         }
     }
-    for ((tp, incarnation), samples) in &samples {
+    for (key, words) in &words {
+        let (tp, incarnation) = key;
         let Some(&interval) = intervals.get(tp.topic.as_str()) else {
             continue;
         };
-        if poisoned.contains_key(&(tp.clone(), *incarnation)) {
-            report.poisoned.push((tp.clone(), *incarnation));
+        if poisoned.contains_key(key) {
+            report.poisoned.push(key.clone());
             continue;
         }
+        let broken = broken_from.get(tp).is_some_and(|from| from <= incarnation);
+        if hwm_faults.contains_key(key) || broken {
+            report.word_faulted.push(key.clone());
+            continue;
+        }
+        let shown = shown.get(key).map_or(&[][..], Vec::as_slice);
         let bound = interval + SLACK_MS;
         let started = facts
             .restarts
             .get(incarnation)
             .map_or(0, |&restart| facts.at_ms(restart));
         let from = heal_ms.max(started) + bound;
-        for sample in samples.iter().filter(|s| s.at_ms >= from) {
-            let Some(earlier) = samples
-                .iter()
-                .rev()
-                .find(|e| e.at_ms + bound <= sample.at_ms)
-            else {
+        for word in words.iter().filter(|w| w.at_ms >= from) {
+            let Some(earlier) = shown.iter().rev().find(|e| e.at_ms + bound <= word.at_ms) else {
                 continue;
             };
             report.checked += 1;
-            if sample.persisted < earlier.hwm {
+            if word.word < earlier.hwm {
                 report.violations.push(Violation {
                     message: format!(
-                        "{tp}: the HWM was {} at t={}ms and the persisted HWM still {} at \
-                         t={}ms, {}ms later (hwm_persist_interval {interval}ms, bound \
+                        "{tp}: the HWM was {} at t={}ms and the `hwm` word on disk still {} \
+                         at t={}ms, {}ms later (hwm_persist_interval {interval}ms, bound \
                          {bound}ms; faults healed at t={heal_ms}ms)",
                         earlier.hwm,
                         earlier.at_ms,
-                        sample.persisted,
-                        sample.at_ms,
-                        sample.at_ms - earlier.at_ms
+                        word.word,
+                        word.at_ms,
+                        word.at_ms - earlier.at_ms
                     ),
-                    records: vec![RecordRef::new(tp, Some(sample.persisted), None)],
-                    events: vec![earlier.index, sample.index],
+                    records: vec![RecordRef::new(tp, Some(word.word), None)],
+                    events: vec![earlier.index, word.index],
                 });
                 // One per partition and incarnation: the rest repeat it.
                 break;

@@ -185,6 +185,25 @@ pub enum RequestKind {
 }
 
 impl FaultKind {
+    /// The kind of file the fault hit, for the faults on one file.
+    pub fn file(&self) -> Option<FileKind> {
+        match self {
+            FaultKind::TornWrite { file }
+            | FaultKind::LostWrite { file }
+            | FaultKind::FsyncEio { file }
+            | FaultKind::LostFsync { file, .. }
+            | FaultKind::BitFlip { file, .. }
+            | FaultKind::Misdirected { file, .. }
+            | FaultKind::LatentSector { file, .. }
+            | FaultKind::Enospc { file } => Some(*file),
+            FaultKind::Crash
+            | FaultKind::Latency { .. }
+            | FaultKind::ClockStep { .. }
+            | FaultKind::ProcessCrash
+            | FaultKind::Cancel { .. } => None,
+        }
+    }
+
     /// Faults the engine cannot defend against (DESIGN.md, "Durability contract"):
     /// they may cause loss, which must then be attributable to them.
     pub fn is_out_of_contract(&self) -> bool {
@@ -377,6 +396,13 @@ pub enum EventKind {
         hwm: Offset,
         persisted_hwm: Option<Offset>,
         durable_tail: Option<Offset>,
+    },
+    /// World, sampling the engine, right after its `HwmObserved`: the partition's
+    /// `hwm` word as the platter holds it (`None`: no file, or not 8 bytes), read by
+    /// the world, not asked of the engine.
+    HwmWordObserved {
+        tp: TopicPartition,
+        word: Option<Offset>,
     },
     /// World, when the log start moves (retention deleted segments) or is sampled.
     LogStartObserved {
@@ -720,6 +746,9 @@ impl fmt::Display for Event {
                 opt(persisted_hwm),
                 opt(durable_tail)
             ),
+            EventKind::HwmWordObserved { tp, word } => {
+                write!(f, "hwm_word_observed {tp} word={}", opt(word))
+            }
             EventKind::LogStartObserved { tp, log_start } => {
                 write!(f, "log_start_observed {tp} log_start={log_start}")
             }
@@ -1330,6 +1359,21 @@ impl History {
                 hwm,
                 persisted_hwm,
                 durable_tail,
+            },
+        )
+    }
+
+    pub fn hwm_word_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        word: Option<Offset>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HwmWordObserved {
+                tp: tp.clone(),
+                word,
             },
         )
     }

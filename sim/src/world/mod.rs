@@ -707,6 +707,17 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
     // Drain: until a consumer has acked every acknowledged record (so the deliveries
     // consumers drop come back after their leases, for the liveness checkers to time),
     // or the bound passes.
+    // And not before `hwm_persisted` has judged a sample on every topic: its bound past
+    // the heal, and one more sampling period.
+    let judged_ms = world
+        .spec
+        .workload
+        .topics
+        .iter()
+        .map(|t| u64::try_from(t.config.log.hwm_persist_interval.as_millis()).unwrap_or(u64::MAX))
+        .max()
+        .unwrap_or(0)
+        .saturating_add(crate::check::hwm_persisted::SLACK_MS + 100);
     let end = profile.end_ms();
     loop {
         sleep_serving(world, node, 50).await;
@@ -719,7 +730,7 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
                 && rec.acked.is_subset(&rec.consumed)
         };
         let now = now_ms(world);
-        if (done && now >= profile.heal_ms) || now >= end {
+        if (done && now >= profile.heal_ms.saturating_add(judged_ms)) || now >= end {
             return;
         }
     }
@@ -1177,6 +1188,14 @@ fn sample(world: &World) {
         let tp = TopicPartition::new(topic, partition);
         rec.history
             .hwm_observed(now, &tp, status.hwm, Some(status.persisted_hwm), None);
+        // The word on the platter, which `hwm_persisted` judges rather than the
+        // engine's own account of it.
+        let dir = layout::partition_dir(Path::new(DATA_ROOT), &tp.topic, tp.partition);
+        let word = world
+            .fs
+            .durable_bytes(&dir.join(layout::HWM_FILE))
+            .and_then(|bytes| word::decode(&bytes));
+        rec.history.hwm_word_observed(now, &tp, word);
         rec.history.log_start_observed(now, &tp, status.log_start);
         rec.history.engine_counters(
             now,

@@ -20,8 +20,8 @@ fn setup(interval: Option<u64>) -> Run {
     r
 }
 
-/// Samples of orders/0 every 100 ms over `[from, to]`: HWM 5, persisted 5 from
-/// `persisted_at` on (never when `None`), else 0.
+/// Samples of orders/0 every 100 ms over `[from, to]`: HWM 5, and the word on disk 5
+/// from `persisted_at` on (never when `None`), else 0; the engine says so too.
 fn samples(r: &mut Run, from: u64, to: u64, persisted_at: Option<u64>) {
     for at in (from..=to).step_by(100) {
         let persisted = if persisted_at.is_some_and(|p| at >= p) {
@@ -30,6 +30,7 @@ fn samples(r: &mut Run, from: u64, to: u64, persisted_at: Option<u64>) {
             0
         };
         r.h.hwm_observed(at, &tp(0), 5, Some(persisted), None);
+        r.h.hwm_word_observed(at, &tp(0), Some(persisted));
     }
     r.t = to;
 }
@@ -50,7 +51,7 @@ fn a_persisted_hwm_that_never_follows_fires() {
     assert_mentions(
         &messages,
         &[
-            "orders/0: the HWM was 5 at t=20ms and the persisted HWM still 0 at t=420ms",
+            "orders/0: the HWM was 5 at t=20ms and the `hwm` word on disk still 0 at t=420ms",
             "hwm_persist_interval 100ms, bound 350ms",
         ],
     );
@@ -100,6 +101,7 @@ fn before_the_heal_and_right_after_a_restart_nothing_is_judged() {
     let lagging = |r: &mut Run, from: u64, to: u64| {
         for at in (from..=to).step_by(100) {
             r.h.hwm_observed(at, &tp(0), 9, Some(5), None);
+            r.h.hwm_word_observed(at, &tp(0), Some(5));
         }
         r.t = to;
     };
@@ -117,4 +119,85 @@ fn a_history_without_the_interval_is_not_judged() {
     let report = r.report();
     assert_clean(&report);
     assert_eq!(report.hwm_persisted.checked, 0);
+}
+
+#[test]
+fn the_word_on_disk_is_judged_not_the_engines_account_of_it() {
+    // The engine says it persisted 5; the platter still holds 0 (an fsync it skipped).
+    let mut r = setup(Some(100));
+    r.h.heal(10);
+    for at in (20..=620).step_by(100) {
+        r.h.hwm_observed(at, &tp(0), 5, Some(5), None);
+        r.h.hwm_word_observed(at, &tp(0), Some(0));
+    }
+    r.t = 620;
+    fires_only(&r.report(), CheckerName::HwmPersisted);
+    // No file on the platter reads as 0 too.
+    let mut r = setup(Some(100));
+    r.h.heal(10);
+    for at in (20..=620).step_by(100) {
+        r.h.hwm_observed(at, &tp(0), 5, Some(5), None);
+        r.h.hwm_word_observed(at, &tp(0), None);
+    }
+    r.t = 620;
+    fires_only(&r.report(), CheckerName::HwmPersisted);
+}
+
+#[test]
+fn a_fault_on_the_word_ends_the_judgement_as_far_as_it_reaches() {
+    let hwm_fault = |kind: FaultKind| {
+        let mut r = setup(Some(100));
+        r.t = 0;
+        r.fault(kind, Some(0));
+        r.h.heal(15);
+        samples(&mut r, 20, 620, None);
+        r
+    };
+    // In contract (an fsync EIO on the word): that incarnation is not judged.
+    let report = hwm_fault(FaultKind::FsyncEio {
+        file: FileKind::Hwm,
+    })
+    .report();
+    assert_eq!(report.hwm_persisted.word_faulted, vec![(tp(0), 0)]);
+    assert!(report.hwm_persisted.violations.is_empty());
+    // An in-contract fault in an earlier incarnation: the open rewrote the word, and
+    // this one is judged again.
+    let mut r = hwm_fault(FaultKind::FsyncEio {
+        file: FileKind::Hwm,
+    });
+    r.crash(&[(0, 5, 5, 5)]).restart();
+    let restart = r.t;
+    for at in (restart + 10..=restart + 610).step_by(100) {
+        r.h.hwm_observed(at, &tp(0), 9, Some(5), None);
+        r.h.hwm_word_observed(at, &tp(0), Some(5));
+    }
+    r.t = restart + 610;
+    assert!(
+        !r.report()
+            .violations_of(CheckerName::HwmPersisted)
+            .is_empty()
+    );
+    // Out of contract (a misdirected write into the word): no later incarnation either.
+    let mut r = hwm_fault(FaultKind::Misdirected {
+        file: FileKind::Hwm,
+        offsets: None,
+        below_hwm: None,
+    });
+    r.crash(&[(0, 5, 5, 5)]).restart();
+    let restart = r.t;
+    for at in (restart + 10..=restart + 610).step_by(100) {
+        r.h.hwm_observed(at, &tp(0), 9, Some(5), None);
+        r.h.hwm_word_observed(at, &tp(0), Some(5));
+    }
+    r.t = restart + 610;
+    let report = r.report();
+    assert!(
+        report.hwm_persisted.violations.is_empty(),
+        "{:?}",
+        report.hwm_persisted.violations
+    );
+    assert_eq!(
+        report.hwm_persisted.word_faulted,
+        vec![(tp(0), 0), (tp(0), 1)]
+    );
 }

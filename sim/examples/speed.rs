@@ -5,6 +5,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use cafelog_sim::profile::Profile;
 use cafelog_sim::world::{RunSpec, run};
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the host's wall time around whole runs"
+)]
 fn main() {
     let name = std::env::args().nth(1).unwrap_or("default".into());
     let n: u64 = std::env::args()

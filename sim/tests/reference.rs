@@ -1,6 +1,10 @@
 //! The reference decoder against the committed disk fixtures (`corpus/disk/`): on
 //! every fixture it must agree with the engine's scanner on every field both report,
 //! and on a few it must give the outcome FORMAT.md states, independently of either.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "host files: the committed fixtures, and temp dirs for the engine's own scanner"
+)]
 
 use cafelog_engine::fs::StdFs;
 use cafelog_engine::recovery::{PartitionScan, ScanDepth, TruncationRule, scan_partition};

@@ -11,7 +11,12 @@
 //!   prefix.
 
 use super::dice::Dice;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+#[allow(
+    clippy::disallowed_types,
+    reason = "Dirs::index: lookups only, a fixed-key hasher"
+)]
+use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasherDefault, DefaultHasher};
 use std::path::{Path, PathBuf};
 
@@ -131,6 +136,7 @@ pub(crate) struct Dirs {
     /// The position of each path in `sorted`; rebuilt when a directory is added. A
     /// fixed-key hasher: lookups only, never iterated, and no OS randomness drawn
     /// inside the simulation.
+    #[allow(clippy::disallowed_types, reason = "lookups only, a fixed-key hasher")]
     index: HashMap<PathBuf, usize, BuildHasherDefault<DefaultHasher>>,
 }
 

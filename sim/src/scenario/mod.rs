@@ -74,6 +74,10 @@ pub const SCENARIO_PROFILE: &str = "scenario";
 
 impl Scenario {
     /// Reads and parses one file.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "host I/O outside any run: a scenario file"
+    )]
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
             path: path.to_path_buf(),
@@ -98,6 +102,10 @@ impl Scenario {
     }
 
     /// Every `*.toml` in a directory, sorted by name.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "host I/O outside any run: a scenario folder"
+    )]
     pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ScenarioError> {
         let io = |source| ScenarioError::Io {
             path: dir.to_path_buf(),

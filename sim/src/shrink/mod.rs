@@ -204,6 +204,10 @@ impl Runner<'_> {
 }
 
 /// Shrinks `start` while `keep` holds. `progress` receives one line per kept step.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the shrink's wall-time budget is the host's time, outside every run"
+)]
 pub fn shrink(
     start: &RunSpec,
     keep: &dyn Fn(&RunOutcome) -> bool,

@@ -389,6 +389,10 @@ fn thin_marks(marks: &[marks::Mark]) -> Vec<&marks::Mark> {
 }
 
 /// Writes the timeline of `outcome` to `path`.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "host I/O after the run: the SVG file"
+)]
 pub fn write(path: &std::path::Path, outcome: &RunOutcome) -> std::io::Result<()> {
     std::fs::write(path, render(outcome))
 }

@@ -183,6 +183,10 @@ impl Shared {
             history: History::new(),
             kills: Vec::new(),
             flips: Vec::new(),
+            #[allow(
+                clippy::disallowed_methods,
+                reason = "madsim's Instant, which reads simulated time"
+            )]
             start: madsim::time::Instant::now(),
             fs,
             paths: Paths::default(),

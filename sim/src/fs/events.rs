@@ -48,16 +48,6 @@ pub enum FsEventKind {
     ProcessCrash,
 }
 
-impl FsEventKind {
-    /// Whether the engine is expected to survive this without losing acknowledged data
-    /// (DESIGN.md, "Durability contract"). Bit flips are in contract because the engine
-    /// must detect them; a lost fsync and a misdirected write can destroy acknowledged
-    /// data that the engine was told is durable, so only detection can be demanded.
-    pub fn in_contract(self) -> bool {
-        !matches!(self, Self::LostFsync | Self::MisdirectedWrite)
-    }
-}
-
 /// One entry of the fault log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FsEvent {

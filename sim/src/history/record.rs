@@ -1,0 +1,614 @@
+//! The builders: one method per event kind, so the world and the tests record an
+//! event in one short call; each ends in [`History::record`], which keeps the
+//! history's invariants.
+
+use super::*;
+
+impl History {
+    pub fn produce_attempt(
+        &mut self,
+        at_ms: u64,
+        id: ProduceId,
+        topic: &str,
+        partition: Option<u32>,
+        key: &[u8],
+        payload: &[u8],
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::ProduceAttempt {
+                id,
+                topic: topic.to_owned(),
+                partition,
+                key: key.to_vec(),
+                payload: payload.to_vec(),
+            },
+        )
+    }
+
+    pub fn produce_ack(
+        &mut self,
+        at_ms: u64,
+        id: ProduceId,
+        tp: &TopicPartition,
+        offset: Option<Offset>,
+        committed_at_ms: Option<u64>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::ProduceAck {
+                id,
+                tp: tp.clone(),
+                offset,
+                committed_at_ms,
+            },
+        )
+    }
+
+    pub fn produce_failed(&mut self, at_ms: u64, id: ProduceId, error: &str) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::ProduceFailed {
+                id,
+                error: error.to_owned(),
+            },
+        )
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "mirrors the Delivery fields")]
+    pub fn delivery(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        offset: Offset,
+        key: &[u8],
+        payload: &[u8],
+        committed_at_ms: u64,
+        attempt: u32,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::Delivery {
+                tp: tp.clone(),
+                offset,
+                key: key.to_vec(),
+                payload: payload.to_vec(),
+                committed_at_ms,
+                attempt,
+                asked_at_ms: None,
+            },
+        )
+    }
+
+    /// Sets when the consumer asked for the delivery just recorded.
+    pub fn asked_at(&mut self, asked_at_ms: u64) -> &mut Self {
+        match self.events.last_mut().map(|e| &mut e.kind) {
+            Some(EventKind::Delivery {
+                asked_at_ms: asked, ..
+            }) => *asked = Some(asked_at_ms),
+            _ => panic!("asked_at follows a delivery"),
+        }
+        self
+    }
+
+    pub fn ack(&mut self, at_ms: u64, tp: &TopicPartition, offset: Offset) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::Ack {
+                tp: tp.clone(),
+                offset,
+            },
+        )
+    }
+
+    pub fn nack(&mut self, at_ms: u64, tp: &TopicPartition, offset: Offset) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::Nack {
+                tp: tp.clone(),
+                offset,
+            },
+        )
+    }
+
+    pub fn frontier_written(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        frontier: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::FrontierWritten {
+                tp: tp.clone(),
+                frontier,
+            },
+        )
+    }
+
+    pub fn frontier_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        frontier: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::FrontierObserved {
+                tp: tp.clone(),
+                frontier,
+                loaded: None,
+            },
+        )
+    }
+
+    /// A recovered frontier: the file's value and the one the engine loaded from it.
+    pub fn frontier_loaded(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        frontier: Offset,
+        loaded: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::FrontierObserved {
+                tp: tp.clone(),
+                frontier,
+                loaded: Some(loaded),
+            },
+        )
+    }
+
+    /// Records the power loss that ends the current incarnation.
+    pub fn crash(&mut self, at_ms: u64, partitions: Vec<CrashPartition>) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::Crash {
+                partitions,
+                process: false,
+            },
+        )
+    }
+
+    /// Records the process crash that ends the current incarnation (the page cache
+    /// survives it).
+    pub fn process_crash(&mut self, at_ms: u64, partitions: Vec<CrashPartition>) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::Crash {
+                partitions,
+                process: true,
+            },
+        )
+    }
+
+    /// Records the start of the next incarnation.
+    pub fn restart(&mut self, at_ms: u64) -> &mut Self {
+        self.record(at_ms, EventKind::Restart)
+    }
+
+    pub fn partition_refused(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        reason: &str,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::PartitionRefused {
+                tp: tp.clone(),
+                reason: reason.to_owned(),
+            },
+        )
+    }
+
+    pub fn deliveries_unclaimed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        offsets: Vec<Offset>,
+        asked_at_ms: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::DeliveriesUnclaimed {
+                tp: tp.clone(),
+                offsets,
+                asked_at_ms: Some(asked_at_ms),
+            },
+        )
+    }
+
+    pub fn frontier_skipped(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::FrontierSkipped {
+                tp: tp.clone(),
+                from,
+                to,
+                held,
+            },
+        )
+    }
+
+    /// The last value an incarnation before `incarnation` wrote to `tp`'s
+    /// `consumer.offset`, if any (what a restart should find there).
+    pub fn last_frontier_written_before(
+        &self,
+        tp: &TopicPartition,
+        incarnation: Incarnation,
+    ) -> Option<Offset> {
+        self.events.iter().rev().find_map(|e| match &e.kind {
+            EventKind::FrontierWritten { tp: t, frontier }
+                if t == tp && e.incarnation < incarnation =>
+            {
+                Some(*frontier)
+            }
+            _ => None,
+        })
+    }
+
+    pub fn hidden_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HiddenAtOpen {
+                tp: tp.clone(),
+                from,
+                to,
+                held,
+            },
+        )
+    }
+
+    pub fn damage_held(
+        &mut self,
+        at_ms: u64,
+        fault_index: usize,
+        tp: &TopicPartition,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::DamageHeld {
+                fault_index,
+                tp: tp.clone(),
+                held,
+            },
+        )
+    }
+
+    pub fn past_hole_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::PastHoleAtOpen {
+                tp: tp.clone(),
+                held,
+            },
+        )
+    }
+
+    pub fn visible_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::VisibleAtOpen {
+                tp: tp.clone(),
+                from,
+                to,
+                held,
+            },
+        )
+    }
+
+    pub fn salvage_wrote(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        kept: Vec<ProduceId>,
+        copied: Vec<ProduceId>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SalvageWrote {
+                tp: tp.clone(),
+                kept,
+                copied,
+            },
+        )
+    }
+
+    pub fn receive_killed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        asked_at_ms: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::ReceiveKilled {
+                tp: tp.clone(),
+                asked_at_ms,
+            },
+        )
+    }
+
+    pub fn layout_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        knobs: LayoutKnobs,
+        segments: Vec<SegmentLayout>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::LayoutObserved {
+                tp: tp.clone(),
+                knobs,
+                segments,
+            },
+        )
+    }
+
+    pub fn receive_empty(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        asked_at_ms: u64,
+        error: Option<String>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::ReceiveEmpty {
+                tp: tp.clone(),
+                asked_at_ms,
+                error,
+            },
+        )
+    }
+
+    pub fn partition_poisoned(&mut self, at_ms: u64, tp: &TopicPartition) -> &mut Self {
+        self.record(at_ms, EventKind::PartitionPoisoned { tp: tp.clone() })
+    }
+
+    pub fn hwm_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        hwm: Offset,
+        persisted_hwm: Option<Offset>,
+        durable_tail: Option<Offset>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HwmObserved {
+                tp: tp.clone(),
+                hwm,
+                persisted_hwm,
+                durable_tail,
+            },
+        )
+    }
+
+    pub fn hwm_word_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        word: Option<Offset>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HwmWordObserved {
+                tp: tp.clone(),
+                word,
+            },
+        )
+    }
+
+    pub fn log_start_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        log_start: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::LogStartObserved {
+                tp: tp.clone(),
+                log_start,
+            },
+        )
+    }
+
+    pub fn segment_created(&mut self, at_ms: u64, tp: &TopicPartition, base: Offset) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SegmentCreated {
+                tp: tp.clone(),
+                base,
+            },
+        )
+    }
+
+    pub fn segment_deleted(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        base: Offset,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SegmentDeleted {
+                tp: tp.clone(),
+                base,
+                held,
+            },
+        )
+    }
+
+    pub fn wal_at_open(
+        &mut self,
+        at_ms: u64,
+        skipped_bytes: u64,
+        corrupt_entries: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::WalAtOpen {
+                skipped_bytes,
+                corrupt_entries,
+            },
+        )
+    }
+
+    pub fn segments_listed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        bases: Vec<Offset>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SegmentsListed {
+                tp: tp.clone(),
+                bases,
+            },
+        )
+    }
+
+    pub fn engine_counters(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        recorded_loss_records: u64,
+        skipped_records: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::EngineCounters {
+                tp: tp.clone(),
+                recorded_loss_records,
+                skipped_records,
+            },
+        )
+    }
+
+    pub fn fault(
+        &mut self,
+        at_ms: u64,
+        kind: FaultKind,
+        tp: Option<&TopicPartition>,
+        path: Option<&str>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::Fault {
+                kind,
+                tp: tp.cloned(),
+                path: path.map(str::to_owned),
+            },
+        )
+    }
+
+    /// Records the run's setup (first, before anything else).
+    pub fn run_started(
+        &mut self,
+        at_ms: u64,
+        wall_base_ms: u64,
+        topics: Vec<TopicSetup>,
+        io_latency_max_ms: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::RunStarted {
+                wall_base_ms,
+                topics,
+                io_latency_max_ms,
+            },
+        )
+    }
+
+    pub fn heal(&mut self, at_ms: u64) -> &mut Self {
+        self.record(at_ms, EventKind::Heal)
+    }
+
+    /// An alarm the engine raised; `raised_in` is the incarnation whose task raised it
+    /// (recorded only when it differs from the current one).
+    pub fn engine_alarm(
+        &mut self,
+        at_ms: u64,
+        tp: Option<&TopicPartition>,
+        alarm: Alarm,
+        raised_in: Option<Incarnation>,
+    ) -> &mut Self {
+        let raised_in = raised_in.filter(|inc| *inc != self.incarnation);
+        self.record(
+            at_ms,
+            EventKind::EngineAlarm {
+                tp: tp.cloned(),
+                alarm,
+                raised_in,
+            },
+        )
+    }
+
+    pub fn disk_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        disk: DiskView,
+        while_open: bool,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::DiskAtOpen {
+                tp: tp.clone(),
+                disk,
+                while_open,
+            },
+        )
+    }
+
+    pub fn wal_entries_damaged(
+        &mut self,
+        at_ms: u64,
+        fault_index: usize,
+        first_replay: Incarnation,
+        entries: Vec<DamagedWalEntry>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::WalEntriesDamaged {
+                fault_index,
+                first_replay,
+                entries,
+            },
+        )
+    }
+}

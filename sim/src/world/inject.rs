@@ -1,0 +1,325 @@
+//! The supervisor's faults: kills (power loss or process crash), wall-clock steps,
+//! bit flips at rest located by the reference decoder, and armed fsync faults.
+
+use super::*;
+
+/// Makes the disk fail its next fsync once, the way `action` says.
+pub(super) fn arm_fsync_fault(world: &World, action: &Action) {
+    let counts = world.fs.event_counts();
+    let mut options = world.fs.options();
+    match action {
+        Action::FsyncEio => {
+            let fired = counts
+                .get(&crate::fs::FsEventKind::FsyncEio)
+                .copied()
+                .unwrap_or(0);
+            options.fsync_eio_probability = 1.0;
+            options.fsync_eio_max = u32::try_from(fired + 1).unwrap_or(u32::MAX);
+        }
+        _ => {
+            let fired = counts
+                .get(&crate::fs::FsEventKind::LostFsync)
+                .copied()
+                .unwrap_or(0);
+            options.lost_fsync_probability = 1.0;
+            options.lost_fsync_max = u32::try_from(fired + 1).unwrap_or(u32::MAX);
+        }
+    }
+    world
+        .fs
+        .set_options(options)
+        .expect("armed fault options are valid");
+}
+
+pub(super) fn exp_ms(dice: &mut Dice, mean_ms: u64) -> u64 {
+    let u = dice.unit().max(1e-9);
+    (-(u.ln()) * mean_ms as f64) as u64
+}
+
+pub(super) fn next_exp(dice: &mut Dice, per_s: f64) -> Option<u64> {
+    (per_s > 0.0).then(|| exp_ms(dice, (1000.0 / per_s) as u64))
+}
+
+/// How a kill ends an incarnation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kill {
+    /// The machine loses power: whatever is not durable is lost or torn.
+    PowerLoss,
+    /// Only the engine's process dies: the page cache and the pending writes survive.
+    Process,
+}
+
+/// Kills the engine's node and records what the next incarnation will open from.
+pub(super) async fn kill(
+    world: &Arc<World>,
+    node: madsim::task::NodeId,
+    kind: Kill,
+    cause: KillCause,
+) {
+    {
+        let mut rec = world.recorder.lock();
+        add_incarnation_paths(&mut rec, world);
+    }
+    let memory: BTreeMap<TopicPartition, u64> = world
+        .slot()
+        .take()
+        .map(|store| {
+            store
+                .partition_statuses()
+                .into_iter()
+                .map(|((t, p), status, _)| (TopicPartition::new(t, p), status.hwm))
+                .collect()
+        })
+        .unwrap_or_default();
+    {
+        let mut rec = world.recorder.lock();
+        if !rec.healed {
+            let fault = match kind {
+                Kill::PowerLoss => FaultKind::Crash,
+                Kill::Process => FaultKind::ProcessCrash,
+            };
+            rec.fault(fault, None, None);
+            let at_ns = rec.now_ns();
+            rec.kills.push(KillAt { at_ns, cause });
+        }
+    }
+    let image = match kind {
+        Kill::PowerLoss => {
+            madsim::runtime::Handle::current().kill(node);
+            disk::Image::Durable
+        }
+        Kill::Process => {
+            crate::fs::plugin::kill_process(node);
+            disk::Image::Visible
+        }
+    };
+    let partitions = {
+        let damaged = world.damaged.lock().unwrap_or_else(|e| e.into_inner());
+        disk::crash_partitions(&world.fs, &partition_dirs(world), &damaged, &memory, image)
+    };
+    let mut rec = world.recorder.lock();
+    rec.drain_fs();
+    rec.paths.crashes += 1;
+    if kind == Kill::Process {
+        rec.paths.process_crashes += 1;
+    }
+    rec.poisoned_seen.clear();
+    let now = rec.now_ms();
+    // The receives the kill cut short (their tasks died with the node).
+    for (tp, asked) in std::mem::take(&mut rec.receiving).into_values() {
+        rec.history.receive_killed(now, &tp, asked);
+    }
+    match kind {
+        Kill::PowerLoss => rec.history.crash(now, partitions),
+        Kill::Process => rec.history.process_crash(now, partitions),
+    };
+    rec.node_down = true;
+}
+
+/// Steps the wall clock back by `back_ms` (while the node is down).
+pub(super) fn step_clock(world: &World, back_ms: u64) {
+    world
+        .clock
+        .step_wall(-i64::try_from(back_ms).unwrap_or(i64::MAX));
+    let mut rec = world.recorder.lock();
+    rec.paths.clock_steps += 1;
+    rec.fault(FaultKind::ClockStep { back_ms }, None, None);
+}
+
+/// Flips one bit of durable data at rest (segments, hwm, consumer.offset, WAL).
+/// Flips one bit of a file of kind `file` (drawn when `None`): the bit `at` names, or a
+/// random one.
+pub(super) async fn flip(
+    world: &World,
+    dice: &mut Dice,
+    file: Option<FileKind>,
+    at: Option<&FlipAt>,
+) -> bool {
+    let kinds = [
+        FileKind::Segment,
+        FileKind::Segment,
+        FileKind::Hwm,
+        FileKind::ConsumerOffset,
+        FileKind::Wal,
+    ];
+    let want = file.unwrap_or_else(|| kinds[dice.below(kinds.len() as u64) as usize]);
+    // Map frames before the flip: afterwards the decode stops at the damaged frame.
+    let mut before = BTreeMap::new();
+    let mut images = BTreeMap::new();
+    if want == FileKind::Segment {
+        for (_, dir) in partition_dirs(world) {
+            if let Some(image) = disk::dir_image(&world.fs, &dir, disk::Image::Durable) {
+                before.insert(dir.clone(), crate::reference::decode(&image));
+                let visible = disk::dir_image(&world.fs, &dir, disk::Image::Visible);
+                images.insert(dir, (image, visible));
+            }
+        }
+    }
+    let filter = |p: &std::path::Path| recorder::file_kind(p) == want;
+    let flipped = match at {
+        Some(at) => {
+            world
+                .fs
+                .flip_bit_at(filter, std::path::Path::new(&at.path), at.position, at.bit)
+        }
+        None => world.fs.flip_random_bit(filter),
+    };
+    let Some(flip) = flipped else {
+        return false;
+    };
+    let tp = recorder::partition_of(&flip.path);
+    if let (Some(tp), FileKind::Segment) = (&tp, want) {
+        world
+            .damaged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tp.clone());
+    }
+    // The records of the frame the flip hit, when the durable image placed it.
+    let mut held = Vec::new();
+    let (offsets, below_hwm) = match (&tp, want) {
+        (Some(_), FileKind::Segment) => {
+            // Headers are walked in the durable image as it was before the flip.
+            let bytes = durable_before_flip(&world.fs, &flip);
+            match disk::locate(&before, &flip.path, flip.position, bytes.as_deref()) {
+                (Some(range), below) => {
+                    // Named only where the engine reads what the platter held: the cache
+                    // took the flip and showed the same records there (a pending write,
+                    // or a lost fsync's cache, can hold others at those offsets).
+                    if let Some((durable, Some(visible))) =
+                        flip.path.parent().and_then(|d| images.get(d))
+                        && flip.in_cache
+                    {
+                        let platter = disk::held_in(durable, range.start..range.end);
+                        if platter == disk::held_in(visible, range.start..range.end) {
+                            held = platter;
+                        }
+                    }
+                    // The cache took the flip too, and may hold another frame at that
+                    // byte (a misdirected write left the platter's frames shifted): the
+                    // flip damaged that frame for the engine as well.
+                    let cached = visible_before_flip(&world.fs, &flip)
+                        .filter(|_| flip.in_cache)
+                        .and_then(|b| disk::locate_in_image(&flip.path, flip.position, &b));
+                    match cached {
+                        Some(c) if c != range => {
+                            let persisted = before
+                                .get(flip.path.parent().unwrap_or(&flip.path))
+                                .and_then(|d| d.persisted_hwm)
+                                .unwrap_or(0);
+                            let union = OffsetRange {
+                                start: range.start.min(c.start),
+                                end: range.end.max(c.end),
+                            };
+                            (Some(union), Some(union.start < persisted))
+                        }
+                        _ => (Some(range), below),
+                    }
+                }
+                // No frame there on the platter, but the cache took the flip too: a lost
+                // fsync left frames the platter lacks, and the engine reads those.
+                (None, below) if flip.in_cache => {
+                    let visible = visible_before_flip(&world.fs, &flip);
+                    let range =
+                        visible.and_then(|b| disk::locate_in_image(&flip.path, flip.position, &b));
+                    (range, below)
+                }
+                found => found,
+            }
+        }
+        // An 8-byte word: the flip can move what it says anywhere between its value
+        // before and after (for `hwm`, the HWM the next open trusts; for
+        // `consumer.offset`, the frontier it loads).
+        (Some(_), FileKind::Hwm | FileKind::ConsumerOffset) => {
+            let before = durable_before_flip(&world.fs, &flip).and_then(|b| word::decode(&b));
+            let after = world
+                .fs
+                .durable_bytes(&flip.path)
+                .and_then(|b| word::decode(&b));
+            match (before, after) {
+                (Some(a), Some(b)) => (
+                    Some(OffsetRange {
+                        start: a.min(b),
+                        end: a.max(b),
+                    }),
+                    None,
+                ),
+                _ => (None, None),
+            }
+        }
+        _ => (None, None),
+    };
+    let mut rec = world.recorder.lock();
+    rec.paths.bit_flips += 1;
+    let at_ns = rec.now_ns();
+    rec.flips.push((
+        at_ns,
+        FlipAt {
+            path: flip.path.display().to_string(),
+            position: flip.position,
+            bit: flip.bit,
+        },
+    ));
+    let fault_index = rec.fault(
+        FaultKind::BitFlip {
+            file: want,
+            offsets,
+            below_hwm,
+        },
+        tp.as_ref(),
+        Some(&flip.path.display().to_string()),
+    );
+    if let Some(tp) = &tp
+        && !held.is_empty()
+    {
+        let now = rec.now_ms();
+        rec.history.damage_held(now, fault_index, tp, held);
+    }
+    if want == FileKind::Wal
+        && let Some(before) = durable_before_flip(&world.fs, &flip)
+    {
+        // The entries of the frame the flip hit, from the image as it was before.
+        let hit = flip.position..flip.position + 1;
+        rec.wal_damaged(fault_index, &flip.path, &before, &[hit], true);
+    }
+    // A flip that lands while the node's open runs may be read by it or not: the open
+    // is then held to either view of the disk.
+    let opening = !rec.node_down && world.slot().is_none();
+    if opening
+        && matches!(want, FileKind::Segment | FileKind::Hwm)
+        && let Some(tp) = &tp
+        && let Some(decoded) = flip
+            .path
+            .parent()
+            .and_then(|d| disk::dir_image(&world.fs, d, disk::Image::Visible))
+            .map(|image| crate::reference::decode(&image))
+    {
+        let now = rec.now_ms();
+        rec.history
+            .disk_at_open(now, tp, DiskView::from_decoded(&decoded), true);
+    }
+    true
+}
+
+/// The durable image of the file `flip` hit, as it was before the flip. Not the visible
+/// file: a segment the reaper has unlinked but not yet made durably gone has no visible
+/// name, and a crash brings it back.
+pub(super) fn durable_before_flip(fs: &SimFs, flip: &crate::fs::BitFlip) -> Option<Vec<u8>> {
+    let mut bytes = fs.durable_bytes(&flip.path)?;
+    if let Some(byte) = bytes.get_mut(flip.position as usize) {
+        *byte = flip.before;
+    }
+    Some(bytes)
+}
+
+/// The page cache's image of the file `flip` hit, as it was before the flip (`None`
+/// when the file has no visible name).
+pub(super) fn visible_before_flip(fs: &SimFs, flip: &crate::fs::BitFlip) -> Option<Vec<u8>> {
+    let mut bytes = fs.visible_bytes(&flip.path)?;
+    if flip.in_cache
+        && let Some(byte) = bytes.get_mut(flip.position as usize)
+    {
+        *byte = flip.before;
+    }
+    Some(bytes)
+}

@@ -1,0 +1,162 @@
+//! A restart: what the world reads of the disk before the next open (its views, the
+//! records it will hide, see or salvage, by identity), and the end-of-run layouts.
+
+use super::*;
+
+/// What a restart's open will find on one partition.
+pub(super) struct OpenDisk {
+    tp: TopicPartition,
+    view: DiskView,
+    /// The records of its hidden tail.
+    hidden: Vec<HeldCopy>,
+    /// When it will replay every WAL entry: the records it can see.
+    visible: Option<Vec<HeldCopy>>,
+    /// When it will cut at a hole (R2): the readable records past it.
+    past_hole: Option<Vec<HeldCopy>>,
+}
+
+/// Starts the next incarnation of the engine's node.
+pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
+    // What the open will read, before the new incarnation can touch it: each
+    // directory as the page cache shows it (after a power loss, the durable image),
+    // read once, decoded and with its segment files listed.
+    let mut disks: Vec<OpenDisk> = Vec::new();
+    // An open that finds the WAL checkpoint unreadable replays every entry, skipping
+    // those whose records it can see: list those records too.
+    let full_replay = world
+        .fs
+        .visible_bytes(&node::wal_dir().join(cafelog_engine::store::wal::CHECKPOINT_FILE))
+        .is_some_and(|bytes| !crate::reference::wal::checkpoint_readable(&bytes));
+    let mut segments: Vec<(TopicPartition, Vec<u64>)> = Vec::new();
+    let mut frontiers = BTreeMap::new();
+    for (tp, dir) in partition_dirs(world) {
+        let frontier = world
+            .fs
+            .visible_bytes(&dir.join(layout::CONSUMER_OFFSET_FILE))
+            .and_then(|bytes| word::decode(&bytes));
+        frontiers.insert(tp.clone(), frontier);
+        let image = disk::dir_image(&world.fs, &dir, disk::Image::Visible);
+        let bases = image.as_ref().map_or_else(Vec::new, |image| {
+            image
+                .segments
+                .iter()
+                .filter_map(|(name, _)| crate::reference::partition::segment_base(name))
+                .collect()
+        });
+        if let Some(image) = image {
+            let decoded = crate::reference::decode(&image);
+            let view = DiskView::from_decoded(&decoded);
+            let past_hole = decoded
+                .bad
+                .as_ref()
+                .filter(|_| view.rule == crate::history::OpenRule::Hole)
+                .map(|bad| disk::held_past_hole(&image, bad));
+            disks.push(OpenDisk {
+                tp: tp.clone(),
+                hidden: disk::held_in(&image, view.hwm..view.tail),
+                visible: full_replay.then(|| disk::held_in(&image, view.log_start..view.hwm)),
+                past_hole,
+                view,
+            });
+        }
+        segments.push((tp, bases));
+    }
+    let wal = wal_damage(world);
+    madsim::runtime::Handle::current().restart(node);
+    let mut rec = world.recorder.lock();
+    let now = rec.now_ms();
+    rec.history.restart(now);
+    for disk in disks {
+        let OpenDisk {
+            tp,
+            view,
+            hidden: held,
+            visible,
+            past_hole,
+        } = disk;
+        let hidden = view.hwm..view.tail;
+        let shown = view.log_start..view.hwm;
+        rec.history.disk_at_open(now, &tp, view, false);
+        if let Some(visible) = visible {
+            rec.history
+                .visible_at_open(now, &tp, shown.start, shown.end, visible);
+        }
+        if !held.is_empty() {
+            rec.history
+                .hidden_at_open(now, &tp, hidden.start, hidden.end, held);
+        }
+        if let Some(held) = past_hole {
+            rec.history.past_hole_at_open(now, &tp, held);
+        }
+    }
+    for (tp, bases) in segments {
+        rec.history.segments_listed(now, &tp, bases);
+    }
+    rec.history.wal_at_open(now, wal.0, wal.1);
+    rec.node_down = false;
+    rec.carried.clear();
+    rec.durable_frontiers = frontiers;
+}
+
+/// The damage the WAL's segment files hold as the open will read them: skipped bytes
+/// and corrupt entries, by the reference decoder.
+pub(super) fn wal_damage(world: &World) -> (u64, u64) {
+    let dir = node::wal_dir();
+    let names = world.fs.visible_names(&dir).unwrap_or_default();
+    names
+        .iter()
+        .filter_map(|name| {
+            let base = crate::reference::wal::segment_base(name)?;
+            let image = world.fs.visible_bytes(&dir.join(name))?;
+            Some(crate::reference::wal::damage(base, &image))
+        })
+        .fold((0, 0), |(s, c), (ds, dc)| (s + ds, c + dc))
+}
+
+/// Adds the dying incarnation's engine counters to the run's paths.
+pub(super) fn add_incarnation_paths(rec: &mut recorder::Recorder, world: &World) {
+    let Some(store) = world.store() else {
+        return;
+    };
+    let m = store.metrics();
+    rec.paths.leases_expired += m.leases_expired.load(Ordering::Relaxed);
+    rec.paths.redeliveries += m.redeliveries.load(Ordering::Relaxed);
+    rec.paths.parked_receives_woken += m.parked_receives_woken.load(Ordering::Relaxed);
+    rec.paths.delay_gates_held += m.delay_gate_holds.load(Ordering::Relaxed);
+    rec.paths.records_skipped += m.records_skipped.load(Ordering::Relaxed);
+    rec.paths.wal_segments_deleted += m.wal_segments_deleted.load(Ordering::Relaxed);
+    for (_, _, metrics) in store.partition_statuses() {
+        rec.paths.records_skipped += metrics.records_skipped;
+        rec.paths.segments_reaped += metrics.retention_segments_deleted;
+    }
+}
+
+/// Every partition directory on the disk, as `(tp, dir)`.
+/// Records each partition's segment files as the engine left them, for `layout`.
+pub(super) fn observe_layouts(world: &World) {
+    let mut rec = world.recorder.lock();
+    let now = rec.now_ms();
+    for plan in &world.spec.workload.topics {
+        let knobs = shape::knobs(&plan.config.log);
+        for p in 0..plan.config.partitions {
+            let dir = layout::partition_dir(Path::new(DATA_ROOT), &plan.name, p);
+            if let Some(segments) = shape::visible_layout(&world.fs, &dir) {
+                let tp = TopicPartition::new(plan.name.clone(), p);
+                rec.history.layout_observed(now, &tp, knobs, segments);
+            }
+        }
+    }
+}
+
+pub(super) fn partition_dirs(world: &World) -> Vec<(TopicPartition, PathBuf)> {
+    let mut out = Vec::new();
+    for plan in &world.spec.workload.topics {
+        for p in 0..plan.config.partitions {
+            out.push((
+                TopicPartition::new(plan.name.clone(), p),
+                layout::partition_dir(Path::new(DATA_ROOT), &plan.name, p),
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,143 @@
+//! What defines a run (`RunSpec`: the seed, the profile, the workload, the fault mix
+//! and any fixed schedule) and what one hands back (`RunOutcome`).
+
+use super::*;
+
+/// Sub-seeds, derived from the run's seed so each stream is independent.
+pub(super) fn sub_seed(seed: u64, stream: u64) -> u64 {
+    let mut x = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Everything that defines a run.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub seed: u64,
+    pub profile: Profile,
+    pub workload: Workload,
+    pub mix: FaultMix,
+    /// An explicit fault schedule (scenarios, shrinking). When set, it replaces the
+    /// mix's random crashes, flips and clock steps; the mix's disk faults still apply.
+    pub schedule: Option<Vec<ScheduledFault>>,
+}
+
+/// When a scheduled fault fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// At this simulated ms.
+    AtMs(u64),
+    /// At this simulated ns (a shrink repeating a swarm's kill to the nanosecond).
+    AtNs(u64),
+    /// Right after the entry before, while the node it killed is down (its restart
+    /// waits): a second fault at the same kill.
+    WhileDown,
+    /// Right after the Nth produce acknowledgement (so before the next HWM persist).
+    AfterAcks(u64),
+}
+
+/// Exactly which bit a flip hit: the durable file, the byte and the bit.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FlipAt {
+    pub path: String,
+    pub position: u64,
+    pub bit: u8,
+}
+
+/// What a scheduled fault does.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Action {
+    /// Kill and restart the engine's node (the disk crashes with it: a power loss).
+    Crash,
+    /// Kill and restart the engine's process only: the page cache survives.
+    ProcessCrash,
+    /// Kill the node, flip one bit of durable data in a file of this kind (that bit,
+    /// when `at` names one), restart.
+    CrashWithBitFlip { file: FileKind, at: Option<FlipAt> },
+    /// The same after a process crash: the page cache survives.
+    ProcessCrashWithBitFlip { file: FileKind, at: Option<FlipAt> },
+    /// Flip one bit of durable data (while the node runs, or `while_down`).
+    BitFlip { file: FileKind, at: Option<FlipAt> },
+    /// Make one sector of a segment unreadable (`while_down` after a power loss).
+    LatentSector,
+    /// Step the wall clock back by `ms` (`while_down`).
+    ClockStep { ms: u64 },
+    /// Kill the node, step the wall clock back by `ms`, restart.
+    CrashWithClockStep { ms: u64 },
+    /// Kill the node, make one sector of a segment unreadable, restart.
+    CrashWithLatentSector,
+    /// The next fsync with pending data fails with EIO.
+    FsyncEio,
+    /// The next fsync with pending data returns Ok and persists nothing.
+    LostFsync,
+}
+
+/// One entry of an explicit schedule.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScheduledFault {
+    pub trigger: Trigger,
+    pub action: Action,
+}
+
+impl RunSpec {
+    /// The run a seed means on a profile.
+    pub fn from_seed(seed: u64, profile: &Profile) -> RunSpec {
+        let mut dice = Dice::new(sub_seed(seed, 1));
+        let mut workload = Workload::draw(&mut dice, profile);
+        let mut dice = Dice::new(sub_seed(seed, 2));
+        let mix = FaultMix::draw(&mut dice, profile);
+        let mut dice = Dice::new(sub_seed(seed, 3));
+        workload.wal_segment_bytes = workload::draw_wal_segment_bytes(&mut dice);
+        RunSpec {
+            seed,
+            profile: profile.clone(),
+            workload,
+            mix,
+            schedule: None,
+        }
+    }
+
+    /// The run a seed means on a profile with the fault kinds `without` turned off
+    /// (each one of [`crate::swarm::WITHOUT_KINDS`]): how `--without` and a corpus
+    /// entry's `without` replay a seed as it ran before the swarm drew those kinds.
+    pub fn from_seed_without(
+        seed: u64,
+        profile: &Profile,
+        without: &[String],
+    ) -> Result<RunSpec, String> {
+        let mut spec = RunSpec::from_seed(seed, profile);
+        for kind in without {
+            if kind == "wal_roll" {
+                spec.workload.wal_segment_bytes = workload::default_wal_segment_bytes();
+            } else {
+                spec.mix.without(kind)?;
+            }
+        }
+        Ok(spec)
+    }
+}
+
+/// The result of one run.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub seed: u64,
+    pub profile: &'static str,
+    pub verdict: Verdict,
+    pub report: Option<CheckReport>,
+    pub history: History,
+    pub paths: Paths,
+    pub faults: BTreeMap<String, u64>,
+    pub fault_kinds_on: Vec<&'static str>,
+    pub trace_hash: u64,
+    pub sim_ms: u64,
+    pub records_produced: u64,
+    /// Every kill before the heal, in the order of its `Crash`/`ProcessCrash` fault
+    /// event: exactly when it came, so a schedule can repeat it (the history keeps ms).
+    pub kills: Vec<KillAt>,
+    /// Every bit flip, in the order of its `BitFlip` fault event: when (ns) and which
+    /// bit, so a schedule can repeat it.
+    pub flips: Vec<(u64, FlipAt)>,
+}

@@ -85,10 +85,14 @@
 pub mod dice;
 mod events;
 mod faults;
+mod file;
 mod inode;
 mod latent;
 mod namespace;
+mod ops;
 mod options;
+mod paths;
+mod pause;
 pub mod plugin;
 
 pub use events::{EVENTS_BUFFERED_MAX, FsEvent, FsEventKind, Overwritten};
@@ -109,6 +113,10 @@ use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
+
+pub use file::SimFile;
+use paths::*;
+use pause::*;
 use std::time::Duration;
 
 /// Linux errno values (asm-generic), the ones `std::io::Error::from_raw_os_error` maps.
@@ -174,14 +182,6 @@ struct State {
     ns: Namespace,
     log: FsEventLog,
     enospc_streak: u32,
-}
-
-/// A point where an operation waits for the scheduler.
-#[derive(Clone, Copy, Debug)]
-enum Pause {
-    None,
-    Yield,
-    Sleep(Duration),
 }
 
 impl SimFs {
@@ -426,105 +426,6 @@ impl SimFs {
     }
 }
 
-async fn pause(pause: Pause) {
-    match pause {
-        Pause::None => {}
-        Pause::Yield => {
-            if madsim::time::TimeHandle::try_current().is_some() {
-                YieldNow { yielded: false }.await;
-            }
-        }
-        Pause::Sleep(duration) => {
-            if let Some(time) = madsim::time::TimeHandle::try_current() {
-                time.sleep(duration).await;
-            }
-        }
-    }
-}
-
-/// Returns `Pending` once after waking itself: the task goes back to madsim's ready
-/// queue, from which madsim picks tasks in random order.
-struct YieldNow {
-    yielded: bool,
-}
-
-impl Future for YieldNow {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.yielded {
-            Poll::Ready(())
-        } else {
-            self.yielded = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    }
-}
-
-/// An absolute path without `.` or `..`; relative paths are taken from `/`.
-fn normalize(path: &Path) -> io::Result<PathBuf> {
-    if is_normal(path) {
-        return Ok(path.to_owned()); // The engine's paths: nothing to rewrite.
-    }
-    normalize_components(path)
-}
-
-/// [`normalize`] the long way, component by component.
-fn normalize_components(path: &Path) -> io::Result<PathBuf> {
-    let mut out = PathBuf::from("/");
-    for component in path.components() {
-        match component {
-            Component::Prefix(_) => return Err(os_error(errno::EINVAL)),
-            Component::RootDir | Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(name) => {
-                if name.to_str().is_none() {
-                    return Err(os_error(errno::EINVAL));
-                }
-                out.push(name);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Whether `path` already is what [`normalize`] makes of it: UTF-8, `/` alone or `/`
-/// followed by non-empty components separated by single `/`s, none `.` or `..`.
-fn is_normal(path: &Path) -> bool {
-    let Some(text) = path.to_str() else {
-        return false;
-    };
-    if text == "/" {
-        return true;
-    }
-    let Some(rest) = text.strip_prefix('/') else {
-        return false;
-    };
-    rest.split('/')
-        .all(|name| !name.is_empty() && name != "." && name != "..")
-}
-
-/// (parent directory, name) of a file path; `/` itself is a directory, not a file.
-fn split(path: &Path) -> io::Result<(PathBuf, String)> {
-    if is_normal(path)
-        && let Some(text) = path.to_str()
-        && let Some(slash) = text.rfind('/')
-        && slash + 1 < text.len()
-    {
-        // The fast path of the common case; the same result as below.
-        let parent = if slash == 0 { "/" } else { &text[..slash] };
-        return Ok((PathBuf::from(parent), text[slash + 1..].to_owned()));
-    }
-    let path = normalize(path)?;
-    match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
-        (Some(parent), Some(name)) => Ok((parent.to_owned(), name.to_owned())),
-        _ => Err(os_error(errno::EISDIR)),
-    }
-}
-
 impl State {
     fn faults(&mut self) -> (Faults<'_>, &mut BTreeMap<InodeId, Inode>, &mut Namespace) {
         (
@@ -538,33 +439,6 @@ impl State {
             &mut self.inodes,
             &mut self.ns,
         )
-    }
-
-    fn draw_pauses(&mut self) -> (Pause, Pause) {
-        let options = &self.options;
-        let dice = &mut self.dice;
-        let before = if dice.chance(options.latency_probability) {
-            Pause::Sleep(dice.duration(options.latency_min, options.latency_max))
-        } else if dice.chance(options.yield_probability) {
-            Pause::Yield
-        } else {
-            Pause::None
-        };
-        let after = if dice.chance(options.latency_after_probability) {
-            Pause::Sleep(dice.duration(options.latency_min, options.latency_max))
-        } else {
-            Pause::None
-        };
-        // After the heal slow I/O stops like every other fault (the liveness bounds
-        // assume it); the dice are drawn alike, so the run before the heal is unchanged.
-        if self.healed {
-            let calm = |p: Pause| match p {
-                Pause::Sleep(_) => Pause::Yield,
-                other => other,
-            };
-            return (calm(before), calm(after));
-        }
-        (before, after)
     }
 
     /// The inode behind a handle, or ESTALE when the handle predates a crash.
@@ -786,191 +660,6 @@ impl State {
         Some(flip)
     }
 
-    fn open(&mut self, fs: &SimFs, path: &Path, mode: OpenMode) -> io::Result<SimFile> {
-        let (dir, name) = split(path)?;
-        // One lookup of the directory answers all three questions.
-        let Some(entries) = self.ns.dirs.get(&dir) else {
-            return Err(self.missing_dir_error(&dir));
-        };
-        if entries.subdirs.contains(&name) {
-            return Err(os_error(errno::EISDIR)); // `dir/name` is a directory.
-        }
-        let existing = entries.visible.get(&name).copied();
-        let ino = match (mode, existing) {
-            (OpenMode::Read | OpenMode::ReadWrite, None) => return Err(os_error(errno::ENOENT)),
-            (OpenMode::CreateNew, Some(_)) => return Err(os_error(errno::EEXIST)),
-            (OpenMode::Read | OpenMode::ReadWrite, Some(ino)) => ino,
-            (OpenMode::CreateTruncate, Some(ino)) => {
-                let inode = self.inodes.get_mut(&ino).expect("visible inode exists");
-                if !inode.cache.is_empty() {
-                    inode.set_len(0);
-                }
-                ino
-            }
-            (OpenMode::CreateNew | OpenMode::CreateTruncate, None) => {
-                let ino = self.next_inode;
-                self.next_inode += 1;
-                self.inodes.insert(
-                    ino,
-                    Inode {
-                        visible_links: 1,
-                        ..Inode::default()
-                    },
-                );
-                self.ns.link(&dir, &name, ino);
-                ino
-            }
-        };
-        self.inodes
-            .get_mut(&ino)
-            .expect("inode exists")
-            .open_handles += 1;
-        Ok(SimFile {
-            fs: fs.clone(),
-            ino,
-            epoch: self.epoch,
-            writable: mode.writable(),
-            path: dir.join(&name),
-        })
-    }
-
-    /// ENOENT when a directory is missing, ENOTDIR when a file stands in its place.
-    fn missing_dir_error(&self, dir: &Path) -> io::Error {
-        let mut cursor = Some(dir);
-        while let Some(path) = cursor {
-            if let (Some(parent), Some(name)) =
-                (path.parent(), path.file_name().and_then(|n| n.to_str()))
-                && self.ns.visible(parent, name).is_some()
-            {
-                return os_error(errno::ENOTDIR);
-            }
-            cursor = path.parent();
-        }
-        os_error(errno::ENOENT)
-    }
-
-    fn create_dir_all(&mut self, path: &Path) -> io::Result<()> {
-        let path = normalize(path)?;
-        let mut current = PathBuf::from("/");
-        for component in path.components().skip(1) {
-            let name = component
-                .as_os_str()
-                .to_str()
-                .expect("normalized paths are UTF-8")
-                .to_owned();
-            let next = current.join(&name);
-            if !self.ns.is_dir(&next) {
-                if self.ns.visible(&current, &name).is_some() {
-                    return Err(os_error(if next == path {
-                        errno::EEXIST
-                    } else {
-                        errno::ENOTDIR
-                    }));
-                }
-                // Like the real fsync of the parent: the parent's pending entries become
-                // durable, and so does a pending removal of this very name.
-                self.commit_dir(&current);
-                let committed = self.ns.commit_entry(&current, &name);
-                self.collect_after(&committed);
-                self.ns.add_dir(&current, &name);
-            }
-            current = next;
-        }
-        Ok(())
-    }
-
-    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        let path = normalize(path)?;
-        let Some(dir) = self.ns.dirs.get(&path) else {
-            return Err(self.not_a_dir_error(&path));
-        };
-        let mut names: Vec<String> = dir.visible.keys().chain(&dir.subdirs).cloned().collect();
-        names.sort();
-        Ok(names)
-    }
-
-    fn not_a_dir_error(&self, path: &Path) -> io::Error {
-        match split(path) {
-            Ok((parent, name)) if self.ns.visible(&parent, &name).is_some() => {
-                os_error(errno::ENOTDIR)
-            }
-            _ => self.missing_dir_error(path),
-        }
-    }
-
-    fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
-        let (from_dir, from_name) = split(from)?;
-        let (to_dir, to_name) = split(to)?;
-        if self.ns.is_dir(&from_dir.join(&from_name)) {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "SimFs does not rename directories",
-            ));
-        }
-        if self.ns.visible(&from_dir, &from_name).is_none() {
-            return Err(if self.ns.is_dir(&from_dir) {
-                os_error(errno::ENOENT)
-            } else {
-                self.missing_dir_error(&from_dir)
-            });
-        }
-        if !self.ns.is_dir(&to_dir) {
-            return Err(self.missing_dir_error(&to_dir));
-        }
-        if self.ns.is_dir(&to_dir.join(&to_name)) {
-            return Err(os_error(errno::EISDIR));
-        }
-        if from_dir == to_dir && from_name == to_name {
-            return Ok(()); // POSIX: renaming a file onto itself does nothing.
-        }
-        let (_, replaced) = self.ns.rename(&from_dir, &from_name, &to_dir, &to_name);
-        if let Some(replaced) = replaced {
-            let inode = self
-                .inodes
-                .get_mut(&replaced)
-                .expect("replaced inode exists");
-            inode.visible_links -= 1;
-        }
-        Ok(())
-    }
-
-    fn remove_file(&mut self, path: &Path) -> io::Result<()> {
-        let (dir, name) = split(path)?;
-        if self.ns.is_dir(&dir.join(&name)) {
-            return Err(os_error(errno::EISDIR));
-        }
-        if !self.ns.is_dir(&dir) {
-            return Err(self.missing_dir_error(&dir));
-        }
-        let ino = self
-            .ns
-            .unlink(&dir, &name)
-            .ok_or_else(|| os_error(errno::ENOENT))?;
-        self.inodes
-            .get_mut(&ino)
-            .expect("unlinked inode exists")
-            .visible_links -= 1;
-        Ok(())
-    }
-
-    fn sync_dir(&mut self, path: &Path) -> io::Result<()> {
-        let path = normalize(path)?;
-        if !self.ns.is_dir(&path) {
-            return Err(self.not_a_dir_error(&path));
-        }
-        self.commit_dir(&path);
-        Ok(())
-    }
-
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        let path = normalize(path)?;
-        if self.ns.is_dir(&path) {
-            return Ok(true);
-        }
-        let (dir, name) = split(&path)?;
-        Ok(self.ns.visible(&dir, &name).is_some())
-    }
-
     fn write(&mut self, handle: &SimFile, data: &[u8], position: u64) -> io::Result<()> {
         if !handle.writable {
             self.handle_inode(handle)?;
@@ -1039,107 +728,6 @@ impl State {
             SyncOutcome::Lost => Ok(()),
             SyncOutcome::Eio => Err(os_error(errno::EIO)),
         }
-    }
-}
-
-/// The current name of `ino` for the event log: the path the handle was opened as
-/// when it still names the inode (one lookup, the common case), otherwise a scan.
-fn path_of(ns: &Namespace, ino: InodeId, opened_as: &Path) -> PathBuf {
-    let still_named = split(opened_as)
-        .ok()
-        .is_some_and(|(dir, name)| ns.visible(&dir, &name) == Some(ino));
-    if still_named {
-        return opened_as.to_owned();
-    }
-    ns.inode_paths()
-        .remove(&ino)
-        .unwrap_or_else(|| opened_as.to_owned())
-}
-
-/// An open file of [`SimFs`], valid until the disk crashes.
-#[derive(Debug)]
-pub struct SimFile {
-    fs: SimFs,
-    ino: InodeId,
-    epoch: u64,
-    writable: bool,
-    /// The path it was opened as (for events; the file may have been renamed since).
-    path: PathBuf,
-}
-
-impl Drop for SimFile {
-    fn drop(&mut self) {
-        let mut state = self.fs.lock();
-        if state.epoch == self.epoch {
-            if let Some(inode) = state.inodes.get_mut(&self.ino) {
-                inode.open_handles -= 1;
-            }
-            state.collect(self.ino);
-        }
-    }
-}
-
-impl File for SimFile {
-    async fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
-        self.fs
-            .run(|state| {
-                let inode = state.handle_inode(self)?;
-                if inode.unreadable(position, buf.len() as u64) {
-                    return Err(os_error(errno::EIO));
-                }
-                Ok(inode.read(buf, position))
-            })
-            .await
-    }
-
-    async fn write_at(&self, data: &[u8], position: u64) -> io::Result<()> {
-        self.fs.run(|state| state.write(self, data, position)).await
-    }
-
-    async fn len(&self) -> io::Result<u64> {
-        self.fs
-            .run(|state| Ok(state.handle_inode(self)?.cache.len() as u64))
-            .await
-    }
-
-    async fn set_len(&self, len: u64) -> io::Result<()> {
-        self.fs.run(|state| state.set_len(self, len)).await
-    }
-
-    async fn sync_data(&self) -> io::Result<()> {
-        self.fs.run(|state| state.sync_data(self)).await
-    }
-}
-
-impl Fs for SimFs {
-    type File = SimFile;
-
-    async fn open(&self, path: &Path, mode: OpenMode) -> io::Result<SimFile> {
-        self.run(|state| state.open(self, path, mode)).await
-    }
-
-    async fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.run(|state| state.create_dir_all(path)).await
-    }
-
-    async fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        self.run(|state| state.list_dir(path)).await
-    }
-
-    async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.run(|state| state.rename(from, to)).await
-    }
-
-    async fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.run(|state| state.remove_file(path)).await
-    }
-
-    async fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        self.run(|state| state.sync_dir(path)).await
-    }
-
-    async fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.run(|state| state.exists(path)).await
     }
 }
 

@@ -1187,14 +1187,7 @@ fn both_copies_damaged_follows_a_replay_copy_an_open_cut_while_it_scanned() {
         },
     ] {
         let report = replay_copy_damaged_while_opening(v).report();
-        assert!(
-            report
-                .no_lost_ack
-                .excuse_of(1)
-                .is_none_or(|e| e.kind != ExcuseKind::BothCopiesDamaged),
-            "{:?}",
-            report.no_lost_ack.excuse_of(1)
-        );
+        refuses_both_copies(&report, 1, "");
         assert!(
             report
                 .violations_of(CheckerName::NoLostAck)
@@ -1317,6 +1310,16 @@ fn a_cut_counts_for_a_copy_damaged_while_opening_only_after_a_view_shows_the_dam
     );
 }
 
+/// Asserts that `both_copies_damaged` does not excuse the loss of `id` (`case` names
+/// the variant in the message).
+fn refuses_both_copies(report: &CheckReport, id: ProduceId, case: &str) {
+    let excuse = report.no_lost_ack.excuse_of(id);
+    assert!(
+        excuse.is_none_or(|e| e.kind != ExcuseKind::BothCopiesDamaged),
+        "{case}: {excuse:?}"
+    );
+}
+
 /// Asserts that `both_copies_damaged` excuses the loss of `id`, covering `covers`.
 fn expect_both_copies(report: &CheckReport, id: ProduceId, covers: &str) {
     match report.no_lost_ack.excuse_of(id) {
@@ -1330,18 +1333,19 @@ fn expect_both_copies(report: &CheckReport, id: ProduceId, covers: &str) {
     }
 }
 
-/// Id 1 acknowledged at offset 0 above the persisted HWM; a power loss hides it and a
-/// WAL flip destroys its entry. The open of incarnation 1 lists the copy hidden and
-/// reports the WAL damage (and, when `announced`, raises `hidden_exposed` over it), and
-/// a process crash kills it before it finishes; the open of incarnation 2 reads the
-/// `hwm` word at `word` and dies in a power loss, with a flip on the copy's frame; the
-/// open of incarnation 3 cuts at 0 (R1).
-fn exposure_unknown(word: u64, announced: bool) -> Run {
-    let copy = HeldCopy {
+/// Id 1's copy at offset 0.
+fn held_id1_at_0() -> HeldCopy {
+    HeldCopy {
         offset: 0,
         id: 1,
         committed_at_ms: 1_000,
-    };
+    }
+}
+
+/// Id 1 acknowledged at offset 0 above the persisted HWM; a power loss hides it and a
+/// WAL flip destroys its entry. The open of incarnation 1 lists the copy hidden and
+/// reports the WAL damage (and, when `announced`, raises `hidden_exposed` over it).
+fn wal_damage_reported_by_an_open(announced: bool) -> Run {
     let mut r = Run::new();
     r.produced(1)
         .hwm(0, 1, 0, 1)
@@ -1350,7 +1354,7 @@ fn exposure_unknown(word: u64, announced: bool) -> Run {
         .restart()
         .open_clean(0, 0, 1)
         .with(|t, h| {
-            h.hidden_at_open(t, &tp(0), 0, 1, vec![copy]);
+            h.hidden_at_open(t, &tp(0), 0, 1, vec![held_id1_at_0()]);
         })
         .alarm(
             None,
@@ -1362,6 +1366,18 @@ fn exposure_unknown(word: u64, announced: bool) -> Run {
     if announced {
         r.alarm(Some(0), Alarm::HiddenExposed { from: 0, to: 1 });
     }
+    r
+}
+
+/// Id 1 acknowledged at offset 0 above the persisted HWM; a power loss hides it and a
+/// WAL flip destroys its entry. The open of incarnation 1 lists the copy hidden and
+/// reports the WAL damage (and, when `announced`, raises `hidden_exposed` over it), and
+/// a process crash kills it before it finishes; the open of incarnation 2 reads the
+/// `hwm` word at `word` and dies in a power loss, with a flip on the copy's frame; the
+/// open of incarnation 3 cuts at 0 (R1).
+fn exposure_unknown(word: u64, announced: bool) -> Run {
+    let copy = held_id1_at_0();
+    let mut r = wal_damage_reported_by_an_open(announced);
     r.process_crash(&[(0, word, 1, 1)])
         .restart()
         .disk(0, OpenRule::Clean, word, 1, None);
@@ -1398,14 +1414,7 @@ fn a_killed_open_that_reported_wal_damage_saved_nothing_the_next_open_found_hidd
     // engine's to explain (helper-25's review).
     for (word, announced) in [(1, false), (0, true)] {
         let report = exposure_unknown(word, announced).report();
-        assert!(
-            report
-                .no_lost_ack
-                .excuse_of(1)
-                .is_none_or(|e| e.kind != ExcuseKind::BothCopiesDamaged),
-            "{word} {announced}: {:?}",
-            report.no_lost_ack.excuse_of(1)
-        );
+        refuses_both_copies(&report, 1, &format!("{word} {announced}"));
     }
 }
 
@@ -1415,31 +1424,8 @@ fn a_killed_open_that_reported_wal_damage_saved_nothing_the_next_open_found_hidd
 /// the world lists the copy the flip took (`DamageHeld`). The open of incarnation 2
 /// reads the word at 0 and cuts at 0 (R1).
 fn exposure_unknown_flipped_at_the_kill(named: bool, announced: bool) -> Run {
-    let copy = HeldCopy {
-        offset: 0,
-        id: 1,
-        committed_at_ms: 1_000,
-    };
-    let mut r = Run::new();
-    r.produced(1)
-        .hwm(0, 1, 0, 1)
-        .crash(&[(0, 0, 1, 1)])
-        .wal_entry_flipped(0, 1, 1)
-        .restart()
-        .open_clean(0, 0, 1)
-        .with(|t, h| {
-            h.hidden_at_open(t, &tp(0), 0, 1, vec![copy]);
-        })
-        .alarm(
-            None,
-            Alarm::WalDamaged {
-                corrupt_entries: 0,
-                skipped_bytes: 208,
-            },
-        );
-    if announced {
-        r.alarm(Some(0), Alarm::HiddenExposed { from: 0, to: 1 });
-    }
+    let copy = held_id1_at_0();
+    let mut r = wal_damage_reported_by_an_open(announced);
     r.process_crash(&[(0, 0, 1, 1)])
         .fault(flip_above_hwm(0), Some(0));
     if named {
@@ -1473,14 +1459,7 @@ fn a_killed_open_that_reported_wal_damage_saved_nothing_a_flip_then_took_unread(
     // have lasted.
     for (named, announced) in [(false, false), (true, true)] {
         let report = exposure_unknown_flipped_at_the_kill(named, announced).report();
-        assert!(
-            report
-                .no_lost_ack
-                .excuse_of(1)
-                .is_none_or(|e| e.kind != ExcuseKind::BothCopiesDamaged),
-            "{named} {announced}: {:?}",
-            report.no_lost_ack.excuse_of(1)
-        );
+        refuses_both_copies(&report, 1, &format!("{named} {announced}"));
     }
 }
 
@@ -1624,13 +1603,6 @@ fn a_salvage_killed_before_its_alarm_wrote_only_what_was_past_its_hole() {
     );
     for offered in [Offered::Id1, Offered::OthersThenDamage, Offered::Unlisted] {
         let report = salvage_killed_offered(offered).report();
-        assert!(
-            report
-                .no_lost_ack
-                .excuse_of(1)
-                .is_none_or(|e| e.kind != ExcuseKind::BothCopiesDamaged),
-            "{:?}",
-            report.no_lost_ack.excuse_of(1)
-        );
+        refuses_both_copies(&report, 1, "");
     }
 }

@@ -37,7 +37,8 @@
 //! - `no_corrupt_delivery`: no delivery whose payload has no id, whose bytes differ
 //!   from the produce of its id, or whose id was never produced; and every placed
 //!   damage at rest to a segment is detected by an alarm that names its frame or cuts
-//!   below it (`damage_never_scanned`, `damage_deleted_before_scan` owe nothing).
+//!   below it (`damage_never_scanned`, `damage_deleted_before_scan` and
+//!   `damage_repaired_before_scan` owe nothing).
 //! - `frontier_safe`: every frontier written or recovered passes only acknowledged
 //!   offsets (or ones the engine skipped with a counter, or a `consumer.offset` fault's
 //!   reach); a recovered frontier is 0 or a value the engine wrote (old or new, never

@@ -335,6 +335,23 @@ fn recommits(
     }
     let (start, end) = hidden_tail(facts, crash, state);
     let fresh = fresh_from(facts, crash, state);
+    // A later crash, after this one's replay ran, whose own replay commits where
+    // `later` lies, and before `later` was first delivered: `later` was written after
+    // that crash (a copy this replay made there was cut or was not durable), so it is
+    // not this replay's.
+    let done = replay_done(facts, crash, &later.tp);
+    let superseded = facts.crashes.iter().any(|next| {
+        next.index > crash.index
+            && next.index > done
+            && next.index < later.first_delivery
+            && next
+                .partitions
+                .get(&later.tp)
+                .is_some_and(|p| later.offset >= fresh_from(facts, next, p))
+    });
+    if superseded {
+        return false;
+    }
     // A listed copy is no copy of the flow's: it can be what the replay repeats only
     // beside a copy delivered before the crash, which takes the original's place (else
     // a later copy would, and one crash would explain two delivered copies).
@@ -373,11 +390,7 @@ fn recommits(
 /// partition keeps its WAL entries for a later replay); until then an open's cut (its
 /// R1/R2 alarm) or a later crash's shorter tail moves where it commits.
 fn fresh_from(facts: &Facts<'_>, crash: &CrashFact, state: &CrashPartition) -> Offset {
-    let done = facts
-        .opened_at
-        .range(crash.incarnation + 1..)
-        .find(|(incarnation, _)| !refused_in(facts, &state.tp, **incarnation))
-        .map_or(usize::MAX, |(_, &index)| index);
+    let done = replay_done(facts, crash, &state.tp);
     let cut = facts
         .alarms
         .cuts(&state.tp)
@@ -396,6 +409,16 @@ fn fresh_from(facts: &Facts<'_>, crash: &CrashFact, state: &CrashPartition) -> O
         .flatten()
         .min()
         .expect("the durable tail is always there")
+}
+
+/// History index at which the replay after `crash` had run on `tp`: the first store
+/// open after it that completed with the partition open (`usize::MAX` when none did).
+fn replay_done(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> usize {
+    facts
+        .opened_at
+        .range(crash.incarnation + 1..)
+        .find(|(incarnation, _)| !refused_in(facts, tp, **incarnation))
+        .map_or(usize::MAX, |(_, &index)| index)
 }
 
 /// The excuse rows for a pair no single crash explains.

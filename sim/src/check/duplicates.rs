@@ -316,7 +316,8 @@ fn place(
 /// commits; one from there on first seen after the crash is the replay's own (an offset
 /// reused after a cut), and cannot be what the replay repeats. A copy never delivered
 /// existed at the crash when the world listed it there by identity: damage took it
-/// ([`Facts::damage_took_at_crash`]), or the next open found it hidden at another
+/// ([`Facts::damage_took_at_crash`]), the next open's R2 cut took it from past the hole
+/// ([`Facts::past_hole_at_open`]), or that open found it hidden at another
 /// offset than `copies[k]` (a hidden copy can be the one later delivered); and a copy
 /// of the id was delivered before the crash.
 fn recommits(
@@ -368,6 +369,11 @@ fn recommits(
         }) || delivered_before
             && facts
                 .damage_took_at_crash(&later.tp, crash)
+                .chain(
+                    facts
+                        .past_hole_at_open(&later.tp, crash.incarnation + 1)
+                        .unwrap_or(&[]),
+                )
                 .map(|held| (held, true))
                 .chain(
                     facts

@@ -218,6 +218,24 @@ impl<'h> Facts<'h> {
         named || killed_salvaging
     }
 
+    /// The readable records past the hole the open of `incarnation` will cut `tp` at
+    /// (R2), by identity (the world's `PastHoleAtOpen`, recorded at the restart from
+    /// the image that open reads); `None` when the world listed none.
+    pub fn past_hole_at_open(
+        &self,
+        tp: &TopicPartition,
+        incarnation: Incarnation,
+    ) -> Option<&[crate::history::HeldCopy]> {
+        let &restart = self.restarts.get(&incarnation)?;
+        self.history.events()[restart..]
+            .iter()
+            .take_while(|e| e.incarnation == incarnation)
+            .find_map(|e| match &e.kind {
+                EventKind::PastHoleAtOpen { tp: t, held } if t == tp => Some(held.as_slice()),
+                _ => None,
+            })
+    }
+
     /// Whether the R2 salvage of the open of `incarnation` may have been offered a
     /// record of `id` on `tp`: the salvage writes only the readable records past the
     /// hole, which the world lists at the restart (`PastHoleAtOpen`). Damage at rest to
@@ -228,13 +246,7 @@ impl<'h> Facts<'h> {
         let Some(&restart) = self.restarts.get(&incarnation) else {
             return true;
         };
-        let listed = self.history.events()[restart..]
-            .iter()
-            .take_while(|e| e.incarnation == incarnation)
-            .find_map(|e| match &e.kind {
-                EventKind::PastHoleAtOpen { tp: t, held } if t == tp => Some(held),
-                _ => None,
-            });
+        let listed = self.past_hole_at_open(tp, incarnation);
         let end = self
             .crash_ending(incarnation)
             .map_or(usize::MAX, |crash| crash.index);

@@ -1223,3 +1223,54 @@ fn a_copy_written_after_a_later_crash_is_no_re_commit_of_an_earlier_one() {
         &["produce id 6 delivered from orders/0@"],
     );
 }
+
+/// Ids 1-3 at offsets 0-2; id 3 delivered. A power loss hides [0, 3); the open cuts at
+/// 1 (R2) and comes up, its replay committing id 3 again at 1, never delivered. A second
+/// power loss hides [0, 2); the open cuts at 0 (R2) and, when `listed`, the world lists
+/// id 3's copy at 1 past that hole; its replay commits id 3 at 0, delivered.
+fn recommit_of_a_copy_past_a_hole(listed: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .deliver(3, 0, 2, 1_002)
+        .crash(&[(0, 0, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 1, Some(1))
+        .alarm(Some(0), hole_at(1))
+        .opened(0, 0, 1)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .crash(&[(0, 0, 2, 2)])
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 0, Some(0));
+    if listed {
+        r.with(|t, h| {
+            h.past_hole_at_open(t, &tp(0), vec![held(1, 3)]);
+        });
+    }
+    r.alarm(Some(0), hole_at(0))
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .deliver(3, 0, 0, 1_010);
+    r
+}
+
+#[test]
+fn a_recommit_of_a_copy_an_r2_cut_took_is_its_crashs() {
+    // Fresh quick seed 3832006891: the copy the second crash hid lay past the hole its
+    // open cut at; the salvage wrote it into the WAL and the replay committed it again.
+    // Only the world's listing past the hole says it was there.
+    let report = recommit_of_a_copy_past_a_hole(true).report();
+    let d = &report.bounded_duplicates;
+    assert!(d.violations.is_empty(), "{:?}", d.violations);
+    assert_eq!(d.crashes[1].count, 1, "{d:?}");
+    assert_mentions(
+        &messages_of(
+            &recommit_of_a_copy_past_a_hole(false).report(),
+            CheckerName::BoundedDuplicates,
+        ),
+        &["produce id 3 delivered from orders/0@0"],
+    );
+}

@@ -710,3 +710,45 @@ fn an_r2_salvage_names_the_seqs_of_what_it_wrote() {
         );
     }
 }
+
+#[test]
+fn a_wal_fault_while_the_salvage_ran_may_leave_fewer_of_its_entries_never_more() {
+    // Fresh default seed 1628285563000053: a WAL flip landed between the hole's alarm
+    // and the salvage's, on the segment the salvage had just written its copies to, and
+    // the world read none of them back.
+    let messages = |wal_fault: bool, kept: Vec<u64>, copied: Vec<u64>| {
+        let mut r = Run::new();
+        r.produced(2);
+        if wal_fault {
+            let (kind, partition) = wal_flip();
+            r.fault(kind, partition);
+        }
+        r.alarm(
+            Some(0),
+            Alarm::Salvaged {
+                offered: 2,
+                kept: 1,
+                copied: 1,
+                first_seq: 7,
+                end_seq: 9,
+            },
+        )
+        .with(|t, h| {
+            h.salvage_wrote(t, &tp(0), kept, copied);
+        });
+        messages_of(&r.report(), CheckerName::AlarmsExplained)
+            .into_iter()
+            .filter(|m| m.contains("WAL seqs"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(messages(true, vec![], vec![]), Vec::<String>::new());
+    assert_eq!(messages(true, vec![1], vec![]), Vec::<String>::new());
+    assert_mentions(
+        &messages(false, vec![], vec![]),
+        &["said it kept 1 and copied 1"],
+    );
+    assert_mentions(
+        &messages(true, vec![1, 2], vec![]),
+        &["said it kept 1 and copied 1"],
+    );
+}

@@ -336,23 +336,6 @@ fn recommits(
     }
     let (start, end) = hidden_tail(facts, crash, state);
     let fresh = fresh_from(facts, crash, state);
-    // A later crash, after this one's replay ran, whose own replay commits where
-    // `later` lies, and before `later` was first delivered: `later` was written after
-    // that crash (a copy this replay made there was cut or was not durable), so it is
-    // not this replay's.
-    let done = replay_done(facts, crash, &later.tp);
-    let superseded = facts.crashes.iter().any(|next| {
-        next.index > crash.index
-            && next.index > done
-            && next.index < later.first_delivery
-            && next
-                .partitions
-                .get(&later.tp)
-                .is_some_and(|p| later.offset >= fresh_from(facts, next, p))
-    });
-    if superseded {
-        return false;
-    }
     // A listed copy is no copy of the flow's: it can be what the replay repeats only
     // beside a copy delivered before the crash, which takes the original's place (else
     // a later copy would, and one crash would explain two delivered copies).

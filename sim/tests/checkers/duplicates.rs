@@ -1173,57 +1173,6 @@ fn a_listed_copy_never_lets_one_crash_explain_two_delivered_copies() {
     );
 }
 
-/// Ids 1-6 at offsets 0-5; id 6 delivered; a power loss hides [4, 6) and the open
-/// comes up (its replay commits id 6 again at 7, never delivered). A second power loss
-/// hides [4, 8) with a latent sector on 7; the open cuts at 7 and its replay commits id
-/// 6 twice, at 7 and 8, both delivered.
-fn double_commit_after_a_second_crash() -> Run {
-    let mut r = Run::new();
-    r.produced(6)
-        .deliver(6, 0, 5, 1_005)
-        .crash(&[(0, 4, 6, 6)])
-        .restart()
-        .open_clean(0, 4, 6)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        })
-        .crash(&[(0, 4, 8, 8)])
-        .fault(
-            FaultKind::LatentSector {
-                file: FileKind::Segment,
-                offsets: Some(OffsetRange { start: 7, end: 8 }),
-                below_hwm: Some(false),
-            },
-            Some(0),
-        )
-        .with(|t, h| {
-            let fault_index = h.len() - 1;
-            h.damage_held(t, fault_index, &tp(0), vec![held(7, 6)]);
-        })
-        .restart()
-        .disk(0, OpenRule::TornTail, 4, 7, Some(7))
-        .alarm(Some(0), torn_tail(7))
-        .opened(0, 4, 7)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        })
-        .deliver(6, 0, 7, 1_007)
-        .deliver(6, 0, 8, 1_008);
-    r
-}
-
-#[test]
-fn a_copy_written_after_a_later_crash_is_no_re_commit_of_an_earlier_one() {
-    // helper-29's review: the first crash's replay had run, and its copy was cut at the
-    // second; the two copies delivered after the second crash lie where that crash's
-    // replay commits, so only it can have written them, once.
-    let report = double_commit_after_a_second_crash().report();
-    assert_mentions(
-        &messages_of(&report, CheckerName::BoundedDuplicates),
-        &["produce id 6 delivered from orders/0@"],
-    );
-}
-
 /// Ids 1-3 at offsets 0-2; id 3 delivered. A power loss hides [0, 3); the open cuts at
 /// 1 (R2) and comes up, its replay committing id 3 again at 1, never delivered. A second
 /// power loss hides [0, 2); the open cuts at 0 (R2) and, when `listed`, the world lists

@@ -226,10 +226,7 @@ impl<'h> Facts<'h> {
         tp: &TopicPartition,
         incarnation: Incarnation,
     ) -> Option<&[crate::history::HeldCopy]> {
-        let &restart = self.restarts.get(&incarnation)?;
-        self.history.events()[restart..]
-            .iter()
-            .take_while(|e| e.incarnation == incarnation)
+        self.opening_events(incarnation)?
             .find_map(|e| match &e.kind {
                 EventKind::PastHoleAtOpen { tp: t, held } if t == tp => Some(held.as_slice()),
                 _ => None,
@@ -273,17 +270,29 @@ impl<'h> Facts<'h> {
         tp: &TopicPartition,
         incarnation: Incarnation,
     ) -> &[crate::history::HeldCopy] {
-        let Some(&restart) = self.restarts.get(&incarnation) else {
+        let Some(mut events) = self.opening_events(incarnation) else {
             return &[];
         };
-        self.history.events()[restart..]
-            .iter()
-            .take_while(|e| e.incarnation == incarnation)
+        events
             .find_map(|e| match &e.kind {
                 EventKind::HiddenAtOpen { tp: t, held, .. } if t == tp => Some(held.as_slice()),
                 _ => None,
             })
             .unwrap_or(&[])
+    }
+
+    /// The events of `incarnation` from its restart on (`None` for incarnation 0, which
+    /// has no restart): where the world records what each open will find.
+    fn opening_events(
+        &self,
+        incarnation: Incarnation,
+    ) -> Option<impl Iterator<Item = &crate::history::Event>> {
+        let &restart = self.restarts.get(&incarnation)?;
+        Some(
+            self.history.events()[restart..]
+                .iter()
+                .take_while(move |e| e.incarnation == incarnation),
+        )
     }
 
     /// The records damage at rest took from `tp` between `crash` and the restart after
@@ -316,10 +325,7 @@ impl<'h> Facts<'h> {
         tp: &TopicPartition,
         incarnation: Incarnation,
     ) -> Option<&[crate::history::HeldCopy]> {
-        let &restart = self.restarts.get(&incarnation)?;
-        self.history.events()[restart..]
-            .iter()
-            .take_while(|e| e.incarnation == incarnation)
+        self.opening_events(incarnation)?
             .find_map(|e| match &e.kind {
                 EventKind::VisibleAtOpen { tp: t, held, .. } if t == tp => Some(held.as_slice()),
                 _ => None,

@@ -198,13 +198,19 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
 }
 
 /// The HWM the engine last showed on `tp` before history index `before`: the latest
-/// sample, or an open's HWM if one came after it.
+/// sample, an open's HWM, or the in-memory HWM the world read at a crash, whichever came
+/// last. A crash's reading counts because a crash can come before the first sample, and
+/// a partition refused since then shows nothing newer.
 fn last_shown_hwm(facts: &Facts<'_>, tp: &TopicPartition, before: usize) -> Option<Offset> {
     facts.history.events()[..before]
         .iter()
         .rev()
         .find_map(|e| match &e.kind {
             EventKind::HwmObserved { tp: t, hwm, .. } if t == tp => Some(*hwm),
+            EventKind::Crash { partitions, .. } => partitions
+                .iter()
+                .find(|p| &p.tp == tp)
+                .and_then(|p| p.memory_hwm),
             EventKind::EngineAlarm {
                 tp: Some(t),
                 alarm: Alarm::LogOpened { hwm, .. },

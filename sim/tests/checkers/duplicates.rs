@@ -965,6 +965,9 @@ enum Before {
     Nothing,
     /// A process crash: the page cache keeps the word at 8.
     ProcessCrash,
+    /// A process crash before any sample: only the crash's reading of the engine's
+    /// HWM (8) says what it showed.
+    ProcessCrashUnsampled,
     /// A power loss that found the word at 8 on the platter.
     PowerLoss,
 }
@@ -983,20 +986,29 @@ fn shown_hwm_lost(before: Before, twice: bool) -> Run {
         memory_hwm: None,
     };
     let on_platter = before == Before::PowerLoss;
+    let sampled = before != Before::ProcessCrashUnsampled;
     let mut r = Run::new();
-    r.produced(8)
-        .hwm(0, 8, if on_platter { 8 } else { 0 }, 8)
-        .deliver(6, 0, 5, 1_005)
-        .fault(
-            segment_flip(OffsetRange { start: 5, end: 6 }, Some(on_platter)),
-            Some(0),
-        );
+    r.produced(8);
+    if sampled {
+        r.hwm(0, 8, if on_platter { 8 } else { 0 }, 8);
+    }
+    r.deliver(6, 0, 5, 1_005).fault(
+        segment_flip(OffsetRange { start: 5, end: 6 }, Some(on_platter)),
+        Some(0),
+    );
     if before != Before::Nothing {
         r.with(|t, h| {
             if on_platter {
                 h.crash(t, vec![part(8, 5)]);
             } else {
-                h.process_crash(t, vec![part(8, 8)]);
+                let memory_hwm = (!sampled).then_some(8);
+                h.process_crash(
+                    t,
+                    vec![CrashPartition {
+                        memory_hwm,
+                        ..part(8, 8)
+                    }],
+                );
             }
         })
         .restart()
@@ -1034,6 +1046,7 @@ fn a_power_loss_hides_from_below_where_the_process_crash_before_it_did() {
     for (name, before) in [
         ("nothing", Before::Nothing),
         ("a process crash", Before::ProcessCrash),
+        ("an unsampled process crash", Before::ProcessCrashUnsampled),
     ] {
         let report = shown_hwm_lost(before, false).report();
         assert!(

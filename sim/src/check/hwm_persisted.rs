@@ -13,7 +13,11 @@
 //! the word the world read on the platter (`HwmWordObserved`, never the engine's own
 //! account of what it persisted), pairing a word read at `t` with the last HWM shown
 //! in the same incarnation at or before `t - bound`, for words read at least `bound`
-//! after both the heal and the incarnation's restart. Not judged: a partition poisoned
+//! after both the heal and the incarnation's restart; and before the heal too when the
+//! disk answers at once (no I/O latency in the run) until a persister loop is dropped
+//! or the WAL is poisoned in that incarnation (a persister starved under load and
+//! caught up once the producers stop would pass every judgement after the heal).
+//! Not judged: a partition poisoned
 //! in that incarnation (a failed persist poisons it and stops the persister until a
 //! restart); one whose `hwm` file took a fault in that incarnation (a word the disk
 //! failed to write stays wrong until the HWM next moves; the next open rewrites it),
@@ -27,7 +31,9 @@ use serde::Serialize;
 
 use super::facts::Facts;
 use super::{RecordRef, Violation};
-use crate::history::{EventKind, FileKind, Incarnation, Offset, TopicPartition};
+use crate::history::{
+    Alarm, EventKind, FaultKind, FileKind, Incarnation, Offset, RequestKind, TopicPartition,
+};
 
 /// Slack past the interval: a sampling period (100 ms), the persist's write and fsync
 /// behind a flush holding the file lock, and a scheduling turn.
@@ -70,10 +76,19 @@ pub fn check(facts: &Facts<'_>) -> HwmPersistedReport {
     let mut hwm_faults: BTreeMap<Key, usize> = BTreeMap::new();
     let mut broken_from: BTreeMap<TopicPartition, Incarnation> = BTreeMap::new();
     let mut intervals: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut disk_slow = true;
+    // Per incarnation, the first moment its early judgement ends: a dropped persister
+    // loop (restarted after a delay, for every partition alike) or a poisoned WAL.
+    let mut early_until: BTreeMap<Incarnation, u64> = BTreeMap::new();
     for (index, event) in facts.history.events().iter().enumerate() {
         let key = |tp: &TopicPartition| (tp.clone(), event.incarnation);
         match &event.kind {
-            EventKind::RunStarted { topics, .. } => {
+            EventKind::RunStarted {
+                topics,
+                io_latency_max_ms,
+                ..
+            } => {
+                disk_slow = *io_latency_max_ms > 0;
                 for topic in topics {
                     if let Some(ms) = topic.hwm_persist_ms {
                         intervals.insert(&topic.name, ms);
@@ -95,8 +110,31 @@ pub fn check(facts: &Facts<'_>) -> HwmPersistedReport {
                     word: word.unwrap_or(0),
                 })
             }
-            EventKind::PartitionPoisoned { tp } => {
+            // The world reports the first partition poisoned in an incarnation, and the
+            // engine's alarm names every one (a restart can come late).
+            EventKind::PartitionPoisoned { tp }
+            | EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: Alarm::Poisoned { .. },
+                ..
+            } => {
                 poisoned.entry(key(tp)).or_insert(index);
+            }
+            EventKind::Fault {
+                kind:
+                    FaultKind::Cancel {
+                        request: RequestKind::Loop,
+                    },
+                path,
+                ..
+            } if path.as_deref() == Some("hwm_persister") => {
+                early_until.entry(event.incarnation).or_insert(event.at_ms);
+            }
+            EventKind::EngineAlarm {
+                alarm: Alarm::WalPoisoned,
+                ..
+            } => {
+                early_until.entry(event.incarnation).or_insert(event.at_ms);
             }
             EventKind::Fault {
                 kind, tp: Some(tp), ..
@@ -130,7 +168,14 @@ pub fn check(facts: &Facts<'_>) -> HwmPersistedReport {
             .get(incarnation)
             .map_or(0, |&restart| facts.at_ms(restart));
         let from = heal_ms.max(started) + bound;
-        for word in words.iter().filter(|w| w.at_ms >= from) {
+        // Before the heal too, where nothing may hold the persister back: a disk that
+        // answers at once, no persister loop dropped and no WAL poisoned so far in the
+        // incarnation (and, as after the heal, no poison and no fault on the word).
+        let early_end = early_until.get(incarnation).copied().unwrap_or(u64::MAX);
+        let judged = |w: &&Word| {
+            w.at_ms >= from || (!disk_slow && w.at_ms >= started + bound && w.at_ms < early_end)
+        };
+        for word in words.iter().filter(judged) {
             let Some(earlier) = shown.iter().rev().find(|e| e.at_ms + bound <= word.at_ms) else {
                 continue;
             };
@@ -140,12 +185,17 @@ pub fn check(facts: &Facts<'_>) -> HwmPersistedReport {
                     message: format!(
                         "{tp}: the HWM was {} at t={}ms and the `hwm` word on disk still {} \
                          at t={}ms, {}ms later (hwm_persist_interval {interval}ms, bound \
-                         {bound}ms; faults healed at t={heal_ms}ms)",
+                         {bound}ms; {})",
                         earlier.hwm,
                         earlier.at_ms,
                         word.word,
                         word.at_ms,
-                        word.at_ms - earlier.at_ms
+                        word.at_ms - earlier.at_ms,
+                        if word.at_ms >= from {
+                            format!("faults healed at t={heal_ms}ms")
+                        } else {
+                            "before the heal, on a disk that answers at once".to_string()
+                        }
                     ),
                     records: vec![RecordRef::new(tp, Some(word.word), None)],
                     events: vec![earlier.index, word.index],

@@ -84,9 +84,10 @@
 //!   commit, a nack, an expired lease, an opened delay gate) is answered, or the record
 //!   delivered to another, within `wake_bound_ms`; judged where the disk answers at
 //!   once (no I/O latency, or after the heal) and no crash cuts the window.
-//! - `hwm_persisted`: after the heal, the HWM the engine showed at `t` is in the `hwm`
-//!   word on the platter (read by the world) by `t + hwm_persist_interval + 250 ms`, on
-//!   every partition not poisoned in that incarnation and whose word took no fault.
+//! - `hwm_persisted`: after the heal (and before it, on a disk without latency), the HWM
+//!   the engine showed at `t` is in the `hwm` word on the platter (read by the world)
+//!   by `t + hwm_persist_interval + 250 ms`, on every partition not poisoned in that
+//!   incarnation and whose word took no fault.
 
 #![deny(clippy::unwrap_used)]
 

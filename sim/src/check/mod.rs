@@ -47,8 +47,9 @@
 //!   reported durable (its replace of `consumer.offset` returned) with no fault on the
 //!   file or its directory since, and at most one it began to write since (or the log
 //!   start). Excused by `out_of_contract` (a fault on the word or its directory).
-//! - `poison_acks_nothing`: after `PartitionPoisoned`, no produce ack on that partition
-//!   and no HWM advance in the same incarnation.
+//! - `poison_acks_nothing`: after `PartitionPoisoned` (or, where the world never
+//!   reported it, a watchdog period after the engine's poison alarm), no produce ack on
+//!   that partition and no HWM advance in the same incarnation.
 //! - `alarms_explained`: every engine alarm agrees with the disk its open read (the
 //!   reference decoder's view), has an injected cause that can reach it, and the
 //!   engine's counters equal the sum of its alarms.

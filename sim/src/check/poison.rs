@@ -2,6 +2,13 @@
 //! nothing and its HWM does not advance for the rest of that incarnation. Linux marks
 //! pages clean after a failed fsync, so nothing written before it can be trusted; only
 //! a restart (a fresh open and recovery) may clear the poison.
+//!
+//! The world reports a poisoning (`PartitionPoisoned`) when its watchdog sees it, up to a
+//! period after the engine's alarm, and only until it asks for the restart; a partition
+//! poisoned while that restart waits (the supervisor may be aiming a crash) is known by
+//! the engine's alarm alone. Such a partition is held from the alarm plus a watchdog
+//! period, the same leeway a reported one gets at worst, with the first HWM sampled
+//! from then on as its baseline.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +16,10 @@ use serde::Serialize;
 
 use super::facts::Facts;
 use super::{RecordRef, Violation};
-use crate::history::{EventKind, Incarnation, Offset, TopicPartition};
+use crate::history::{Alarm, EventKind, Incarnation, Offset, TopicPartition};
+
+/// How long the world's watchdog may take to notice a poison (its polling period).
+const WATCHDOG_MS: u64 = 100;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct PoisonReport {
@@ -29,8 +39,23 @@ pub fn check(facts: &Facts<'_>) -> PoisonReport {
     let mut report = PoisonReport::default();
     let mut poisoned: BTreeMap<TopicPartition, Poisoned> = BTreeMap::new();
     let mut last_hwm: BTreeMap<TopicPartition, (Incarnation, Offset)> = BTreeMap::new();
+    let mut unreported = unreported(facts).into_iter().peekable();
     for (index, event) in facts.history.events().iter().enumerate() {
         let inc = event.incarnation;
+        while let Some((alarm, tp)) = unreported.next_if(|(alarm, _)| {
+            let raised = &facts.history.events()[*alarm];
+            raised.incarnation < inc
+                || raised.incarnation == inc && raised.at_ms + WATCHDOG_MS <= event.at_ms
+        }) {
+            if facts.history.events()[alarm].incarnation == inc {
+                report.poisonings.push((tp.clone(), alarm));
+                poisoned.entry(tp).or_insert(Poisoned {
+                    index: alarm,
+                    incarnation: inc,
+                    hwm: None,
+                });
+            }
+        }
         match &event.kind {
             EventKind::PartitionPoisoned { tp } => {
                 report.poisonings.push((tp.clone(), index));
@@ -87,4 +112,29 @@ pub fn check(facts: &Facts<'_>) -> PoisonReport {
         }
     }
     report
+}
+
+/// The engine's poison alarms the world never reported in the same incarnation, in
+/// history order: (index of the alarm, partition).
+fn unreported(facts: &Facts<'_>) -> Vec<(usize, TopicPartition)> {
+    let events = facts.history.events();
+    events
+        .iter()
+        .enumerate()
+        .filter_map(|(index, event)| match &event.kind {
+            EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: Alarm::Poisoned { .. },
+                ..
+            } => Some((index, tp.clone())),
+            _ => None,
+        })
+        .filter(|(index, tp)| {
+            let incarnation = events[*index].incarnation;
+            !events.iter().any(|e| {
+                e.incarnation == incarnation
+                    && matches!(&e.kind, EventKind::PartitionPoisoned { tp: t } if t == tp)
+            })
+        })
+        .collect()
 }

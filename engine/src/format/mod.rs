@@ -5,6 +5,7 @@
 pub mod envelope;
 pub mod frame;
 pub mod layout;
+pub mod wal;
 pub mod word;
 
 pub use frame::{Codec, Codecs, FRAME_BYTES_MAX, FRAME_HEADER_LEN, FrameError, FrameHeader};

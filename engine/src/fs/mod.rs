@@ -12,8 +12,10 @@
 //! - an error from `sync_data` means the pending data may be gone even though reads still
 //!   return it; the engine never retries a sync on the same file after an error.
 
+mod replace;
 mod std_fs;
 
+pub use replace::{ReplaceStep, replace_atomically};
 pub use std_fs::StdFs;
 
 use std::future::Future;

@@ -323,7 +323,7 @@ pub(super) async fn persist_frontier_word<F: Fs>(
     Ok(())
 }
 
-/// Replaces `dir/name` with an 8-byte value: temp file, fsync, rename over, dir fsync.
+/// Replaces `dir/name` with an 8-byte value (see [`replace_atomically`]).
 async fn write_word_atomically<F: Fs>(
     fs: &F,
     dir: &Path,
@@ -331,19 +331,17 @@ async fn write_word_atomically<F: Fs>(
     tmp_name: &str,
     value: u64,
 ) -> Result<(), StoreError> {
-    let io = |op: &'static str| move |source| StoreError::Io { op, source };
-    let tmp = dir.join(tmp_name);
-    let file = fs
-        .open(&tmp, OpenMode::CreateTruncate)
+    const STEPS: [&str; 5] = [
+        "create temp file",
+        "write temp file",
+        "sync temp file",
+        "rename",
+        "sync directory",
+    ];
+    replace_atomically(fs, dir, name, tmp_name, &word::encode(value))
         .await
-        .map_err(io("create temp file"))?;
-    file.write_at(&word::encode(value), 0)
-        .await
-        .map_err(io("write temp file"))?;
-    file.sync_data().await.map_err(io("sync temp file"))?;
-    fs.rename(&tmp, &dir.join(name))
-        .await
-        .map_err(io("rename"))?;
-    fs.sync_dir(dir).await.map_err(io("sync directory"))?;
-    Ok(())
+        .map_err(|(step, source)| StoreError::Io {
+            op: step.named(&STEPS),
+            source,
+        })
 }

@@ -59,7 +59,7 @@ pub use wal::{Checkpoint, PartitionId, Wal, WalOpenReport};
 
 use crate::clock::Clock;
 use crate::format::{layout, word};
-use crate::fs::{File, Fs, OpenMode, read_exact_at};
+use crate::fs::{File, Fs, OpenMode, read_exact_at, replace_atomically};
 use crate::log::notify::race;
 use crate::log::{Log, LogError, LogStatus, MetricsSnapshot, Spawn};
 use open::open_topic;
@@ -251,21 +251,25 @@ impl<F: Fs, C: Clock> Store<F, C> {
         fs.create_dir_all(&dir)
             .await
             .map_err(io("create topic directory"))?;
-        let tmp = dir.join("topic.conf.tmp");
-        let file = fs
-            .open(&tmp, OpenMode::CreateTruncate)
-            .await
-            .map_err(io("create topic.conf"))?;
-        file.write_at(config.encode().as_bytes(), 0)
-            .await
-            .map_err(io("write topic.conf"))?;
-        file.sync_data().await.map_err(io("sync topic.conf"))?;
-        fs.rename(&tmp, &dir.join(topic::TOPIC_CONF_FILE))
-            .await
-            .map_err(io("rename topic.conf"))?;
-        fs.sync_dir(&dir)
-            .await
-            .map_err(io("sync topic directory"))?;
+        const STEPS: [&str; 5] = [
+            "create topic.conf",
+            "write topic.conf",
+            "sync topic.conf",
+            "rename topic.conf",
+            "sync topic directory",
+        ];
+        replace_atomically(
+            fs,
+            &dir,
+            topic::TOPIC_CONF_FILE,
+            "topic.conf.tmp",
+            config.encode().as_bytes(),
+        )
+        .await
+        .map_err(|(step, source)| StoreError::Io {
+            op: step.named(&STEPS),
+            source,
+        })?;
         let mut report = StoreOpenReport::default();
         // A new topic's partitions hold nothing to salvage.
         let state = open_topic(

@@ -28,7 +28,7 @@ pub use crate::format::wal::{
     encode_record, parse_segment_name, segment_name,
 };
 use crate::format::wal::{CHECKPOINT_TMP_FILE, encode_checkpoint};
-use crate::fs::{File, Fs, OpenMode, create_or_reuse_empty};
+use crate::fs::{File, Fs, create_or_reuse_empty, replace_atomically};
 use std::collections::BTreeMap;
 use std::io;
 use std::ops::Range;
@@ -307,24 +307,25 @@ impl<F: Fs> Wal<F> {
         checkpoint: &BTreeMap<PartitionId, Checkpoint>,
     ) -> Result<Vec<String>, WalError> {
         let _guard = self.checkpoint_lock.lock().await;
-        let tmp = self.dir.join(CHECKPOINT_TMP_FILE);
-        let file = self
-            .fs
-            .open(&tmp, OpenMode::CreateTruncate)
-            .await
-            .map_err(wal_io("create checkpoint"))?;
-        file.write_at(&encode_checkpoint(checkpoint), 0)
-            .await
-            .map_err(wal_io("write checkpoint"))?;
-        file.sync_data().await.map_err(wal_io("sync checkpoint"))?;
-        self.fs
-            .rename(&tmp, &self.dir.join(CHECKPOINT_FILE))
-            .await
-            .map_err(wal_io("rename checkpoint"))?;
-        self.fs
-            .sync_dir(&self.dir)
-            .await
-            .map_err(wal_io("sync directory"))?;
+        const STEPS: [&str; 5] = [
+            "create checkpoint",
+            "write checkpoint",
+            "sync checkpoint",
+            "rename checkpoint",
+            "sync directory",
+        ];
+        replace_atomically(
+            &self.fs,
+            &self.dir,
+            CHECKPOINT_FILE,
+            CHECKPOINT_TMP_FILE,
+            &encode_checkpoint(checkpoint),
+        )
+        .await
+        .map_err(|(step, source)| WalError::Io {
+            op: step.named(&STEPS),
+            source,
+        })?;
         let deletable: Vec<(u64, String)> = {
             let st = self.state();
             st.segments

@@ -12,6 +12,11 @@ pub(super) fn sample(world: &World) {
     let now = rec.now_ms();
     for ((topic, partition), status, metrics) in store.partition_statuses() {
         let tp = TopicPartition::new(topic, partition);
+        // The node's watchdog reports the poisons it sees before it asks for a restart;
+        // one that strikes while the restart waits is reported here, the same way.
+        if let Some(hwm) = status.hwm_at_poison {
+            node::report_poison(&mut rec, now, &tp, hwm);
+        }
         rec.history
             .hwm_observed(now, &tp, status.hwm, Some(status.persisted_hwm), None);
         // The word on the platter, which `hwm_persisted` judges rather than the
@@ -29,7 +34,6 @@ pub(super) fn sample(world: &World) {
             metrics.recorded_loss_records,
             metrics.records_skipped,
         );
-        // Poison is recorded by the node's watchdog, with the HWM it struck at.
     }
 }
 

@@ -6,7 +6,7 @@ use super::alarms::tagged;
 use super::cancel::{Cancels, cancel_after};
 use super::engine_call::{engine, engine_pinned};
 use super::observe::ObservingFs;
-use super::recorder::Shared;
+use super::recorder::{Recorder, Shared};
 use super::workload::Workload;
 use crate::clock::SimClock;
 use crate::history::{FaultKind, Incarnation, ProduceId, RequestKind, TopicPartition};
@@ -193,18 +193,22 @@ async fn watchdog(store: SimStore, recorder: Shared, restart_requested: Arc<Atom
             let mut rec = recorder.lock();
             let now = rec.now_ms();
             for (tp, hwm) in poisoned {
-                if rec.poisoned_seen.insert(tp.clone()) {
-                    // The HWM as it stood when the poison struck (noticed up to a
-                    // watchdog period later): nothing may move it afterwards.
-                    rec.paths.partitions_poisoned += 1;
-                    rec.history.hwm_observed(now, &tp, hwm, None, None);
-                    rec.history.partition_poisoned(now, &tp);
-                }
+                report_poison(&mut rec, now, &tp, hwm);
             }
             drop(rec);
             restart_requested.store(true, Ordering::SeqCst);
             return;
         }
+    }
+}
+
+/// Records `tp` poisoned at `now` (once per incarnation), with the HWM as it stood when
+/// the poison struck (noticed up to a period later): nothing may move it afterwards.
+pub(super) fn report_poison(rec: &mut Recorder, now: u64, tp: &TopicPartition, hwm: u64) {
+    if rec.poisoned_seen.insert(tp.clone()) {
+        rec.paths.partitions_poisoned += 1;
+        rec.history.hwm_observed(now, tp, hwm, None, None);
+        rec.history.partition_poisoned(now, tp);
     }
 }
 

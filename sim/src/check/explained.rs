@@ -28,8 +28,9 @@
 //!      out-of-contract fault reaching it (no in-contract fault writes a CRC-valid
 //!      frame the engine did not);
 //!    - trimmed junk after a sealed segment: a fault on that partition's segments;
-//!    - poison: an fsync error or ENOSPC on that partition's files (the WAL's, for the
-//!      WAL) in the same incarnation, or damage to its segments in that incarnation
+//!    - poison: an fsync error or ENOSPC on that partition's log files (never its
+//!      `consumer.offset`, which the store persists; the WAL's, for the WAL) in the
+//!      same incarnation, or damage to its segments in that incarnation
 //!      (the verification re-read after an fsync found a bad frame); a poison by dropped
 //!      in-flight records: the kill of the incarnation that raised it;
 //!    - WAL damage at open: a fault on a WAL file; an unreadable checkpoint: a fault on
@@ -571,19 +572,26 @@ fn uncaused(facts: &Facts<'_>, tp: &TopicPartition, alarm: &AlarmFact) -> Option
                     .into()
             })
         }
-        // An I/O error on its files in this incarnation, or damage its verification
-        // re-read found (a frame fsynced, then read back bad).
+        // An I/O error on the log's files in this incarnation, or damage its
+        // verification re-read found (a frame fsynced, then read back bad). Not one on
+        // `consumer.offset`: the store persists the frontier, and its failure is the
+        // store's error, never the log's poison.
         Alarm::Poisoned { cancelled: false } => {
             let since = restart_of(facts, alarm.incarnation);
             let caused = faults(facts).any(|(i, kind, t, _)| {
                 since <= i
                     && i < alarm.index
                     && t == Some(tp)
-                    && (matches!(kind, FaultKind::FsyncEio { .. } | FaultKind::Enospc { .. })
-                        || kind.segment_damage().is_some())
+                    && (matches!(
+                        kind,
+                        FaultKind::FsyncEio { file } | FaultKind::Enospc { file }
+                            if *file != FileKind::ConsumerOffset
+                    ) || kind.segment_damage().is_some())
             });
             (!caused).then(|| {
-                "with no fsync error, ENOSPC or damage to its segments in this incarnation".into()
+                "with no fsync error or ENOSPC on the log's files, nor damage to its segments, \
+                 in this incarnation"
+                    .into()
             })
         }
         Alarm::FrontierReset { .. } => {

@@ -17,9 +17,9 @@
 //! disk answers at once (no I/O latency in the run) until a persister loop is dropped
 //! or the WAL is poisoned in that incarnation (a persister starved under load and
 //! caught up once the producers stop would pass every judgement after the heal).
-//! Not judged: a partition poisoned
-//! in that incarnation (a failed persist poisons it and stops the persister until a
-//! restart); one whose `hwm` file took a fault in that incarnation (a word the disk
+//! Not judged: a partition from the moment it is poisoned, by the engine's alarm or
+//! the world's report, whichever came first (a poison stops the persister until a
+//! restart; before it, the persister owed its interval as anywhere); one whose `hwm` file took a fault in that incarnation (a word the disk
 //! failed to write stays wrong until the HWM next moves; the next open rewrites it),
 //! or an out-of-contract one in any incarnation up to it (a misdirected write may have
 //! left the file a length no write of the word repairs); a topic whose interval the
@@ -43,7 +43,7 @@ pub const SLACK_MS: u64 = 250;
 pub struct HwmPersistedReport {
     /// Samples judged (each against an earlier one).
     pub checked: usize,
-    /// (partition, incarnation) not judged because the partition was poisoned in it.
+    /// (partition, incarnation) judged only until the partition was poisoned in it.
     pub poisoned: Vec<(TopicPartition, Incarnation)>,
     /// (partition, incarnation) not judged because its `hwm` file took a fault in it,
     /// or an out-of-contract one before it.
@@ -110,15 +110,19 @@ pub fn check(facts: &Facts<'_>) -> HwmPersistedReport {
                     word: word.unwrap_or(0),
                 })
             }
-            // The world reports the first partition poisoned in an incarnation, and the
-            // engine's alarm names every one (a restart can come late).
-            EventKind::PartitionPoisoned { tp }
-            | EventKind::EngineAlarm {
+            // The engine's alarm comes as the poison strikes, the world's report up to
+            // a sampling period later.
+            EventKind::PartitionPoisoned { tp } => {
+                poisoned.entry(key(tp)).or_insert(index);
+            }
+            // A poison raised by a killed incarnation's task after the restart is its own.
+            EventKind::EngineAlarm {
                 tp: Some(tp),
                 alarm: Alarm::Poisoned { .. },
-                ..
+                raised_in,
             } => {
-                poisoned.entry(key(tp)).or_insert(index);
+                let incarnation = raised_in.unwrap_or(event.incarnation);
+                poisoned.entry((tp.clone(), incarnation)).or_insert(index);
             }
             EventKind::Fault {
                 kind:
@@ -152,9 +156,13 @@ pub fn check(facts: &Facts<'_>) -> HwmPersistedReport {
         let Some(&interval) = intervals.get(tp.topic.as_str()) else {
             continue;
         };
+        // A poison stops the persister: judged only the words read before it, each
+        // paired with a deadline that also passed before it.
+        let poisoned_at = poisoned
+            .get(key)
+            .map_or(u64::MAX, |&index| facts.at_ms(index));
         if poisoned.contains_key(key) {
             report.poisoned.push(key.clone());
-            continue;
         }
         let broken = broken_from.get(tp).is_some_and(|from| from <= incarnation);
         if hwm_faults.contains_key(key) || broken {
@@ -173,7 +181,9 @@ pub fn check(facts: &Facts<'_>) -> HwmPersistedReport {
         // incarnation (and, as after the heal, no poison and no fault on the word).
         let early_end = early_until.get(incarnation).copied().unwrap_or(u64::MAX);
         let judged = |w: &&Word| {
-            w.at_ms >= from || (!disk_slow && w.at_ms >= started + bound && w.at_ms < early_end)
+            w.at_ms < poisoned_at
+                && (w.at_ms >= from
+                    || (!disk_slow && w.at_ms >= started + bound && w.at_ms < early_end))
         };
         for word in words.iter().filter(judged) {
             let Some(earlier) = shown.iter().rev().find(|e| e.at_ms + bound <= word.at_ms) else {

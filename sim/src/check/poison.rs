@@ -122,11 +122,13 @@ fn unreported(facts: &Facts<'_>) -> Vec<(usize, TopicPartition)> {
         .iter()
         .enumerate()
         .filter_map(|(index, event)| match &event.kind {
+            // Only the live incarnation's own: a killed one's task can raise after the
+            // restart, and holding the new incarnation to it would be wrong.
             EventKind::EngineAlarm {
                 tp: Some(tp),
                 alarm: Alarm::Poisoned { .. },
-                ..
-            } => Some((index, tp.clone())),
+                raised_in,
+            } if raised_in.is_none_or(|i| i == event.incarnation) => Some((index, tp.clone())),
             _ => None,
         })
         .filter(|(index, tp)| {

@@ -1,6 +1,6 @@
 //! `hwm_persisted`: after the heal the persisted HWM follows the HWM within the
-//! topic's `hwm_persist_interval` plus 250 ms; a poisoned incarnation, the time before
-//! the heal and the first bound after a restart are not judged.
+//! topic's `hwm_persist_interval` plus 250 ms; a partition from its poison on, the time
+//! before the heal on a slow disk and the first bound after a restart are not judged.
 
 use super::*;
 use cafelog_sim::history::TopicSetup;
@@ -78,17 +78,42 @@ fn a_persisted_hwm_within_the_bound_passes_and_one_sample_later_fails() {
     fires_only(&sampled(Some(520)).report(), CheckerName::HwmPersisted);
 }
 
-#[test]
-fn a_poisoned_incarnation_is_not_judged() {
-    let mut r = sampled(None);
-    r.with(|t, h| {
-        h.partition_poisoned(t, &tp(0));
-    });
-    let report = r.report();
-    assert_clean(&report);
-    assert_eq!(report.hwm_persisted.poisoned, vec![(tp(0), 0)]);
+/// [`lagging_before_the_heal`] (the word never follows, judged before the heal at
+/// t=700) with orders/0 poisoned by an fsync error at `at` (between two samples), by
+/// the world's report or only by the engine's alarm.
+fn poisoned_at(at: u64, reported: bool) -> Run {
+    let mut r = setup(Some(100));
+    let before = 20 + (at - 20) / 100 * 100;
+    samples(&mut r, 20, before, None);
+    let eio = FaultKind::FsyncEio {
+        file: FileKind::Segment,
+    };
+    r.h.fault(at, eio, Some(&tp(0)), None);
+    if reported {
+        r.h.partition_poisoned(at, &tp(0));
+    } else {
+        r.h.engine_alarm(at, Some(&tp(0)), Alarm::Poisoned { cancelled: false }, None);
+    }
+    samples(&mut r, before + 100, 620, None);
+    r.h.heal(700);
+    r
 }
 
+#[test]
+fn a_poison_stops_the_judgement_from_its_moment_on() {
+    // The first deadline (HWM 5 at t=20, bound 350) passes at t=370: a poison before it
+    // may have stopped the persister in time; one after it did not.
+    for reported in [true, false] {
+        let report = poisoned_at(300, reported).report();
+        assert_clean(&report);
+        assert_eq!(report.hwm_persisted.poisoned, vec![(tp(0), 0)]);
+        let messages = fires_only(
+            &poisoned_at(500, reported).report(),
+            CheckerName::HwmPersisted,
+        );
+        assert_mentions(&messages, &["still 0 at t=420ms"]);
+    }
+}
 #[test]
 fn before_a_heal_on_a_slow_disk_and_right_after_a_restart_nothing_is_judged() {
     // Healed after every sample, on a disk with latency until the heal.

@@ -118,9 +118,7 @@ pub mod reaped;
 pub mod redelivery;
 pub mod retention_moves;
 pub mod retention_safe;
-pub mod salvage_account;
 pub mod verdict;
-pub mod wal_account;
 pub mod woken;
 
 use std::fmt;

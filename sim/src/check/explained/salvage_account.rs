@@ -13,9 +13,9 @@
 //! and that many copies: no more, and fewer only after a fault on the WAL while that
 //! open ran (it may have damaged them before the world read them back).
 
-use super::explained::AlarmsReport;
-use super::facts::Facts;
-use super::{RecordRef, Violation};
+use super::AlarmsReport;
+use crate::check::facts::Facts;
+use crate::check::{RecordRef, Violation};
 use crate::history::{Alarm, EventKind, FileKind};
 
 pub fn check(facts: &Facts<'_>, report: &mut AlarmsReport) {

@@ -8,9 +8,9 @@
 //! with no fault on a WAL file between the restart and then: damage that lands while
 //! the open reads would make either count right.
 
-use super::Violation;
-use super::explained::AlarmsReport;
-use super::facts::Facts;
+use super::AlarmsReport;
+use crate::check::Violation;
+use crate::check::facts::Facts;
 use crate::history::{Alarm, EventKind};
 use crate::world::node::wal_dir;
 use std::path::Path;

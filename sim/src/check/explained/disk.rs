@@ -1,0 +1,164 @@
+//! Rule 1 of `alarms_explained`: an open's account (its cuts, refusals, clamps and
+//! `log_opened`) agrees with the reference decoder's view of the disk it read, and an
+//! open raised every alarm that view demands.
+
+use super::*;
+
+/// Rule 1, one alarm: what the disk the open read says instead.
+pub(super) fn against_disk(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    alarm: &AlarmFact,
+) -> Option<String> {
+    // Damage landing while the open ran gives it a second view; the alarm must agree
+    // with one of the views taken before it.
+    let views = facts
+        .alarms
+        .views_before(tp, alarm.incarnation, alarm.index);
+    let last = views.last()?;
+    views
+        .iter()
+        .all(|disk| disagrees(disk, alarm).is_some())
+        .then(|| disagrees(last, alarm))
+        .flatten()
+}
+
+/// How `alarm` disagrees with the disk view `disk`, if it does.
+fn disagrees(disk: &DiskView, alarm: &AlarmFact) -> Option<String> {
+    let says = || format!("but the disk that open read says {disk}");
+    match &alarm.alarm {
+        Alarm::TornTail { offset, .. } => (disk.rule != OpenRule::TornTail
+            || disk.bad.as_ref().map(|b| b.offset) != Some(*offset))
+        .then(says),
+        Alarm::Hole { offset, .. } => (disk.rule != OpenRule::Hole
+            || disk.bad.as_ref().map(|b| b.offset) != Some(*offset))
+        .then(says),
+        Alarm::Refused { .. } => (disk.rule != OpenRule::Refuse).then(says),
+        Alarm::Clamp {
+            persisted_hwm,
+            hwm,
+            lost,
+        } => (disk.persisted_hwm != Some(*persisted_hwm)
+            || disk.hwm != *hwm
+            || disk.recorded_loss() != *lost)
+            .then(|| {
+                format!(
+                    "{}, which records a loss of {}",
+                    says(),
+                    disk.recorded_loss()
+                )
+            }),
+        Alarm::LogOpened {
+            log_start,
+            hwm,
+            tail,
+            hidden,
+        } => (disk.log_start != *log_start
+            || disk.hwm != *hwm
+            || disk.tail != *tail
+            || disk.hidden() != *hidden
+            || disk.rule == OpenRule::Refuse)
+            .then(says),
+        _ => None,
+    }
+}
+
+/// Rule 1, the other way: an open that finished raised every alarm its disk demands.
+pub(super) fn missing_alarms(facts: &Facts<'_>, tp: &TopicPartition, report: &mut AlarmsReport) {
+    let alarms = facts.alarms.of(tp);
+    for ((t, incarnation), views) in &facts.alarms.disks {
+        if t != tp {
+            continue;
+        }
+        let of_open: Vec<&AlarmFact> = alarms
+            .iter()
+            .filter(|a| a.incarnation == *incarnation)
+            .collect();
+        let Some(finished) = of_open
+            .iter()
+            .find(|a| matches!(a.alarm, Alarm::LogOpened { .. } | Alarm::Refused { .. }))
+        else {
+            continue;
+        };
+        // Only the views taken before the open finished can have been what it read.
+        let views: Vec<&(usize, DiskView)> =
+            views.iter().filter(|(i, _)| *i < finished.index).collect();
+        if views.is_empty() {
+            continue;
+        }
+        report.opens_checked += 1;
+        let has = |f: &dyn Fn(&Alarm) -> bool| of_open.iter().any(|a| f(&a.alarm));
+        let demands = |disk: &DiskView| {
+            let mut missing = Vec::new();
+            match disk.rule {
+                OpenRule::TornTail if !has(&|a| matches!(a, Alarm::TornTail { .. })) => {
+                    missing.push("an R1 cut")
+                }
+                OpenRule::Hole if !has(&|a| matches!(a, Alarm::Hole { .. })) => {
+                    missing.push("an R2 cut")
+                }
+                OpenRule::Refuse if !has(&|a| matches!(a, Alarm::Refused { .. })) => {
+                    missing.push("a refusal")
+                }
+                _ => {}
+            }
+            if disk.rule != OpenRule::Refuse
+                && disk.recorded_loss() > 0
+                && !has(&|a| matches!(a, Alarm::Clamp { .. }))
+            {
+                missing.push("a clamp recording the loss");
+            }
+            missing
+        };
+        // Satisfied when one of the views (damage may land while the open runs) is.
+        if views.iter().any(|(_, disk)| demands(disk).is_empty()) {
+            continue;
+        }
+        let (disk_index, disk) = *views.last().expect("a view per entry");
+        let missing = demands(disk);
+        report.violations.push(Violation {
+            message: format!(
+                "the open of {tp} in incarnation {incarnation} finished without {}: the disk \
+                 it read says {disk}",
+                missing.join(" and ")
+            ),
+            records: vec![RecordRef::new(
+                tp,
+                disk.bad.as_ref().map(|b| b.offset),
+                None,
+            )],
+            events: vec![*disk_index],
+        });
+    }
+}
+
+/// Rule 1's exposure: an open of `tp` whose store reported WAL damage in the same
+/// incarnation, and whose store open finished, exposed the hidden tail its log open
+/// found, exactly.
+pub(super) fn missing_exposures(facts: &Facts<'_>, tp: &TopicPartition, report: &mut AlarmsReport) {
+    let alarms = facts.alarms.of(tp);
+    for a in alarms {
+        let Alarm::LogOpened { hwm, tail, .. } = a.alarm else {
+            continue;
+        };
+        let inc = a.incarnation;
+        if tail <= hwm || !facts.alarms.wal_damaged_in(inc) || !facts.opened.contains(&inc) {
+            continue;
+        }
+        let exposed = alarms.iter().any(|e| {
+            e.incarnation == inc
+                && matches!(e.alarm, Alarm::HiddenExposed { from, to } if from == hwm && to == tail)
+        });
+        if !exposed {
+            report.violations.push(Violation {
+                message: format!(
+                    "the open of {tp} in incarnation {inc} reported WAL damage and finished \
+                     without exposing its hidden tail [{hwm}, {tail}): the replay cannot \
+                     restore what the damage took, and those copies may be the only ones"
+                ),
+                records: vec![RecordRef::new(tp, Some(hwm), None)],
+                events: vec![a.index],
+            });
+        }
+    }
+}

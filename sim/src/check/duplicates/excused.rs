@@ -1,0 +1,244 @@
+//! The excuse rows for a copy no crash's hidden tail explains: a damaged earlier copy
+//! the replay could not see, a lost WAL checkpoint, an out-of-contract fault's reach.
+
+use super::tail::refused_in;
+use super::*;
+
+/// The excuse rows for a pair no single crash explains.
+pub(super) fn explain(
+    facts: &Facts<'_>,
+    excuses: &Excuses<'_, '_>,
+    id: ProduceId,
+    earlier: &Copy,
+    later: &Copy,
+) -> Option<Excuse> {
+    damaged_copy(facts, earlier, later)
+        .or_else(|| damaged_copy(facts, later, earlier))
+        .or_else(|| checkpoint_lost(facts, id, earlier, later))
+        .or_else(|| checkpoint_lost(facts, id, later, earlier))
+        .or_else(|| {
+            [earlier, later].into_iter().find_map(|c| {
+                excuses.out_of_contract(
+                    &c.tp,
+                    Some(c.offset),
+                    None,
+                    Some(c.first_delivery),
+                    usize::MAX,
+                )
+            })
+        })
+}
+
+/// `damaged_copy_recommitted`: after `copy` was first delivered and before `other`
+/// was, the engine gave `copy` up as unreadable: it skipped its frame, or an open's
+/// recorded clamp gave up its offset and `other` lies where the replay after it
+/// commits (from the clamped HWM on, on the same partition, first delivered before
+/// the crash that ends the first open from the clamp's on that completed, which is the
+/// one whose replay re-commits what the clamp gave up, or in the log that crash left;
+/// a later incarnation's copy is its own replay's).
+pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> {
+    let until = other.first_delivery;
+    let skip = facts
+        .alarms
+        .skips(&copy.tp)
+        .find(|s| {
+            s.frame
+                && s.index > copy.first_delivery
+                && s.index < until
+                && s.contains(copy.offset)
+                // Only a replay re-commits the skipped records (it reads the visible
+                // copies it would skip, before or after the skip was counted), and only
+                // on their own partition (a WAL entry names it): a restart must come
+                // between the two copies.
+                && other.tp == copy.tp
+                && facts
+                    .restarts
+                    .values()
+                    .any(|&restart| copy.first_delivery < restart && restart < until)
+        })
+        .map(|s| (s.index, format!("{} offset {}", copy.tp, copy.offset)));
+    // The first open from `from` on that completed: its replay re-commits what a clamp
+    // of `from` gave up.
+    let replayer = |from: crate::history::Incarnation| {
+        (from..)
+            .take_while(|i| facts.restarts.contains_key(i) || *i == from)
+            .find(|i| facts.opened.contains(i))
+    };
+    // The clamp's replay window: the first open from the clamp's on that completed,
+    // and the lowest HWM a clamp, or offset a cut, left up to it (its replay commits at
+    // or past that). When a later open cut at or below that floor (damage took what
+    // the replay wrote), nothing of it is left and that open's replay commits the
+    // record again: the window goes on from there. A log merely ending there proves nothing: a completed
+    // replay's commits are durable, so it wrote none, and the WAL no longer held the
+    // entry.
+    // Returns (the floor, the crash that ends the window).
+    let replay_window = |c: &crate::check::alarms::ClampFact| {
+        let lowest = |from: Incarnation, to: Incarnation| {
+            let within = |inc: Incarnation| from <= inc && inc <= to;
+            facts
+                .alarms
+                .clamps(&copy.tp)
+                .filter(|k| within(k.incarnation) && k.index >= c.index)
+                .map(|k| k.hwm)
+                .chain(
+                    facts
+                        .alarms
+                        .cuts(&copy.tp)
+                        .filter(|k| within(k.incarnation) && k.index > c.index)
+                        .map(|k| k.offset),
+                )
+                .fold(c.hwm, Offset::min)
+        };
+        let mut from = c.incarnation;
+        let mut floor = c.hwm;
+        loop {
+            let Some(last) = replayer(from) else {
+                return (lowest(c.incarnation, Incarnation::MAX), usize::MAX);
+            };
+            floor = floor.min(lowest(c.incarnation, last));
+            // The first later open that cut at or below the floor: opens before it
+            // found the replay's copy in place, so their replays committed nothing.
+            let wiped = facts
+                .alarms
+                .cuts(&copy.tp)
+                .filter(|k| k.incarnation > last && k.offset <= floor)
+                .map(|k| k.incarnation)
+                .min();
+            if let Some(next) = wiped {
+                from = next;
+                continue;
+            }
+            let end = facts.crash_ending(last).map_or(usize::MAX, |k| k.index);
+            return (floor, end);
+        }
+    };
+    // Whether `other` was in the log before the crash at history index `end`: first
+    // delivered before it, or below the tail that crash left, with nothing cutting or
+    // clamping at or below its offset until its delivery (the clamp's open cut the log
+    // at its HWM, so a frame there was written after the clamp).
+    let committed_by = |end: usize| {
+        until < end
+            || facts
+                .crashes
+                .iter()
+                .find(|k| k.index == end)
+                .is_some_and(|k| {
+                    k.partitions
+                        .get(&other.tp)
+                        .is_some_and(|p| other.offset < p.durable_tail)
+                        && !facts
+                            .alarms
+                            .cuts(&other.tp)
+                            .any(|x| end < x.index && x.index < until && x.offset <= other.offset)
+                        && !facts
+                            .alarms
+                            .clamps(&other.tp)
+                            .any(|x| end < x.index && x.index < until && x.hwm <= other.offset)
+                        // No later crash lost the frame (a power loss after a process
+                        // crash drops what only the page cache held).
+                        && !facts.crashes.iter().any(|x| {
+                            end < x.index
+                                && x.index < until
+                                && x.partitions
+                                    .get(&other.tp)
+                                    .is_some_and(|p| p.durable_tail <= other.offset)
+                        })
+                })
+    };
+    let clamp = || {
+        facts
+            .alarms
+            .clamps(&copy.tp)
+            .find(|c| {
+                c.index > copy.first_delivery
+                    && c.index < until
+                    && c.hwm <= copy.offset
+                    && copy.offset < c.persisted_hwm
+                    && other.tp == copy.tp
+                    // Committed by the replay after it: at or past its floor, seen
+                    // before the crash that ends its window (a killed open replays
+                    // nothing for certain), or found in the log by that crash.
+                    && {
+                        let (floor, end) = replay_window(c);
+                        other.offset >= floor && committed_by(end)
+                    }
+            })
+            .map(|c| {
+                (
+                    c.index,
+                    format!(
+                        "{} offset {} (clamped away, re-committed at {})",
+                        copy.tp, copy.offset, other.offset
+                    ),
+                )
+            })
+    };
+    let (cause, covers) = skip.or_else(clamp)?;
+    Some(Excuse {
+        kind: ExcuseKind::DamagedCopyRecommitted,
+        causes: vec![cause],
+        covers,
+    })
+}
+
+/// `checkpoint_lost`: both copies of `id` on one partition, `earlier` delivered before an
+/// open found the WAL checkpoint unreadable and `later` after it, where that open's
+/// replay commits: the open completed with the partition open, could see no copy of
+/// `id`, and `later` lies from the tail it found up to the first HWM shown after it.
+/// What it could see is what the world listed at its restart (`VisibleAtOpen`, and the
+/// hidden tail when the open exposed it); without that listing, `earlier` counts as
+/// seen when its offset lies from the log start to the HWM.
+pub(super) fn checkpoint_lost(
+    facts: &Facts<'_>,
+    id: ProduceId,
+    earlier: &Copy,
+    later: &Copy,
+) -> Option<Excuse> {
+    // A WAL entry names its partition: its replay commits there.
+    if earlier.tp != later.tp {
+        return None;
+    }
+    let tp = &later.tp;
+    // Each open that found the checkpoint unreadable, completed and had the partition
+    // open, replayed what it could not see there (below the log start, or at or above
+    // its HWM), from the tail it found up, before it returned: so under the first HWM
+    // shown after it.
+    facts
+        .alarms
+        .store
+        .iter()
+        .filter(|a| {
+            matches!(a.alarm, Alarm::WalCheckpointUnreadable)
+                && earlier.first_delivery < a.index
+                && a.index < later.first_delivery
+                && !refused_in(facts, tp, a.incarnation)
+        })
+        .find_map(|alarm| {
+            let done = *facts.opened_at.get(&alarm.incarnation)?;
+            let view = facts.alarms.disk_at(tp, alarm.incarnation)?;
+            let visible = match facts.visible_at_open(tp, alarm.incarnation) {
+                Some(shown) => {
+                    let exposed = facts.alarms.of(tp).iter().any(|a| {
+                        a.incarnation == alarm.incarnation
+                            && matches!(a.alarm, Alarm::HiddenExposed { .. })
+                    });
+                    let hidden = facts.held_at_open(tp, alarm.incarnation);
+                    shown.iter().any(|c| c.id == id) || exposed && hidden.iter().any(|c| c.id == id)
+                }
+                None => view.log_start <= earlier.offset && earlier.offset < view.hwm,
+            };
+            let shown = facts.history.events()[done..]
+                .iter()
+                .find_map(|e| match &e.kind {
+                    EventKind::HwmObserved { tp: t, hwm, .. } if t == tp => Some(*hwm),
+                    _ => None,
+                })
+                .unwrap_or(Offset::MAX);
+            let tail = view.tail;
+            (!visible && tail <= later.offset && later.offset < shown).then(|| Excuse {
+                kind: ExcuseKind::CheckpointLost,
+                causes: vec![alarm.index],
+                covers: format!("{tp} offsets [{tail}, {shown})"),
+            })
+        })
+}

@@ -1,0 +1,202 @@
+//! `bounded_duplicates`: duplicates (one produce id at two offsets) happen only
+//! around crashes, and each crash causes at most as many as its hidden tails held.
+//!
+//! Why a hidden tail explains a duplicate (row `hidden_tail`): records in
+//! `[persisted_hwm, durable_tail)` at a crash are hidden by recovery and re-committed by
+//! the ingress WAL at fresh offsets, at or past the durable tail; once the HWM passes the
+//! hidden copies both are visible. So of the copies of one id, all but one (the
+//! original) must each be a re-commit by some crash: one that came before the copy was
+//! first delivered and whose hidden tail held another copy of the id, one copy of an id
+//! per crash (a replay commits each WAL entry once). The copies of every id are placed
+//! at once, as a maximum flow ([`super::flow`]), so no crash's budget goes to a copy
+//! another crash could explain while a copy only it explains goes without. A crash
+//! explains at most its bound `sum over partitions of (durable_tail -
+//! persisted_hwm)`, with the persisted HWM the next open read when that is lower (a
+//! flipped `hwm` file hides more), and up to the engine's HWM when an out-of-contract
+//! fault left a hole below it. When that open cut the log (its R1/R2 alarm), the
+//! re-commits land from the cut on, which may be below the hidden copy.
+//!
+//! Also explained, each by the event it names: `damaged_copy_recommitted` (the engine
+//! skipped the earlier copy's frame as unreadable, or a recorded clamp gave its offset
+//! up, before the later copy appeared: the replay's check for visible copies could not
+//! see it), `checkpoint_lost` (the later
+//! copy first appeared after an open found the WAL checkpoint unreadable and replayed
+//! every entry), `out_of_contract` (a fault whose reach names either copy's offset).
+//!
+//! The crash's geometry (hidden tails, where a replay commits) is `tail.rs`'s; the
+//! placement, `place.rs`'s; the other excuse rows, `excused.rs`'s.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+use super::accounting::Copy;
+use super::excuse::{Excuse, ExcuseKind, Excuses};
+use super::facts::{CrashFact, Facts};
+use super::flow::Flow;
+use super::{Accounting, RecordRef, Violation, list};
+use crate::history::{
+    Alarm, CrashPartition, EventKind, FileKind, Incarnation, Offset, ProduceId, TopicPartition,
+};
+
+mod excused;
+mod place;
+mod tail;
+
+use excused::explain;
+use place::{Role, place};
+use tail::hidden_tail;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CrashBudget {
+    pub crash_index: usize,
+    pub at_ms: u64,
+    pub incarnation: Incarnation,
+    /// Sum over partitions of the hidden tail's size (see [`hidden_tail`]).
+    pub bound: u64,
+    /// Duplicates attributed to this crash.
+    pub count: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DuplicatesReport {
+    /// Extra copies in the run.
+    pub duplicates: u64,
+    pub crashes: Vec<CrashBudget>,
+    /// Duplicates explained by an excuse other than a single crash's hidden tail.
+    pub excused: Vec<(ProduceId, Excuse)>,
+    pub violations: Vec<Violation>,
+}
+
+pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
+    let mut report = DuplicatesReport {
+        duplicates: accounting.counts().duplicated,
+        crashes: facts
+            .crashes
+            .iter()
+            .map(|c| CrashBudget {
+                crash_index: c.index,
+                at_ms: c.at_ms,
+                incarnation: c.incarnation,
+                bound: c
+                    .partitions
+                    .values()
+                    .map(|p| {
+                        let (start, end) = hidden_tail(facts, c, p);
+                        end - start
+                    })
+                    .sum(),
+                count: 0,
+            })
+            .collect(),
+        ..DuplicatesReport::default()
+    };
+    let excuses = Excuses::new(facts);
+    let placed = place(facts, &report.crashes, &accounting.duplicated);
+    let mut leftovers = Vec::new();
+    for (id, copies) in &accounting.duplicated {
+        let roles = &placed[id];
+        for role in roles {
+            if let Role::Recommit(slot) = role {
+                report.crashes[*slot].count += 1;
+            }
+        }
+        for (k, later) in copies.iter().enumerate() {
+            if roles[k] != Role::Unplaced {
+                continue;
+            }
+            // Paired with each other copy in turn, in the accounting's (partition,
+            // offset) order: any pair an excuse row covers explains this copy.
+            let pairs: Vec<(&Copy, &Copy)> = copies
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != k)
+                .map(|(j, other)| {
+                    if j < k {
+                        (other, later)
+                    } else {
+                        (later, other)
+                    }
+                })
+                .collect();
+            match pairs
+                .iter()
+                .find_map(|(earlier, later)| explain(facts, &excuses, *id, earlier, later))
+            {
+                Some(excuse) => report.excused.push((*id, excuse)),
+                None => {
+                    let (earlier, later) = pairs[0];
+                    leftovers.push((*id, earlier, later));
+                }
+            }
+        }
+    }
+    for (id, earlier, later) in leftovers {
+        let violation = unexplained(facts, &report.crashes, id, earlier, later);
+        report.violations.push(violation);
+    }
+    report
+}
+
+fn unexplained(
+    facts: &Facts<'_>,
+    budgets: &[CrashBudget],
+    id: ProduceId,
+    earlier: &Copy,
+    later: &Copy,
+) -> Violation {
+    // The crashes whose hidden tail holds the earlier copy first: those are the ones a
+    // reader needs to see.
+    let mut tails: Vec<(bool, String)> = facts
+        .crashes
+        .iter()
+        .zip(budgets)
+        .filter_map(|(crash, budget)| {
+            crash.partitions.get(&earlier.tp).map(|state| {
+                let (start, end) = hidden_tail(facts, crash, state);
+                let holds = start <= earlier.offset && earlier.offset < end;
+                (
+                    !holds,
+                    format!(
+                        "crash t={}ms: {} hidden tail [{start}, {end}) {} offset {}, {} of bound \
+                         {} used",
+                        crash.at_ms,
+                        earlier.tp,
+                        if holds { "holds" } else { "does not hold" },
+                        earlier.offset,
+                        budget.count,
+                        budget.bound
+                    ),
+                )
+            })
+        })
+        .collect();
+    tails.sort_by_key(|(not_holding, _)| *not_holding);
+    let tails: Vec<String> = tails.into_iter().map(|(_, t)| t).collect();
+    let why = if facts.crashes.is_empty() {
+        "a crash-free run has no duplicates".to_owned()
+    } else if tails.is_empty() {
+        format!("no crash reported the state of {}", earlier.tp)
+    } else {
+        format!(
+            "no crash before it hid the earlier copy with budget left ({})",
+            list(&tails, 4)
+        )
+    };
+    Violation {
+        message: format!(
+            "produce id {id} delivered from {}@{} (first t={}ms) and again from {}@{} \
+             (first t={}ms): {why}",
+            earlier.tp,
+            earlier.offset,
+            facts.at_ms(earlier.first_delivery),
+            later.tp,
+            later.offset,
+            facts.at_ms(later.first_delivery),
+        ),
+        records: vec![
+            RecordRef::new(&earlier.tp, Some(earlier.offset), Some(id)),
+            RecordRef::new(&later.tp, Some(later.offset), Some(id)),
+        ],
+        events: vec![earlier.first_delivery, later.first_delivery],
+    }
+}

@@ -1,0 +1,159 @@
+//! Where a crash hid copies and where its replay commits: each crash's hidden tail
+//! (with the HWM the engine last showed when damage ended the decoded log below it),
+//! the offset its replay commits from, and the open that ran that replay.
+
+use super::*;
+
+/// The hidden tail a crash left on a partition: `[P, durable_tail)`, with `P` the lower
+/// of the persisted HWM at the crash and the one the next open read (a flip in `hwm`
+/// while the node was down hides more). When an out-of-contract fault before the crash
+/// left frames below the engine's HWM undurable (a lost fsync, a misdirected write),
+/// the valid extent stops at the hole while records the engine had made visible lie
+/// beyond it: the tail then runs to the HWM the engine had. So it does when in-contract
+/// damage at rest (a flip, a latent sector) hit the frame the valid extent stops at:
+/// the committed frames past it are durable, and an R2 cut hides them too. The HWM the
+/// engine had is its in-memory one at the crash, or, where the world could not ask
+/// (the partition was refused), the last one it showed.
+pub(super) fn hidden_tail(
+    facts: &Facts<'_>,
+    crash: &CrashFact,
+    p: &CrashPartition,
+) -> (Offset, Offset) {
+    // Every view the next open may have read (a flip may land while it runs).
+    let read = facts
+        .alarms
+        .views_before(&p.tp, crash.incarnation + 1, usize::MAX)
+        .iter()
+        .filter_map(|d| d.persisted_hwm)
+        .min()
+        .unwrap_or(p.persisted_hwm);
+    let start = p.persisted_hwm.min(read);
+    // The last shown HWM widens this crash's tail only past what the crash before it
+    // already hid, when no open completed in between (the one replay after both
+    // re-commits those entries once): up to the shown HWM when that crash's tail ends
+    // below it; else, when that crash was a process crash and this one a power loss, up
+    // to where that tail begins (the `hwm` word the page cache held never reached the
+    // platter, so this tail may begin lower).
+    let memory = p
+        .memory_hwm
+        .or_else(|| {
+            let shown = last_shown_hwm(facts, &p.tp, crash.index)?;
+            let prev = (!facts.opened.contains(&crash.incarnation))
+                .then(|| facts.crash_before(crash.index))
+                .flatten()
+                .and_then(|prev| {
+                    prev.partitions
+                        .get(&p.tp)
+                        .map(|q| (prev.process, hidden_tail(facts, prev, q)))
+                });
+            match prev {
+                Some((_, (_, prev_end))) if prev_end < shown => Some(shown),
+                // Only a power loss after a process crash drops a word the page cache
+                // held: then this tail may begin below the one before.
+                Some((true, (prev_start, _))) if !crash.process => Some(shown.min(prev_start)),
+                Some(_) => None,
+                None => Some(shown),
+            }
+        })
+        .unwrap_or(0);
+    let events = facts.history.events();
+    let damaged_at_tail = facts.segment_damage.get(&p.tp).is_some_and(|damage| {
+        damage.iter().any(|&d| {
+            d < crash.index
+                && matches!(&events[d].kind, EventKind::Fault { kind, .. }
+                    if kind
+                        .segment_damage()
+                        .and_then(|(offsets, _)| offsets)
+                        .is_some_and(|o| o.contains(p.durable_tail)))
+        })
+    });
+    let hole = damaged_at_tail
+        || facts
+            .reaches_before(&p.tp, crash.index)
+            .any(|r| r.file == FileKind::Segment && r.offsets.is_none_or(|o| o.start < memory));
+    let end = if hole {
+        p.durable_tail.max(memory)
+    } else {
+        p.durable_tail
+    };
+    (start, end.max(start))
+}
+
+/// The HWM the engine last showed on `tp` before history index `before`: the latest
+/// sample, an open's HWM, or the in-memory HWM the world read at a crash, whichever came
+/// last. A crash's reading counts because a crash can come before the first sample, and
+/// a partition refused since then shows nothing newer.
+pub(super) fn last_shown_hwm(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    before: usize,
+) -> Option<Offset> {
+    facts.history.events()[..before]
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::HwmObserved { tp: t, hwm, .. } if t == tp => Some(*hwm),
+            EventKind::Crash { partitions, .. } => partitions
+                .iter()
+                .find(|p| &p.tp == tp)
+                .and_then(|p| p.memory_hwm),
+            EventKind::EngineAlarm {
+                tp: Some(t),
+                alarm: Alarm::LogOpened { hwm, .. },
+                ..
+            } if t == tp => Some(*hwm),
+            _ => None,
+        })
+}
+
+/// Where the replay after `crash` commits on `state`'s partition: past the durable
+/// tail, or lower where the log shrank before that replay ran. The replay is the first
+/// store open after the crash that completed with the partition open (an open that
+/// failed first, after its log opened, replays nothing, and one that refused the
+/// partition keeps its WAL entries for a later replay); until then an open's cut (its
+/// R1/R2 alarm) or a later crash's shorter tail moves where it commits.
+pub(super) fn fresh_from(facts: &Facts<'_>, crash: &CrashFact, state: &CrashPartition) -> Offset {
+    let done = replay_done(facts, crash, &state.tp);
+    let cut = facts
+        .alarms
+        .cuts(&state.tp)
+        .filter(|c| c.index > crash.index && c.index < done)
+        .map(|c| c.offset)
+        .min();
+    let shorter = facts
+        .crashes
+        .iter()
+        .filter(|c| c.index > crash.index && c.index < done)
+        .filter_map(|c| c.partitions.get(&state.tp))
+        .map(|p| p.durable_tail)
+        .min();
+    [Some(state.durable_tail), cut, shorter]
+        .into_iter()
+        .flatten()
+        .min()
+        .expect("the durable tail is always there")
+}
+
+/// History index at which the replay after `crash` had run on `tp`: the first store
+/// open after it that completed with the partition open (`usize::MAX` when none did).
+pub(super) fn replay_done(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> usize {
+    facts
+        .opened_at
+        .range(crash.incarnation + 1..)
+        .find(|(incarnation, _)| !refused_in(facts, tp, **incarnation))
+        .map_or(usize::MAX, |(_, &index)| index)
+}
+
+/// Whether the open of `incarnation` refused `tp` (or its topic): it replayed nothing
+/// there, and kept the partition's WAL entries for a later replay.
+pub(super) fn refused_in(facts: &Facts<'_>, tp: &TopicPartition, incarnation: Incarnation) -> bool {
+    facts
+        .alarms
+        .of(tp)
+        .iter()
+        .any(|a| a.incarnation == incarnation && matches!(a.alarm, Alarm::Refused { .. }))
+        || facts.alarms.store.iter().any(|a| {
+            a.incarnation == incarnation
+                && matches!(&a.alarm, Alarm::TopicRefused { topic } if *topic == tp.topic)
+        })
+}

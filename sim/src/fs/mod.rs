@@ -82,11 +82,14 @@
 //! Errors are raw Linux errno values (`ENOENT`, `EEXIST`, `EIO`, `ENOSPC`, `ESTALE`, ...)
 //! so their `kind()` matches what [`cafelog_engine::fs::StdFs`] returns.
 
+mod damage;
+mod data;
 pub mod dice;
 mod events;
 mod faults;
 mod file;
 mod inode;
+mod inspect;
 mod latent;
 mod namespace;
 mod ops;
@@ -94,7 +97,9 @@ mod options;
 mod paths;
 mod pause;
 pub mod plugin;
+mod power;
 
+pub use damage::BitFlip;
 pub use events::{EVENTS_BUFFERED_MAX, FsEvent, FsEventKind, Overwritten};
 pub use inode::{FILE_SIZE_MAX, SECTOR_SIZE};
 pub use latent::{LatentSector, UNREADABLE_FILL};
@@ -135,23 +140,6 @@ mod errno {
 
 fn os_error(code: i32) -> io::Error {
     io::Error::from_raw_os_error(code)
-}
-
-/// A bit flipped by [`SimFs::flip_random_bit`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BitFlip {
-    /// The durable name of the file.
-    pub path: PathBuf,
-    /// The byte's position in the file.
-    pub position: u64,
-    /// Which bit of the byte (0 = least significant).
-    pub bit: u8,
-    /// The byte before and after.
-    pub before: u8,
-    pub after: u8,
-    /// The page cache held the same byte and took the flip too (the platter and the
-    /// cache disagree only where a write is pending or an fsync lied).
-    pub in_cache: bool,
 }
 
 /// The simulated disk. Cheap to clone: clones share one disk.
@@ -275,112 +263,6 @@ impl SimFs {
         self.lock().log.dropped()
     }
 
-    /// Length of the durable image of the file durably named `path`.
-    pub fn durable_len(&self, path: &Path) -> Option<u64> {
-        self.with_durable(path, |inode| inode.durable.len() as u64)
-    }
-
-    /// The durable image of the file durably named `path`, unreadable sectors shown as
-    /// [`UNREADABLE_FILL`].
-    pub fn durable_bytes(&self, path: &Path) -> Option<Vec<u8>> {
-        self.with_durable(path, |inode| {
-            inode.mask_unreadable(inode.durable.clone(), false)
-        })
-    }
-
-    /// The page-cache view of the file visibly named `path` (what a read returns),
-    /// bytes a read fails on shown as [`UNREADABLE_FILL`].
-    pub fn visible_bytes(&self, path: &Path) -> Option<Vec<u8>> {
-        let (dir, name) = split(path).ok()?;
-        let state = self.lock();
-        let ino = state.ns.visible(&dir, &name)?;
-        let inode = state.inodes.get(&ino)?;
-        Some(inode.mask_unreadable(inode.cache.clone(), true))
-    }
-
-    /// Whether a file is visible at `path` now (what an open would find).
-    pub fn visible_exists(&self, path: &Path) -> bool {
-        split(path).is_ok_and(|(dir, name)| self.lock().ns.visible(&dir, &name).is_some())
-    }
-
-    /// The visible entries (files and subdirectories) of directory `path`, sorted:
-    /// what a listing returns now.
-    pub fn visible_names(&self, path: &Path) -> Option<Vec<String>> {
-        self.lock().list_dir(path).ok()
-    }
-
-    /// Whether the file visibly named `path` has unsynced writes or truncations.
-    pub fn has_pending_data(&self, path: &Path) -> bool {
-        let Ok((dir, name)) = split(path) else {
-            return false;
-        };
-        let state = self.lock();
-        state
-            .ns
-            .visible(&dir, &name)
-            .and_then(|ino| state.inodes.get(&ino))
-            .is_some_and(|inode| !inode.pending.is_empty())
-    }
-
-    /// How many directory operations (anywhere) are not durable yet.
-    pub fn pending_dir_op_count(&self) -> usize {
-        self.lock().ns.pending.len()
-    }
-
-    /// The durable entries (files and subdirectories) of directory `path`, sorted.
-    pub fn durable_names(&self, path: &Path) -> Option<Vec<String>> {
-        let path = normalize(path).ok()?;
-        let state = self.lock();
-        let dir = state.ns.dirs.get(&path)?;
-        let mut names: Vec<String> = dir.durable.keys().chain(&dir.subdirs).cloned().collect();
-        names.sort();
-        Some(names)
-    }
-
-    fn with_durable<T>(&self, path: &Path, f: impl FnOnce(&Inode) -> T) -> Option<T> {
-        let (dir, name) = split(path).ok()?;
-        let state = self.lock();
-        let ino = state.ns.durable(&dir, &name)?;
-        Some(f(state.inodes.get(&ino)?))
-    }
-
-    /// Flips one random bit of durable data at rest, in a file whose durable path
-    /// satisfies `filter` (e.g. `|p| p.extension() == Some("log".as_ref())`). The page
-    /// cache shows the flip too, as if the page had been evicted and re-read, unless a
-    /// pending operation decides that byte. Returns `None` (and flips nothing) after
-    /// [`SimFs::heal`] or when no matching file has durable bytes.
-    pub fn flip_random_bit(&self, filter: impl Fn(&Path) -> bool) -> Option<BitFlip> {
-        self.lock().flip_random_bit(&filter, None)
-    }
-
-    /// Flips bit `bit` of the byte at `position` of the durable file at `path` (a flip
-    /// a shrink repeats), drawing the same dice [`SimFs::flip_random_bit`] would, so the
-    /// disk's later draws go on as in the run it repeats. Where that file or byte no
-    /// longer exists the random flip is made instead.
-    pub fn flip_bit_at(
-        &self,
-        filter: impl Fn(&Path) -> bool,
-        path: &Path,
-        position: u64,
-        bit: u8,
-    ) -> Option<BitFlip> {
-        self.lock()
-            .flip_random_bit(&filter, Some((path, position, bit)))
-    }
-
-    /// Makes one random sector of durable data unreadable (a latent sector error, see
-    /// `latent.rs`), in a file whose durable path satisfies `filter`, within its first
-    /// `within(path)` bytes when that is given and not zero (where its data lies).
-    /// `None` (and nothing changes) after [`SimFs::heal`] or when no matching file has
-    /// durable bytes.
-    pub fn latent_sector(
-        &self,
-        filter: impl Fn(&Path) -> bool,
-        within: impl Fn(&Path) -> Option<u64>,
-    ) -> Option<LatentSector> {
-        self.lock().latent_sector(&filter, &within)
-    }
-
     /// Checks the model's invariants (walks all data: call it at the end of a run or in
     /// tests). Panics on a violation, which is a bug in the simulator.
     pub fn check_invariants(&self) {
@@ -488,245 +370,6 @@ impl State {
                 } => self.collect(*ino),
                 _ => {}
             }
-        }
-    }
-
-    fn crash(&mut self) {
-        let ended = self.epoch;
-        let paths = self.ns.inode_paths();
-        let (mut faults, inodes, ns) = self.faults();
-        let mut files = 0u64;
-        let mut pending_ops = 0u64;
-        for (ino, inode) in inodes.iter_mut() {
-            if !inode.pending.is_empty() {
-                files += 1;
-                pending_ops += inode.pending.len() as u64;
-            }
-            let unnamed = PathBuf::from(format!("<unnamed inode {ino}>"));
-            let latent = inode.latent_bytes();
-            faults.crash(inode, paths.get(ino).unwrap_or(&unnamed));
-            inode.latent_after_power_loss(&latent);
-        }
-        let (kept, lost) = ns.crash(faults.dice);
-        for (kind, ops) in [
-            (FsEventKind::CrashDirOpKept, &kept),
-            (FsEventKind::CrashDirOpLost, &lost),
-        ] {
-            for op in ops {
-                faults
-                    .log
-                    .record(ended, kind, op.path(), None, None, op.describe());
-            }
-        }
-        faults.log.record(
-            ended,
-            FsEventKind::Crash,
-            PathBuf::new(),
-            None,
-            None,
-            format!(
-                "epoch {ended} ended: {pending_ops} pending file operations in {files} files, \
-                 {} directory operations kept, {} lost",
-                kept.len(),
-                lost.len()
-            ),
-        );
-        self.epoch += 1;
-        self.enospc_streak = 0;
-        // The visible namespace is now the durable one: recount links, free the rest.
-        for inode in self.inodes.values_mut() {
-            inode.visible_links = 0;
-        }
-        let mut named = Vec::new();
-        for dir in self.ns.dirs.values() {
-            named.extend(dir.visible.values().copied());
-        }
-        for ino in named {
-            if let Some(inode) = self.inodes.get_mut(&ino) {
-                inode.visible_links += 1;
-            }
-        }
-        self.inodes.retain(|_, inode| inode.visible_links > 0);
-    }
-
-    fn process_crash(&mut self) {
-        let ended = self.epoch;
-        let files = self
-            .inodes
-            .values()
-            .filter(|i| !i.pending.is_empty())
-            .count();
-        let pending_ops: usize = self.inodes.values().map(|i| i.pending.len()).sum();
-        let dir_ops = self.ns.pending.len();
-        self.log.record(
-            ended,
-            FsEventKind::ProcessCrash,
-            PathBuf::new(),
-            None,
-            None,
-            format!(
-                "epoch {ended} ended by a process crash: {pending_ops} pending file \
-                 operations in {files} files and {dir_ops} directory operations stay pending"
-            ),
-        );
-        self.epoch += 1;
-        self.enospc_streak = 0;
-        // The dead process's handles closed with it: an unlinked file no name refers to
-        // any more is freed, as the kernel frees it at the last close.
-        let inodes: Vec<InodeId> = self.inodes.keys().copied().collect();
-        for ino in inodes {
-            if let Some(inode) = self.inodes.get_mut(&ino) {
-                inode.open_handles = 0;
-            }
-            self.collect(ino);
-        }
-    }
-
-    /// A random durably named file that `filter` accepts and that has durable bytes: where
-    /// damage at rest lands. `None` after the heal or when there is none.
-    fn damage_target(&mut self, filter: &dyn Fn(&Path) -> bool) -> Option<(PathBuf, InodeId)> {
-        if self.healed {
-            return None;
-        }
-        let candidates: Vec<(PathBuf, InodeId)> = self
-            .ns
-            .durable_files()
-            .into_iter()
-            .filter(|(path, ino)| {
-                filter(path) && self.inodes.get(ino).is_some_and(|i| !i.durable.is_empty())
-            })
-            .collect();
-        if candidates.is_empty() {
-            return None;
-        }
-        Some(candidates[self.dice.below(candidates.len() as u64) as usize].clone())
-    }
-
-    fn flip_random_bit(
-        &mut self,
-        filter: &dyn Fn(&Path) -> bool,
-        target: Option<(&Path, u64, u8)>,
-    ) -> Option<BitFlip> {
-        let (mut path, mut ino) = self.damage_target(filter)?;
-        let len = self.inodes.get(&ino).map_or(0, |i| i.durable.len() as u64);
-        let mut position = self.dice.below(len);
-        let mut bit = self.dice.below(8) as u8;
-        if let Some((at, p, b)) = target
-            && let Some(found) = self.ns.durable_files().into_iter().find(|(candidate, i)| {
-                candidate == at
-                    && self
-                        .inodes
-                        .get(i)
-                        .is_some_and(|inode| p < inode.durable.len() as u64)
-            })
-        {
-            (path, ino) = found;
-            position = p;
-            bit = b;
-        }
-        let inode = self.inodes.get_mut(&ino).expect("candidate inode exists");
-        let index = position as usize;
-        let before = inode.durable[index];
-        let after = before ^ (1 << bit);
-        inode.durable[index] = after;
-        let masked = inode.pending.iter().any(|op| op.masks(position));
-        let in_cache = !masked && inode.cache.get(index) == Some(&before);
-        if in_cache {
-            inode.cache[index] = after;
-        }
-        let flip = BitFlip {
-            path: path.clone(),
-            position,
-            bit,
-            before,
-            after,
-            in_cache,
-        };
-        self.log.record(
-            self.epoch,
-            FsEventKind::BitFlip,
-            path,
-            Some(position),
-            Some(1),
-            format!(
-                "bit {bit}: {before:#04x} -> {after:#04x}{}",
-                if masked {
-                    " (masked by pending write)"
-                } else {
-                    ""
-                }
-            ),
-        );
-        Some(flip)
-    }
-
-    fn write(&mut self, handle: &SimFile, data: &[u8], position: u64) -> io::Result<()> {
-        if !handle.writable {
-            self.handle_inode(handle)?;
-            return Err(os_error(errno::EBADF));
-        }
-        self.handle_inode(handle)?;
-        let end = position
-            .checked_add(data.len() as u64)
-            .filter(|&end| end <= FILE_SIZE_MAX);
-        if end.is_none() {
-            return Err(os_error(errno::EFBIG));
-        }
-        let options = &self.options;
-        let (p, max, streak_max) = (
-            options.enospc_probability,
-            options.enospc_max,
-            options.enospc_consecutive_max,
-        );
-        let streak_ok = self.enospc_streak < streak_max;
-        let (mut faults, _, _) = self.faults();
-        if streak_ok && faults.fires(FsEventKind::Enospc, p, max) {
-            faults.log.record(
-                faults.epoch,
-                FsEventKind::Enospc,
-                handle.path.clone(),
-                Some(position),
-                Some(data.len() as u64),
-                String::from("write refused, nothing written"),
-            );
-            self.enospc_streak += 1;
-            return Err(os_error(errno::ENOSPC));
-        }
-        self.enospc_streak = 0;
-        let inode = self.handle_inode(handle)?;
-        inode.write(position, data);
-        debug_assert!(data.is_empty() || inode.cache.len() as u64 >= position + data.len() as u64);
-        Ok(())
-    }
-
-    fn set_len(&mut self, handle: &SimFile, len: u64) -> io::Result<()> {
-        let inode = self.handle_inode(handle)?;
-        if !handle.writable {
-            return Err(os_error(errno::EINVAL)); // ftruncate on a read-only fd
-        }
-        if len > FILE_SIZE_MAX {
-            return Err(os_error(errno::EFBIG));
-        }
-        inode.set_len(len);
-        Ok(())
-    }
-
-    fn sync_data(&mut self, handle: &SimFile) -> io::Result<()> {
-        if self.handle_inode(handle)?.pending.is_empty() {
-            return Ok(());
-        }
-        let (mut faults, inodes, ns) = self.faults();
-        let inode = inodes.get_mut(&handle.ino).expect("checked above");
-        // The name is only needed when a fault is logged: looked up then.
-        let path = || path_of(ns, handle.ino, &handle.path);
-        let rewritten = inode.latent_pending_writes();
-        match faults.sync(inode, &path) {
-            SyncOutcome::Persisted => {
-                inode.latent_persisted(&rewritten);
-                Ok(())
-            }
-            SyncOutcome::Lost => Ok(()),
-            SyncOutcome::Eio => Err(os_error(errno::EIO)),
         }
     }
 }

@@ -1,0 +1,197 @@
+//! A scenario's schedule: each entry one fault at a trigger (`at_ms` or `after_acks`),
+//! with exactly the fields its action needs.
+
+use super::*;
+
+/// The actions a schedule entry names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionName {
+    Crash,
+    ProcessCrash,
+    CrashWithBitFlip,
+    ProcessCrashWithBitFlip,
+    BitFlip,
+    CrashWithClockStep,
+    CrashWithLatentSector,
+    LatentSector,
+    ClockStep,
+    FsyncEio,
+    LostFsync,
+}
+
+/// One entry of `[[schedule]]`: a trigger and an action.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawEntry", into = "RawEntry")]
+pub struct ScheduleEntry(pub ScheduledFault);
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    after_acks: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    while_down: bool,
+    action: ActionName,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    file: Option<FileKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    back_ms: Option<u64>,
+    /// A flip's exact bit: the durable file, the byte and the bit (all three or none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    position: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bit: Option<u8>,
+}
+
+impl TryFrom<RawEntry> for ScheduleEntry {
+    type Error = String;
+    fn try_from(r: RawEntry) -> Result<Self, String> {
+        let trigger = match (r.at_ms, r.at_ns, r.after_acks, r.while_down) {
+            (Some(at), None, None, false) => Trigger::AtMs(at),
+            (None, Some(at), None, false) => Trigger::AtNs(at),
+            (None, None, Some(n), false) => Trigger::AfterAcks(n),
+            (None, None, None, true) => {
+                if !matches!(
+                    r.action,
+                    ActionName::BitFlip | ActionName::LatentSector | ActionName::ClockStep
+                ) {
+                    return Err(
+                        "while_down takes bit_flip, latent_sector or clock_step: a fault at \
+                         the kill before"
+                            .into(),
+                    );
+                }
+                Trigger::WhileDown
+            }
+            _ => {
+                return Err(
+                    "a schedule entry needs exactly one of at_ms, at_ns, after_acks \
+                     or while_down = true"
+                        .into(),
+                );
+            }
+        };
+        let flips = matches!(
+            r.action,
+            ActionName::CrashWithBitFlip
+                | ActionName::ProcessCrashWithBitFlip
+                | ActionName::BitFlip
+        );
+        let at = match (r.path, r.position, r.bit) {
+            (None, None, None) => None,
+            (Some(path), Some(position), Some(bit)) if flips && bit < 8 => Some(FlipAt {
+                path,
+                position,
+                bit,
+            }),
+            _ => {
+                return Err("path, position and bit (0-7) go together, on a bit flip only".into());
+            }
+        };
+        let action = match (r.action, r.file, r.back_ms) {
+            (name, Some(file), None) if flips => {
+                if !matches!(
+                    file,
+                    FileKind::Segment | FileKind::Hwm | FileKind::ConsumerOffset | FileKind::Wal
+                ) {
+                    return Err(format!(
+                        "file = {file:?}: bit flips hit segment, hwm, consumer_offset or wal"
+                    ));
+                }
+                match name {
+                    ActionName::CrashWithBitFlip => Action::CrashWithBitFlip { file, at },
+                    ActionName::ProcessCrashWithBitFlip => {
+                        Action::ProcessCrashWithBitFlip { file, at }
+                    }
+                    _ => Action::BitFlip { file, at },
+                }
+            }
+            (_, None, _) if flips => {
+                return Err("a bit flip needs file = \"segment\" (or hwm, ...)".into());
+            }
+            (ActionName::CrashWithClockStep, None, Some(ms)) => Action::CrashWithClockStep { ms },
+            (ActionName::ClockStep, None, Some(ms)) => Action::ClockStep { ms },
+            (ActionName::CrashWithClockStep | ActionName::ClockStep, _, None) => {
+                return Err("a clock step needs back_ms".into());
+            }
+            (action, None, None) => match action {
+                ActionName::Crash => Action::Crash,
+                ActionName::ProcessCrash => Action::ProcessCrash,
+                ActionName::CrashWithLatentSector => Action::CrashWithLatentSector,
+                ActionName::LatentSector => Action::LatentSector,
+                ActionName::FsyncEio => Action::FsyncEio,
+                ActionName::LostFsync => Action::LostFsync,
+                ActionName::CrashWithBitFlip
+                | ActionName::ProcessCrashWithBitFlip
+                | ActionName::BitFlip
+                | ActionName::CrashWithClockStep
+                | ActionName::ClockStep => unreachable!("handled above"),
+            },
+            (action, _, _) => {
+                let name = serde_json::to_value(action)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "{name} takes no file or back_ms (only crash_with_bit_flip takes file, \
+                     only crash_with_clock_step takes back_ms)"
+                ));
+            }
+        };
+        Ok(ScheduleEntry(ScheduledFault { trigger, action }))
+    }
+}
+
+impl From<ScheduleEntry> for RawEntry {
+    fn from(e: ScheduleEntry) -> Self {
+        let (at_ms, at_ns, after_acks) = match e.0.trigger {
+            Trigger::AtMs(at) => (Some(at), None, None),
+            Trigger::AtNs(at) => (None, Some(at), None),
+            Trigger::AfterAcks(n) => (None, None, Some(n)),
+            Trigger::WhileDown => (None, None, None),
+        };
+        let while_down = e.0.trigger == Trigger::WhileDown;
+        let mut at = None;
+        let (action, file, back_ms) = match e.0.action {
+            Action::Crash => (ActionName::Crash, None, None),
+            Action::ProcessCrash => (ActionName::ProcessCrash, None, None),
+            Action::CrashWithBitFlip { file, at: a } => {
+                at = a;
+                (ActionName::CrashWithBitFlip, Some(file), None)
+            }
+            Action::ProcessCrashWithBitFlip { file, at: a } => {
+                at = a;
+                (ActionName::ProcessCrashWithBitFlip, Some(file), None)
+            }
+            Action::BitFlip { file, at: a } => {
+                at = a;
+                (ActionName::BitFlip, Some(file), None)
+            }
+            Action::CrashWithClockStep { ms } => (ActionName::CrashWithClockStep, None, Some(ms)),
+            Action::CrashWithLatentSector => (ActionName::CrashWithLatentSector, None, None),
+            Action::LatentSector => (ActionName::LatentSector, None, None),
+            Action::ClockStep { ms } => (ActionName::ClockStep, None, Some(ms)),
+            Action::FsyncEio => (ActionName::FsyncEio, None, None),
+            Action::LostFsync => (ActionName::LostFsync, None, None),
+        };
+        RawEntry {
+            at_ms,
+            at_ns,
+            after_acks,
+            while_down,
+            action,
+            file,
+            back_ms,
+            path: at.as_ref().map(|a| a.path.clone()),
+            position: at.as_ref().map(|a| a.position),
+            bit: at.as_ref().map(|a| a.bit),
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! `cafelog merge`: one summary from the JSON files of a sweep's shards.
+
+use super::*;
+
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// JSON files written by `cafelog sweep --json` (e.g. one per shard).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Also write the merged records to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `cafelog merge`: one summary from the JSON files of several sweeps (shards).
+pub fn merge_command(args: &MergeArgs) -> ExitCode {
+    let mut records = Vec::new();
+    for path in &args.files {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("cafelog: error: {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        };
+        for (line_no, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            match serde_json::from_str::<SeedRecord>(line) {
+                Ok(r) => records.push(r),
+                Err(e) => {
+                    eprintln!("cafelog: error: {}:{}: {e}", path.display(), line_no + 1);
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    }
+    records.sort_by_key(|r| (r.profile.clone(), r.seed));
+    records.dedup_by_key(|r| (r.profile.clone(), r.seed));
+    if let Some(path) = &args.json
+        && let Err(e) = write_json(path, &records)
+    {
+        eprintln!("cafelog: error: {e}");
+        return ExitCode::from(2);
+    }
+    let wall = Duration::from_millis(records.iter().map(|r| r.wall_ms).sum());
+    let mut out = std::io::stdout().lock();
+    if print_summary(&mut out, &records, wall).is_err() {
+        return ExitCode::from(2);
+    }
+    if records.iter().all(SeedRecord::passed) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

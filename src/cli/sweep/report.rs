@@ -1,0 +1,69 @@
+//! A sweep's files: one JSON object per seed, and a JUnit report for CI.
+
+use super::summary::excuse_totals;
+use super::*;
+
+pub(super) fn write_json(path: &PathBuf, records: &[SeedRecord]) -> Result<(), String> {
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&serde_json::to_string(r).map_err(|e| e.to_string())?);
+        text.push('\n');
+    }
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+pub(super) fn write_junit(
+    path: &PathBuf,
+    profile: &Profile,
+    records: &[SeedRecord],
+    elapsed: Duration,
+) -> Result<(), String> {
+    let failures = records.iter().filter(|r| !r.passed()).count();
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    xml.push_str(&format!(
+        "<testsuites tests=\"{}\" failures=\"{failures}\" time=\"{:.3}\">\n  <testsuite name=\"cafelog sweep ({})\" tests=\"{}\" failures=\"{failures}\" time=\"{:.3}\">\n",
+        records.len(),
+        elapsed.as_secs_f64(),
+        profile.name,
+        records.len(),
+        elapsed.as_secs_f64()
+    ));
+    // The excuses the verdicts rest on, as suite properties CI systems display.
+    xml.push_str("    <properties>\n");
+    for (name, (times, seeds)) in excuse_totals(records) {
+        xml.push_str(&format!(
+            "      <property name=\"excuse.{name}\" value=\"{times} times in {seeds} seeds\"/>\n"
+        ));
+    }
+    xml.push_str("    </properties>\n");
+    for r in records {
+        xml.push_str(&format!(
+            "    <testcase classname=\"cafelog.sweep.{}\" name=\"seed {}\" time=\"{:.3}\"",
+            profile.name,
+            r.seed,
+            r.wall_ms as f64 / 1000.0
+        ));
+        if r.passed() {
+            xml.push_str("/>\n");
+        } else {
+            xml.push_str(&format!(
+                ">\n      <failure type=\"{}\" message=\"{}\">cafelog replay --seed {} --profile {}{}\n{}</failure>\n    </testcase>\n",
+                xml_escape(&r.kind()),
+                xml_escape(&r.message.chars().take(300).collect::<String>()),
+                r.seed,
+                r.profile,
+                r.flags,
+                xml_escape(&r.message)
+            ));
+        }
+    }
+    xml.push_str("  </testsuite>\n</testsuites>\n");
+    std::fs::write(path, xml).map_err(|e| format!("{}: {e}", path.display()))
+}

@@ -1,0 +1,369 @@
+//! One observation of the run ([`Event`]) and every kind of it ([`EventKind`]), with
+//! the records some kinds carry: a partition's state at a crash, a topic's setup, a
+//! WAL entry a fault destroyed, a copy the world listed by identity.
+
+use super::*;
+use serde::{Deserialize, Serialize};
+
+/// The state of one partition at the moment of a crash that the next incarnation opens
+/// from: the simulated disk's durable image after a power loss, its page cache after a
+/// process crash (before any at-rest damage is taken into account).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrashPartition {
+    pub tp: TopicPartition,
+    /// Value of the `hwm` file the next open reads (0 if missing).
+    pub persisted_hwm: Offset,
+    /// End offset (exclusive) of the records the next open finds in the log.
+    pub durable_tail: Offset,
+    /// The engine's in-memory HWM just before the kill, if the world knew it.
+    pub memory_hwm: Option<Offset>,
+}
+
+impl CrashPartition {
+    /// Records above the persisted HWM but durable: hidden after recovery, and
+    /// re-committed by the WAL, so each may show up once more as a duplicate.
+    pub fn hidden_tail(&self) -> OffsetRange {
+        OffsetRange {
+            start: self.persisted_hwm,
+            end: self.durable_tail.max(self.persisted_hwm),
+        }
+    }
+}
+
+/// A topic as the run created it: what the checkers need of its configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicSetup {
+    pub name: String,
+    pub partitions: u32,
+    /// Records are deliverable only from `committed_at_ms + delay_ms` on.
+    pub delay_ms: u64,
+    pub lease_ms: u64,
+    /// Sealed segments older than this are reaped; `None` keeps them. Absent in
+    /// histories written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_ms: Option<u64>,
+    /// The HWM persister's period; `None` in histories written before it was recorded
+    /// (and `hwm_persisted` does not judge the topic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hwm_persist_ms: Option<u64>,
+}
+
+/// One observation. Field docs say who records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "event")]
+pub enum EventKind {
+    /// World, first of all: the run's setup. `wall_base_ms` is the simulated wall clock
+    /// at time 0; it moves with simulated time and back by each `ClockStep` fault.
+    RunStarted {
+        wall_base_ms: u64,
+        topics: Vec<TopicSetup>,
+        /// The longest sleep the disk may add to one operation until the heal (0: the
+        /// disk answers at once): how long a woken receive can take to answer.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        io_latency_max_ms: u64,
+    },
+    /// Producer, just before calling produce. `payload` must come from
+    /// [`encode_payload`] with this `id`. `partition` is `None` when the engine picks.
+    ProduceAttempt {
+        id: ProduceId,
+        topic: String,
+        partition: Option<u32>,
+        #[serde(serialize_with = "as_bytes")]
+        key: Vec<u8>,
+        #[serde(serialize_with = "as_bytes")]
+        payload: Vec<u8>,
+    },
+    /// Producer, when produce returned success: the record must eventually be
+    /// delivered. `offset` / `committed_at_ms` when the engine reports them.
+    ProduceAck {
+        id: ProduceId,
+        tp: TopicPartition,
+        offset: Option<Offset>,
+        committed_at_ms: Option<u64>,
+    },
+    /// Producer, when produce returned an error (or the node died under it). The
+    /// record may or may not show up later; either is fine.
+    ProduceFailed { id: ProduceId, error: String },
+    /// Consumer, for every record handed to it (first delivery or redelivery).
+    Delivery {
+        tp: TopicPartition,
+        offset: Offset,
+        #[serde(serialize_with = "as_bytes")]
+        key: Vec<u8>,
+        #[serde(serialize_with = "as_bytes")]
+        payload: Vec<u8>,
+        committed_at_ms: u64,
+        attempt: u32,
+        /// When the consumer asked for it (its receive call began): the engine leased
+        /// it no earlier. Absent in histories written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked_at_ms: Option<u64>,
+    },
+    /// Consumer, when its ack of `offset` was accepted by the engine.
+    Ack { tp: TopicPartition, offset: Offset },
+    /// Consumer, when its nack of `offset` was accepted.
+    Nack { tp: TopicPartition, offset: Offset },
+    /// World, whenever the engine writes a candidate `consumer.offset` value (seen by
+    /// the simulated fs as the 8-byte write, or reported by the engine). Needed to
+    /// tell an old-or-new frontier from a torn one.
+    FrontierWritten {
+        tp: TopicPartition,
+        frontier: Offset,
+    },
+    /// World, after a restart: the frontier the engine recovered from
+    /// `consumer.offset` (every offset below it is acknowledged): the file's value as
+    /// the durable image holds it (0 when absent), and the frontier the engine loaded
+    /// from it (after its clamps), as its API reports it.
+    FrontierObserved {
+        tp: TopicPartition,
+        frontier: Offset,
+        /// Absent in histories written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        loaded: Option<Offset>,
+    },
+    /// World, when it kills the node; the event's incarnation is the one that dies. One
+    /// entry per partition on the node, from what the next incarnation will open: the
+    /// durable image after a power loss, the page cache after a process crash
+    /// (`process`: the kernel survived, and with it every unsynced write, which a later
+    /// power loss may still drop).
+    Crash {
+        partitions: Vec<CrashPartition>,
+        /// Absent (false) in histories written before process crashes existed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        process: bool,
+    },
+    /// World, when the node is up again; the event's incarnation is the new one. Every
+    /// partition is opened (and so fully scanned) at restart.
+    Restart,
+    /// World, when the engine refuses to open a partition (R3), with its reason.
+    PartitionRefused { tp: TopicPartition, reason: String },
+    /// World, when the engine reports the partition poisoned (after fsync failure).
+    PartitionPoisoned { tp: TopicPartition },
+    /// World, when the engine answered a receive whose consumer had already given up
+    /// (its reply timed out or the channel closed): the engine leased these offsets,
+    /// and no consumer saw them.
+    DeliveriesUnclaimed {
+        tp: TopicPartition,
+        offsets: Vec<Offset>,
+        /// When the receive began. Absent in histories written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked_at_ms: Option<u64>,
+    },
+    /// World, sampling the engine: the visible (in-memory) HWM, and when known the
+    /// durable `hwm` file and the durable tail from the disk image.
+    HwmObserved {
+        tp: TopicPartition,
+        hwm: Offset,
+        persisted_hwm: Option<Offset>,
+        durable_tail: Option<Offset>,
+    },
+    /// World, sampling the engine, right after its `HwmObserved`: the partition's
+    /// `hwm` word as the platter holds it (`None`: no file, or not 8 bytes), read by
+    /// the world, not asked of the engine.
+    HwmWordObserved {
+        tp: TopicPartition,
+        word: Option<Offset>,
+    },
+    /// World, when the log start moves (retention deleted segments) or is sampled.
+    LogStartObserved {
+        tp: TopicPartition,
+        log_start: Offset,
+    },
+    /// World (the disk as the engine uses it), when the engine created the segment file
+    /// named by `base`.
+    SegmentCreated { tp: TopicPartition, base: Offset },
+    /// World, when the engine's unlink of the segment file named by `base` took effect
+    /// (its call returned, or it was dropped after the file left the directory; not
+    /// yet durable), with every record the file held as reads saw it just before the
+    /// call (the reference decoder's, not the engine's).
+    SegmentDeleted {
+        tp: TopicPartition,
+        base: Offset,
+        #[serde(default)]
+        held: Vec<HeldCopy>,
+    },
+    /// World, at each restart: the segment files the partition's directory durably
+    /// holds, what the open will find (a crash keeps a prefix of pending creates and
+    /// unlinks, so the calls alone do not say).
+    SegmentsListed {
+        tp: TopicPartition,
+        bases: Vec<Offset>,
+    },
+    /// World, at each restart: the damage the WAL's segment files hold as the
+    /// reference decoder reads them (`reference::wal::damage`), what the open's
+    /// `wal_damaged` must report.
+    WalAtOpen {
+        skipped_bytes: u64,
+        corrupt_entries: u64,
+    },
+    /// World, sampling the engine's counters for a partition. Counters are cumulative
+    /// within an incarnation and start from 0 at each restart.
+    EngineCounters {
+        tp: TopicPartition,
+        /// Acknowledged records the engine knows it lost (the R4 clamp).
+        recorded_loss_records: u64,
+        /// Records skipped at consume time because their frame or envelope was bad.
+        skipped_records: u64,
+    },
+    /// World, at the moment it injects a fault.
+    Fault {
+        kind: FaultKind,
+        tp: Option<TopicPartition>,
+        path: Option<String>,
+    },
+    /// World: from here on no fault is injected. Liveness is measured from here.
+    Heal,
+    /// World, right after the [`EventKind::Fault`] at `fault_index` when that fault
+    /// (a bit flip or a misdirected write) destroyed frames of an ingress WAL segment:
+    /// the entries those frames held, decoded from the file's durable bytes as they were
+    /// just before. A frame is checked by one CRC, so damage anywhere in it loses all of
+    /// its entries. `first_replay` is the first incarnation whose open reads the file
+    /// after the damage (the running one if its open has not opened the file yet).
+    /// Recorded only when the damage hit at least one entry; last in the enum so that
+    /// the other variants keep their trace-hash encoding.
+    WalEntriesDamaged {
+        fault_index: usize,
+        first_replay: Incarnation,
+        entries: Vec<DamagedWalEntry>,
+    },
+    /// World, the moment the engine raises an alarm (read from the engine's own
+    /// `tracing` event, see [`Alarm`]): `tp` is the partition whose directory the event
+    /// names, `None` for the store-wide ones (the WAL).
+    EngineAlarm {
+        tp: Option<TopicPartition>,
+        alarm: Alarm,
+        /// The incarnation whose task raised it, when it is not the current one (a
+        /// killed incarnation's futures are dropped, and may raise, after the restart).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raised_in: Option<Incarnation>,
+    },
+    /// World, at a restart, before the new incarnation runs: the partition's durable
+    /// image as the reference decoder reads it, which the open is about to read. Again
+    /// (`while_open`) when damage lands on the partition while the open runs: the open
+    /// may read either image.
+    DiskAtOpen {
+        tp: TopicPartition,
+        disk: DiskView,
+        while_open: bool,
+    },
+    /// World, when a receive asked at `asked_at_ms` came back with no record: its park
+    /// timed out, or the engine failed it (`error`). With the deliveries (which carry
+    /// their ask), the history then holds every answered receive's wait.
+    ReceiveEmpty {
+        tp: TopicPartition,
+        asked_at_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// World, right after a `FrontierObserved` whose loaded frontier passed the last
+    /// value an earlier incarnation wrote to `consumer.offset` (`from`): the records the
+    /// log held at offsets `[from, to)` as reads saw them (the reference decoder's),
+    /// which no consumer will be given. Something moved the word (a fault on it, or a
+    /// bug). Recorded only when it held records (retention moves a frontier over
+    /// segments it deleted).
+    FrontierSkipped {
+        tp: TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    },
+    /// World, at a restart, right after the partition's `DiskAtOpen`: the records of
+    /// its hidden tail, offsets `[from, to)` between the HWM the open will trust and the
+    /// valid tail, as the reference decoder reads the durable image. Recorded only when
+    /// the hidden tail holds records.
+    HiddenAtOpen {
+        tp: TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    },
+    /// World, right after damage at rest to a partition's segment frames (a bit flip, a
+    /// latent sector): the records the frames it hit held, as the reference decoder read
+    /// the durable image just before it. Which copies the damage took, by identity.
+    DamageHeld {
+        fault_index: usize,
+        tp: TopicPartition,
+        held: Vec<HeldCopy>,
+    },
+    /// World, when it kills the node (just before the `Crash`): a receive asked at
+    /// `asked_at_ms` was still waiting, and dies unanswered.
+    ReceiveKilled {
+        tp: TopicPartition,
+        asked_at_ms: u64,
+    },
+    /// World, at the end of the run: the partition's segment files as the page cache
+    /// holds them (what the engine wrote, whatever reached the platter), in offset
+    /// order, decoded by the reference decoder, with the knobs the shape rules use.
+    LayoutObserved {
+        tp: TopicPartition,
+        knobs: LayoutKnobs,
+        segments: Vec<SegmentLayout>,
+    },
+    /// World, right after an `r2_salvaged` alarm that wrote entries: the produce ids
+    /// of the WAL entries at the seqs the alarm names, as the reference decoder reads
+    /// the page cache: `kept` as plain entries (their entry was gone), `copied` as
+    /// salvage copies. Which records the salvage saved, by identity.
+    SalvageWrote {
+        tp: TopicPartition,
+        kept: Vec<ProduceId>,
+        copied: Vec<ProduceId>,
+    },
+    /// World, at a restart whose open will find the WAL checkpoint unreadable (by the
+    /// reference decoder) and so replay every entry, right after the partition's
+    /// `DiskAtOpen`: the records at offsets `[from, to)`, from the log start to the
+    /// HWM the open will trust, by identity. The replay skips an entry whose record
+    /// one of them is, and commits the others again.
+    VisibleAtOpen {
+        tp: TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    },
+    /// World, at a restart whose open will cut the partition at a hole (R2), right
+    /// after its `DiskAtOpen`: the readable records past the hole, by identity, as the
+    /// reference decoder reads them: what the open's salvage is offered.
+    PastHoleAtOpen {
+        tp: TopicPartition,
+        held: Vec<HeldCopy>,
+    },
+}
+
+/// One ingress WAL entry destroyed by damage at rest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DamagedWalEntry {
+    /// WAL sequence number of the entry.
+    pub seq: u64,
+    pub tp: TopicPartition,
+    /// The produce id its payload carries.
+    pub id: ProduceId,
+}
+
+/// One record a deleted segment file held: where, whose, and the commit time its
+/// envelope carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldCopy {
+    pub offset: Offset,
+    pub id: ProduceId,
+    pub committed_at_ms: u64,
+}
+
+/// Keys and payloads serialize as byte strings: JSON writes them as the same array of
+/// numbers a `Vec<u8>` gives, and the trace hash takes them eight bytes at a time.
+fn as_bytes<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_bytes(bytes)
+}
+
+/// One history entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Simulated monotonic time in milliseconds.
+    pub at_ms: u64,
+    /// The node incarnation current when the event was recorded.
+    pub incarnation: Incarnation,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}

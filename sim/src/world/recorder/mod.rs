@@ -1,6 +1,17 @@
 //! The run's recorder: the history the checkers judge, plus the paths the run reached.
 //! Shared by the world's tasks and the engine node (it lives outside the node, so it
 //! survives crashes).
+//!
+//! The paths are `paths.rs`'s, what a path on the disk is `files.rs`'s, and the disk's
+//! fault events as history faults `fs_faults.rs`'s.
+
+mod files;
+mod fs_faults;
+mod paths;
+
+use files::segment_of;
+pub use files::{file_kind, partition_of};
+pub use paths::Paths;
 
 use super::damage;
 use super::node::DATA_ROOT;
@@ -14,112 +25,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// How often each interesting path was reached in a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Paths {
-    pub crashes: u64,
-    /// Kills that were process crashes (the page cache survived); also in `crashes`.
-    pub process_crashes: u64,
-    pub crashes_after_commit: u64,
-    pub torn_tails_truncated: u64,
-    /// Partitions opened with preallocated zeros after their last frame.
-    pub zero_tails_at_open: u64,
-    pub holes_truncated: u64,
-    /// Records past an R2 hole whose WAL entry was gone, kept by the salvage.
-    pub records_salvaged: u64,
-    /// Records past an R2 hole whose WAL entry was there, given a salvage copy.
-    pub salvage_copies: u64,
-    /// WAL entries damage destroyed while a salvage copy of theirs (or the entry a
-    /// destroyed copy copied) stayed readable: named as no loss.
-    pub wal_entries_saved_by_copy: u64,
-    pub refusals: u64,
-    /// Topics whose topic.conf an open could not read.
-    pub topics_refused: u64,
-    pub recorded_clamps: u64,
-    pub hidden_records: u64,
-    pub duplicates_exposed: u64,
-    pub records_skipped: u64,
-    pub partitions_poisoned: u64,
-    pub segments_reaped: u64,
-    pub leases_expired: u64,
-    /// Deliveries of a record leased before (after a nack or an expired lease).
-    pub redeliveries: u64,
-    pub delay_gates_held: u64,
-    /// Long-poll receives that parked and were woken with records (each wait timed by
-    /// `woken_promptly`).
-    pub parked_receives_woken: u64,
-    /// Records that became deliverable while a receive was parked, each timed by
-    /// `woken_promptly`.
-    pub wakeups_timed: u64,
-    /// Deliveries of records of delayed topics (each checked by `delay_gate`).
-    pub delayed_delivered: u64,
-    /// Frontiers loaded at an open after the engine had persisted one (each held to it
-    /// by `frontier_durable`).
-    pub frontiers_recovered: u64,
-    /// Segment rolls judged by `layout` (a segment and its successor's first frame).
-    pub rolls_judged: u64,
-    pub wal_replayed: u64,
-    /// WAL segments deleted behind the checkpoint.
-    pub wal_segments_deleted: u64,
-    pub clock_steps: u64,
-    pub bit_flips: u64,
-    pub latent_sectors: u64,
-    pub restarts_after_fatal_error: u64,
-    /// Acks and nacks dropped before they returned (each had no effect).
-    pub settles_dropped: u64,
-    /// Background loop starts dropped part-way and restarted.
-    pub loops_dropped: u64,
-}
-
-impl Paths {
-    /// `(name, count)` for every path, in a stable order.
-    pub fn entries(&self) -> Vec<(&'static str, u64)> {
-        vec![
-            ("crashes", self.crashes),
-            ("process_crashes", self.process_crashes),
-            ("crashes_after_commit", self.crashes_after_commit),
-            ("torn_tails_truncated_r1", self.torn_tails_truncated),
-            ("zero_tails_at_open", self.zero_tails_at_open),
-            ("holes_truncated_r2", self.holes_truncated),
-            ("records_salvaged_r2", self.records_salvaged),
-            ("salvage_copies_r2", self.salvage_copies),
-            ("wal_entries_saved_by_copy", self.wal_entries_saved_by_copy),
-            ("refusals_r3", self.refusals),
-            ("topics_refused", self.topics_refused),
-            ("recorded_clamps_r4", self.recorded_clamps),
-            ("hidden_tail_records", self.hidden_records),
-            (
-                "hidden_tails_exposed_as_duplicates",
-                self.duplicates_exposed,
-            ),
-            ("records_skipped", self.records_skipped),
-            ("partitions_poisoned", self.partitions_poisoned),
-            ("segments_reaped", self.segments_reaped),
-            ("leases_expired", self.leases_expired),
-            ("redeliveries", self.redeliveries),
-            ("delay_gates_held", self.delay_gates_held),
-            ("parked_receives_woken", self.parked_receives_woken),
-            ("wakeups_timed", self.wakeups_timed),
-            ("delayed_records_delivered", self.delayed_delivered),
-            (
-                "frontiers_recovered_after_persist",
-                self.frontiers_recovered,
-            ),
-            ("segment_rolls_judged", self.rolls_judged),
-            ("wal_entries_replayed", self.wal_replayed),
-            ("wal_segments_deleted", self.wal_segments_deleted),
-            ("clock_steps", self.clock_steps),
-            ("bit_flips", self.bit_flips),
-            ("latent_sectors", self.latent_sectors),
-            ("settles_dropped", self.settles_dropped),
-            ("loops_dropped", self.loops_dropped),
-            (
-                "restarts_after_fatal_error",
-                self.restarts_after_fatal_error,
-            ),
-        ]
-    }
-}
+impl Paths {}
 
 /// When a kill came, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,46 +120,6 @@ pub struct UnlinkingSegment {
     held: Vec<HeldCopy>,
     tp: TopicPartition,
     base: u64,
-}
-
-/// The partition and base of the segment file at `path`, if it is one.
-fn segment_of(path: &Path) -> Option<(TopicPartition, u64)> {
-    let base = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(layout::parse_segment_file_name)?;
-    Some((partition_of(path)?, base))
-}
-
-/// What kind of file a path names.
-pub fn file_kind(path: &Path) -> FileKind {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if name.ends_with(layout::SEGMENT_SUFFIX) {
-        FileKind::Segment
-    } else if name == layout::HWM_FILE {
-        FileKind::Hwm
-    } else if name.starts_with(layout::CONSUMER_OFFSET_FILE) {
-        FileKind::ConsumerOffset
-    } else if path.components().any(|c| c.as_os_str() == "wal") {
-        FileKind::Wal
-    } else {
-        FileKind::Other
-    }
-}
-
-/// The partition a path inside `/data/topics/<topic>/p%05d/` belongs to.
-pub fn partition_of(path: &Path) -> Option<TopicPartition> {
-    let mut parts = path
-        .components()
-        .map(|c| c.as_os_str().to_str().unwrap_or(""));
-    while let Some(part) = parts.next() {
-        if part == layout::TOPICS_DIR {
-            let topic = parts.next()?;
-            let partition = layout::parse_partition_dir_name(parts.next()?)?;
-            return Some(TopicPartition::new(topic, partition));
-        }
-    }
-    None
 }
 
 impl Recorder {
@@ -383,172 +249,6 @@ impl Recorder {
         }
         let now = self.now_ms();
         self.history.salvage_wrote(now, tp, kept, copied);
-    }
-
-    /// What a misdirected write into a segment overwrote: the offsets of the frames it
-    /// landed on and whether the first of them starts below the persisted HWM (the
-    /// durable `hwm` file now; a missing one means 0). `(None, None)` when unknown or
-    /// when it hit no frame.
-    fn misdirected_segment(&self, event: &FsEvent) -> (Option<OffsetRange>, Option<bool>) {
-        let Some(over) = &event.overwritten else {
-            return (None, None);
-        };
-        let landed = damage::segment_offsets_hit(&event.path, &over.durable_before, &over.landed);
-        // The frames it was meant to write, whole in the page cache, are not durable
-        // where they belong either: those whose bytes there differ from the cache (a
-        // later write may have covered part of the range).
-        let meant = self.meant_offsets(&event.path, event.position, event.len);
-        let offsets = match (landed, meant) {
-            (Some(a), Some(b)) => OffsetRange {
-                start: a.start.min(b.start),
-                end: a.end.max(b.end),
-            },
-            (Some(r), None) | (None, Some(r)) => r,
-            (None, None) => return (None, None),
-        };
-        let persisted = event
-            .path
-            .parent()
-            .and_then(|dir| self.fs.durable_bytes(&dir.join(layout::HWM_FILE)))
-            .map_or(Some(0), |bytes| word::decode(&bytes));
-        (Some(offsets), persisted.map(|p| offsets.start < p))
-    }
-
-    /// What the engine believes durable in `path` but the disk does not hold: the byte
-    /// ranges where the page cache and the durable image differ, with the page cache
-    /// (what the engine wrote). Right after a lost fsync these are the writes it did
-    /// not persist (and any earlier divergence of that file).
-    fn undurable(&self, path: &Path) -> Option<(Vec<u8>, Vec<Range<u64>>)> {
-        let visible = self.fs.visible_bytes(path)?;
-        let durable = self.fs.durable_bytes(path).unwrap_or_default();
-        let ranges = damage::differing(&visible, &durable);
-        Some((visible, ranges))
-    }
-
-    /// The frames of the segment at `path`, in the page cache, whose bytes in
-    /// `[at, at + len)` the durable image lacks: what a write meant for that range and
-    /// misdirected left undurable.
-    fn meant_offsets(&self, path: &Path, at: Option<u64>, len: Option<u64>) -> Option<OffsetRange> {
-        let (at, len) = (at?, len?);
-        let (visible, ranges) = self.undurable(path)?;
-        let within: Vec<Range<u64>> = ranges
-            .into_iter()
-            .filter_map(|r| {
-                let start = r.start.max(at);
-                let end = r.end.min(at + len);
-                (start < end).then_some(start..end)
-            })
-            .collect();
-        damage::segment_offsets_hit(path, &visible, &within)
-    }
-
-    /// The offsets a lost fsync of `path` (of `file` kind) left undurable: a segment's
-    /// frames it did not persist, and where it did not persist a truncation, the offset
-    /// past its last frame (the platter keeps what lay beyond, which a later open reads
-    /// there); for `hwm` and `consumer.offset` the offsets between the durable value and
-    /// the one the engine wrote.
-    fn lost_fsync_offsets(&self, path: &Path, file: FileKind) -> Option<OffsetRange> {
-        match file {
-            FileKind::Segment => {
-                // No frame byte left undurable (e.g. the lost fsync was of a write-back
-                // of bytes the platter already held): the fault reached no offset.
-                let (visible, ranges) = self.undurable(path)?;
-                let durable_len = self.fs.durable_bytes(path).map_or(0, |b| b.len());
-                Some(
-                    damage::lost_fsync_reach(path, &visible, &ranges, durable_len)
-                        .unwrap_or(OffsetRange { start: 0, end: 0 }),
-                )
-            }
-            FileKind::Hwm | FileKind::ConsumerOffset => {
-                let written = self.visible_word(path)?;
-                let durable = self
-                    .fs
-                    .durable_bytes(path)
-                    .and_then(|b| word::decode(&b))
-                    .unwrap_or(0);
-                Some(OffsetRange {
-                    start: written.min(durable),
-                    end: written.max(durable),
-                })
-            }
-            _ => None,
-        }
-    }
-
-    /// Moves the disk's injected faults into the history.
-    pub fn drain_fs(&mut self) {
-        for event in self.fs.take_events() {
-            if self.healed
-                && matches!(
-                    event.kind,
-                    FsEventKind::CrashWriteTorn
-                        | FsEventKind::CrashWriteLost
-                        | FsEventKind::CrashDirOpLost
-                )
-            {
-                // After the heal, a restart the engine asked for (a fatal error from
-                // before the heal) still crashes the disk; what it drops was never
-                // synced, and nothing is injected any more.
-                continue;
-            }
-            let file = file_kind(&event.path);
-            let kind = match event.kind {
-                FsEventKind::FsyncEio => FaultKind::FsyncEio { file },
-                FsEventKind::LostFsync => FaultKind::LostFsync {
-                    file,
-                    offsets: self.lost_fsync_offsets(&event.path, file),
-                },
-                FsEventKind::Enospc => FaultKind::Enospc { file },
-                FsEventKind::MisdirectedWrite => {
-                    let (offsets, below_hwm) = if file == FileKind::Segment {
-                        self.misdirected_segment(&event)
-                    } else {
-                        (None, None)
-                    };
-                    FaultKind::Misdirected {
-                        file,
-                        offsets,
-                        below_hwm,
-                    }
-                }
-                FsEventKind::CrashWriteTorn => FaultKind::TornWrite { file },
-                FsEventKind::CrashWriteLost => FaultKind::LostWrite { file },
-                FsEventKind::CrashDirOpLost => FaultKind::LostWrite {
-                    file: FileKind::Directory,
-                },
-                // Crashes, heals and bit flips are recorded by the world itself, with
-                // more context; kept outcomes and stale handles are not faults.
-                _ => continue,
-            };
-            let tp = partition_of(&event.path);
-            let path = event.path.display().to_string();
-            let lost_fsync = matches!(kind, FaultKind::LostFsync { .. });
-            let fault_index = self.fault(kind, tp.as_ref(), Some(&path));
-            if file == FileKind::Wal {
-                if let Some(over) = &event.overwritten {
-                    // What it landed on, and what it was meant to write where it belongs.
-                    self.wal_damaged(
-                        fault_index,
-                        &event.path,
-                        &over.durable_before,
-                        &over.landed,
-                        false,
-                    );
-                    if let (Some((visible, ranges)), Some(at), Some(len)) =
-                        (self.undurable(&event.path), event.position, event.len)
-                    {
-                        let within: Vec<Range<u64>> = ranges
-                            .into_iter()
-                            .filter(|r| r.start < at + len && at < r.end)
-                            .collect();
-                        self.wal_damaged(fault_index, &event.path, &visible, &within, false);
-                    }
-                }
-                if lost_fsync && let Some((visible, ranges)) = self.undurable(&event.path) {
-                    self.wal_damaged(fault_index, &event.path, &visible, &ranges, false);
-                }
-            }
-        }
     }
 
     /// The value of an 8-byte file as reads see it now.

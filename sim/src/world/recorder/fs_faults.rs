@@ -1,0 +1,173 @@
+//! The disk's fault events as history faults: each with the file it hit and, for the
+//! log's files, the offsets it reached (what a misdirected write, a lost write or a
+//! lost fsync took).
+
+use super::*;
+
+impl Recorder {
+    /// What a misdirected write into a segment overwrote: the offsets of the frames it
+    /// landed on and whether the first of them starts below the persisted HWM (the
+    /// durable `hwm` file now; a missing one means 0). `(None, None)` when unknown or
+    /// when it hit no frame.
+    fn misdirected_segment(&self, event: &FsEvent) -> (Option<OffsetRange>, Option<bool>) {
+        let Some(over) = &event.overwritten else {
+            return (None, None);
+        };
+        let landed = damage::segment_offsets_hit(&event.path, &over.durable_before, &over.landed);
+        // The frames it was meant to write, whole in the page cache, are not durable
+        // where they belong either: those whose bytes there differ from the cache (a
+        // later write may have covered part of the range).
+        let meant = self.meant_offsets(&event.path, event.position, event.len);
+        let offsets = match (landed, meant) {
+            (Some(a), Some(b)) => OffsetRange {
+                start: a.start.min(b.start),
+                end: a.end.max(b.end),
+            },
+            (Some(r), None) | (None, Some(r)) => r,
+            (None, None) => return (None, None),
+        };
+        let persisted = event
+            .path
+            .parent()
+            .and_then(|dir| self.fs.durable_bytes(&dir.join(layout::HWM_FILE)))
+            .map_or(Some(0), |bytes| word::decode(&bytes));
+        (Some(offsets), persisted.map(|p| offsets.start < p))
+    }
+
+    /// What the engine believes durable in `path` but the disk does not hold: the byte
+    /// ranges where the page cache and the durable image differ, with the page cache
+    /// (what the engine wrote). Right after a lost fsync these are the writes it did
+    /// not persist (and any earlier divergence of that file).
+    fn undurable(&self, path: &Path) -> Option<(Vec<u8>, Vec<Range<u64>>)> {
+        let visible = self.fs.visible_bytes(path)?;
+        let durable = self.fs.durable_bytes(path).unwrap_or_default();
+        let ranges = damage::differing(&visible, &durable);
+        Some((visible, ranges))
+    }
+
+    /// The frames of the segment at `path`, in the page cache, whose bytes in
+    /// `[at, at + len)` the durable image lacks: what a write meant for that range and
+    /// misdirected left undurable.
+    fn meant_offsets(&self, path: &Path, at: Option<u64>, len: Option<u64>) -> Option<OffsetRange> {
+        let (at, len) = (at?, len?);
+        let (visible, ranges) = self.undurable(path)?;
+        let within: Vec<Range<u64>> = ranges
+            .into_iter()
+            .filter_map(|r| {
+                let start = r.start.max(at);
+                let end = r.end.min(at + len);
+                (start < end).then_some(start..end)
+            })
+            .collect();
+        damage::segment_offsets_hit(path, &visible, &within)
+    }
+
+    /// The offsets a lost fsync of `path` (of `file` kind) left undurable: a segment's
+    /// frames it did not persist, and where it did not persist a truncation, the offset
+    /// past its last frame (the platter keeps what lay beyond, which a later open reads
+    /// there); for `hwm` and `consumer.offset` the offsets between the durable value and
+    /// the one the engine wrote.
+    fn lost_fsync_offsets(&self, path: &Path, file: FileKind) -> Option<OffsetRange> {
+        match file {
+            FileKind::Segment => {
+                // No frame byte left undurable (e.g. the lost fsync was of a write-back
+                // of bytes the platter already held): the fault reached no offset.
+                let (visible, ranges) = self.undurable(path)?;
+                let durable_len = self.fs.durable_bytes(path).map_or(0, |b| b.len());
+                Some(
+                    damage::lost_fsync_reach(path, &visible, &ranges, durable_len)
+                        .unwrap_or(OffsetRange { start: 0, end: 0 }),
+                )
+            }
+            FileKind::Hwm | FileKind::ConsumerOffset => {
+                let written = self.visible_word(path)?;
+                let durable = self
+                    .fs
+                    .durable_bytes(path)
+                    .and_then(|b| word::decode(&b))
+                    .unwrap_or(0);
+                Some(OffsetRange {
+                    start: written.min(durable),
+                    end: written.max(durable),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Moves the disk's injected faults into the history.
+    pub fn drain_fs(&mut self) {
+        for event in self.fs.take_events() {
+            if self.healed
+                && matches!(
+                    event.kind,
+                    FsEventKind::CrashWriteTorn
+                        | FsEventKind::CrashWriteLost
+                        | FsEventKind::CrashDirOpLost
+                )
+            {
+                // After the heal, a restart the engine asked for (a fatal error from
+                // before the heal) still crashes the disk; what it drops was never
+                // synced, and nothing is injected any more.
+                continue;
+            }
+            let file = file_kind(&event.path);
+            let kind = match event.kind {
+                FsEventKind::FsyncEio => FaultKind::FsyncEio { file },
+                FsEventKind::LostFsync => FaultKind::LostFsync {
+                    file,
+                    offsets: self.lost_fsync_offsets(&event.path, file),
+                },
+                FsEventKind::Enospc => FaultKind::Enospc { file },
+                FsEventKind::MisdirectedWrite => {
+                    let (offsets, below_hwm) = if file == FileKind::Segment {
+                        self.misdirected_segment(&event)
+                    } else {
+                        (None, None)
+                    };
+                    FaultKind::Misdirected {
+                        file,
+                        offsets,
+                        below_hwm,
+                    }
+                }
+                FsEventKind::CrashWriteTorn => FaultKind::TornWrite { file },
+                FsEventKind::CrashWriteLost => FaultKind::LostWrite { file },
+                FsEventKind::CrashDirOpLost => FaultKind::LostWrite {
+                    file: FileKind::Directory,
+                },
+                // Crashes, heals and bit flips are recorded by the world itself, with
+                // more context; kept outcomes and stale handles are not faults.
+                _ => continue,
+            };
+            let tp = partition_of(&event.path);
+            let path = event.path.display().to_string();
+            let lost_fsync = matches!(kind, FaultKind::LostFsync { .. });
+            let fault_index = self.fault(kind, tp.as_ref(), Some(&path));
+            if file == FileKind::Wal {
+                if let Some(over) = &event.overwritten {
+                    // What it landed on, and what it was meant to write where it belongs.
+                    self.wal_damaged(
+                        fault_index,
+                        &event.path,
+                        &over.durable_before,
+                        &over.landed,
+                        false,
+                    );
+                    if let (Some((visible, ranges)), Some(at), Some(len)) =
+                        (self.undurable(&event.path), event.position, event.len)
+                    {
+                        let within: Vec<Range<u64>> = ranges
+                            .into_iter()
+                            .filter(|r| r.start < at + len && at < r.end)
+                            .collect();
+                        self.wal_damaged(fault_index, &event.path, &visible, &within, false);
+                    }
+                }
+                if lost_fsync && let Some((visible, ranges)) = self.undurable(&event.path) {
+                    self.wal_damaged(fault_index, &event.path, &visible, &ranges, false);
+                }
+            }
+        }
+    }
+}

@@ -34,6 +34,7 @@ mod event;
 mod fault;
 mod json;
 mod layout;
+mod observe;
 mod payload;
 mod record;
 

@@ -1,0 +1,306 @@
+//! The builders for what the world read of the engine and the disk: opens, alarms,
+//! samples of the HWM and its word, segments, listings by identity, poison.
+
+use super::*;
+
+impl History {
+    pub fn partition_refused(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        reason: &str,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::PartitionRefused {
+                tp: tp.clone(),
+                reason: reason.to_owned(),
+            },
+        )
+    }
+
+    pub fn hidden_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HiddenAtOpen {
+                tp: tp.clone(),
+                from,
+                to,
+                held,
+            },
+        )
+    }
+
+    pub fn damage_held(
+        &mut self,
+        at_ms: u64,
+        fault_index: usize,
+        tp: &TopicPartition,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::DamageHeld {
+                fault_index,
+                tp: tp.clone(),
+                held,
+            },
+        )
+    }
+
+    pub fn past_hole_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::PastHoleAtOpen {
+                tp: tp.clone(),
+                held,
+            },
+        )
+    }
+
+    pub fn visible_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        from: Offset,
+        to: Offset,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::VisibleAtOpen {
+                tp: tp.clone(),
+                from,
+                to,
+                held,
+            },
+        )
+    }
+
+    pub fn salvage_wrote(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        kept: Vec<ProduceId>,
+        copied: Vec<ProduceId>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SalvageWrote {
+                tp: tp.clone(),
+                kept,
+                copied,
+            },
+        )
+    }
+
+    pub fn layout_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        knobs: LayoutKnobs,
+        segments: Vec<SegmentLayout>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::LayoutObserved {
+                tp: tp.clone(),
+                knobs,
+                segments,
+            },
+        )
+    }
+
+    pub fn partition_poisoned(&mut self, at_ms: u64, tp: &TopicPartition) -> &mut Self {
+        self.record(at_ms, EventKind::PartitionPoisoned { tp: tp.clone() })
+    }
+
+    pub fn hwm_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        hwm: Offset,
+        persisted_hwm: Option<Offset>,
+        durable_tail: Option<Offset>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HwmObserved {
+                tp: tp.clone(),
+                hwm,
+                persisted_hwm,
+                durable_tail,
+            },
+        )
+    }
+
+    pub fn hwm_word_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        word: Option<Offset>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HwmWordObserved {
+                tp: tp.clone(),
+                word,
+            },
+        )
+    }
+
+    pub fn log_start_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        log_start: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::LogStartObserved {
+                tp: tp.clone(),
+                log_start,
+            },
+        )
+    }
+
+    pub fn segment_created(&mut self, at_ms: u64, tp: &TopicPartition, base: Offset) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SegmentCreated {
+                tp: tp.clone(),
+                base,
+            },
+        )
+    }
+
+    pub fn segment_deleted(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        base: Offset,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SegmentDeleted {
+                tp: tp.clone(),
+                base,
+                held,
+            },
+        )
+    }
+
+    pub fn wal_at_open(
+        &mut self,
+        at_ms: u64,
+        skipped_bytes: u64,
+        corrupt_entries: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::WalAtOpen {
+                skipped_bytes,
+                corrupt_entries,
+            },
+        )
+    }
+
+    pub fn segments_listed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        bases: Vec<Offset>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::SegmentsListed {
+                tp: tp.clone(),
+                bases,
+            },
+        )
+    }
+
+    pub fn engine_counters(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        recorded_loss_records: u64,
+        skipped_records: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::EngineCounters {
+                tp: tp.clone(),
+                recorded_loss_records,
+                skipped_records,
+            },
+        )
+    }
+
+    /// An alarm the engine raised; `raised_in` is the incarnation whose task raised it
+    /// (recorded only when it differs from the current one).
+    pub fn engine_alarm(
+        &mut self,
+        at_ms: u64,
+        tp: Option<&TopicPartition>,
+        alarm: Alarm,
+        raised_in: Option<Incarnation>,
+    ) -> &mut Self {
+        let raised_in = raised_in.filter(|inc| *inc != self.incarnation);
+        self.record(
+            at_ms,
+            EventKind::EngineAlarm {
+                tp: tp.cloned(),
+                alarm,
+                raised_in,
+            },
+        )
+    }
+
+    pub fn disk_at_open(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        disk: DiskView,
+        while_open: bool,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::DiskAtOpen {
+                tp: tp.clone(),
+                disk,
+                while_open,
+            },
+        )
+    }
+
+    pub fn wal_entries_damaged(
+        &mut self,
+        at_ms: u64,
+        fault_index: usize,
+        first_replay: Incarnation,
+        entries: Vec<DamagedWalEntry>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::WalEntriesDamaged {
+                fault_index,
+                first_replay,
+                entries,
+            },
+        )
+    }
+}

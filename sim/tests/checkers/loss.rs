@@ -1346,7 +1346,16 @@ fn held_id1_at_0() -> HeldCopy {
 /// WAL flip destroys its entry. The open of incarnation 1 lists the copy hidden and
 /// reports the WAL damage (and, when `announced`, raises `hidden_exposed` over it).
 fn wal_damage_reported_by_an_open(announced: bool) -> Run {
+    wal_damage_reported_on_a_disk(announced, None)
+}
+
+/// [`wal_damage_reported_by_an_open`] in a run that starts by saying its disk may
+/// pause each operation up to `pause_ms` (none said when `None`).
+fn wal_damage_reported_on_a_disk(announced: bool, pause_ms: Option<u64>) -> Run {
     let mut r = Run::new();
+    if let Some(pause) = pause_ms {
+        r.h.run_started(0, 0, Vec::new(), pause);
+    }
     r.produced(1)
         .hwm(0, 1, 0, 1)
         .crash(&[(0, 0, 1, 1)])
@@ -1424,10 +1433,26 @@ fn a_killed_open_that_reported_wal_damage_saved_nothing_the_next_open_found_hidd
 /// the world lists the copy the flip took (`DamageHeld`). The open of incarnation 2
 /// reads the word at 0 and cuts at 0 (R1).
 fn exposure_unknown_flipped_at_the_kill(named: bool, announced: bool) -> Run {
+    exposure_killed_on_a_disk(named, announced, None, true)
+}
+
+/// [`exposure_unknown_flipped_at_the_kill`] on a disk that pauses up to `pause_ms`
+/// (unsaid when `None`), the kill 10 ms after the announcement: a process crash, or a
+/// power loss when not `process`.
+fn exposure_killed_on_a_disk(
+    named: bool,
+    announced: bool,
+    pause_ms: Option<u64>,
+    process: bool,
+) -> Run {
     let copy = held_id1_at_0();
-    let mut r = wal_damage_reported_by_an_open(announced);
-    r.process_crash(&[(0, 0, 1, 1)])
-        .fault(flip_above_hwm(0), Some(0));
+    let mut r = wal_damage_reported_on_a_disk(announced, pause_ms);
+    if process {
+        r.process_crash(&[(0, 0, 1, 1)]);
+    } else {
+        r.crash(&[(0, 0, 1, 1)]);
+    }
+    r.fault(flip_above_hwm(0), Some(0));
     if named {
         r.with(|t, h| {
             let fault_index = h.len() - 1;
@@ -1460,6 +1485,32 @@ fn a_killed_open_that_reported_wal_damage_saved_nothing_a_flip_then_took_unread(
     for (named, announced) in [(false, false), (true, true)] {
         let report = exposure_unknown_flipped_at_the_kill(named, announced).report();
         refuses_both_copies(&report, 1, &format!("{named} {announced}"));
+    }
+}
+
+#[test]
+fn an_announced_exposure_killed_before_its_word_could_be_written_saved_nothing() {
+    // Fresh quick seed 3839019996: the open that reported the WAL damage announced the
+    // exposure 9 ms before a process crash killed it, on a disk pausing up to 9 ms per
+    // operation; the page cache still held the word at 0, so its write never happened,
+    // and a flip at that crash took the hidden copy.
+    expect_both_copies(
+        &exposure_killed_on_a_disk(true, true, Some(2), true).report(),
+        1,
+        "its log copy",
+    );
+    // Not when the kill came later than the word's write could wait (6 pauses of 1 ms,
+    // the kill 10 ms after), nor on a disk whose pauses are unknown, nor at a power loss
+    // (the word may have reached the cache and been dropped; the engine's fsync is
+    // unseen), nor unlisted.
+    for (named, pause, process) in [
+        (true, Some(1), true),
+        (true, None, true),
+        (true, Some(2), false),
+        (false, Some(2), true),
+    ] {
+        let report = exposure_killed_on_a_disk(named, true, pause, process).report();
+        refuses_both_copies(&report, 1, &format!("{named} {pause:?} {process}"));
     }
 }
 

@@ -5,7 +5,13 @@
 
 use super::Excuses;
 use super::{Excuse, ExcuseKind};
-use crate::history::{Alarm, Incarnation, Offset, OpenRule, ProduceId, TopicPartition};
+use crate::history::{Alarm, EventKind, Incarnation, Offset, OpenRule, ProduceId, TopicPartition};
+
+/// How many of the disk's longest pauses an exposure's word may wait before it is
+/// written (the alarm comes once the log's `io` lock is held): the `hwm` lock behind
+/// an in-flight persist (a write and an fsync), then its own write, each operation
+/// pausing before and after.
+const PERSIST_WAITS: u64 = 2 * (2 + 1);
 
 impl Excuses<'_, '_> {
     /// `BothCopiesDamaged`: both durable copies of the record `id`, acknowledged at
@@ -185,7 +191,11 @@ impl Excuses<'_, '_> {
     /// world read it there just before): no exposure lasted.
     /// An exposure announced (`hidden_exposed`, raised before the word is written) may
     /// have persisted the word, and a word found low again then says the engine lost
-    /// it, which no fault explains.
+    /// it, which no fault explains; unless the kill was a process crash whose page
+    /// cache, as the world read it, still held the word at or below `offset`, and came
+    /// soon enough after the announcement that the word's write could still be waiting
+    /// on the disk ([`PERSIST_WAITS`] of the run's longest pause): then the exposure's
+    /// write never happened, and no engine could have made it happen sooner.
     fn hidden_again(
         &self,
         tp: &TopicPartition,
@@ -194,17 +204,34 @@ impl Excuses<'_, '_> {
         offset: Offset,
     ) -> bool {
         let facts = self.facts;
-        let exposed = facts.alarms.of(tp).iter().any(|a| {
+        let killing = incarnation
+            .checked_sub(1)
+            .and_then(|killed| facts.crash_ending(killed));
+        let exposure = facts.alarms.of(tp).iter().find(|a| {
             a.incarnation + 1 == incarnation
                 && matches!(a.alarm, Alarm::HiddenExposed { from, to } if from <= offset && offset < to)
         });
-        if exposed {
-            return false;
+        if let Some(exposure) = exposure {
+            let pause_max = facts.history.events().iter().find_map(|e| match &e.kind {
+                EventKind::RunStarted {
+                    io_latency_max_ms, ..
+                } => Some(*io_latency_max_ms),
+                _ => None,
+            });
+            let never_written = killing.zip(pause_max).is_some_and(|(crash, pause)| {
+                crash.process
+                    && crash.at_ms <= facts.at_ms(exposure.index) + PERSIST_WAITS * pause
+                    && crash
+                        .partitions
+                        .get(tp)
+                        .is_some_and(|p| p.persisted_hwm <= offset)
+            });
+            if !never_written {
+                return false;
+            }
         }
         let views = facts.alarms.views_before(tp, incarnation, usize::MAX);
-        let taken = incarnation
-            .checked_sub(1)
-            .and_then(|killed| facts.crash_ending(killed))
+        let taken = killing
             .into_iter()
             .flat_map(|crash| facts.damage_took_at_crash(tp, crash));
         !views.is_empty()

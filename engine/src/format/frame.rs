@@ -118,6 +118,15 @@ pub enum FrameError {
     Decompress {
         reason: String,
     },
+    /// The compressor failed while encoding (never a property of bytes on disk).
+    Compress {
+        reason: String,
+    },
+    /// A whole frame read back is not as long as its header declares.
+    LengthMismatch {
+        declared: u64,
+        read: u64,
+    },
     /// The decoded payload does not hold exactly `recordCount` entries.
     PayloadStructure {
         reason: String,
@@ -172,6 +181,10 @@ impl fmt::Display for FrameError {
                 "checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
             ),
             FrameError::Decompress { reason } => write!(f, "payload does not decompress: {reason}"),
+            FrameError::Compress { reason } => write!(f, "payload does not compress: {reason}"),
+            FrameError::LengthMismatch { declared, read } => {
+                write!(f, "frame declares {declared} bytes, {read} were read")
+            }
             FrameError::PayloadStructure { reason } => write!(f, "bad payload structure: {reason}"),
             FrameError::Unreadable { position, len } => {
                 write!(f, "{len} bytes at {position} unreadable (EIO)")
@@ -532,7 +545,7 @@ fn compressor<'s>(
     level: i32,
     hash_log: u32,
 ) -> Result<&'s mut zstd::bulk::Compressor<'static>, FrameError> {
-    let error = |e: std::io::Error| FrameError::Decompress {
+    let error = |e: std::io::Error| FrameError::Compress {
         reason: e.to_string(),
     };
     match slot {
@@ -562,11 +575,44 @@ fn compress_append(
     cursor.set_position(at as u64);
     let written = compressor
         .compress_to_buffer(input, &mut cursor)
-        .map_err(|e| FrameError::Decompress {
+        .map_err(|e| FrameError::Compress {
             reason: e.to_string(),
         })?;
     assert_eq!(out.len(), at + written, "zstd wrote past its count");
     Ok(())
+}
+
+/// Checks one whole frame read back from disk, as every reader of whole frames does:
+/// the header parses and keeps its bounds, the bytes are exactly as long as it
+/// declares, and the CRC matches. Returns the header and the stored payload.
+pub fn check_frame(bytes: &[u8]) -> Result<(FrameHeader, &[u8]), FrameError> {
+    let Some((head, stored)) = bytes.split_first_chunk::<FRAME_HEADER_LEN>() else {
+        return Err(FrameError::Truncated {
+            needed: FRAME_HEADER_LEN as u64,
+            available: bytes.len() as u64,
+        });
+    };
+    let header = FrameHeader::parse(head)?;
+    if header.frame_len() != bytes.len() as u64 {
+        return Err(FrameError::LengthMismatch {
+            declared: header.frame_len(),
+            read: bytes.len() as u64,
+        });
+    }
+    check_stored(&header, stored)?;
+    Ok((header, stored))
+}
+
+/// Checks a parsed header against its stored payload read apart from it (the
+/// scanner's reader reads the two separately): the length it declares, then the CRC.
+pub fn check_stored(header: &FrameHeader, stored: &[u8]) -> Result<(), FrameError> {
+    if stored.len() as u64 != u64::from(header.stored_size) {
+        return Err(FrameError::LengthMismatch {
+            declared: header.frame_len(),
+            read: (FRAME_HEADER_LEN + stored.len()) as u64,
+        });
+    }
+    header.check_crc(stored)
 }
 
 /// Splits a decoded payload into the byte ranges of its `count` records.
@@ -615,11 +661,8 @@ mod tests {
             .encode_frame(codec, base, records.iter().map(Vec::as_slice), &mut out)
             .expect("encode");
         assert_eq!(out.len() as u64, header.frame_len());
-        let head: &[u8; FRAME_HEADER_LEN] = out[..FRAME_HEADER_LEN].try_into().expect("header");
-        let parsed = FrameHeader::parse(head).expect("parse");
+        let (parsed, stored) = check_frame(&out).expect("a frame as written checks");
         assert_eq!(parsed, header);
-        let stored = &out[FRAME_HEADER_LEN..];
-        parsed.check_crc(stored).expect("crc");
         let payload = codecs.decode_payload(&parsed, stored).expect("decode");
         let ranges = split_records(&payload, parsed.record_count).expect("split");
         let decoded: Vec<Vec<u8>> = ranges.into_iter().map(|r| payload[r].to_vec()).collect();
@@ -646,15 +689,55 @@ mod tests {
             Codecs::default().encode_frame(Codec::Zstd, 7, records.iter().map(Vec::as_slice), &mut out).unwrap();
             let bit = bit.index(out.len() * 8);
             out[bit / 8] ^= 1 << (bit % 8);
-            let head: &[u8; FRAME_HEADER_LEN] = out[..FRAME_HEADER_LEN].try_into().unwrap();
-            let caught = match FrameHeader::parse(head) {
+            let caught = match check_frame(&out) {
                 Err(_) => true,
-                Ok(h) => h.stored_size as usize != out.len() - FRAME_HEADER_LEN
-                    || h.check_crc(&out[FRAME_HEADER_LEN..]).is_err()
-                    || h.base_offset != 7,
+                Ok((h, _)) => h.base_offset != 7,
             };
             prop_assert!(caught, "flip of bit {bit} went unnoticed");
         }
+    }
+
+    #[test]
+    fn a_frame_read_back_short_long_or_flipped_does_not_check() {
+        let mut out = Vec::new();
+        let header = Codecs::default()
+            .encode_frame(Codec::None, 3, [&b"abc"[..], b"de"].into_iter(), &mut out)
+            .unwrap();
+        let len = header.frame_len();
+        assert_eq!(check_frame(&out).map(|(h, _)| h), Ok(header));
+        assert_eq!(
+            check_frame(&out[..out.len() - 1]).map(|(h, _)| h),
+            Err(FrameError::LengthMismatch {
+                declared: len,
+                read: len - 1
+            })
+        );
+        let mut longer = out.clone();
+        longer.push(0);
+        assert_eq!(
+            check_frame(&longer).map(|(h, _)| h),
+            Err(FrameError::LengthMismatch {
+                declared: len,
+                read: len + 1
+            })
+        );
+        assert!(matches!(
+            check_frame(&out[..FRAME_HEADER_LEN - 1]),
+            Err(FrameError::Truncated { .. })
+        ));
+        let last = out.len() - 1;
+        out[last] ^= 1;
+        assert!(matches!(
+            check_frame(&out),
+            Err(FrameError::ChecksumMismatch { .. })
+        ));
+        assert_eq!(
+            check_stored(&header, &out[FRAME_HEADER_LEN + 1..]),
+            Err(FrameError::LengthMismatch {
+                declared: len,
+                read: len - 1
+            })
+        );
     }
 
     #[test]

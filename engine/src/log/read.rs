@@ -7,7 +7,7 @@ use super::metrics::add;
 use super::{Log, LogError};
 use crate::clock::Clock;
 use crate::format::envelope;
-use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, FrameHeader, split_records};
+use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, check_frame, split_records};
 use crate::fs::{Fs, OpenMode, is_eio, read_exact_at};
 use crate::recovery::FrameEntry;
 use std::collections::BTreeMap;
@@ -280,15 +280,13 @@ impl<F: Fs, C: Clock> Log<F, C> {
 /// Decodes a frame's bytes, checking everything the scanner checked. An uncompressed
 /// frame keeps its own bytes as the payload (no copy); a zstd frame is decompressed.
 fn decode(mut bytes: Vec<u8>, entry: &FrameEntry, codecs: &mut Codecs) -> Option<DecodedFrame> {
-    let (head, stored) = bytes.split_at_checked(FRAME_HEADER_LEN)?;
-    let header = FrameHeader::parse(head.try_into().ok()?).ok()?;
+    let (header, stored) = check_frame(&bytes).ok()?;
     if header.base_offset != entry.base_offset
         || header.record_count != entry.record_count
         || header.frame_len() != entry.frame_len
     {
         return None;
     }
-    header.check_crc(stored).ok()?;
     let payload = match header.codec {
         Codec::None => {
             bytes.drain(..FRAME_HEADER_LEN);

@@ -10,7 +10,7 @@
 //! - unreadable bytes are neither zero nor a frame's magic, so they are never taken
 //!   for preallocated space nor hunted as a frame start.
 
-use crate::format::frame::{FRAME_HEADER_LEN, FrameError, FrameHeader, MAGIC};
+use crate::format::frame::{FRAME_HEADER_LEN, FrameError, FrameHeader, MAGIC, check_stored};
 use crate::fs::{File, is_eio, read_exact_at};
 use std::io;
 use std::ops::Range;
@@ -170,9 +170,7 @@ impl<'f, F: File> SegmentReader<'f, F> {
         if let Some(e) = self.unreadable_in(position, header.frame_len()) {
             return Ok(Err(e));
         }
-        Ok(header
-            .check_crc(&stored)
-            .map(|()| ProbedFrame { header, stored }))
+        Ok(check_stored(&header, &stored).map(|()| ProbedFrame { header, stored }))
     }
 
     /// Whether every byte from `position` to the end of the file is zero: the

@@ -5,13 +5,9 @@
 
 use super::Excuses;
 use super::{Excuse, ExcuseKind};
-use crate::history::{Alarm, EventKind, Incarnation, Offset, OpenRule, ProduceId, TopicPartition};
-
-/// How many of the disk's longest pauses an exposure's word may wait before it is
-/// written (the alarm comes once the log's `io` lock is held): the `hwm` lock behind
-/// an in-flight persist (a write and an fsync), then its own write, each operation
-/// pausing before and after.
-const PERSIST_WAITS: u64 = 2 * (2 + 1);
+use crate::history::{
+    Alarm, EventKind, FileKind, Incarnation, Offset, OpenRule, ProduceId, TopicPartition,
+};
 
 impl Excuses<'_, '_> {
     /// `BothCopiesDamaged`: both durable copies of the record `id`, acknowledged at
@@ -192,10 +188,13 @@ impl Excuses<'_, '_> {
     /// An exposure announced (`hidden_exposed`, raised before the word is written) may
     /// have persisted the word, and a word found low again then says the engine lost
     /// it, which no fault explains; unless the kill was a process crash whose page
-    /// cache, as the world read it, still held the word at or below `offset`, and came
-    /// soon enough after the announcement that the word's write could still be waiting
-    /// on the disk ([`PERSIST_WAITS`] of the run's longest pause): then the exposure's
-    /// write never happened, and no engine could have made it happen sooner.
+    /// cache, as the world read it, still held the word at or below `offset`, no fault
+    /// touched the `hwm` file since the announcement, and the kill came within one of
+    /// the disk's longest pauses after it: the word's write waits on nothing else (the
+    /// alarm comes with the log's `io` lock held, and nothing else takes the `hwm` lock
+    /// before the store's open returns), and lands in the cache after its first pause.
+    /// Then the exposure's write never happened, and no engine could have made it
+    /// happen sooner.
     fn hidden_again(
         &self,
         tp: &TopicPartition,
@@ -219,8 +218,15 @@ impl Excuses<'_, '_> {
                 _ => None,
             });
             let never_written = killing.zip(pause_max).is_some_and(|(crash, pause)| {
+                let word_faulted = facts.history.events()[exposure.index..crash.index]
+                    .iter()
+                    .any(|e| {
+                        matches!(&e.kind, EventKind::Fault { kind, tp: Some(t), .. }
+                            if t == tp && kind.file() == Some(FileKind::Hwm))
+                    });
                 crash.process
-                    && crash.at_ms <= facts.at_ms(exposure.index) + PERSIST_WAITS * pause
+                    && !word_faulted
+                    && crash.at_ms <= facts.at_ms(exposure.index) + pause
                     && crash
                         .partitions
                         .get(tp)

@@ -2,7 +2,7 @@
 //! file. `store/wal` writes and reads them; `FORMAT.md` holds the same tables.
 //!
 //! ```text
-//! <root>/wal/%020d.wal   frames (format/frame.rs, codec none); a frame's baseOffset is
+//! <root>/wal/%020d.wal   frames (format/frame/, codec none); a frame's baseOffset is
 //!                        the seq of its first entry, and each entry is a record:
 //!
 //! record      topicLen    uvarint  >= 1 (a topic name is never empty)

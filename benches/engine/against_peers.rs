@@ -1,0 +1,126 @@
+//! The peers sections (feature `peers`): the same records through raft-engine and the
+//! others, one writer and two.
+
+use super::*;
+
+impl Bench {
+    #[cfg(feature = "peers")]
+    pub(crate) fn peers(&mut self) {
+        use peers::Peer;
+        section("Peers: same records, one fsync per commit (records/s)");
+        header(&["batch", "contender", "records/s", "engine / this"]);
+        for (slot, batch) in [1usize, 1000].into_iter().enumerate() {
+            let commits = self.scale.peer_commits[slot];
+            let log = open_log(
+                &self.dir(&format!("peers{batch}-log")),
+                LogConfig::default(),
+            );
+            let mut contenders: Vec<Box<dyn Peer>> = vec![
+                Box::new(peers::RaftEngine::open(
+                    &self.dir(&format!("peers{batch}-raft")),
+                )),
+                Box::new(peers::Fjall::open(
+                    &self.dir(&format!("peers{batch}-fjall")),
+                )),
+                Box::new(peers::Redb::open(&self.dir(&format!("peers{batch}-redb")))),
+            ];
+            let mut engine_time = Duration::ZERO;
+            let mut peer_time = vec![Duration::ZERO; contenders.len()];
+            let per_round = commits.div_ceil(self.scale.rounds);
+            let mut c = 0;
+            while c < commits {
+                let end = (c + per_round).min(commits);
+                let t = Instant::now();
+                for k in c..end {
+                    log.append_batch(pairs(self.slice(k * batch, batch)))
+                        .expect("append");
+                    pollster::block_on(log.sync()).expect("sync");
+                }
+                engine_time += t.elapsed();
+                for (peer, time) in contenders.iter_mut().zip(&mut peer_time) {
+                    let t = Instant::now();
+                    for k in c..end {
+                        peer.commit(self.slice(k * batch, batch));
+                    }
+                    *time += t.elapsed();
+                }
+                c = end;
+            }
+            let n = (commits * batch) as f64;
+            let engine_rate = n / secs(engine_time);
+            row(&[
+                batch.to_string(),
+                "engine".into(),
+                format!("{engine_rate:.0}"),
+                "1.00".into(),
+            ]);
+            for (peer, time) in contenders.iter().zip(&peer_time) {
+                let rate = n / secs(*time);
+                row(&[
+                    batch.to_string(),
+                    peer.name().into(),
+                    format!("{rate:.0}"),
+                    ratio(engine_rate, rate),
+                ]);
+            }
+            pollster::block_on(log.close()).expect("close");
+        }
+        println!("  target: batch 1000 engine / raft-engine >= 1.50");
+        self.peers_two_writers();
+    }
+
+    /// Batch 1000 from two writers at once, on the engine (one Log, two producers) and
+    /// on raft-engine (one Engine, two raft groups): both overlap one writer's
+    /// compression with the other's fsync, so this is the like-for-like comparison of
+    /// the concurrent case.
+    #[cfg(feature = "peers")]
+    pub(crate) fn peers_two_writers(&mut self) {
+        use peers::Peer;
+        section("Peers at batch 1000, two writers at once (records/s)");
+        header(&["contender", "records/s", "engine / this"]);
+        let batch = 1000;
+        let per = self.scale.peer_commits[1];
+        let log = open_log(&self.dir("peers2w-log"), LogConfig::default());
+        let raft = peers::RaftEngine::open(&self.dir("peers2w-raft"));
+        let run = |commit: &(dyn Fn(usize, usize) + Sync)| {
+            let t = Instant::now();
+            std::thread::scope(|s| {
+                for w in 0..2 {
+                    s.spawn(move || {
+                        for k in 0..per {
+                            commit(w, k);
+                        }
+                    });
+                }
+            });
+            (2 * per * batch) as f64 / secs(t.elapsed())
+        };
+        let engine_rate = run(&|w, k| {
+            let chunk = self.slice((w * per + k) * batch, batch);
+            log.append_batch(pairs(chunk)).expect("append");
+            pollster::block_on(log.sync()).expect("sync");
+        });
+        let writers: Vec<std::sync::Mutex<peers::RaftEngine>> = (0..2)
+            .map(|w| std::sync::Mutex::new(raft.writer(w as u64 + 1)))
+            .collect();
+        let raft_rate = run(&|w, k| {
+            let chunk = self.slice((w * per + k) * batch, batch);
+            writers[w]
+                .lock()
+                .expect("one thread per writer")
+                .commit(chunk);
+        });
+        row(&[
+            "engine, 2 producers".into(),
+            format!("{engine_rate:.0}"),
+            "1.00".into(),
+        ]);
+        row(&[
+            "raft-engine 0.4, 2 writers".into(),
+            format!("{raft_rate:.0}"),
+            ratio(engine_rate, raft_rate),
+        ]);
+        pollster::block_on(log.close()).expect("close");
+        println!("  target: batch 1000 engine / raft-engine >= 1.50");
+    }
+}

@@ -1,3 +1,6 @@
+//! Long-poll: a parked reader wakes on the commit it waits for, even one that races
+//! its parking, and a notify wakes every parked waiter.
+
 use crate::common::*;
 use std::time::Duration;
 

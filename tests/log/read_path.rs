@@ -1,3 +1,6 @@
+//! The read path: reads stop at the HWM, a frame damaged after open is skipped and
+//! counted (never served), and reading below the log start is a clear error.
+
 use crate::common::*;
 use cafelog_engine::clock::ManualClock;
 use cafelog_engine::format::Codec;

@@ -1,3 +1,8 @@
+//! Recovery on open through `Log::open`: what a reopened log shows after a clean close,
+//! a torn tail, a zero-filled (preallocated) tail, a sealed segment's leftover, a bad
+//! frame above or below the persisted HWM, and an `hwm` word missing or ahead of the
+//! segments.
+
 use crate::common::*;
 use cafelog_engine::clock::ManualClock;
 use cafelog_engine::format::Codec;

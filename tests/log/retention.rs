@@ -1,3 +1,6 @@
+//! Retention: the reaper deletes only sealed segments past the retention time, and a
+//! reaped partition reopens at its new log start.
+
 use crate::common::*;
 use cafelog_engine::clock::ManualClock;
 use cafelog_engine::log::LogConfig;

@@ -1,3 +1,6 @@
+//! The write path: appends stay invisible until committed, one drain becomes one frame
+//! within the flush bounds, and a second sync with nothing new is a no-op.
+
 use crate::common::*;
 use cafelog_engine::clock::ManualClock;
 use cafelog_engine::format::Codec;

@@ -1,3 +1,6 @@
+//! Helpers shared by the store tests: a store in a temp dir on the real disk, with a
+//! manual clock.
+
 use cafelog_engine::clock::ManualClock;
 use cafelog_engine::fs::StdFs;
 use cafelog_engine::store::{Delivery, Store, StoreConfig, StoreOpenReport, TopicConfig};

@@ -1,3 +1,6 @@
+//! The consumer frontier: persisted by rename, recovered lazily, never past the
+//! persisted HWM.
+
 use crate::common::*;
 use cafelog_engine::clock::ManualClock;
 use cafelog_engine::log::LogConfig;

@@ -1,3 +1,7 @@
+//! Produce and receive through the store: bytes and commit times round-trip, keys pick
+//! partitions stably, and bad names, unknown topics and oversize records are typed
+//! errors.
+
 use crate::common::*;
 use cafelog_engine::clock::ManualClock;
 use cafelog_engine::store::{StoreError, TopicConfig};

@@ -1,3 +1,6 @@
+//! Queue semantics: nack, lease expiry and the delay gate make a record deliverable
+//! again (or not yet) as the spec says.
+
 use crate::common::*;
 use cafelog_engine::clock::ManualClock;
 use cafelog_engine::store::{Delivery, StoreError, TopicConfig};

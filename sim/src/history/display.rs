@@ -45,6 +45,9 @@ impl fmt::Display for Event {
             ),
             EventKind::Ack { tp, offset } => write!(f, "ack {tp} offset={offset}"),
             EventKind::Nack { tp, offset } => write!(f, "nack {tp} offset={offset}"),
+            EventKind::HwmWriteIssued { tp, word } => {
+                write!(f, "hwm_write_issued {tp} word={word}")
+            }
             EventKind::FrontierWritten { tp, frontier } => {
                 write!(f, "frontier_written {tp} frontier={frontier}")
             }

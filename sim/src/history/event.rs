@@ -110,6 +110,10 @@ pub enum EventKind {
         tp: TopicPartition,
         frontier: Offset,
     },
+    /// World, when the engine issues a write of `word` to `tp`'s `hwm` file while the
+    /// store's open runs (before the write's first pause, so before it can land):
+    /// what a killed open had set out to persist.
+    HwmWriteIssued { tp: TopicPartition, word: Offset },
     /// World, after a restart: the frontier the engine recovered from
     /// `consumer.offset` (every offset below it is acknowledged): the file's value as
     /// the durable image holds it (0 when absent), and the frontier the engine loaded

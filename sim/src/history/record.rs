@@ -127,6 +127,16 @@ impl History {
         )
     }
 
+    pub fn hwm_write_issued(&mut self, at_ms: u64, tp: &TopicPartition, word: Offset) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HwmWriteIssued {
+                tp: tp.clone(),
+                word,
+            },
+        )
+    }
+
     pub fn frontier_observed(
         &mut self,
         at_ms: u64,

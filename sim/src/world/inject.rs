@@ -104,6 +104,7 @@ pub(super) async fn kill(
         rec.paths.process_crashes += 1;
     }
     rec.poisoned_seen.clear();
+    rec.store_open = false;
     let now = rec.now_ms();
     // The receives the kill cut short (their tasks died with the node).
     for (tp, asked) in std::mem::take(&mut rec.receiving).into_values() {

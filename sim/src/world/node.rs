@@ -149,6 +149,7 @@ async fn serve_node(ctx: NodeContext, incarnation: Incarnation) {
         }
     };
     *ctx.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(store.clone());
+    ctx.recorder.lock().store_open = true;
     store.spawn_background(&NodeSpawner {
         incarnation,
         recorder: ctx.recorder.clone(),

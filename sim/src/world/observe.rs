@@ -45,6 +45,12 @@ impl File for ObservingFile {
     }
 
     async fn write_at(&self, data: &[u8], position: u64) -> io::Result<()> {
+        if position == 0
+            && self.path.file_name().and_then(|n| n.to_str()) == Some(layout::HWM_FILE)
+            && let Some(word) = word::decode(data)
+        {
+            self.recorder.lock().hwm_write_issued(&self.path, word);
+        }
         let r = self.inner.write_at(data, position).await;
         if r.is_ok()
             && position == 0

@@ -1445,20 +1445,28 @@ fn exposure_killed_on_a_disk(
     pause_ms: Option<u64>,
     process: bool,
 ) -> Run {
-    exposure_killed_after(named, announced, pause_ms, process, false)
+    exposure_killed_after(named, announced, pause_ms, process, (true, false))
 }
 
-/// [`exposure_killed_on_a_disk`], with a flip on the `hwm` file between the
-/// announcement and the kill when `word_flipped`.
+/// [`exposure_killed_on_a_disk`], with the engine issuing the word's write (1) after
+/// the announcement when `issued`, and a flip on the `hwm` file before the kill when
+/// `word_flipped`.
 fn exposure_killed_after(
     named: bool,
     announced: bool,
     pause_ms: Option<u64>,
     process: bool,
-    word_flipped: bool,
+    (issued, word_flipped): (bool, bool),
 ) -> Run {
     let copy = held_id1_at_0();
     let mut r = wal_damage_reported_on_a_disk(announced, pause_ms);
+    if issued {
+        // At the announcement's moment, as the engine issues it.
+        r.t -= 10;
+        r.with(|t, h| {
+            h.hwm_write_issued(t, &tp(0), 1);
+        });
+    }
     if word_flipped {
         let flip = FaultKind::BitFlip {
             file: FileKind::Hwm,
@@ -1535,9 +1543,17 @@ fn an_announced_exposure_killed_before_its_word_could_be_written_saved_nothing()
         refuses_both_copies(&report, 1, &format!("{named} {pause:?} {process}"));
     }
     // Nor when a fault on the `hwm` file since the announcement may have lowered the
-    // word the cache shows (helper-31's review).
-    let report = exposure_killed_after(true, true, Some(10), true, true).report();
-    refuses_both_copies(&report, 1, "hwm flipped");
+    // word the cache shows, nor when the engine never issued the word's write
+    // (helper-31's review).
+    for (issued, word_flipped) in [(true, true), (false, false)] {
+        let report =
+            exposure_killed_after(true, true, Some(10), true, (issued, word_flipped)).report();
+        refuses_both_copies(
+            &report,
+            1,
+            &format!("issued {issued} flipped {word_flipped}"),
+        );
+    }
 }
 
 /// Ids 1-4 acknowledged at offsets 0-3 above the persisted HWM 0; a power loss, and a

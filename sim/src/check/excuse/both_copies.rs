@@ -188,7 +188,8 @@ impl Excuses<'_, '_> {
     /// An exposure announced (`hidden_exposed`, raised before the word is written) may
     /// have persisted the word, and a word found low again then says the engine lost
     /// it, which no fault explains; unless the kill was a process crash whose page
-    /// cache, as the world read it, still held the word at or below `offset`, no fault
+    /// cache, as the world read it, still held the word at or below `offset`, the
+    /// engine had issued the word's write past `offset` (`HwmWriteIssued`), no fault
     /// touched the `hwm` file since the announcement, and the kill came within one of
     /// the disk's longest pauses after it: the word's write waits on nothing else (the
     /// alarm comes with the log's `io` lock held, and nothing else takes the `hwm` lock
@@ -218,13 +219,18 @@ impl Excuses<'_, '_> {
                 _ => None,
             });
             let never_written = killing.zip(pause_max).is_some_and(|(crash, pause)| {
-                let word_faulted = facts.history.events()[exposure.index..crash.index]
-                    .iter()
-                    .any(|e| {
-                        matches!(&e.kind, EventKind::Fault { kind, tp: Some(t), .. }
-                            if t == tp && kind.file() == Some(FileKind::Hwm))
-                    });
+                let between = &facts.history.events()[exposure.index..crash.index];
+                let word_faulted = between.iter().any(|e| {
+                    matches!(&e.kind, EventKind::Fault { kind, tp: Some(t), .. }
+                        if t == tp && kind.file() == Some(FileKind::Hwm))
+                });
+                // The engine did set out to write the word past the copy.
+                let issued = between.iter().any(|e| {
+                    matches!(&e.kind, EventKind::HwmWriteIssued { tp: t, word }
+                        if t == tp && *word > offset)
+                });
                 crash.process
+                    && issued
                     && !word_faulted
                     && crash.at_ms <= facts.at_ms(exposure.index) + pause
                     && crash

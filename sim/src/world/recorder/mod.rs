@@ -70,6 +70,8 @@ pub struct Recorder {
     /// Fault counts by kind name, for reports.
     pub faults: BTreeMap<String, u64>,
     pub poisoned_seen: BTreeSet<TopicPartition>,
+    /// The store's open in this incarnation has returned (cleared at each kill).
+    pub store_open: bool,
     pub healed: bool,
     /// Between a crash and the next restart: no open is running.
     pub node_down: bool,
@@ -104,6 +106,7 @@ impl Shared {
             next_receive: 0,
             faults: BTreeMap::new(),
             poisoned_seen: BTreeSet::new(),
+            store_open: false,
             healed: false,
             node_down: false,
             wal_opened: BTreeMap::new(),
@@ -363,6 +366,19 @@ impl Recorder {
         self.next_receive += 1;
         self.receiving.insert(serial, (tp, asked));
         (serial, asked)
+    }
+
+    /// An `hwm` write the engine issued, recorded while the store's open runs (exposures
+    /// and the open's own rewrite of the word; the persister's later writes are many
+    /// and no checker needs them).
+    pub fn hwm_write_issued(&mut self, path: &Path, word: u64) {
+        if self.store_open {
+            return;
+        }
+        if let Some(tp) = partition_of(path) {
+            let now = self.now_ms();
+            self.history.hwm_write_issued(now, &tp, word);
+        }
     }
 
     pub fn frontier_written(&mut self, tmp_path: &Path, value: u64) {

@@ -294,121 +294,17 @@ pub async fn scan_partition<F: Fs>(
             });
             break;
         }
-        let file = fs.open(&dir.join(name), OpenMode::Read).await?;
-        let file_len = file.len().await?;
-        let mut reader = SegmentReader::new(&file, file_len);
-        let next_base = names.get(index + 1).map(|(base, _)| *base);
-        let mut segment = SegmentScan {
-            file_name: name.clone(),
-            base_offset: *base,
-            file_len,
-            valid_len: 0,
-            zero_tail: 0,
-            junk_tail: 0,
-            junk_reason: None,
-            end_offset: *base,
-            frames: Vec::new(),
-            last_committed_at_ms: None,
-        };
-        let mut last_frame: Option<(FrameHeader, Vec<u8>)> = None;
-        while segment.valid_len < file_len {
-            let position = segment.valid_len;
-            let frame = match reader.probe(position).await? {
-                Ok(frame) if frame.header.base_offset == segment.end_offset => frame,
-                Ok(frame) => {
-                    bad = Some(BadRegion {
-                        segment_index: index,
-                        position,
-                        offset: segment.end_offset,
-                        reason: format!(
-                            "frame has base offset {}, expected {}",
-                            frame.header.base_offset, segment.end_offset
-                        ),
-                    });
-                    break;
-                }
-                Err(_) if reader.zero_from(position).await? => {
-                    segment.zero_tail = file_len - position;
-                    break;
-                }
-                // Not zeros, but after the last frame of a segment whose successor starts
-                // exactly where its frames end, with no valid frame further in: a flip in
-                // preallocated space a crash kept from being trimmed. Offset continuity
-                // proves no record is missing, so this is no bad region (which R3 would
-                // refuse below the HWM, or R2 would cut with every later segment).
-                Err(e)
-                    if next_base == Some(segment.end_offset)
-                        && reader.hunt(position).await?.is_none() =>
-                {
-                    segment.junk_tail = file_len - position;
-                    segment.junk_reason = Some(e.to_string());
-                    break;
-                }
-                Err(e) => {
-                    bad = Some(BadRegion {
-                        segment_index: index,
-                        position,
-                        offset: segment.end_offset,
-                        reason: e.to_string(),
-                    });
-                    break;
-                }
-            };
-            let decoded = match depth {
-                ScanDepth::Records => decode_frame(&mut codecs, &frame.header, &frame.stored),
-                ScanDepth::Frames => Ok(None),
-            };
-            match decoded {
-                Ok(Some(records)) => {
-                    scan.unparseable.extend(records.unparseable);
-                    segment.last_committed_at_ms = records
-                        .last_committed_at_ms
-                        .or(segment.last_committed_at_ms);
-                }
-                Ok(None) => {}
-                Err(reason) => {
-                    bad = Some(BadRegion {
-                        segment_index: index,
-                        position,
-                        offset: segment.end_offset,
-                        reason,
-                    });
-                    break;
-                }
-            }
-            segment.frames.push(FrameEntry {
-                position,
-                base_offset: frame.header.base_offset,
-                record_count: frame.header.record_count,
-                frame_len: frame.header.frame_len(),
-            });
-            segment.valid_len += frame.header.frame_len();
-            segment.end_offset = frame.header.end_offset();
-            last_frame = Some((frame.header, frame.stored));
-        }
-        if depth == ScanDepth::Frames
-            && let Some((header, stored)) = &last_frame
-        {
-            // The last frame's commit time continues the clock after a restart.
-            match decode_frame(&mut codecs, header, stored) {
-                Ok(Some(records)) => segment.last_committed_at_ms = records.last_committed_at_ms,
-                Ok(None) => {}
-                Err(reason) => {
-                    let entry = segment.frames.pop().expect("last frame was pushed");
-                    segment.valid_len = entry.position;
-                    segment.zero_tail = 0;
-                    segment.junk_tail = 0;
-                    segment.junk_reason = None;
-                    segment.end_offset = entry.base_offset;
-                    bad = Some(BadRegion {
-                        segment_index: index,
-                        position: entry.position,
-                        offset: entry.base_offset,
-                        reason,
-                    });
-                }
-            }
-        }
+        let (segment, segment_bad) = scan_segment(
+            fs,
+            dir,
+            (index, *base, name),
+            names.get(index + 1).map(|(base, _)| *base),
+            depth,
+            &mut codecs,
+            &mut scan.unparseable,
+        )
+        .await?;
+        bad = segment_bad;
         expected = segment.end_offset;
         if segment.last_committed_at_ms.is_some() {
             scan.last_committed_at_ms = segment.last_committed_at_ms;
@@ -425,6 +321,139 @@ pub async fn scan_partition<F: Fs>(
     }
     debug_assert!(scan.log_start <= scan.hwm() && scan.hwm() <= scan.tail_offset);
     Ok(scan)
+}
+
+/// Scans one segment file, `(index, base, name)` in the partition's list, frame by
+/// frame from its start: every frame that checks (and, at [`ScanDepth::Records`],
+/// decodes) joins the segment; the scan stops at the first that does not (the bad
+/// region it returns), at a zero tail, or at junk after the last frame of a segment
+/// whose successor starts where its frames end. Unparseable records go to
+/// `unparseable`.
+async fn scan_segment<F: Fs>(
+    fs: &F,
+    dir: &Path,
+    (index, base, name): (usize, u64, &str),
+    next_base: Option<u64>,
+    depth: ScanDepth,
+    codecs: &mut Codecs,
+    unparseable: &mut Vec<u64>,
+) -> io::Result<(SegmentScan, Option<BadRegion>)> {
+    let mut bad: Option<BadRegion> = None;
+    let file = fs.open(&dir.join(name), OpenMode::Read).await?;
+    let file_len = file.len().await?;
+    let mut reader = SegmentReader::new(&file, file_len);
+    let mut segment = SegmentScan {
+        file_name: name.to_string(),
+        base_offset: base,
+        file_len,
+        valid_len: 0,
+        zero_tail: 0,
+        junk_tail: 0,
+        junk_reason: None,
+        end_offset: base,
+        frames: Vec::new(),
+        last_committed_at_ms: None,
+    };
+    let mut last_frame: Option<(FrameHeader, Vec<u8>)> = None;
+    while segment.valid_len < file_len {
+        let position = segment.valid_len;
+        let frame = match reader.probe(position).await? {
+            Ok(frame) if frame.header.base_offset == segment.end_offset => frame,
+            Ok(frame) => {
+                bad = Some(BadRegion {
+                    segment_index: index,
+                    position,
+                    offset: segment.end_offset,
+                    reason: format!(
+                        "frame has base offset {}, expected {}",
+                        frame.header.base_offset, segment.end_offset
+                    ),
+                });
+                break;
+            }
+            Err(_) if reader.zero_from(position).await? => {
+                segment.zero_tail = file_len - position;
+                break;
+            }
+            // Not zeros, but after the last frame of a segment whose successor starts
+            // exactly where its frames end, with no valid frame further in: a flip in
+            // preallocated space a crash kept from being trimmed. Offset continuity
+            // proves no record is missing, so this is no bad region (which R3 would
+            // refuse below the HWM, or R2 would cut with every later segment).
+            Err(e)
+                if next_base == Some(segment.end_offset)
+                    && reader.hunt(position).await?.is_none() =>
+            {
+                segment.junk_tail = file_len - position;
+                segment.junk_reason = Some(e.to_string());
+                break;
+            }
+            Err(e) => {
+                bad = Some(BadRegion {
+                    segment_index: index,
+                    position,
+                    offset: segment.end_offset,
+                    reason: e.to_string(),
+                });
+                break;
+            }
+        };
+        let decoded = match depth {
+            ScanDepth::Records => decode_frame(codecs, &frame.header, &frame.stored),
+            ScanDepth::Frames => Ok(None),
+        };
+        match decoded {
+            Ok(Some(records)) => {
+                unparseable.extend(records.unparseable);
+                segment.last_committed_at_ms = records
+                    .last_committed_at_ms
+                    .or(segment.last_committed_at_ms);
+            }
+            Ok(None) => {}
+            Err(reason) => {
+                bad = Some(BadRegion {
+                    segment_index: index,
+                    position,
+                    offset: segment.end_offset,
+                    reason,
+                });
+                break;
+            }
+        }
+        segment.frames.push(FrameEntry {
+            position,
+            base_offset: frame.header.base_offset,
+            record_count: frame.header.record_count,
+            frame_len: frame.header.frame_len(),
+        });
+        segment.valid_len += frame.header.frame_len();
+        segment.end_offset = frame.header.end_offset();
+        last_frame = Some((frame.header, frame.stored));
+    }
+    if depth == ScanDepth::Frames
+        && let Some((header, stored)) = &last_frame
+    {
+        // The last frame's commit time continues the clock after a restart.
+        match decode_frame(codecs, header, stored) {
+            Ok(Some(records)) => segment.last_committed_at_ms = records.last_committed_at_ms,
+            Ok(None) => {}
+            Err(reason) => {
+                let entry = segment.frames.pop().expect("last frame was pushed");
+                segment.valid_len = entry.position;
+                segment.zero_tail = 0;
+                segment.junk_tail = 0;
+                segment.junk_reason = None;
+                segment.end_offset = entry.base_offset;
+                bad = Some(BadRegion {
+                    segment_index: index,
+                    position: entry.position,
+                    offset: entry.base_offset,
+                    reason,
+                });
+            }
+        }
+    }
+    Ok((segment, bad))
 }
 
 /// Applies R1-R3 to the first bad region.

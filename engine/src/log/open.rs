@@ -3,6 +3,7 @@
 //! segment).
 
 use super::*;
+use crate::recovery::PartitionScan;
 
 impl<F: Fs, C: Clock> Log<F, C> {
     /// Opens (or creates) the partition in `dir`, running recovery (R1-R4): torn tails
@@ -48,33 +49,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         }
         let metrics = LogMetrics::default();
         let mut report = OpenReport::default();
-        if let Some(t) = &scan.truncation {
-            crate::alarm::truncated(
-                &dir,
-                t.rule == TruncationRule::TornTail,
-                &t.segment,
-                t.position,
-                t.offset,
-                t.bytes,
-                &t.reason,
-            );
-            match t.rule {
-                TruncationRule::TornTail => add(&metrics.truncations_torn_tail, 1),
-                TruncationRule::HoleAboveHwm => add(&metrics.truncations_hole, 1),
-            }
-            add(&metrics.truncated_bytes, t.bytes);
-            report.truncation = Some((t.rule, t.bytes));
-        }
-        report.zero_tail_bytes = scan.zero_tail_bytes();
-        for s in scan.segments.iter().filter(|s| s.junk_tail > 0) {
-            crate::alarm::junk_trimmed(
-                &dir,
-                &s.file_name,
-                s.junk_tail,
-                s.junk_reason.as_deref().unwrap_or(""),
-            );
-        }
-        add(&metrics.zero_tail_bytes_at_open, report.zero_tail_bytes);
+        announce_scan(&dir, &scan, &metrics, &mut report);
         let discarded = recovery::read_discarded(&fs, &dir, &scan)
             .await
             .map_err(LogError::io("read the frames R2 discards"))?;
@@ -108,20 +83,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
 
         let hwm_file = open_hwm_file(&fs, &dir, hwm).await?;
 
-        let mut segments = BTreeMap::new();
-        for s in &scan.segments {
-            segments.insert(
-                s.base_offset,
-                Segment {
-                    name: s.file_name.clone(),
-                    frames: s.frames.clone(),
-                    len: s.valid_len,
-                    end_offset: s.end_offset,
-                    last_committed_at_ms: s.last_committed_at_ms,
-                    reader: None,
-                },
-            );
-        }
+        let mut segments = segments_of(&scan);
         if segments.is_empty() {
             let base = scan.tail_offset;
             create_segment_file(&fs, &dir, base).await?;
@@ -138,37 +100,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
 
         let tail = scan.tail_offset;
         let now = clock.now();
-        let state = State {
-            buffer: Buffer::default(),
-            buffer_bytes: 0,
-            in_flight_bytes: 0,
-            oldest_buffered_at: None,
-            in_flight: 0,
-            encoded: VecDeque::new(),
-            encoded_front_seq: 0,
-            encoded_next_seq: 0,
-            spare_frames: Vec::new(),
-            spare_codecs: vec![Codecs::new(config.zstd_level, config.zstd_hash_log)],
-            next_offset: tail,
-            written_end: tail,
-            durable_end: tail,
-            hwm,
-            persisted_hwm: hwm,
-            log_start: scan.log_start,
-            durable_log_start: scan.log_start,
-            last_commit_ms: scan.last_committed_at_ms.unwrap_or(0),
-            segments,
-            poisoned: None,
-            hwm_at_poison: None,
-            closing: false,
-            closed: false,
-            unsynced_bytes: 0,
-            last_sync_at: now,
-            cache: read::FrameCache::new(config.frame_cache_frames),
-            bad_frames: BTreeSet::new(),
-            skip_counted: BTreeSet::new(),
-            unlink_pending: Vec::new(),
-        };
+        let state = recovered_state(&scan, hwm, segments, &config, now);
         state.check_invariants();
         let allocated = scan
             .segments
@@ -195,6 +127,101 @@ impl<F: Fs, C: Clock> Log<F, C> {
         };
         crate::alarm::log_opened(log.dir(), scan.log_start, hwm, tail);
         Ok((log, report))
+    }
+}
+
+/// Raises the alarms for what the scan found and will be cut or trimmed (a torn tail or
+/// a hole, junk after a sealed segment) and counts it in `metrics` and `report`.
+fn announce_scan(dir: &Path, scan: &PartitionScan, metrics: &LogMetrics, report: &mut OpenReport) {
+    if let Some(t) = &scan.truncation {
+        crate::alarm::truncated(
+            dir,
+            t.rule == TruncationRule::TornTail,
+            &t.segment,
+            t.position,
+            t.offset,
+            t.bytes,
+            &t.reason,
+        );
+        match t.rule {
+            TruncationRule::TornTail => add(&metrics.truncations_torn_tail, 1),
+            TruncationRule::HoleAboveHwm => add(&metrics.truncations_hole, 1),
+        }
+        add(&metrics.truncated_bytes, t.bytes);
+        report.truncation = Some((t.rule, t.bytes));
+    }
+    report.zero_tail_bytes = scan.zero_tail_bytes();
+    for s in scan.segments.iter().filter(|s| s.junk_tail > 0) {
+        crate::alarm::junk_trimmed(
+            dir,
+            &s.file_name,
+            s.junk_tail,
+            s.junk_reason.as_deref().unwrap_or(""),
+        );
+    }
+    add(&metrics.zero_tail_bytes_at_open, report.zero_tail_bytes);
+}
+
+/// The log's segments as the scan left them (after its cuts).
+fn segments_of<F: Fs>(scan: &PartitionScan) -> BTreeMap<u64, Segment<F>> {
+    scan.segments
+        .iter()
+        .map(|s| {
+            (
+                s.base_offset,
+                Segment {
+                    name: s.file_name.clone(),
+                    frames: s.frames.clone(),
+                    len: s.valid_len,
+                    end_offset: s.end_offset,
+                    last_committed_at_ms: s.last_committed_at_ms,
+                    reader: None,
+                },
+            )
+        })
+        .collect()
+}
+
+/// The state a log opens with: everything up to the scan's tail written and durable,
+/// the HWM persisted at `hwm`, nothing buffered.
+fn recovered_state<F: Fs>(
+    scan: &PartitionScan,
+    hwm: u64,
+    segments: BTreeMap<u64, Segment<F>>,
+    config: &LogConfig,
+    now: Duration,
+) -> State<F> {
+    let tail = scan.tail_offset;
+    State {
+        buffer: Buffer::default(),
+        buffer_bytes: 0,
+        in_flight_bytes: 0,
+        oldest_buffered_at: None,
+        in_flight: 0,
+        encoded: VecDeque::new(),
+        encoded_front_seq: 0,
+        encoded_next_seq: 0,
+        spare_frames: Vec::new(),
+        spare_codecs: vec![Codecs::new(config.zstd_level, config.zstd_hash_log)],
+        next_offset: tail,
+        written_end: tail,
+        durable_end: tail,
+        hwm,
+        persisted_hwm: hwm,
+        log_start: scan.log_start,
+        durable_log_start: scan.log_start,
+        last_commit_ms: scan.last_committed_at_ms.unwrap_or(0),
+        segments,
+        poisoned: None,
+        hwm_at_poison: None,
+        closing: false,
+        closed: false,
+        unsynced_bytes: 0,
+        last_sync_at: now,
+        cache: read::FrameCache::new(config.frame_cache_frames),
+        bad_frames: BTreeSet::new(),
+        skip_counted: BTreeSet::new(),
+        unlink_pending: Vec::new(),
     }
 }
 

@@ -2,7 +2,9 @@
 
 use super::*;
 
-fn poison_run(restart_before_ack: bool) -> Run {
+/// Id 1 committed and shown at HWM 1, id 2 attempted, then an fsync error on the
+/// segment: where a poison strikes.
+fn fsync_failed_after_a_commit() -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)
         .hwm(0, 1, 1, 1)
@@ -12,10 +14,15 @@ fn poison_run(restart_before_ack: bool) -> Run {
                 file: FileKind::Segment,
             },
             Some(0),
-        )
-        .with(|t, h| {
-            h.partition_poisoned(t, &tp(0));
-        });
+        );
+    r
+}
+
+fn poison_run(restart_before_ack: bool) -> Run {
+    let mut r = fsync_failed_after_a_commit();
+    r.with(|t, h| {
+        h.partition_poisoned(t, &tp(0));
+    });
     if restart_before_ack {
         r.crash(&[(0, 1, 2, 1)]).restart().hwm(0, 1, 1, 2);
     }
@@ -56,16 +63,7 @@ fn a_restart_clears_the_poison() {
 /// the world never reports it (the restart waits). `ack_after` ms after the alarm, id 2
 /// is acknowledged at 1 and the HWM sampled at 2.
 fn poisoned_unreported(ack_after: u64, restart: bool) -> Run {
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .hwm(0, 1, 1, 1)
-        .attempt(2, 0)
-        .fault(
-            FaultKind::FsyncEio {
-                file: FileKind::Segment,
-            },
-            Some(0),
-        );
+    let mut r = fsync_failed_after_a_commit();
     let alarm_at = r.now();
     r.h.engine_alarm(
         alarm_at,

@@ -10,6 +10,7 @@
 //!   skipped records on stderr, `--from`, and a closed stdout pipe.
 //! - [`exit_codes`]: 0/1/2 including usage and I/O errors, and that neither command
 //!   changes the directory.
+//! - [`fuzz_inputs`]: the `scan` fuzz target's body over every fixture and arbitrary bytes.
 //! - [`scan_props`]: property tests: random partitions, truncated, bit-flipped and
 //!   extended with garbage; the scanner never panics and `dump` never returns a byte
 //!   that was not written at that offset.
@@ -19,6 +20,7 @@
 mod dump_output;
 mod exit_codes;
 mod fixtures;
+mod fuzz_inputs;
 mod scan_props;
 mod support;
 mod verify_snapshots;

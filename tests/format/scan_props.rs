@@ -3,8 +3,8 @@
 //! A random valid partition (random records in a few frames of mixed codecs, one or two
 //! segments, a random `hwm`) is damaged by truncations, bit flips and appended garbage.
 //! Then:
-//! - `scan_partition` returns (no panic) with `log_start <= hwm <= tail_offset`, frames
-//!   contiguous from `log_start` to `tail_offset`;
+//! - the `scan` fuzz target's body returns: both scans assert their own consistency
+//!   (`PartitionScan::assert_consistent`), and no valid frame holds more than was written;
 //! - every record `dump --json` prints is below the HWM and has exactly the key, commit
 //!   time and payload written at that offset; printed plus skipped records cover the
 //!   visible range;
@@ -16,7 +16,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use cafelog_engine::format::frame::{Codec, Codecs};
 use cafelog_engine::format::{envelope, layout, word};
 use cafelog_engine::fs::StdFs;
-use cafelog_engine::recovery::{ScanDepth, scan_partition};
+use cafelog_engine::recovery::{ScanInput, scan_fuzz_input};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -172,22 +172,24 @@ fn apply(files: &mut BTreeMap<String, Vec<u8>>, damage: &[Damage]) {
     }
 }
 
-/// Scans and dumps the partition; checks the invariants; returns the dumped offsets.
+/// Scans the partition through the fuzz target's body (which asserts the scan's own
+/// invariants) and dumps it; checks the dump; returns the dumped offsets.
 fn check(plan: &Plan, files: &BTreeMap<String, Vec<u8>>) -> Result<(Vec<u64>, u64), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
-    super::support::write_files(dir.path(), files);
-    let scan = pollster::block_on(scan_partition(&StdFs, dir.path(), ScanDepth::Records)).unwrap();
+    let input = ScanInput {
+        hwm: files.get(layout::HWM_FILE).cloned(),
+        segments: files
+            .iter()
+            .filter_map(|(name, bytes)| {
+                let base = layout::parse_segment_file_name(name)?;
+                Some((u8::try_from(base).unwrap(), bytes.clone()))
+            })
+            .collect(),
+    };
+    let data = input.encode().unwrap();
+    let [scan, _] = pollster::block_on(scan_fuzz_input(&StdFs, dir.path(), &data)).unwrap();
+    prop_assert_eq!(&super::support::read_files(dir.path()), files);
     let hwm = scan.hwm();
-    prop_assert!(scan.log_start <= hwm && hwm <= scan.tail_offset, "{scan:?}");
-    let mut expected = scan.log_start;
-    for segment in &scan.segments {
-        prop_assert!(segment.valid_len <= segment.file_len);
-        for frame in &segment.frames {
-            prop_assert_eq!(frame.base_offset, expected);
-            expected = frame.end_offset();
-        }
-    }
-    prop_assert_eq!(expected, scan.tail_offset);
     // Nothing beyond what was written can be in a valid frame.
     prop_assert!(scan.tail_offset <= plan.records.len() as u64);
 

@@ -5,6 +5,8 @@ mod persist;
 mod reader;
 mod salvage;
 mod scan;
+mod scan_input;
+mod scan_invariants;
 
 pub use persist::persist_unproven;
 pub use reader::{ProbedFrame, SegmentReader, WINDOW_BYTES};
@@ -13,6 +15,7 @@ pub use scan::{
     Corruption, FrameEntry, PartitionScan, ScanDepth, SegmentScan, Truncation, TruncationRule,
     read_replaced_word_file, read_word_file, scan_partition,
 };
+pub use scan_input::{ScanInput, scan_fuzz_input};
 
 use crate::fs::{File, Fs, OpenMode};
 use std::io;

@@ -319,7 +319,7 @@ pub async fn scan_partition<F: Fs>(
     if let Some(bad) = bad {
         decide(fs, dir, &names, &mut scan, bad).await?;
     }
-    debug_assert!(scan.log_start <= scan.hwm() && scan.hwm() <= scan.tail_offset);
+    scan.assert_consistent();
     Ok(scan)
 }
 

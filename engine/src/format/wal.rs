@@ -100,6 +100,11 @@ pub fn encode_record(
     put_uvarint(&mut out, key.len() as u64);
     out.extend_from_slice(key);
     out.extend_from_slice(payload);
+    debug_assert_eq!(
+        decode_record(&out),
+        Some((partition.clone(), key, payload, copy_of)),
+        "a WAL record reads back as written"
+    );
     out
 }
 
@@ -143,6 +148,12 @@ pub fn encode_checkpoint(checkpoint: &BTreeMap<PartitionId, Checkpoint>) -> Vec<
     }
     let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_be_bytes());
+    // Checked before it is written: a checkpoint is small and written rarely.
+    assert_eq!(
+        decode_checkpoint(&out).as_ref(),
+        Some(checkpoint),
+        "the checkpoint reads back as written"
+    );
     out
 }
 

@@ -25,9 +25,11 @@ pub mod error;
 pub mod metrics;
 pub mod notify;
 mod open;
+mod queue;
 mod read;
 mod retention;
 mod state;
+mod verify;
 mod write;
 
 use buffer::Buffer;
@@ -47,7 +49,7 @@ use crate::format::{envelope, layout, word};
 use crate::fs::{File, Fs, OpenMode};
 use crate::recovery::{self, FrameEntry, ScanDepth, TruncationRule};
 use metrics::add;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -358,6 +360,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
             if st.hwm == st.persisted_hwm {
                 return Ok(st.persisted_hwm);
             }
+            assert!(st.hwm > st.persisted_hwm, "the persisted HWM only rises");
+            assert!(
+                st.hwm <= st.durable_end,
+                "the HWM never passes durable data"
+            );
             st.hwm
         };
         let result = async {

@@ -198,11 +198,7 @@ fn recovered_state<F: Fs>(
         in_flight_bytes: 0,
         oldest_buffered_at: None,
         in_flight: 0,
-        encoded: VecDeque::new(),
-        encoded_front_seq: 0,
-        encoded_next_seq: 0,
-        spare_frames: Vec::new(),
-        spare_codecs: vec![Codecs::new(config.zstd_level, config.zstd_hash_log)],
+        queue: queue::EncodeQueue::new(Codecs::new(config.zstd_level, config.zstd_hash_log)),
         next_offset: tail,
         written_end: tail,
         durable_end: tail,
@@ -218,9 +214,7 @@ fn recovered_state<F: Fs>(
         closed: false,
         unsynced_bytes: 0,
         last_sync_at: now,
-        cache: read::FrameCache::new(config.frame_cache_frames),
-        bad_frames: BTreeSet::new(),
-        skip_counted: BTreeSet::new(),
+        reads: read::ReadState::new(config.frame_cache_frames),
         unlink_pending: Vec::new(),
     }
 }

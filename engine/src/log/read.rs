@@ -10,7 +10,7 @@ use crate::format::envelope;
 use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, check_frame, split_records};
 use crate::fs::{Fs, OpenMode, is_eio, read_exact_at};
 use crate::recovery::FrameEntry;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -53,6 +53,10 @@ impl DecodedFrame {
     /// The record at `index`, copied out; `None` where its envelope does not parse.
     fn record(&self, index: usize) -> Option<Record> {
         let span = self.records.get(index)?.as_ref()?;
+        assert!(
+            span.key.end <= span.payload.start,
+            "key overlaps the payload"
+        );
         Some(Record {
             offset: self.base_offset + index as u64,
             committed_at_ms: span.committed_at_ms,
@@ -68,15 +72,42 @@ thread_local! {
     static CODECS: std::cell::RefCell<Codecs> = std::cell::RefCell::new(Codecs::default());
 }
 
+/// What the read side keeps between reads, in the log's state: decoded frames, and the
+/// frames whose damage was already counted (so each is counted once).
+pub(super) struct ReadState {
+    cache: FrameCache,
+    /// Frames found bad at read time.
+    bad_frames: BTreeSet<u64>,
+    /// Frames whose unparseable records were already counted.
+    skip_counted: BTreeSet<u64>,
+}
+
+impl ReadState {
+    pub(super) fn new(cache_frames: usize) -> Self {
+        ReadState {
+            cache: FrameCache::new(cache_frames),
+            bad_frames: BTreeSet::new(),
+            skip_counted: BTreeSet::new(),
+        }
+    }
+
+    /// Forgets every frame below `offset` (retention moved the log start).
+    pub(super) fn forget_below(&mut self, offset: u64) {
+        self.cache.invalidate_below(offset);
+        self.bad_frames = self.bad_frames.split_off(&offset);
+        self.skip_counted = self.skip_counted.split_off(&offset);
+    }
+}
+
 /// Decoded frames by base offset, bounded; the oldest insertion is evicted first.
-pub(super) struct FrameCache {
+struct FrameCache {
     frames: BTreeMap<u64, (u64, Arc<DecodedFrame>)>,
     capacity: usize,
     tick: u64,
 }
 
 impl FrameCache {
-    pub(super) fn new(capacity: usize) -> Self {
+    fn new(capacity: usize) -> Self {
         FrameCache {
             frames: BTreeMap::new(),
             capacity,
@@ -102,8 +133,8 @@ impl FrameCache {
         self.frames.insert(base, (self.tick, frame));
     }
 
-    /// Drops every frame below `offset` (retention moved the log start).
-    pub(super) fn invalidate_below(&mut self, offset: u64) {
+    /// Drops every frame below `offset`.
+    fn invalidate_below(&mut self, offset: u64) {
         self.frames = self.frames.split_off(&offset);
     }
 }
@@ -134,38 +165,16 @@ impl<F: Fs, C: Clock> Log<F, C> {
         };
         while batch.records.len() < max_records && batch.next_offset < hwm {
             let offset = batch.next_offset;
-            let located = {
-                let st = self.state();
-                if offset < st.log_start {
-                    // Retention deleted the segment under us; the caller resumes at the start.
-                    return if batch.records.is_empty() && batch.skipped.is_empty() {
-                        Err(LogError::OffsetBeforeLogStart {
-                            requested: offset,
-                            log_start: st.log_start,
-                        })
-                    } else {
-                        Ok(batch)
-                    };
+            let located = match self.locate(offset) {
+                Ok(located) => located,
+                // Retention deleted the segment under us; the caller resumes at the start.
+                Err(log_start) if batch.records.is_empty() && batch.skipped.is_empty() => {
+                    return Err(LogError::OffsetBeforeLogStart {
+                        requested: offset,
+                        log_start,
+                    });
                 }
-                let (&base, segment) = st
-                    .segments
-                    .range(..=offset)
-                    .next_back()
-                    .expect("offsets above the log start lie in a segment");
-                let index = segment.frames.partition_point(|f| f.end_offset() <= offset);
-                let entry = *segment
-                    .frames
-                    .get(index)
-                    .expect("offsets below the HWM lie in a written frame");
-                if st.bad_frames.contains(&entry.base_offset) {
-                    None
-                } else if let Some(frame) = st.cache.get(entry.base_offset) {
-                    Some(Located::Cached(frame, entry))
-                } else if let Some(reader) = &segment.reader {
-                    Some(Located::Read(Arc::clone(reader), entry))
-                } else {
-                    Some(Located::Open(segment.name.clone(), base, entry))
-                }
+                Err(_) => return Ok(batch),
             };
             let (frame, entry) = match located {
                 None => {
@@ -176,43 +185,19 @@ impl<F: Fs, C: Clock> Log<F, C> {
                     batch.next_offset = end;
                     continue;
                 }
-                Some(Located::Cached(frame, entry)) => (Some(frame), entry),
-                Some(Located::Read(reader, entry)) => {
-                    (self.load_frame(&reader, &entry).await?, entry)
-                }
-                Some(Located::Open(name, base, entry)) => {
-                    let reader = Arc::new(
-                        self.inner
-                            .fs
-                            .open(&self.inner.dir.join(&name), OpenMode::Read)
-                            .await
-                            .map_err(LogError::io("open segment for reading"))?,
-                    );
-                    if let Some(segment) = self.state().segments.get_mut(&base) {
-                        segment.reader = Some(Arc::clone(&reader));
-                    }
-                    (self.load_frame(&reader, &entry).await?, entry)
-                }
+                Some(located) => self.load(located).await?,
             };
             let end = entry.end_offset().min(hwm);
             let Some(frame) = frame else {
-                let mut st = self.state();
-                if st.bad_frames.insert(entry.base_offset) {
-                    add(
-                        &self.inner.metrics.records_skipped,
-                        u64::from(entry.record_count),
-                    );
-                    crate::alarm::frame_skipped(
-                        &self.inner.dir,
-                        entry.base_offset,
-                        u64::from(entry.record_count),
-                    );
-                }
-                drop(st);
+                self.count_bad_frame(&entry);
                 batch.skipped.extend(offset..end);
                 batch.next_offset = end;
                 continue;
             };
+            assert_eq!(
+                frame.base_offset, entry.base_offset,
+                "cached frame misfiled"
+            );
             let mut at = offset;
             while at < end && batch.records.len() < max_records {
                 let index = (at - entry.base_offset) as usize;
@@ -224,7 +209,86 @@ impl<F: Fs, C: Clock> Log<F, C> {
             }
             batch.next_offset = at;
         }
+        assert_served_below(&batch, from, hwm);
         Ok(batch)
+    }
+
+    /// Where the frame holding `offset` is: decoded in the cache, or in a segment file
+    /// (open or not yet); `None` for a frame already found bad; `Err(log_start)` when
+    /// retention has deleted it.
+    fn locate(&self, offset: u64) -> Result<Option<Located<F::File>>, u64> {
+        let st = self.state();
+        if offset < st.log_start {
+            return Err(st.log_start);
+        }
+        let (&base, segment) = st
+            .segments
+            .range(..=offset)
+            .next_back()
+            .expect("offsets above the log start lie in a segment");
+        let index = segment.frames.partition_point(|f| f.end_offset() <= offset);
+        let entry = *segment
+            .frames
+            .get(index)
+            .expect("offsets below the HWM lie in a written frame");
+        assert!(
+            entry.base_offset <= offset,
+            "frame {entry:?} starts after {offset}"
+        );
+        assert!(
+            offset < entry.end_offset(),
+            "frame {entry:?} ends before {offset}"
+        );
+        Ok(if st.reads.bad_frames.contains(&entry.base_offset) {
+            None
+        } else if let Some(frame) = st.reads.cache.get(entry.base_offset) {
+            Some(Located::Cached(frame, entry))
+        } else if let Some(reader) = &segment.reader {
+            Some(Located::Read(Arc::clone(reader), entry))
+        } else {
+            Some(Located::Open(segment.name.clone(), base, entry))
+        })
+    }
+
+    /// The located frame, decoded (`None` when unreadable), opening its segment for
+    /// reading first when no reader is open yet.
+    async fn load(
+        &self,
+        located: Located<F::File>,
+    ) -> Result<(Option<Arc<DecodedFrame>>, FrameEntry), LogError> {
+        Ok(match located {
+            Located::Cached(frame, entry) => (Some(frame), entry),
+            Located::Read(reader, entry) => (self.load_frame(&reader, &entry).await?, entry),
+            Located::Open(name, base, entry) => {
+                let reader = Arc::new(
+                    self.inner
+                        .fs
+                        .open(&self.inner.dir.join(&name), OpenMode::Read)
+                        .await
+                        .map_err(LogError::io("open segment for reading"))?,
+                );
+                if let Some(segment) = self.state().segments.get_mut(&base) {
+                    segment.reader = Some(Arc::clone(&reader));
+                }
+                (self.load_frame(&reader, &entry).await?, entry)
+            }
+        })
+    }
+
+    /// Counts a frame found unreadable, once: its records are skipped from now on.
+    fn count_bad_frame(&self, entry: &FrameEntry) {
+        let mut st = self.state();
+        if st.reads.bad_frames.insert(entry.base_offset) {
+            add(
+                &self.inner.metrics.records_skipped,
+                u64::from(entry.record_count),
+            );
+            crate::alarm::frame_skipped(
+                &self.inner.dir,
+                entry.base_offset,
+                u64::from(entry.record_count),
+            );
+        }
     }
 
     fn frame_at(&self, offset: u64) -> FrameEntry {
@@ -244,6 +308,10 @@ impl<F: Fs, C: Clock> Log<F, C> {
         reader: &F::File,
         entry: &FrameEntry,
     ) -> Result<Option<Arc<DecodedFrame>>, LogError> {
+        assert!(
+            entry.frame_len > FRAME_HEADER_LEN as u64,
+            "a frame holds its header and a payload: {entry:?}"
+        );
         let mut bytes = vec![0u8; entry.frame_len as usize];
         if let Err(e) = read_exact_at(reader, &mut bytes, entry.position).await {
             // A frame cut short or on a sector the disk cannot read (a latent sector
@@ -267,12 +335,14 @@ impl<F: Fs, C: Clock> Log<F, C> {
         let decoded = Arc::new(decoded);
         let unparseable = decoded.records.iter().filter(|r| r.is_none()).count() as u64;
         let mut st = self.state();
-        if unparseable > 0 && st.skip_counted.insert(entry.base_offset) {
+        if unparseable > 0 && st.reads.skip_counted.insert(entry.base_offset) {
             // Count unparseable records once, the first time the frame is decoded.
             add(&self.inner.metrics.records_skipped, unparseable);
             crate::alarm::records_skipped(&self.inner.dir, entry.base_offset, unparseable);
         }
-        st.cache.insert(entry.base_offset, Arc::clone(&decoded));
+        st.reads
+            .cache
+            .insert(entry.base_offset, Arc::clone(&decoded));
         Ok(Some(decoded))
     }
 }
@@ -295,6 +365,11 @@ fn decode(mut bytes: Vec<u8>, entry: &FrameEntry, codecs: &mut Codecs) -> Option
         Codec::Zstd => codecs.decode_payload(&header, stored).ok()?,
     };
     let ranges = split_records(&payload, header.record_count).ok()?;
+    assert_eq!(
+        ranges.len(),
+        header.record_count as usize,
+        "one range per record"
+    );
     let records = ranges
         .into_iter()
         .map(|range| {
@@ -315,4 +390,45 @@ fn decode(mut bytes: Vec<u8>, entry: &FrameEntry, codecs: &mut Codecs) -> Option
         payload,
         records,
     })
+}
+
+/// What a read returns, whatever the disk held: records and skips at ascending offsets
+/// from `from`, none of them both, all below the HWM the read started with, and
+/// `next_offset` past them.
+fn assert_served_below(batch: &ReadBatch, from: u64, hwm: u64) {
+    let mut expected = from;
+    for record in &batch.records {
+        assert!(
+            record.offset >= expected,
+            "record {} served twice or out of order",
+            record.offset
+        );
+        assert!(
+            record.offset < hwm,
+            "record {} served at or above the HWM {hwm}",
+            record.offset
+        );
+        assert!(
+            batch.skipped.binary_search(&record.offset).is_err(),
+            "record {} also skipped",
+            record.offset
+        );
+        expected = record.offset + 1;
+    }
+    assert!(
+        batch.skipped.windows(2).all(|w| w[0] < w[1]),
+        "skips out of order"
+    );
+    assert!(
+        batch.skipped.iter().all(|s| *s >= from && *s < hwm),
+        "skip outside the read"
+    );
+    assert!(
+        batch.next_offset >= expected,
+        "next offset behind what was served"
+    );
+    assert!(
+        batch.next_offset <= hwm.max(from),
+        "next offset past the HWM"
+    );
 }

@@ -38,23 +38,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             .inner
             .retention_floor
             .load(std::sync::atomic::Ordering::Relaxed);
-        // Sealed segments from the front whose age is past retention and that are
-        // entirely below the HWM.
-        let candidates: Vec<(u64, u64)> = {
-            let st = self.state();
-            let sealed = st.segments.len().saturating_sub(1);
-            st.segments
-                .iter()
-                .take(sealed)
-                .take_while(|(_, s)| {
-                    s.end_offset <= st.hwm
-                        && s.end_offset <= floor
-                        && s.last_committed_at_ms
-                            .is_some_and(|at| at.saturating_add(retention_ms) <= now_ms)
-                })
-                .map(|(base, s)| (*base, s.end_offset))
-                .collect()
-        };
+        let candidates = self.reapable(retention_ms, now_ms, floor);
         let pending = !self.state().unlink_pending.is_empty();
         let new_start = match candidates.last() {
             Some(&(_, end)) => end,
@@ -88,9 +72,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             let from = st.log_start;
             st.log_start = new_start;
             moved = (from, st.log_start);
-            st.cache.invalidate_below(new_start);
-            st.bad_frames = st.bad_frames.split_off(&new_start);
-            st.skip_counted = st.skip_counted.split_off(&new_start);
+            st.reads.forget_below(new_start);
             st.check_invariants();
             st.unlink_pending.clone()
         };
@@ -100,19 +82,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             // say what the state holds.
             alarm::log_start_moved(&self.inner.dir, moved.0, moved.1);
         }
-        for name in &unlink {
-            match self.inner.fs.remove_file(&self.inner.dir.join(name)).await {
-                Ok(()) => {}
-                // An earlier sweep's unlink went through before it was dropped.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(LogError::io("delete segment")(e)),
-            }
-        }
-        self.inner
-            .fs
-            .sync_dir(&self.inner.dir)
-            .await
-            .map_err(LogError::io("sync directory after segment delete"))?;
+        self.unlink_durably(&unlink).await?;
         {
             let mut st = self.state();
             st.unlink_pending.retain(|name| !unlink.contains(name));
@@ -134,5 +104,40 @@ impl<F: Fs, C: Clock> Log<F, C> {
         report.segments = names;
         report.log_start = new_start;
         Ok(report)
+    }
+
+    /// Sealed segments from the front, as `(base, end)`, whose last record is older than
+    /// `retention_ms` at `now_ms` and that lie entirely below both the HWM and `floor`.
+    fn reapable(&self, retention_ms: u64, now_ms: u64, floor: u64) -> Vec<(u64, u64)> {
+        let st = self.state();
+        let sealed = st.segments.len().saturating_sub(1);
+        st.segments
+            .iter()
+            .take(sealed)
+            .take_while(|(_, s)| {
+                s.end_offset <= st.hwm
+                    && s.end_offset <= floor
+                    && s.last_committed_at_ms
+                        .is_some_and(|at| at.saturating_add(retention_ms) <= now_ms)
+            })
+            .map(|(base, s)| (*base, s.end_offset))
+            .collect()
+    }
+
+    /// Unlinks the named segment files (one already gone counts as unlinked: an earlier
+    /// sweep's unlink went through before it was dropped), then fsyncs the directory.
+    async fn unlink_durably(&self, names: &[String]) -> Result<(), LogError> {
+        for name in names {
+            match self.inner.fs.remove_file(&self.inner.dir.join(name)).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io("delete segment")(e)),
+            }
+        }
+        self.inner
+            .fs
+            .sync_dir(&self.inner.dir)
+            .await
+            .map_err(LogError::io("sync directory after segment delete"))
     }
 }

@@ -1,8 +1,10 @@
 //! A log's mutable state under its one mutex (`Log::state`), its segment map, and the
 //! invariants `check_invariants` asserts after every change: the offsets in order (log
 //! start <= HWM <= durable end <= written end <= next offset), the durable log start
-//! never past the log start, a poisoned log's HWM frozen, the buffer and the records in
-//! flight in step with the log end, the frame pool within its bound.
+//! never past the log start, the persisted HWM never past the HWM, a poisoned log's HWM
+//! frozen, the segment map running from the log start to the written end without a gap,
+//! the buffer and the records in flight in step with the log end, and the encode queue's
+//! own (`queue.rs`).
 
 use super::*;
 
@@ -41,15 +43,8 @@ pub(super) struct State<F: Fs> {
     /// queued in `encoded`). A failed encode or write leaves them here: never written,
     /// never acknowledged.
     pub(super) in_flight: u64,
-    /// Frames drained from the buffer, in offset order, waiting for the write lock:
-    /// `None` while a caller is still encoding it. Slot `i` has sequence number
-    /// `encoded_front_seq + i`.
-    pub(super) encoded: VecDeque<Option<write::Encoded>>,
-    pub(super) encoded_front_seq: u64,
-    pub(super) encoded_next_seq: u64,
-    /// Frame buffers and codec contexts for reuse (one per concurrent encode).
-    pub(super) spare_frames: Vec<Vec<u8>>,
-    pub(super) spare_codecs: Vec<Codecs>,
+    /// Frames drained from the buffer, in offset order, waiting for the write lock.
+    pub(super) queue: queue::EncodeQueue,
     pub(super) next_offset: u64,
     pub(super) written_end: u64,
     pub(super) durable_end: u64,
@@ -69,11 +64,8 @@ pub(super) struct State<F: Fs> {
     pub(super) closed: bool,
     pub(super) unsynced_bytes: u64,
     pub(super) last_sync_at: Duration,
-    pub(super) cache: read::FrameCache,
-    /// Frames found bad at read time (counted once).
-    pub(super) bad_frames: BTreeSet<u64>,
-    /// Frames whose unparseable records were already counted.
-    pub(super) skip_counted: BTreeSet<u64>,
+    /// The read side's cache and damage counts (`read.rs`).
+    pub(super) reads: read::ReadState,
     /// Segment files the reaper took out of the log but has not yet seen unlinked and
     /// the directory fsynced (a sweep dropped or failed part-way): the next sweep
     /// deletes them first, so no file outlives its place in the log.
@@ -124,6 +116,13 @@ impl<F: Fs> State<F> {
             self.log_start
         );
         assert!(
+            self.persisted_hwm <= self.hwm,
+            "persisted HWM {} above the HWM {}",
+            self.persisted_hwm,
+            self.hwm
+        );
+        self.check_segments();
+        assert!(
             self.hwm_at_poison.is_none_or(|at| self.hwm == at),
             "HWM moved after the log was poisoned"
         );
@@ -148,9 +147,44 @@ impl<F: Fs> State<F> {
             self.in_flight_bytes,
             self.in_flight
         );
-        assert!(
-            self.spare_frames.len() <= write::SPARE_FRAMES,
-            "frame buffer pool over its bound"
+        self.queue.check_invariants();
+    }
+
+    /// The segment map starts at the log start and ends at the written end (the active
+    /// segment is last); with debug assertions on, each segment starts where the
+    /// previous one ends and its frames are contiguous (a walk over every frame).
+    fn check_segments(&self) {
+        let (Some((&first, _)), Some((_, last))) = (
+            self.segments.first_key_value(),
+            self.segments.last_key_value(),
+        ) else {
+            panic!("a log always has its active segment");
+        };
+        assert_eq!(
+            first, self.log_start,
+            "the first segment does not start the log"
         );
+        assert_eq!(
+            last.end_offset, self.written_end,
+            "the active segment does not end at the written end"
+        );
+        if cfg!(debug_assertions) {
+            let mut expected = first;
+            for (&base, segment) in &self.segments {
+                assert_eq!(
+                    base, expected,
+                    "segment {base} does not follow its predecessor"
+                );
+                let mut position = 0;
+                for frame in &segment.frames {
+                    assert_eq!(frame.base_offset, expected, "frame offsets out of step");
+                    assert_eq!(frame.position, position, "frame positions out of step");
+                    expected = frame.end_offset();
+                    position = frame.end_position();
+                }
+                assert_eq!(segment.len, position, "segment length out of step");
+                assert_eq!(segment.end_offset, expected, "segment end out of step");
+            }
+        }
     }
 }

@@ -6,16 +6,15 @@
 
 use super::config::PREALLOCATE_BYTES_DEFAULT;
 use super::metrics::add;
+use super::queue::Encoded;
+use super::verify::{assert_contiguous, assert_frame_is, verify_frame};
 use super::{Log, LogError, Segment};
 use crate::clock::Clock;
-use crate::format::frame::{Codec, Codecs, FrameHeader, check_frame};
+use crate::format::frame::{Codec, Codecs};
 use crate::format::layout;
-use crate::fs::{File, Fs, create_or_reuse_empty, read_exact_at};
+use crate::fs::{File, Fs, create_or_reuse_empty};
 use crate::recovery::FrameEntry;
 use std::sync::{Arc, LazyLock};
-
-/// Frame buffers kept for reuse between encodes (two stages in flight need two).
-pub(super) const SPARE_FRAMES: usize = 2;
 
 /// Zeros for preallocation (the default chunk's worth), shared by every log and never
 /// written. A fresh `vec![0; 1 MiB]` per zero-fill is a 1 MiB memset once the allocator
@@ -23,15 +22,6 @@ pub(super) const SPARE_FRAMES: usize = 2;
 /// callgrind); this one is allocated once, as pages the kernel zero-fills on first use.
 static ZEROS: LazyLock<Box<[u8]>> =
     LazyLock::new(|| vec![0u8; PREALLOCATE_BYTES_DEFAULT as usize].into_boxed_slice());
-
-/// A frame encoded for writing.
-pub(super) struct Encoded {
-    header: FrameHeader,
-    bytes: Vec<u8>,
-    /// Bytes of the records' envelopes it holds (for the compression counters).
-    uncompressed: usize,
-    last_committed_at_ms: Option<u64>,
-}
 
 /// A reserved queue slot not yet filled. Dropped armed (an encode error, a panic), it
 /// poisons the log: those records are never written, so nothing past them can be, and
@@ -75,8 +65,7 @@ impl<F: Fs, C: Clock> Drop for Taken<'_, F, C> {
                 st.written_end, frame.header.base_offset,
                 "a frame not written goes back where it was taken"
             );
-            st.encoded_front_seq -= 1;
-            st.encoded.push_front(Some(frame));
+            st.queue.put_back(frame);
             drop(st);
             self.log.inner.encoded_ready.notify_all();
         }
@@ -160,14 +149,9 @@ impl<F: Fs, C: Clock> Log<F, C> {
             // first of them goes.
             st.in_flight += take as u64;
             st.in_flight_bytes += bytes;
-            let slot = st.encoded_next_seq;
-            st.encoded_next_seq += 1;
-            st.encoded.push_back(None);
-            let frame = st.spare_frames.pop().unwrap_or_default();
-            let codecs = st
-                .spare_codecs
-                .pop()
-                .unwrap_or_else(|| Codecs::new(config.zstd_level, config.zstd_hash_log));
+            let (slot, frame, codecs) = st
+                .queue
+                .reserve(|| Codecs::new(config.zstd_level, config.zstd_hash_log));
             (base, slot, payload, take, bytes, last, frame, codecs)
         };
         // Whatever happens from here on (an encode error, a panic), the reserved slot
@@ -188,19 +172,17 @@ impl<F: Fs, C: Clock> Log<F, C> {
         {
             let mut st = self.state();
             st.buffer.recycle(payload);
-            st.spare_codecs.push(codecs);
+            st.queue.return_codecs(codecs);
             match encoded {
-                Ok(header) => {
-                    let index = (slot - st.encoded_front_seq) as usize;
-                    *st.encoded
-                        .get_mut(index)
-                        .expect("a reserved slot stays until it is filled") = Some(Encoded {
+                Ok(header) => st.queue.fill(
+                    slot,
+                    Encoded {
                         header,
                         bytes: frame,
                         uncompressed: bytes,
                         last_committed_at_ms,
-                    });
-                }
+                    },
+                ),
                 Err(e) => {
                     drop(st);
                     return Err(self.poison("encode frame", std::io::Error::other(e)));
@@ -224,14 +206,10 @@ impl<F: Fs, C: Clock> Log<F, C> {
             let frame = {
                 let mut st = self.state();
                 st.check_not_poisoned()?;
-                if !matches!(st.encoded.front(), Some(Some(_))) {
+                if !st.queue.front_ready() {
                     return Ok(());
                 }
-                st.encoded_front_seq += 1;
-                st.encoded
-                    .pop_front()
-                    .flatten()
-                    .expect("the front frame is encoded")
+                st.queue.take_front()
             };
             // Off the queue and not yet in the file: the guard puts it back if this call
             // is dropped before the write lands.
@@ -242,12 +220,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             self.write_frame(io, taken.frame.as_ref().expect("taken above"))
                 .await?;
             let written = taken.frame.take().expect("taken above");
-            {
-                let mut st = self.state();
-                if st.spare_frames.len() < SPARE_FRAMES {
-                    st.spare_frames.push(written.bytes);
-                }
-            }
+            self.state().queue.recycle(written.bytes);
             if sync_each {
                 self.sync_locked(io).await?;
             }
@@ -272,7 +245,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 }
                 // Nothing in flight covers the rest (a caller drained only part of it):
                 // encode it here instead of waiting.
-                st.encoded.is_empty() && st.has_undrained_below(target)
+                st.queue.is_empty() && st.has_undrained_below(target)
             };
             if encode_here {
                 self.encode_frame(target).await?;
@@ -297,12 +270,28 @@ impl<F: Fs, C: Clock> Log<F, C> {
         } = frame;
         let base = header.base_offset;
         let frame_len = header.frame_len();
+        assert_eq!(
+            frame_bytes.len() as u64,
+            frame_len,
+            "frame bytes and header disagree"
+        );
+        assert!(header.record_count > 0, "an empty frame is never written");
+        assert_eq!(
+            self.state().written_end,
+            base,
+            "frames are written in offset order"
+        );
+        assert_frame_is(frame_bytes, &header);
 
         let active_len = self.segment_len(io.active_base);
         if active_len > 0 && active_len + frame_len > config.segment_bytes {
             self.roll(io, base).await?;
         }
         let position = self.segment_len(io.active_base);
+        assert!(
+            position == 0 || position + frame_len <= config.segment_bytes,
+            "a frame that overflows its segment goes first in a new one"
+        );
         if position + frame_len > io.allocated {
             self.preallocate(io, position + frame_len, frame_len).await;
         }
@@ -375,6 +364,10 @@ impl<F: Fs, C: Clock> Log<F, C> {
             return;
         }
         let len = (target - frame_end) as usize;
+        assert!(
+            frame_end > self.segment_len(io.active_base),
+            "zeros go after the frame about to be written, never over a written one"
+        );
         let fresh;
         let zeros = match ZEROS.get(..len) {
             Some(shared) => shared,
@@ -407,12 +400,21 @@ impl<F: Fs, C: Clock> Log<F, C> {
     /// Seals the active segment (fsync, verify, commit its frames) and starts a new one
     /// named by its first offset, with its directory entry made durable.
     async fn roll(&self, io: &mut Io<F>, new_base: u64) -> Result<(), LogError> {
+        assert!(
+            new_base > io.active_base,
+            "a new segment starts past the active one"
+        );
         self.sync_locked(io).await?;
+        assert!(
+            io.unverified.is_empty(),
+            "a segment is sealed only once verified"
+        );
         // Sealing trims the preallocated space: a sealed segment ends at its last frame.
         // Trimmed even when the page cache shows nothing past it: the platter may hold
         // more (a write a crashed process left pending, a write that landed astray),
         // and the next open judges the bytes past a sealed segment's end.
         let len = self.segment_len(io.active_base);
+        assert!(len > 0, "an empty segment is never sealed");
         if let Err(e) = io.active.set_len(len).await {
             return Err(self.poison("trim sealed segment", e));
         }
@@ -465,6 +467,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
                     std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
                 ));
             }
+            assert_eq!(
+                io.verify_buf.len() as u64,
+                entry.frame_len,
+                "rewrite its bytes only"
+            );
             if let Err(e) = io.active.write_at(&io.verify_buf, entry.position).await {
                 return Err(self.poison("rewrite frame", e));
             }
@@ -490,6 +497,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
         let Some(last) = io.unverified.last().copied() else {
             return Ok(());
         };
+        assert_contiguous(&io.unverified);
+        assert!(
+            io.unverified[0].base_offset >= self.state().durable_end,
+            "frames verified once are not verified again"
+        );
         self.sync_dir_if_needed(io).await?;
         if io.fsync_in_doubt {
             self.rewrite_unverified(io).await?;
@@ -518,6 +530,10 @@ impl<F: Fs, C: Clock> Log<F, C> {
         {
             let mut st = self.state();
             st.check_not_poisoned()?;
+            assert!(
+                last.end_offset() <= st.written_end,
+                "verified past what was written"
+            );
             st.durable_end = st.durable_end.max(last.end_offset());
             st.hwm = st.durable_end;
             st.unsynced_bytes = 0;
@@ -528,30 +544,4 @@ impl<F: Fs, C: Clock> Log<F, C> {
         self.inner.notify.notify_all();
         Ok(())
     }
-}
-
-/// Re-reads one frame into `bytes` and checks its header and CRC (the paired check of
-/// the write).
-async fn verify_frame<Fl: File>(
-    file: &Fl,
-    entry: &FrameEntry,
-    bytes: &mut Vec<u8>,
-) -> Result<(), String> {
-    // Stale bytes from an earlier frame are overwritten in full by the exact read below.
-    bytes.resize(entry.frame_len as usize, 0);
-    read_exact_at(file, bytes, entry.position)
-        .await
-        .map_err(|e| e.to_string())?;
-    let (header, _) = check_frame(bytes).map_err(|e| e.to_string())?;
-    if header.base_offset != entry.base_offset || header.record_count != entry.record_count {
-        return Err(format!(
-            "frame at {} reads back as offsets {}+{}, wrote {}+{}",
-            entry.position,
-            header.base_offset,
-            header.record_count,
-            entry.base_offset,
-            entry.record_count
-        ));
-    }
-    Ok(())
 }

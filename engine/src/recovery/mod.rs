@@ -40,6 +40,10 @@ pub async fn apply<F: Fs>(fs: &F, dir: &Path, scan: &mut PartitionScan) -> io::R
     let sealed = scan.segments.len().saturating_sub(1);
     for segment in scan.segments.iter_mut().take(sealed) {
         if segment.zero_tail > 0 || segment.junk_tail > 0 {
+            assert!(
+                segment.valid_len + segment.zero_tail + segment.junk_tail <= segment.file_len,
+                "the trim cuts only the tails the scan found"
+            );
             let file = fs
                 .open(&dir.join(&segment.file_name), OpenMode::ReadWrite)
                 .await?;
@@ -53,6 +57,15 @@ pub async fn apply<F: Fs>(fs: &F, dir: &Path, scan: &mut PartitionScan) -> io::R
     let Some(truncation) = &scan.truncation else {
         return Ok(());
     };
+    let cut = scan.segments.last();
+    assert!(
+        cut.is_none_or(|s| s.file_name == truncation.segment && s.valid_len == truncation.position),
+        "R1/R2 cut the last kept segment at its valid extent, never inside a kept frame"
+    );
+    assert!(
+        !truncation.removed_segments.contains(&truncation.segment),
+        "the cut segment is kept"
+    );
     let file = fs
         .open(&dir.join(&truncation.segment), OpenMode::ReadWrite)
         .await?;
@@ -66,7 +79,7 @@ pub async fn apply<F: Fs>(fs: &F, dir: &Path, scan: &mut PartitionScan) -> io::R
     }
     // The truncated segment is now the last one kept; its file is its valid extent.
     if let Some(last) = scan.segments.last_mut() {
-        debug_assert_eq!(last.file_name, truncation.segment);
+        assert_eq!(last.file_name, truncation.segment);
         last.file_len = last.valid_len;
         last.zero_tail = 0;
     }

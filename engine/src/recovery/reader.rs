@@ -170,6 +170,15 @@ impl<'f, F: File> SegmentReader<'f, F> {
         if let Some(e) = self.unreadable_in(position, header.frame_len()) {
             return Ok(Err(e));
         }
+        assert!(
+            position + header.frame_len() <= self.file_len,
+            "a probed frame lies in its file"
+        );
+        assert_eq!(
+            stored.len() as u64,
+            u64::from(header.stored_size),
+            "the whole payload is read"
+        );
         Ok(check_stored(&header, &stored).map(|()| ProbedFrame { header, stored }))
     }
 
@@ -202,6 +211,7 @@ impl<'f, F: File> SegmentReader<'f, F> {
                 Some(at) => {
                     let candidate = cursor + at as u64;
                     if self.probe(candidate).await?.is_ok() {
+                        assert!(candidate > position, "the hunt moves forward");
                         return Ok(Some(candidate));
                     }
                     cursor = candidate + 1;

@@ -432,28 +432,44 @@ async fn scan_segment<F: Fs>(
     }
     if depth == ScanDepth::Frames
         && let Some((header, stored)) = &last_frame
+        && let Some(last_bad) = decode_last_frame(codecs, header, stored, index, &mut segment)
     {
-        // The last frame's commit time continues the clock after a restart.
-        match decode_frame(codecs, header, stored) {
-            Ok(Some(records)) => segment.last_committed_at_ms = records.last_committed_at_ms,
-            Ok(None) => {}
-            Err(reason) => {
-                let entry = segment.frames.pop().expect("last frame was pushed");
-                segment.valid_len = entry.position;
-                segment.zero_tail = 0;
-                segment.junk_tail = 0;
-                segment.junk_reason = None;
-                segment.end_offset = entry.base_offset;
-                bad = Some(BadRegion {
-                    segment_index: index,
-                    position: entry.position,
-                    offset: entry.base_offset,
-                    reason,
-                });
-            }
-        }
+        bad = Some(last_bad);
     }
     Ok((segment, bad))
+}
+
+/// At [`ScanDepth::Frames`], decodes the segment's last frame for its commit time, which
+/// continues the clock after a restart. A last frame that does not decode leaves the
+/// segment (with its tails) and is the bad region returned.
+fn decode_last_frame(
+    codecs: &mut Codecs,
+    header: &FrameHeader,
+    stored: &[u8],
+    index: usize,
+    segment: &mut SegmentScan,
+) -> Option<BadRegion> {
+    match decode_frame(codecs, header, stored) {
+        Ok(Some(records)) => {
+            segment.last_committed_at_ms = records.last_committed_at_ms;
+            None
+        }
+        Ok(None) => None,
+        Err(reason) => {
+            let entry = segment.frames.pop().expect("last frame was pushed");
+            segment.valid_len = entry.position;
+            segment.zero_tail = 0;
+            segment.junk_tail = 0;
+            segment.junk_reason = None;
+            segment.end_offset = entry.base_offset;
+            Some(BadRegion {
+                segment_index: index,
+                position: entry.position,
+                offset: entry.base_offset,
+                reason,
+            })
+        }
+    }
 }
 
 /// Applies R1-R3 to the first bad region.

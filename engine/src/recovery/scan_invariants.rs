@@ -11,7 +11,8 @@ impl PartitionScan {
     /// - the kept segments' offsets run from `log_start` to `tail_offset` without a gap;
     /// - a segment's valid extent, zero tail and junk tail fit in its file, and fill it
     ///   when recovery neither truncates nor refuses;
-    /// - a truncation cuts at or above the HWM it leaves, inside the last kept segment.
+    /// - a truncation cuts the last kept segment exactly at its valid extent, and the
+    ///   first record it discards is the tail offset.
     ///
     /// Costs one pass over the frame list, which the scan has just read from disk.
     pub fn assert_consistent(&self) {
@@ -45,6 +46,10 @@ impl PartitionScan {
             assert!(
                 last.is_none_or(|s| s.file_name == truncation.segment),
                 "cut outside the last kept segment: {self:?}"
+            );
+            assert!(
+                last.is_none_or(|s| s.valid_len == truncation.position),
+                "cut inside the valid extent: {self:?}"
             );
         }
     }

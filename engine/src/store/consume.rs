@@ -2,6 +2,7 @@
 //! ticker's lease expiry, and the consumer frontier with its atomic persist.
 
 use super::*;
+use crate::log::Record;
 
 impl<F: Fs, C: Clock> Store<F, C> {
     /// The partition's `consumer.offset` word: `Ok(None)` when absent, `Err(reason)`
@@ -76,71 +77,22 @@ impl<F: Fs, C: Clock> Store<F, C> {
         // Every read comes before any lease: a caller that drops this future (a client
         // that gave up waiting) leaves no lease behind on a record it never returned.
         let ready: Vec<u64> = q.ready.iter().take(max).copied().collect();
-        let mut redelivered = Vec::new();
-        let mut settle = Vec::new();
-        for offset in ready {
-            let batch = match part.log.read(offset, 1).await {
-                Ok(b) => b,
-                Err(LogError::OffsetBeforeLogStart { .. }) => {
-                    settle.push(offset);
-                    continue;
-                }
-                Err(e) => return Err(log_err(&part.id)(e)),
-            };
-            match batch.records.into_iter().next() {
-                Some(record) if record.offset == offset => redelivered.push(record),
-                _ => settle.push(offset),
-            }
-        }
-        let mut fresh = Vec::new();
-        let mut skips = 0u64;
-        let mut gate = None;
-        let mut scanned_to_end = false;
-        let mut next_scan = q.next_scan;
-        while redelivered.len() + fresh.len() < max {
-            let want = max - redelivered.len() - fresh.len();
-            let batch = match part.log.read(next_scan, want).await {
-                Ok(b) => b,
-                Err(LogError::OffsetBeforeLogStart { log_start, .. }) => {
-                    // Forgetting what retention deleted loses no delivery.
-                    q.drop_below(log_start);
-                    next_scan = next_scan.max(q.next_scan);
-                    continue;
-                }
-                Err(e) => return Err(log_err(&part.id)(e)),
-            };
-            if batch.next_offset == next_scan {
-                scanned_to_end = true;
-                break;
-            }
-            let mut gated = false;
-            let mut skipped = batch.skipped.iter().peekable();
-            for record in batch.records {
-                while let Some(s) = skipped.next_if(|s| **s < record.offset) {
-                    next_scan = *s + 1;
-                    settle.push(*s);
-                    skips += 1;
-                }
-                let opens_at = record.committed_at_ms.saturating_add(config.delay_ms);
-                if config.delay_ms > 0 && opens_at > wall_ms {
-                    // Commit times never decrease, so nothing after this one is open either.
-                    gate = Some(opens_at);
-                    gated = true;
-                    break;
-                }
-                next_scan = record.offset + 1;
-                fresh.push(record);
-            }
-            if gated {
-                break;
-            }
-            for s in skipped {
-                next_scan = *s + 1;
-                settle.push(*s);
-                skips += 1;
-            }
-            next_scan = next_scan.max(batch.next_offset);
-        }
+        let (redelivered, mut settle) = read_ready(&part, ready).await?;
+        let Scanned {
+            fresh,
+            skips,
+            gate,
+            scanned_to_end,
+            next_scan,
+        } = scan_fresh(
+            &part,
+            q,
+            &config,
+            wall_ms,
+            max - redelivered.len(),
+            &mut settle,
+        )
+        .await?;
         // No await below: the queue changes all at once, or not at all.
         // A scan that stopped at `max` saw neither the gate nor the end of the log: it
         // keeps the gate receivers parked on (the ticker then wakes them, at worst once
@@ -344,4 +296,110 @@ async fn write_word_atomically<F: Fs>(
             op: step.named(&STEPS),
             source,
         })
+}
+
+/// The records at the ready offsets (nacked or expired), for redelivery; an offset no
+/// longer readable (deleted by retention, or skipped) goes to `settle` instead.
+async fn read_ready<F: Fs, C: Clock>(
+    part: &Partition<F, C>,
+    ready: Vec<u64>,
+) -> Result<(Vec<Record>, Vec<u64>), StoreError> {
+    let mut redelivered = Vec::new();
+    let mut settle = Vec::new();
+    for offset in ready {
+        let batch = match part.log.read(offset, 1).await {
+            Ok(b) => b,
+            Err(LogError::OffsetBeforeLogStart { .. }) => {
+                settle.push(offset);
+                continue;
+            }
+            Err(e) => return Err(log_err(&part.id)(e)),
+        };
+        match batch.records.into_iter().next() {
+            Some(record) if record.offset == offset => redelivered.push(record),
+            _ => settle.push(offset),
+        }
+    }
+    Ok((redelivered, settle))
+}
+
+/// What a scan for fresh records found.
+struct Scanned {
+    fresh: Vec<Record>,
+    /// Unreadable records passed over (each also in `settle`).
+    skips: u64,
+    /// The commit time plus delay at which the first held record opens.
+    gate: Option<u64>,
+    /// The scan reached the HWM.
+    scanned_to_end: bool,
+    /// Where the next scan starts.
+    next_scan: u64,
+}
+
+/// Reads up to `want` records from the queue's scan position, stopping at the HWM or at
+/// the first record the delay gate holds (commit times never decrease, so nothing after
+/// it is open either). Skipped offsets go to `settle`. Changes the queue only to forget
+/// what retention deleted.
+async fn scan_fresh<F: Fs, C: Clock>(
+    part: &Partition<F, C>,
+    q: &mut Queue,
+    config: &TopicConfig,
+    wall_ms: u64,
+    want: usize,
+    settle: &mut Vec<u64>,
+) -> Result<Scanned, StoreError> {
+    let mut fresh = Vec::new();
+    let mut skips = 0u64;
+    let mut gate = None;
+    let mut scanned_to_end = false;
+    let mut next_scan = q.next_scan;
+    while fresh.len() < want {
+        let batch = match part.log.read(next_scan, want - fresh.len()).await {
+            Ok(b) => b,
+            Err(LogError::OffsetBeforeLogStart { log_start, .. }) => {
+                // Forgetting what retention deleted loses no delivery.
+                q.drop_below(log_start);
+                next_scan = next_scan.max(q.next_scan);
+                continue;
+            }
+            Err(e) => return Err(log_err(&part.id)(e)),
+        };
+        if batch.next_offset == next_scan {
+            scanned_to_end = true;
+            break;
+        }
+        let mut gated = false;
+        let mut skipped = batch.skipped.iter().peekable();
+        for record in batch.records {
+            while let Some(s) = skipped.next_if(|s| **s < record.offset) {
+                next_scan = *s + 1;
+                settle.push(*s);
+                skips += 1;
+            }
+            let opens_at = record.committed_at_ms.saturating_add(config.delay_ms);
+            if config.delay_ms > 0 && opens_at > wall_ms {
+                gate = Some(opens_at);
+                gated = true;
+                break;
+            }
+            next_scan = record.offset + 1;
+            fresh.push(record);
+        }
+        if gated {
+            break;
+        }
+        for s in skipped {
+            next_scan = *s + 1;
+            settle.push(*s);
+            skips += 1;
+        }
+        next_scan = next_scan.max(batch.next_offset);
+    }
+    Ok(Scanned {
+        fresh,
+        skips,
+        gate,
+        scanned_to_end,
+        next_scan,
+    })
 }

@@ -5,6 +5,9 @@
 use super::consume::persist_frontier_word;
 use super::*;
 
+/// The open topics by name.
+type Topics<F, C> = BTreeMap<String, Arc<TopicState<F, C>>>;
+
 impl<F: Fs, C: Clock> Store<F, C> {
     /// Opens the store at `root`: partitions recover (salvaging into the WAL what an R2
     /// cut would lose), then the WAL replays.
@@ -27,61 +30,8 @@ impl<F: Fs, C: Clock> Store<F, C> {
         // those whose entry it lost, opening the WAL at the first cut that needs it.
         let mut opening =
             salvage::OpeningWal::new(fs.clone(), root.join("wal"), config.wal_segment_bytes);
-        let mut topics = BTreeMap::new();
-        let mut refused_topics = BTreeMap::new();
-        let names = fs
-            .list_dir(&topics_dir)
-            .await
-            .map_err(|source| StoreError::Io {
-                op: "list topics",
-                source,
-            })?;
-        for name in names {
-            if validate_topic_name(&name).is_err() {
-                continue;
-            }
-            let conf_path = topics_dir.join(&name).join(topic::TOPIC_CONF_FILE);
-            if !fs
-                .exists(&conf_path)
-                .await
-                .map_err(|source| StoreError::Io {
-                    op: "stat topic.conf",
-                    source,
-                })?
-            {
-                tracing::warn!(topic = %name, "topic directory without topic.conf ignored");
-                continue;
-            }
-            // An unreadable topic.conf closes that topic, not the store: its partitions
-            // are left untouched and its WAL entries kept for a later replay.
-            let config = match read_text(&fs, &conf_path).await {
-                Ok(text) => {
-                    TopicConfig::decode(&text).map_err(|e| format!("{}: {e}", conf_path.display()))
-                }
-                Err(StoreError::InvalidConfig(reason)) => Err(reason),
-                Err(e) => return Err(e),
-            };
-            let config = match config {
-                Ok(config) => config,
-                Err(reason) => {
-                    crate::alarm::topic_refused(&topics_dir.join(&name), &reason);
-                    report.refused_topics.push((name.clone(), reason.clone()));
-                    refused_topics.insert(name, reason);
-                    continue;
-                }
-            };
-            let state = open_topic(
-                &fs,
-                &clock,
-                &root,
-                &name,
-                config,
-                &mut report,
-                Some(&mut opening),
-            )
-            .await?;
-            topics.insert(name, Arc::new(state));
-        }
+        let (topics, refused_topics) =
+            open_topics(&fs, &clock, &root, &mut report, &mut opening).await?;
         let salvage::OpenedWal {
             wal,
             checkpoint,
@@ -92,26 +42,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
         report.wal = wal_report;
         report.salvaged = salvaged;
 
-        // A recovery clamp (R4) may have cut a partition below its checkpoint's offset:
-        // the records it writes there next are copies of entries past the checkpoint,
-        // which replay must see. Lower the offset to the recovered HWM, durably, before
-        // anything is committed.
-        let mut checkpoint = checkpoint;
-        let mut lowered = false;
-        for state in topics.values() {
-            for slot in &state.partitions {
-                if let Slot::Open(part) = slot
-                    && let Some(cp) = checkpoint.get_mut(&part.id)
-                    && part.log.hwm() < cp.offset
-                {
-                    cp.offset = part.log.hwm();
-                    lowered = true;
-                }
-            }
-        }
-        if lowered {
-            wal.checkpoint(&checkpoint).await.map_err(StoreError::Wal)?;
-        }
+        let checkpoint = lower_checkpoint_to_clamps(&topics, &wal, checkpoint).await?;
         let mut pending: BTreeMap<PartitionId, Pending> = BTreeMap::new();
         for (id, cp) in &checkpoint {
             let p = pending.entry(id.clone()).or_default();
@@ -135,40 +66,53 @@ impl<F: Fs, C: Clock> Store<F, C> {
             part.log
                 .set_retention_floor(checkpoint.get(&part.id).map_or(0, |c| c.offset));
         }
-        if report.wal.corrupt_entries > 0 || report.wal.skipped_bytes > 0 {
-            // The WAL has an unreadable region: a torn last group commit (never
-            // acknowledged) looks the same as a damaged acknowledged frame, so assume it
-            // lost entries it cannot name. The hidden tails may hold the only copies:
-            // expose them before the replay, which then skips the entries whose copies
-            // became visible.
-            for part in store.partitions() {
-                report.hidden_exposed += part
-                    .log
-                    .expose_hidden_tail()
-                    .await
-                    .map_err(log_err(&part.id))?;
-            }
+        store.expose_if_the_wal_lost_entries(&mut report).await?;
+        store.clamp_frontiers_to_hwms().await?;
+        report.replayed = store.replay(entries, &checkpoint).await?;
+        add(&store.inner.metrics.wal_replayed, report.replayed);
+        Ok((store, report))
+    }
+
+    /// The WAL has an unreadable region: a torn last group commit (never acknowledged)
+    /// looks the same as a damaged acknowledged frame, so assume it lost entries it
+    /// cannot name. The hidden tails may hold the only copies: expose them before the
+    /// replay, which then skips the entries whose copies became visible.
+    async fn expose_if_the_wal_lost_entries(
+        &self,
+        report: &mut StoreOpenReport,
+    ) -> Result<(), StoreError> {
+        if report.wal.corrupt_entries == 0 && report.wal.skipped_bytes == 0 {
+            return Ok(());
         }
-        // The replay commits at the recovered tail, reusing any offsets a cut or clamp
-        // took back. A `consumer.offset` above the recovered HWM (a clamp of damaged
-        // frames, or a damaged `hwm` word) would mark those re-committed records as
-        // acknowledged: lower it, durably, before anything is committed. This reads the
-        // word only to bound it; the queue state itself still loads on first touch.
-        for part in store.partitions() {
+        for part in self.partitions() {
+            report.hidden_exposed += part
+                .log
+                .expose_hidden_tail()
+                .await
+                .map_err(log_err(&part.id))?;
+        }
+        Ok(())
+    }
+
+    /// The replay commits at the recovered tail, reusing any offsets a cut or clamp took
+    /// back. A `consumer.offset` above the recovered HWM (a clamp of damaged frames, or a
+    /// damaged `hwm` word) would mark those re-committed records as acknowledged: lowers
+    /// it, durably, before anything is committed. This reads the word only to bound it;
+    /// the queue state itself still loads on first touch.
+    async fn clamp_frontiers_to_hwms(&self) -> Result<(), StoreError> {
+        for part in self.partitions() {
             let bound = part.log.hwm();
             let dir = part.log.dir().to_path_buf();
-            let stored = store.read_frontier_word(&part).await?;
+            let stored = self.read_frontier_word(&part).await?;
             if let Ok(Some(value)) = stored
                 && value > bound
             {
                 crate::alarm::frontier_clamped(&dir, value, bound);
-                add(&store.inner.metrics.frontier_clamps, 1);
-                persist_frontier_word(&store.inner.fs, &dir, bound).await?;
+                add(&self.inner.metrics.frontier_clamps, 1);
+                persist_frontier_word(&self.inner.fs, &dir, bound).await?;
             }
         }
-        report.replayed = store.replay(entries, &checkpoint).await?;
-        add(&store.inner.metrics.wal_replayed, report.replayed);
-        Ok((store, report))
+        Ok(())
     }
 
     /// Re-commits WAL entries past their partition's checkpoint, in WAL order, except
@@ -273,6 +217,92 @@ impl<F: Fs, C: Clock> Store<F, C> {
         }
         Ok(replayed)
     }
+}
+/// Opens every topic under the data root, each partition's log through `opening` (so an
+/// R2 cut can salvage what the WAL lost). A topic whose `topic.conf` does not read is
+/// refused, not the store: its partitions are left untouched and its WAL entries kept.
+async fn open_topics<F: Fs, C: Clock>(
+    fs: &F,
+    clock: &C,
+    root: &Path,
+    report: &mut StoreOpenReport,
+    opening: &mut salvage::OpeningWal<F>,
+) -> Result<(Topics<F, C>, BTreeMap<String, String>), StoreError> {
+    let topics_dir = root.join(layout::TOPICS_DIR);
+    let mut topics = BTreeMap::new();
+    let mut refused_topics = BTreeMap::new();
+    let names = fs
+        .list_dir(&topics_dir)
+        .await
+        .map_err(|source| StoreError::Io {
+            op: "list topics",
+            source,
+        })?;
+    for name in names {
+        if validate_topic_name(&name).is_err() {
+            continue;
+        }
+        let conf_path = topics_dir.join(&name).join(topic::TOPIC_CONF_FILE);
+        if !fs
+            .exists(&conf_path)
+            .await
+            .map_err(|source| StoreError::Io {
+                op: "stat topic.conf",
+                source,
+            })?
+        {
+            tracing::warn!(topic = %name, "topic directory without topic.conf ignored");
+            continue;
+        }
+        // An unreadable topic.conf closes that topic, not the store: its partitions
+        // are left untouched and its WAL entries kept for a later replay.
+        let config = match read_text(fs, &conf_path).await {
+            Ok(text) => {
+                TopicConfig::decode(&text).map_err(|e| format!("{}: {e}", conf_path.display()))
+            }
+            Err(StoreError::InvalidConfig(reason)) => Err(reason),
+            Err(e) => return Err(e),
+        };
+        let config = match config {
+            Ok(config) => config,
+            Err(reason) => {
+                crate::alarm::topic_refused(&topics_dir.join(&name), &reason);
+                report.refused_topics.push((name.clone(), reason.clone()));
+                refused_topics.insert(name, reason);
+                continue;
+            }
+        };
+        let state = open_topic(fs, clock, root, &name, config, report, Some(&mut *opening)).await?;
+        topics.insert(name, Arc::new(state));
+    }
+    Ok((topics, refused_topics))
+}
+
+/// A recovery clamp (R4) may have cut a partition below its checkpoint's offset: the
+/// records it writes there next are copies of entries past the checkpoint, which replay
+/// must see. Lowers the offset to the recovered HWM, durably, before anything is
+/// committed; returns the checkpoint in force.
+async fn lower_checkpoint_to_clamps<F: Fs, C: Clock>(
+    topics: &Topics<F, C>,
+    wal: &Wal<F>,
+    mut checkpoint: BTreeMap<PartitionId, Checkpoint>,
+) -> Result<BTreeMap<PartitionId, Checkpoint>, StoreError> {
+    let mut lowered = false;
+    for state in topics.values() {
+        for slot in &state.partitions {
+            if let Slot::Open(part) = slot
+                && let Some(cp) = checkpoint.get_mut(&part.id)
+                && part.log.hwm() < cp.offset
+            {
+                cp.offset = part.log.hwm();
+                lowered = true;
+            }
+        }
+    }
+    if lowered {
+        wal.checkpoint(&checkpoint).await.map_err(StoreError::Wal)?;
+    }
+    Ok(checkpoint)
 }
 
 pub(super) async fn open_topic<F: Fs, C: Clock>(

@@ -243,11 +243,21 @@ impl Codecs {
             .expect("header space was reserved")
             .copy_from_slice(&header.encode());
         // Paired check: what we are about to write parses back to the same header.
-        debug_assert_eq!(
+        assert_eq!(
             out.get(start..start + FRAME_HEADER_LEN)
                 .and_then(|h| <&[u8; FRAME_HEADER_LEN]>::try_from(h).ok())
                 .map(FrameHeader::parse),
-            Some(Ok(header))
+            Some(Ok(header)),
+            "an encoded header does not parse back"
+        );
+        assert_eq!(
+            (out.len() - start) as u64,
+            header.frame_len(),
+            "frame bytes and header length disagree"
+        );
+        assert!(
+            codec == Codec::None || stored_size < uncompressed_size,
+            "zstd is kept only when it shrinks the payload"
         );
         Ok(header)
     }

@@ -246,14 +246,22 @@ impl FrameHeader {
                 stored: stored_size,
             });
         }
-        Ok(FrameHeader {
+        let header = FrameHeader {
             codec,
             record_count,
             base_offset,
             uncompressed_size,
             stored_size,
             crc: be_u32(bytes, CRC_OFFSET),
-        })
+        };
+        // Every bit is a field or checked zero, so a header that parses encodes back to
+        // the same bytes (the CRC covers what was read, not a reinterpretation).
+        assert_eq!(
+            &header.encode(),
+            bytes,
+            "a parsed header encodes back differently"
+        );
+        Ok(header)
     }
 
     /// The header's bytes, with the CRC field as stored in `self.crc`.

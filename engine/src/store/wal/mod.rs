@@ -87,6 +87,46 @@ struct WalState {
     active_len: u64,
 }
 
+impl WalState {
+    /// What every change keeps: each write is fsynced before the state moves, so what is
+    /// written is durable; the buffer holds exactly the entries from the written end to
+    /// the next seq, in order; the active segment is the newest kept one and starts at
+    /// or below the written end.
+    fn check_invariants(&self) {
+        assert_eq!(
+            self.durable_seq, self.written_seq,
+            "a WAL write is durable before it counts"
+        );
+        assert!(
+            self.written_seq <= self.next_seq,
+            "written past the seqs handed out"
+        );
+        assert_eq!(
+            self.buffer.len() as u64,
+            self.next_seq - self.written_seq,
+            "the buffer does not hold exactly the unwritten entries"
+        );
+        assert_eq!(
+            self.buffer.first().map(|(seq, _)| *seq),
+            self.buffer.first().map(|_| self.written_seq),
+            "the buffer starts at the first entry not written"
+        );
+        assert!(
+            self.active_base <= self.written_seq,
+            "the active segment starts past the log"
+        );
+        assert_eq!(
+            self.segments.last_key_value().map(|(base, _)| *base),
+            Some(self.active_base),
+            "the active segment is the newest"
+        );
+        debug_assert!(
+            self.buffer.windows(2).all(|w| w[0].0 + 1 == w[1].0),
+            "buffered seqs have a gap"
+        );
+    }
+}
+
 struct WalIo<F: Fs> {
     active: F::File,
     codecs: Codecs,
@@ -165,6 +205,7 @@ impl<F: Fs> Wal<F> {
         let seq = st.next_seq;
         st.next_seq += 1;
         st.buffer.push((seq, record));
+        st.check_invariants();
         let active = st.active_base;
         if let Some(segment) = st.segments.get_mut(&active) {
             let end = segment.ends.entry(partition.clone()).or_insert(0);
@@ -255,6 +296,7 @@ impl<F: Fs> Wal<F> {
             count > 0,
             "only a writer holding the lock drains the buffer"
         );
+        assert_frame(&io.frame_buf, base, count);
         io.active
             .write_at(&io.frame_buf, position)
             .await
@@ -270,6 +312,7 @@ impl<F: Fs> Wal<F> {
         st.active_len = position + io.frame_buf.len() as u64;
         st.written_seq = base + count as u64;
         st.durable_seq = st.written_seq;
+        st.check_invariants();
         Ok(())
     }
 
@@ -297,6 +340,7 @@ impl<F: Fs> Wal<F> {
         st.segments.insert(base, WalSegment { name, ends: moved });
         st.active_base = base;
         st.active_len = 0;
+        st.check_invariants();
         Ok(())
     }
 
@@ -326,6 +370,10 @@ impl<F: Fs> Wal<F> {
             op: step.named(&STEPS),
             source,
         })?;
+        assert!(
+            checkpoint.values().all(|c| c.seq <= self.state().next_seq),
+            "a checkpoint covers only seqs handed out"
+        );
         let deletable: Vec<(u64, String)> = {
             let st = self.state();
             st.segments
@@ -376,6 +424,29 @@ impl<F: Fs> Wal<F> {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// The check before a WAL write: the frame carries `count` entries from `base`, its
+/// header agrees with its length, and (debug assertions on) its CRC checks.
+fn assert_frame(frame: &[u8], base: u64, count: usize) {
+    let head: &[u8; crate::format::FRAME_HEADER_LEN] = frame
+        .first_chunk()
+        .expect("a frame holds at least its header");
+    let header = crate::format::FrameHeader::parse(head).expect("a WAL frame parses as encoded");
+    assert_eq!(header.base_offset, base, "WAL frame at the wrong seq");
+    assert_eq!(
+        header.record_count as usize, count,
+        "WAL frame holds the wrong entries"
+    );
+    assert_eq!(
+        header.frame_len(),
+        frame.len() as u64,
+        "WAL frame length disagrees"
+    );
+    debug_assert!(
+        crate::format::frame::check_frame(frame).is_ok(),
+        "WAL frame fails its CRC"
+    );
 }
 
 /// Shared handle.

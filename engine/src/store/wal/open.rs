@@ -83,6 +83,16 @@ impl<F: Fs> Wal<F> {
         );
         entries.sort_by_key(|e| e.seq);
         entries.dedup_by_key(|e| e.seq);
+        assert!(
+            entries.last().is_none_or(|e| e.seq < next_seq),
+            "a replayed entry at or past the next seq would be handed out again"
+        );
+        assert!(
+            entries
+                .iter()
+                .all(|e| e.copy_of.is_none_or(|root| root < e.seq)),
+            "read_segment keeps only copies of earlier entries"
+        );
         let wal = Wal {
             fs,
             dir,
@@ -205,6 +215,7 @@ async fn read_segment<F: Fs>(
         expected = expected.max(header.end_offset());
         next_seq = next_seq.max(header.end_offset());
         position += header.frame_len();
+        assert!(position <= len, "a probed frame lies inside its segment");
     }
     // A segment with any bytes (readable or not) is never written again: the next one
     // gets a later name, so unreadable evidence is never truncated away.

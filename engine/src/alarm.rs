@@ -27,12 +27,15 @@
 //! | `frontier_persisting` | debug | dir, value | a `consumer.offset` replace begins (temp file, fsync, rename, directory fsync) |
 //! | `frontier_persisted` | debug | dir, value | that replace returned: `value` is durable |
 //! | `log_start_moved` | info | dir, from, log_start | a retention sweep took `[from, log_start)` out of the log |
+//! | `replay_committing` | info | dir, records | an open's WAL replay begins to commit `records` entries into the partition |
 //!
-//! The last three are not alarms but the engine's account: a harness holds a recovered
+//! The last four are not alarms but the engine's account: a harness holds a recovered
 //! frontier to at least the last value persisted before a crash, and at most one it
-//! began to write; and it learns that records are gone when the reaper forgets them,
-//! which is before (a sweep dropped or failed part-way: much before) their files'
-//! unlinks.
+//! began to write; it learns that records are gone when the reaper forgets them, which
+//! is before (a sweep dropped or failed part-way: much before) their files' unlinks;
+//! and it learns which open's replay re-committed entries, even one killed before the
+//! store came up (two crashes before one replay share that replay's one commit of each
+//! entry).
 
 use std::path::Path;
 
@@ -56,6 +59,7 @@ pub const TOPIC_REFUSED: &str = "topic_refused";
 pub const FRONTIER_PERSISTING: &str = "frontier_persisting";
 pub const FRONTIER_PERSISTED: &str = "frontier_persisted";
 pub const LOG_START_MOVED: &str = "log_start_moved";
+pub const REPLAY_COMMITTING: &str = "replay_committing";
 
 /// The `op` of a poison that no I/O error caused: records in flight were dropped (a
 /// cancelled `sync`, or a panic) before they reached the file.
@@ -130,6 +134,11 @@ pub(crate) fn junk_trimmed(dir: &Path, segment: &str, bytes: u64, reason: &str) 
 pub(crate) fn log_opened(dir: &Path, log_start: u64, hwm: u64, tail: u64) {
     tracing::info!(alarm = LOG_OPENED, dir = %dir.display(), log_start, hwm, tail,
         hidden = tail - hwm, "partition log opened");
+}
+
+pub(crate) fn replay_committing(dir: &Path, records: u64) {
+    tracing::info!(alarm = REPLAY_COMMITTING, dir = %dir.display(), records,
+        "WAL replay committing entries");
 }
 
 pub(crate) fn frame_skipped(dir: &Path, base: u64, records: u64) {

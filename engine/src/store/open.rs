@@ -196,6 +196,9 @@ impl<F: Fs, C: Clock> Store<F, C> {
                     }
                 }
             }
+            if !to_commit.is_empty() {
+                crate::alarm::replay_committing(partition.log.dir(), to_commit.len() as u64);
+            }
             for chunk in to_commit.chunks(self.inner.config.replay_batch_records.max(1)) {
                 let range = partition
                     .log

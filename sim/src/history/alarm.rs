@@ -85,6 +85,10 @@ pub enum Alarm {
     /// Not an alarm but the engine's account: a retention sweep took `[from, log_start)`
     /// out of the log (its files' unlinks follow, or, the sweep dropped, a later one's).
     LogStartMoved { from: u64, log_start: u64 },
+    /// Not an alarm but the engine's account: an open's WAL replay begins to commit
+    /// `records` entries into the partition (the open may still be killed before the
+    /// store comes up).
+    ReplayCommitting { records: u64 },
 }
 
 impl Alarm {
@@ -112,6 +116,7 @@ impl Alarm {
             Alarm::FrontierPersisting { .. } => a::FRONTIER_PERSISTING,
             Alarm::FrontierPersisted { .. } => a::FRONTIER_PERSISTED,
             Alarm::LogStartMoved { .. } => a::LOG_START_MOVED,
+            Alarm::ReplayCommitting { .. } => a::REPLAY_COMMITTING,
         }
     }
 
@@ -217,6 +222,9 @@ impl Alarm {
                 from: num("from")?,
                 log_start: num("log_start")?,
             },
+            a::REPLAY_COMMITTING => Alarm::ReplayCommitting {
+                records: num("records")?,
+            },
             _ => return None,
         };
         Some(alarm)
@@ -287,6 +295,7 @@ impl fmt::Display for Alarm {
                 write!(f, " value={value}")
             }
             Alarm::LogStartMoved { from, log_start } => write!(f, " [{from}, {log_start})"),
+            Alarm::ReplayCommitting { records } => write!(f, " records={records}"),
             Alarm::Poisoned { cancelled: true } => f.write_str(" (records in flight dropped)"),
             Alarm::Poisoned { cancelled: false }
             | Alarm::WalCheckpointUnreadable

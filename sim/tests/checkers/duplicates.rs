@@ -1236,3 +1236,175 @@ fn a_recommit_of_a_copy_an_r2_cut_took_is_its_crashs() {
         &["produce id 3 delivered from orders/0@0"],
     );
 }
+
+/// Id 1 delivered at 0 and hidden with id 2 by a power loss; the next open is killed
+/// before the store comes up, and a second power loss follows. With `partial`, that
+/// killed open's replay had begun committing on orders/0 (its account), and re-committed
+/// ids 1-2 at 2-3 before the second loss hid them again; the open after it commits them
+/// at 4-5, and id 1 is delivered from 2 and from 4. Without, the killed open committed
+/// nothing, and the one replay there was (the last open's) delivers id 1 from 2 and
+/// from 3: one WAL entry committed twice.
+fn recommitted_across_two_crashes(partial: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 0, 2)
+        .delivered(2)
+        .crash(&[(0, 0, 2, 2)])
+        .restart();
+    let (tail, again) = if partial {
+        r.alarm(Some(0), Alarm::ReplayCommitting { records: 2 });
+        (4, 4)
+    } else {
+        (2, 3)
+    };
+    r.crash(&[(0, 0, tail, 0)])
+        .restart()
+        .open_clean(0, 0, tail)
+        .deliver(1, 0, 2, 1_100)
+        .deliver(1, 0, again, 1_100);
+    r
+}
+
+#[test]
+fn two_crashes_before_one_replay_share_its_one_commit_of_each_entry() {
+    // helper-30's hole: one copy of an id per crash let a killed open between two crashes
+    // hide a double commit by the replay both crashes share.
+    assert_mentions(
+        &messages_of(
+            &recommitted_across_two_crashes(false).report(),
+            CheckerName::BoundedDuplicates,
+        ),
+        &["produce id 1 delivered from orders/0@"],
+    );
+    // A killed open whose replay had begun committing is a replay of its own: two
+    // replays, one copy of id 1 each.
+    // (Which of the two crashes each copy charges is the placement's choice.)
+    let report = recommitted_across_two_crashes(true).report();
+    let d = &report.bounded_duplicates;
+    assert!(d.violations.is_empty(), "{:?}", d.violations);
+    assert_eq!(d.crashes.iter().map(|c| c.count).sum::<u64>(), 2, "{d:?}");
+}
+
+/// Id 1 delivered at 0 and hidden with id 2 by a power loss. The next open
+/// raises `replay_committing` (when `alarm`) and is killed before its commit is on the
+/// disk: the crash ending it (a power loss, or the process crash a failed commit asks
+/// for) finds the tail still at 2, so that open committed nothing there. The last open
+/// (completed when `seen`) is the one replay, and it commits id 1 twice, at 2 and 3.
+fn accounted_but_nothing_written(alarm: bool, process: bool, seen: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 0, 2)
+        .delivered(2)
+        .crash(&[(0, 0, 2, 2)])
+        .restart();
+    if alarm {
+        r.alarm(Some(0), Alarm::ReplayCommitting { records: 2 });
+    }
+    if process {
+        r.process_crash(&[(0, 0, 2, 0)]);
+    } else {
+        r.crash(&[(0, 0, 2, 0)]);
+    }
+    r.restart().open_clean(0, 0, 2);
+    if seen {
+        r.with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    }
+    r.deliver(1, 0, 2, 1_100).deliver(1, 0, 3, 1_100);
+    r
+}
+
+#[test]
+fn an_account_with_nothing_written_is_no_replay_of_its_own() {
+    // helper-32: the account comes before the commit's fsync; a crash then leaves the
+    // tail where it was, and the last open's replay is the only one that wrote.
+    let mut passed = Vec::new();
+    for alarm in [false, true] {
+        for process in [false, true] {
+            for seen in [false, true] {
+                let report = accounted_but_nothing_written(alarm, process, seen).report();
+                if messages_of(&report, CheckerName::BoundedDuplicates).is_empty() {
+                    passed.push((alarm, process, seen));
+                }
+            }
+        }
+    }
+    assert!(
+        passed.is_empty(),
+        "double commit passed for (alarm, process, seen) {passed:?}"
+    );
+}
+
+/// Crash A, an open that came up refusing the partition (it replays nothing there),
+/// crash B, and an open whose replay commits id 1 twice.
+#[test]
+fn a_refusal_between_two_crashes_leaves_them_one_replay() {
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 0, 2)
+        .delivered(2)
+        .crash(&[(0, 0, 2, 2)])
+        .restart()
+        .alarm(
+            Some(0),
+            Alarm::Refused {
+                segment: "00000000000000000000.log".into(),
+                position: 100,
+            },
+        )
+        .with(|t, h| {
+            h.partition_refused(t, &tp(0), "bad frame below the HWM");
+        })
+        .crash(&[(0, 0, 2, 2)])
+        .restart()
+        .open_clean(0, 0, 2)
+        .alarm(Some(0), Alarm::ReplayCommitting { records: 2 })
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .deliver(1, 0, 2, 1_100)
+        .deliver(1, 0, 3, 1_100);
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::BoundedDuplicates),
+        &["produce id 1 delivered from orders/0@"],
+    );
+}
+
+/// Legitimate: the killed open's replay committed ids 1-2 at 2-3 (durable),
+/// process crash B, the last open (completed, with its account) commits them at 4-5.
+/// Id 1 at 0, 2 and 4: two replays, two copies. Also with the middle open completed.
+#[test]
+fn two_replays_that_each_wrote_commit_an_id_again_once_each() {
+    for middle_seen in [false, true] {
+        let mut r = Run::new();
+        r.produced(2)
+            .hwm(0, 2, 0, 2)
+            .delivered(2)
+            .crash(&[(0, 0, 2, 2)])
+            .restart()
+            .open_clean(0, 0, 2)
+            .alarm(Some(0), Alarm::ReplayCommitting { records: 2 });
+        if middle_seen {
+            r.with(|t, h| {
+                h.frontier_observed(t, &tp(0), 0);
+            });
+        }
+        r.process_crash(&[(0, 0, 4, 4)])
+            .restart()
+            .open_clean(0, 0, 4)
+            .alarm(Some(0), Alarm::ReplayCommitting { records: 2 })
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 0);
+            })
+            .deliver(1, 0, 2, 1_100)
+            .deliver(1, 0, 4, 1_100);
+        let report = r.report();
+        let d = &report.bounded_duplicates;
+        assert!(
+            d.violations.is_empty(),
+            "middle_seen={middle_seen}: {:?}",
+            d.violations
+        );
+    }
+}

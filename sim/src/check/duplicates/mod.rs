@@ -7,10 +7,11 @@
 //! hidden copies both are visible. So of the copies of one id, all but one (the
 //! original) must each be a re-commit by some crash: one that came before the copy was
 //! first delivered and whose hidden tail held another copy of the id, one copy of an id
-//! per crash (a replay commits each WAL entry once). The copies of every id are placed
-//! at once, as a maximum flow ([`super::flow`]), so no crash's budget goes to a copy
-//! another crash could explain while a copy only it explains goes without. A crash
-//! explains at most its bound `sum over partitions of (durable_tail -
+//! per replay (a replay commits each WAL entry once; crashes with no replay between
+//! them, by the engine's `replay_committing` account, share one). The copies of every
+//! id are placed at once, as a maximum flow ([`super::flow`]), so no crash's budget goes
+//! to a copy another crash could explain while a copy only it explains goes without. A
+//! crash explains at most its bound `sum over partitions of (durable_tail -
 //! persisted_hwm)`, with the persisted HWM the next open read when that is lower (a
 //! flipped `hwm` file hides more), and up to the engine's HWM when an out-of-contract
 //! fault left a hole below it. When that open cut the log (its R1/R2 alarm), the

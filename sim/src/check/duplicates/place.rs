@@ -2,7 +2,8 @@
 //! copy a re-commit by a crash whose hidden tail held another copy, within each
 //! crash's bound (a maximum flow).
 
-use super::tail::fresh_from;
+use super::super::flow::EdgeId;
+use super::tail::{fresh_from, hidden_tail, replay_of};
 use super::*;
 
 /// What the placement made of one copy of a duplicated id.
@@ -18,10 +19,17 @@ pub(super) enum Role {
 
 /// Places every copy of every duplicated id at once, as a maximum flow: each id has one
 /// original, and each other copy is a re-commit by a crash that [`recommits`] it, at
-/// most one copy of an id per crash (its replay commits each WAL entry once) and at most
-/// its bound per crash. Placing pair by pair in a fixed order can spend a crash's budget
-/// on a copy another crash explains and then fail one only that crash explains; the
-/// flow finds a placement for every copy whenever one exists.
+/// most one copy of an id per replay (a replay commits each WAL entry once; crashes
+/// before one replay, with opens killed before they committed anything between them,
+/// share it: [`replay_of`]) and at most its bound per crash. Placing pair by pair in a
+/// fixed order can spend a crash's budget on a copy another crash explains and then fail
+/// one only that crash explains; the flow finds a placement for every copy whenever one
+/// exists.
+///
+/// Within one shared replay the copy goes through one node per (id, replay), which may
+/// then charge any crash of that replay that re-commits some copy of the id: the one
+/// copy per replay is exact, the split of the replay's copies between its crashes'
+/// budgets is not.
 pub(super) fn place(
     facts: &Facts<'_>,
     budgets: &[CrashBudget],
@@ -42,43 +50,64 @@ pub(super) fn place(
     for (&id, copies) in duplicated {
         let original = flow.node();
         flow.edge(original, sink, 1);
-        let mut per_crash: BTreeMap<usize, usize> = BTreeMap::new();
+        // One node pair per (partition, replay), joined by an edge of capacity 1: a
+        // replay commits the id's entry once.
+        let mut per_replay: BTreeMap<(&TopicPartition, Option<Incarnation>), (usize, usize)> =
+            BTreeMap::new();
+        // The edges from a replay's node to the crashes it may charge, once each.
+        let mut to_crash: BTreeMap<(usize, usize), EdgeId> = BTreeMap::new();
         let mut of_id = Vec::new();
         for k in 0..copies.len() {
             let node = flow.node();
             flow.edge(source, node, 1);
             let as_original = flow.edge(node, original, 1);
-            let mut as_recommit = Vec::new();
+            let mut as_recommit: Vec<(usize, EdgeId)> = Vec::new();
             for (slot, crash) in facts.crashes.iter().enumerate() {
                 if budgets[slot].bound == 0 || !recommits(facts, crash, id, copies, k) {
                     continue;
                 }
-                let pair = *per_crash.entry(slot).or_insert_with(|| {
-                    let pair = flow.node();
-                    flow.edge(pair, crash_nodes[slot], 1);
-                    pair
-                });
-                as_recommit.push((slot, flow.edge(node, pair, 1)));
+                let tp = &copies[k].tp;
+                let (entry, exit) = *per_replay
+                    .entry((tp, replay_writing(facts, crash, &copies[k])))
+                    .or_insert_with(|| {
+                        let (entry, exit) = (flow.node(), flow.node());
+                        flow.edge(entry, exit, 1);
+                        (entry, exit)
+                    });
+                to_crash
+                    .entry((exit, slot))
+                    .or_insert_with(|| flow.edge(exit, crash_nodes[slot], 1));
+                if !as_recommit.iter().any(|(e, _)| *e == exit) {
+                    as_recommit.push((exit, flow.edge(node, entry, 1)));
+                }
             }
             of_id.push((as_original, as_recommit));
         }
-        edges.push(of_id);
+        let charged: Vec<((usize, usize), EdgeId)> = to_crash.into_iter().collect();
+        edges.push((of_id, charged));
     }
     flow.max_flow(source, sink);
     duplicated
         .keys()
         .zip(edges)
-        .map(|(id, of_id)| {
+        .map(|(id, (of_id, charged))| {
             let mut roles: Vec<Role> = of_id
                 .iter()
                 .map(|(as_original, as_recommit)| {
                     if flow.flow(*as_original) == 1 {
                         return Role::Original;
                     }
+                    // The replay this copy went through passes one copy on, to the
+                    // crash whose budget it charges.
                     as_recommit
                         .iter()
                         .find(|(_, e)| flow.flow(*e) == 1)
-                        .map_or(Role::Unplaced, |(slot, _)| Role::Recommit(*slot))
+                        .and_then(|(exit, _)| {
+                            charged
+                                .iter()
+                                .find(|((from, _), e)| from == exit && flow.flow(*e) == 1)
+                        })
+                        .map_or(Role::Unplaced, |((_, slot), _)| Role::Recommit(*slot))
                 })
                 .collect();
             // Every copy placed as a re-commit leaves the original's place free: the
@@ -161,4 +190,28 @@ pub(super) fn recommits(
                         && start <= held.offset
                         && held.offset < end
                 }))
+}
+
+/// The replay that can have written `copy` after `crash`: [`replay_of`], passed on to the
+/// next one while that is an open never seen complete whose ending crash left the log
+/// on `copy`'s partition at or below `copy` (its account came before a commit that
+/// never reached the disk, or before the chunk that held the entry).
+fn replay_writing(facts: &Facts<'_>, crash: &CrashFact, copy: &Copy) -> Option<Incarnation> {
+    let mut replay = replay_of(facts, crash, &copy.tp);
+    while let Some(i) = replay
+        && !facts.opened.contains(&i)
+    {
+        let Some(end) = facts.crash_ending(i) else {
+            break;
+        };
+        let tail = end
+            .partitions
+            .get(&copy.tp)
+            .map_or(Offset::MAX, |p| hidden_tail(facts, end, p).1);
+        if copy.offset < tail {
+            break;
+        }
+        replay = replay_of(facts, end, &copy.tp);
+    }
+    replay
 }

@@ -144,6 +144,34 @@ pub(super) fn replay_done(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartit
         .map_or(usize::MAX, |(_, &index)| index)
 }
 
+/// The incarnation whose open ran the replay after `crash` on `tp`: the first after it
+/// whose open began committing WAL entries there (its `replay_committing` account, also
+/// when that open was killed before the store came up), or that came up with the
+/// partition open and so found nothing to commit; `None` when no replay ran before the
+/// run ended. Crashes with the same one share that replay, and it commits each WAL
+/// entry once.
+pub(super) fn replay_of(
+    facts: &Facts<'_>,
+    crash: &CrashFact,
+    tp: &TopicPartition,
+) -> Option<Incarnation> {
+    let committing = facts
+        .alarms
+        .of(tp)
+        .iter()
+        .filter(|a| {
+            a.incarnation > crash.incarnation && matches!(a.alarm, Alarm::ReplayCommitting { .. })
+        })
+        .map(|a| a.incarnation)
+        .min();
+    let opened = facts
+        .opened_at
+        .range(crash.incarnation + 1..)
+        .find(|(incarnation, _)| !refused_in(facts, tp, **incarnation))
+        .map(|(incarnation, _)| *incarnation);
+    [committing, opened].into_iter().flatten().min()
+}
+
 /// Whether the open of `incarnation` refused `tp` (or its topic): it replayed nothing
 /// there, and kept the partition's WAL entries for a later replay.
 pub(super) fn refused_in(facts: &Facts<'_>, tp: &TopicPartition, incarnation: Incarnation) -> bool {

@@ -376,27 +376,39 @@ pub fn word_rewritten(
             _ => None,
         });
     let mut persisted = baseline.map(|(_, inc, p)| (inc, p));
-    // The word's values on disk since that report, up to the fault: the ends of every
-    // flip of it in between. A later report of one is the engine's own earlier write
-    // reported late, not a rewrite after the fault (flips can chain).
+    // The word's values since that report, up to the fault: the ends of every flip of
+    // it in between, and of every lost fsync of it (whose written end is a word the
+    // engine wrote before the fault and may report only after it). A later report of
+    // one is the engine's own earlier write reported late, not a rewrite after the
+    // fault (flips can chain).
     let since = baseline.map_or(0, |(i, _, _)| i);
+    let fault_inc = events.get(after).map(|e| e.incarnation);
     let mut held: Vec<Offset> = flipped.iter().flat_map(|r| [r.start, r.end]).collect();
     for e in &events[since..after.min(events.len())] {
-        if let EventKind::Fault {
-            kind:
-                FaultKind::BitFlip {
-                    file: f,
-                    offsets: Some(r),
-                    ..
-                },
-            tp: Some(t),
-            ..
-        } = &e.kind
-            && *f == file
-            && t == tp
-        {
-            held.extend([r.start, r.end]);
-        }
+        let r = match &e.kind {
+            EventKind::Fault {
+                kind:
+                    FaultKind::BitFlip {
+                        file: f,
+                        offsets: Some(r),
+                        ..
+                    },
+                tp: Some(t),
+                ..
+            } if *f == file && t == tp => r,
+            // Only the incarnation that wrote it can report it late.
+            EventKind::Fault {
+                kind:
+                    FaultKind::LostFsync {
+                        file: f,
+                        offsets: Some(r),
+                    },
+                tp: Some(t),
+                ..
+            } if *f == file && t == tp && Some(e.incarnation) == fault_inc => r,
+            _ => continue,
+        };
+        held.extend([r.start, r.end]);
     }
     let mut from = after;
     loop {

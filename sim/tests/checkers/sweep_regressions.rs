@@ -490,3 +490,247 @@ fn a_full_replay_is_judged_by_what_the_open_could_see() {
         );
     }
 }
+
+/// Fresh default seed 3844101424: ids 1-3 at 0-2, delivered; retention moved the log
+/// start to 1; a checkpoint flip and a crash. The open after it finds the checkpoint
+/// unreadable and, no longer seeing id 1, its replay begins committing it (`accounted`:
+/// its `replay_committing` account) at 3, and is killed by a power loss that leaves the
+/// tail at 4 above a persisted HWM of 3. The next open completes, and once the HWM
+/// passes 3 id 1 is delivered from there.
+fn checkpoint_lost_in_a_killed_open(accounted: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(3).hwm(0, 3, 3, 3).delivered(3).consume(0, 2);
+    r.checkpoint_flipped()
+        .crash(&[(0, 3, 3, 3)])
+        .restart()
+        .with(|t, h| {
+            let mut view = disk_view(OpenRule::Clean, 3, 3, None);
+            view.log_start = 1;
+            h.disk_at_open(t, &tp(0), view, false);
+        })
+        .alarm(None, Alarm::WalCheckpointUnreadable)
+        .alarm(
+            Some(0),
+            Alarm::LogOpened {
+                log_start: 1,
+                hwm: 3,
+                tail: 3,
+                hidden: 0,
+            },
+        );
+    if accounted {
+        r.alarm(Some(0), Alarm::ReplayCommitting { records: 1 });
+    }
+    r.crash(&[(0, 3, 4, 0)])
+        .restart()
+        .with(|t, h| {
+            let mut view = disk_view(OpenRule::Clean, 3, 4, None);
+            view.log_start = 1;
+            h.disk_at_open(t, &tp(0), view, false);
+        })
+        .alarm(
+            Some(0),
+            Alarm::LogOpened {
+                log_start: 1,
+                hwm: 3,
+                tail: 4,
+                hidden: 1,
+            },
+        )
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 3);
+        })
+        .hwm(0, 5, 5, 5)
+        .deliver(1, 0, 3, 1_200);
+    r
+}
+
+#[test]
+fn a_killed_open_whose_replay_began_explains_the_copy_its_lost_checkpoint_made() {
+    let report = checkpoint_lost_in_a_killed_open(true).report();
+    let d = &report.bounded_duplicates;
+    assert!(d.violations.is_empty(), "{:?}", d.violations);
+    let kinds: Vec<_> = d.excused.iter().map(|(_, e)| e.kind).collect();
+    assert_eq!(kinds, [ExcuseKind::CheckpointLost], "{d:?}");
+    // Without its account, the killed open replayed nothing there.
+    assert_mentions(
+        &messages_of(
+            &checkpoint_lost_in_a_killed_open(false).report(),
+            CheckerName::BoundedDuplicates,
+        ),
+        &["produce id 1 delivered from orders/0@0"],
+    );
+}
+
+/// Fresh quick seed 3844006100: orders/0's hwm word is 1 (reported); the engine writes
+/// 2 and, when `lost_first`, that fsync is lost (the platter keeps 1). A flip of bit 2
+/// then hits the platter (1 -> 5) and the page cache, which held 2 (-> 6), and only
+/// after it does the engine report the word 2 it wrote before. A process crash keeps
+/// the cache: the open reads 6 over a tail of 2 and clamps (R4).
+fn clamp_of_a_flip_after_a_lost_hwm_fsync(lost_first: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(2).hwm(0, 1, 1, 2);
+    if lost_first {
+        r.fault(
+            FaultKind::LostFsync {
+                file: FileKind::Hwm,
+                offsets: Some(OffsetRange { start: 1, end: 2 }),
+            },
+            Some(0),
+        );
+    }
+    r.fault(
+        FaultKind::BitFlip {
+            file: FileKind::Hwm,
+            offsets: Some(OffsetRange { start: 1, end: 5 }),
+            below_hwm: None,
+        },
+        Some(0),
+    )
+    .hwm(0, 2, 2, 2)
+    .process_crash(&[(0, 6, 2, 2)])
+    .restart()
+    .disk(0, OpenRule::Clean, 6, 2, None)
+    .alarm(
+        Some(0),
+        Alarm::Clamp {
+            persisted_hwm: 6,
+            hwm: 2,
+            lost: 4,
+        },
+    )
+    .opened(0, 2, 2);
+    r
+}
+
+#[test]
+fn a_word_reported_after_a_flip_is_no_rewrite_when_a_lost_fsync_wrote_it_before() {
+    let report = clamp_of_a_flip_after_a_lost_hwm_fsync(true).report();
+    assert!(
+        report.alarms_explained.violations.is_empty(),
+        "{:?}",
+        report.alarms_explained.violations
+    );
+    // Without the lost fsync, the word 2 reported after the flip was written after it:
+    // the flip was gone, and the clamp has no cause.
+    assert_mentions(
+        &messages_of(
+            &clamp_of_a_flip_after_a_lost_hwm_fsync(false).report(),
+            CheckerName::AlarmsExplained,
+        ),
+        &["r4_clamp", "the missing tail has no cause"],
+    );
+}
+
+/// helper-33: as `checkpoint_lost_in_a_killed_open(true)`, but the killed
+/// open's frame at 3 lay only in the page cache (a process crash ended it, reporting
+/// durable tail 4) and a power loss killed the next incarnation before it opened
+/// (durable tail 3: that frame is gone, and so is a cache-only checkpoint flip). The
+/// open after finds the checkpoint readable (no alarm), so its replay may not commit
+/// id 1 again; a defective replay (e.g. one that ignores the checkpoint's seq) commits
+/// it at 3 anyway. That copy cannot be the killed open's: it must not be excused.
+fn killed_open_copy_lost_then_recommitted() -> Run {
+    let mut r = Run::new();
+    r.produced(3).hwm(0, 3, 3, 3).delivered(3).consume(0, 2);
+    let view = |t: u64, h: &mut History| {
+        let mut view = disk_view(OpenRule::Clean, 3, 3, None);
+        view.log_start = 1;
+        h.disk_at_open(t, &tp(0), view, false);
+    };
+    let opened = Alarm::LogOpened {
+        log_start: 1,
+        hwm: 3,
+        tail: 3,
+        hidden: 0,
+    };
+    r.checkpoint_flipped()
+        .crash(&[(0, 3, 3, 3)])
+        .restart()
+        .with(view)
+        .alarm(None, Alarm::WalCheckpointUnreadable)
+        .alarm(Some(0), opened.clone())
+        .alarm(Some(0), Alarm::ReplayCommitting { records: 1 })
+        .process_crash(&[(0, 3, 4, 0)])
+        .restart()
+        .crash(&[(0, 3, 3, 0)])
+        .restart()
+        .with(view)
+        .alarm(Some(0), opened)
+        .alarm(Some(0), Alarm::ReplayCommitting { records: 1 })
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 3);
+        })
+        .hwm(0, 4, 4, 4)
+        .deliver(1, 0, 3, 1_200);
+    r
+}
+
+#[test]
+fn a_killed_replays_copy_a_power_loss_dropped_explains_nothing() {
+    assert_mentions(
+        &messages_of(
+            &killed_open_copy_lost_then_recommitted().report(),
+            CheckerName::BoundedDuplicates,
+        ),
+        &["produce id 1 delivered from orders/0@0"],
+    );
+}
+
+/// helper-33: inc 0 reported its word 2, then wrote 3 and that fsync was
+/// lost (the platter keeps 2); a power loss. Inc 1's open reads 2; before its first
+/// report a flip takes the word 2 -> 1026 (platter and cache). Inc 1 then reports a
+/// move of its persisted HWM to 3: its own write, after the flip (it cannot be a late
+/// report of inc 0's write). A defective persister that reports without the write
+/// reaching the platter leaves 1026 there; the power loss after, the open clamps.
+/// The report of 3 ended the flip's effect: the clamp must have no cause.
+fn clamp_after_a_rewrite_to_a_value_an_earlier_incarnation_lost() -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 2, 2, 3)
+        .fault(
+            FaultKind::LostFsync {
+                file: FileKind::Hwm,
+                offsets: Some(OffsetRange { start: 2, end: 3 }),
+            },
+            Some(0),
+        )
+        .crash(&[(0, 2, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::Clean, 2, 3, None)
+        .opened(0, 2, 3)
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Hwm,
+                offsets: Some(OffsetRange {
+                    start: 2,
+                    end: 1026,
+                }),
+                below_hwm: None,
+            },
+            Some(0),
+        )
+        .hwm(0, 4, 2, 4)
+        .hwm(0, 4, 3, 4)
+        .crash(&[(0, 1026, 4, 4)])
+        .restart()
+        .disk(0, OpenRule::Clean, 1026, 4, None)
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 1026,
+                hwm: 4,
+                lost: 1022,
+            },
+        )
+        .opened(0, 4, 4);
+    r
+}
+
+#[test]
+fn a_rewrite_to_a_word_an_earlier_incarnation_lost_ends_the_flip() {
+    let report = clamp_after_a_rewrite_to_a_value_an_earlier_incarnation_lost().report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::AlarmsExplained),
+        &["r4_clamp", "the missing tail has no cause"],
+    );
+}

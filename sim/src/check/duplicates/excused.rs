@@ -1,6 +1,7 @@
 //! The excuse rows for a copy no crash's hidden tail explains: a damaged earlier copy
 //! the replay could not see, a lost WAL checkpoint, an out-of-contract fault's reach.
 
+use super::super::alarms::AlarmFact;
 use super::tail::refused_in;
 use super::*;
 
@@ -183,8 +184,9 @@ pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Opti
 
 /// `checkpoint_lost`: both copies of `id` on one partition, `earlier` delivered before an
 /// open found the WAL checkpoint unreadable and `later` after it, where that open's
-/// replay commits: the open completed with the partition open, could see no copy of
-/// `id`, and `later` lies from the tail it found up to the first HWM shown after it.
+/// replay commits: the open could see no copy of `id`, and `later` lies from the tail it
+/// found up to where its replay stopped ([`replay_reach`]: the open completed with the
+/// partition open, or was killed after its replay began committing there).
 /// What it could see is what the world listed at its restart (`VisibleAtOpen`, and the
 /// hidden tail when the open exposed it); without that listing, `earlier` counts as
 /// seen when its offset lies from the log start to the HWM.
@@ -214,7 +216,7 @@ pub(super) fn checkpoint_lost(
                 && !refused_in(facts, tp, a.incarnation)
         })
         .find_map(|alarm| {
-            let done = *facts.opened_at.get(&alarm.incarnation)?;
+            let upto = replay_reach(facts, tp, alarm, later.first_delivery)?;
             let view = facts.alarms.disk_at(tp, alarm.incarnation)?;
             let visible = match facts.visible_at_open(tp, alarm.incarnation) {
                 Some(shown) => {
@@ -227,18 +229,82 @@ pub(super) fn checkpoint_lost(
                 }
                 None => view.log_start <= earlier.offset && earlier.offset < view.hwm,
             };
-            let shown = facts.history.events()[done..]
+            let tail = view.tail;
+            (!visible && tail <= later.offset && later.offset < upto).then(|| Excuse {
+                kind: ExcuseKind::CheckpointLost,
+                causes: vec![alarm.index],
+                covers: format!("{tp} offsets [{tail}, {upto})"),
+            })
+        })
+}
+
+/// Where the replay of the open that raised `alarm` (a lost checkpoint) stopped
+/// committing on `tp`: the first HWM shown after that open completed with the partition
+/// open; or, for an open killed first whose replay had begun committing there (its
+/// `replay_committing` account after the alarm), the tail the crash ending it left.
+/// `None` when that open replayed nothing on `tp`.
+fn replay_reach(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    alarm: &AlarmFact,
+    until: usize,
+) -> Option<Offset> {
+    if let Some(&done) = facts.opened_at.get(&alarm.incarnation) {
+        return Some(
+            facts.history.events()[done..]
                 .iter()
                 .find_map(|e| match &e.kind {
                     EventKind::HwmObserved { tp: t, hwm, .. } if t == tp => Some(*hwm),
                     _ => None,
                 })
-                .unwrap_or(Offset::MAX);
-            let tail = view.tail;
-            (!visible && tail <= later.offset && later.offset < shown).then(|| Excuse {
-                kind: ExcuseKind::CheckpointLost,
-                causes: vec![alarm.index],
-                covers: format!("{tp} offsets [{tail}, {shown})"),
-            })
+                .unwrap_or(Offset::MAX),
+        );
+    }
+    let of = facts.alarms.of(tp);
+    let records = of.iter().find_map(|a| match a.alarm {
+        Alarm::ReplayCommitting { records }
+            if a.incarnation == alarm.incarnation && a.index > alarm.index =>
+        {
+            Some(records)
+        }
+        _ => None,
+    })?;
+    // The replay commits `records` from the tail its open recovered.
+    let wrote = of
+        .iter()
+        .find_map(|a| match a.alarm {
+            Alarm::LogOpened { tail, .. } if a.incarnation == alarm.incarnation => {
+                Some(tail + records)
+            }
+            _ => None,
         })
+        .unwrap_or(Offset::MAX);
+    let ending = facts.crash_ending(alarm.incarnation)?;
+    let mut upto = ending.partitions.get(tp)?.durable_tail.min(wrote);
+    // What of it lasted until `until`: no later crash dropped it (a power loss after a
+    // process crash drops what only the page cache held), no cut or clamp took it back.
+    for c in facts
+        .crashes
+        .iter()
+        .filter(|c| ending.index < c.index && c.index < until)
+    {
+        if let Some(p) = c.partitions.get(tp) {
+            upto = upto.min(p.durable_tail);
+        }
+    }
+    for k in facts
+        .alarms
+        .cuts(tp)
+        .filter(|k| ending.index < k.index && k.index < until)
+    {
+        upto = upto.min(k.offset);
+    }
+    for k in facts
+        .alarms
+        .clamps(tp)
+        .filter(|k| ending.index < k.index && k.index < until)
+    {
+        upto = upto.min(k.hwm);
+    }
+    Some(upto)
 }

@@ -213,7 +213,7 @@ impl Reach {
             }
             let rewritten = match self.file {
                 FileKind::Hwm => hwm_rewritten_after_crash(facts, tp, self.window_end),
-                _ => word_rewritten(facts, self.file, tp, self.window_end, self.offsets)
+                _ => word_rewritten(facts, self.file, tp, self.window_end, self.offsets, None)
                     .map(|w| facts.next_crash_after(w)),
             };
             return rewritten.is_none_or(|w| index < w);
@@ -309,7 +309,13 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
                     if word_file(*file) =>
                 {
                     tp.as_ref()
-                        .and_then(|tp| word_rewritten(facts, *file, tp, index, offsets))
+                        .and_then(|tp| {
+                            let late_to = match kind {
+                                FaultKind::BitFlip { .. } => offsets.map(|r| r.start),
+                                _ => None,
+                            };
+                            word_rewritten(facts, *file, tp, index, offsets, late_to)
+                        })
                         .map_or(usize::MAX, |w| facts.next_crash_after(w))
                 }
                 // A word's lost fsync, misdirected or torn write changes the platter
@@ -351,13 +357,17 @@ fn word_file(file: FileKind) -> bool {
 /// `flipped` nor of a flip chained before it) (`hwm`), or a frontier written
 /// (`consumer.offset`) unless the next open found, instead of the value written, one
 /// of `flipped`'s ends (the word the fault left): a write the crash after it lost (the
-/// rename not yet durable) leaves the fault's word in place.
+/// rename not yet durable) leaves the fault's word in place. With `late_to` (a flip's
+/// lower end), a report at or below it is a write made before the fault and reported
+/// late: the engine's word only rises within an incarnation, and the word on disk
+/// before the flip, which the engine had written, was at least that.
 pub fn word_rewritten(
     facts: &Facts<'_>,
     file: FileKind,
     tp: &TopicPartition,
     after: usize,
     flipped: Option<OffsetRange>,
+    late_to: Option<Offset>,
 ) -> Option<usize> {
     let events = facts.history.events();
     // The engine's persisted HWM before the fault, in its incarnation: a flip changes
@@ -434,7 +444,8 @@ pub fn word_rewritten(
                     // reported late (the engine's report trails its writes).
                     let moved = persisted
                         .is_some_and(|(inc, before)| inc == e.incarnation && before != *p)
-                        && !held.contains(p);
+                        && !held.contains(p)
+                        && late_to.is_none_or(|top| *p > top);
                     persisted = Some((e.incarnation, *p));
                     moved.then_some((i, None))
                 }

@@ -734,3 +734,56 @@ fn a_rewrite_to_a_word_an_earlier_incarnation_lost_ends_the_flip() {
         &["r4_clamp", "the missing tail has no cause"],
     );
 }
+
+/// Fresh quick seed 3851001784: orders/0's hwm word reported 14; the engine writes 15,
+/// 16 and 17, the last landing on the platter while its report still trails; a flip of
+/// bit 10 takes the word 17 -> 1041 (platter and cache). After the flip the engine
+/// reports `reported` (15: its write of 15, late; 18: a write after the flip). A
+/// process crash keeps the word 1041, and the open clamps it to the tail 17 (R4).
+fn clamp_of_a_flip_reported_behind(reported: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(2).hwm(0, 14, 14, 17);
+    r.fault(
+        FaultKind::BitFlip {
+            file: FileKind::Hwm,
+            offsets: Some(OffsetRange {
+                start: 17,
+                end: 1041,
+            }),
+            below_hwm: None,
+        },
+        Some(0),
+    )
+    .hwm(0, 17, reported, 17)
+    .process_crash(&[(0, 1041, 17, 17)])
+    .restart()
+    .disk(0, OpenRule::Clean, 1041, 17, None)
+    .alarm(
+        Some(0),
+        Alarm::Clamp {
+            persisted_hwm: 1041,
+            hwm: 17,
+            lost: 1024,
+        },
+    )
+    .opened(0, 17, 17);
+    r
+}
+
+#[test]
+fn a_report_below_a_flipped_word_is_a_write_from_before_the_flip() {
+    let report = clamp_of_a_flip_reported_behind(15).report();
+    assert!(
+        report.alarms_explained.violations.is_empty(),
+        "{:?}",
+        report.alarms_explained.violations
+    );
+    // A report above the word the flip found is a write after it: the flip was gone.
+    assert_mentions(
+        &messages_of(
+            &clamp_of_a_flip_reported_behind(18).report(),
+            CheckerName::AlarmsExplained,
+        ),
+        &["r4_clamp", "the missing tail has no cause"],
+    );
+}

@@ -1,9 +1,8 @@
-//! The paired checks of the write side: a frame is checked before it is written (its
-//! bytes carry their header, and with debug assertions on their CRC checks) and after it
-//! is read back (header, CRC, offsets), and the frames an fsync vouches for are
-//! contiguous.
+//! The paired checks of the write side: a frame is checked after it is read back
+//! (header, CRC, offsets; before it is written, by `format::frame::assert_frame_is`),
+//! and the frames an fsync vouches for are contiguous.
 
-use crate::format::frame::{FrameHeader, check_frame};
+use crate::format::frame::check_frame;
 use crate::fs::{File, read_exact_at};
 use crate::recovery::FrameEntry;
 
@@ -49,20 +48,4 @@ pub(super) fn assert_contiguous(frames: &[FrameEntry]) {
             "frame positions out of step"
         );
     }
-}
-
-/// The check before a write: the bytes carry the header they were encoded with and, with
-/// debug assertions on (tests, simulations in CI), their CRC checks. The full check is a
-/// second CRC pass over every frame, which release builds leave to the re-read after the
-/// fsync.
-pub(super) fn assert_frame_is(bytes: &[u8], header: &FrameHeader) {
-    let head: &[u8; crate::format::FRAME_HEADER_LEN] = bytes
-        .first_chunk()
-        .expect("a frame holds at least its header");
-    assert_eq!(
-        FrameHeader::parse(head).as_ref(),
-        Ok(header),
-        "frame bytes do not carry their header"
-    );
-    debug_assert_eq!(check_frame(bytes).map(|(h, _)| h).as_ref(), Ok(header));
 }

@@ -7,10 +7,10 @@
 use super::config::PREALLOCATE_BYTES_DEFAULT;
 use super::metrics::add;
 use super::queue::Encoded;
-use super::verify::{assert_contiguous, assert_frame_is, verify_frame};
+use super::verify::{assert_contiguous, verify_frame};
 use super::{Log, LogError, Segment};
 use crate::clock::Clock;
-use crate::format::frame::{Codec, Codecs};
+use crate::format::frame::{Codec, Codecs, assert_frame_is};
 use crate::format::layout;
 use crate::fs::{File, Fs, create_or_reuse_empty};
 use crate::recovery::FrameEntry;
@@ -270,11 +270,6 @@ impl<F: Fs, C: Clock> Log<F, C> {
         } = frame;
         let base = header.base_offset;
         let frame_len = header.frame_len();
-        assert_eq!(
-            frame_bytes.len() as u64,
-            frame_len,
-            "frame bytes and header disagree"
-        );
         assert!(header.record_count > 0, "an empty frame is never written");
         assert_eq!(
             self.state().written_end,

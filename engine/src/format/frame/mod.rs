@@ -313,6 +313,28 @@ impl FrameHeader {
     }
 }
 
+/// The check before a frame is written, by the log and by the WAL: the bytes are as long
+/// as `header` declares and carry it, and, with debug assertions on (tests, simulations
+/// in CI), their CRC checks. The full check is a second CRC pass over every frame, which
+/// release builds leave to the re-read after the fsync. Panics otherwise: the bytes are
+/// the writer's own.
+pub fn assert_frame_is(bytes: &[u8], header: &FrameHeader) {
+    assert_eq!(
+        bytes.len() as u64,
+        header.frame_len(),
+        "frame bytes and header disagree"
+    );
+    let head: &[u8; FRAME_HEADER_LEN] = bytes
+        .first_chunk()
+        .expect("a frame holds at least its header");
+    assert_eq!(
+        FrameHeader::parse(head).as_ref(),
+        Ok(header),
+        "frame bytes do not carry their header"
+    );
+    debug_assert_eq!(check_frame(bytes).map(|(h, _)| h).as_ref(), Ok(header));
+}
+
 /// Checks one whole frame read back from disk, as every reader of whole frames does:
 /// the header parses and keeps its bounds, the bytes are exactly as long as it
 /// declares, and the CRC matches. Returns the header and the stored payload.

@@ -22,7 +22,7 @@
 //!   duty, see `store`), and it is durable before any segment it covers is deleted;
 //! - an fsync error poisons the WAL: nothing more is acknowledged.
 
-use crate::format::frame::{Codec, Codecs};
+use crate::format::frame::{Codec, Codecs, assert_frame_is};
 pub use crate::format::wal::{
     CHECKPOINT_FILE, Checkpoint, DecodedRecord, PartitionId, WAL_SUFFIX, decode_record,
     encode_record, parse_segment_name, segment_name,
@@ -270,7 +270,7 @@ impl<F: Fs> Wal<F> {
                 .map_err(wal_io("sync directory"))?;
             io.dir_unsynced = false;
         }
-        let (base, count, position) = {
+        let (base, count, position, header) = {
             let st = self.state();
             let base = st.written_seq;
             assert_eq!(
@@ -279,7 +279,8 @@ impl<F: Fs> Wal<F> {
                 "the buffer starts at the first entry not written"
             );
             io.frame_buf.clear();
-            io.codecs
+            let header = io
+                .codecs
                 .encode_frame(
                     Codec::None,
                     base,
@@ -290,13 +291,18 @@ impl<F: Fs> Wal<F> {
                     op: "encode frame",
                     source: io::Error::other(e),
                 })?;
-            (base, st.buffer.len(), st.active_len)
+            (base, st.buffer.len(), st.active_len, header)
         };
         assert!(
             count > 0,
             "only a writer holding the lock drains the buffer"
         );
-        assert_frame(&io.frame_buf, base, count);
+        assert_eq!(header.base_offset, base, "WAL frame at the wrong seq");
+        assert_eq!(
+            header.record_count as usize, count,
+            "WAL frame holds the wrong entries"
+        );
+        assert_frame_is(&io.frame_buf, &header);
         io.active
             .write_at(&io.frame_buf, position)
             .await
@@ -424,29 +430,6 @@ impl<F: Fs> Wal<F> {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
-}
-
-/// The check before a WAL write: the frame carries `count` entries from `base`, its
-/// header agrees with its length, and (debug assertions on) its CRC checks.
-fn assert_frame(frame: &[u8], base: u64, count: usize) {
-    let head: &[u8; crate::format::FRAME_HEADER_LEN] = frame
-        .first_chunk()
-        .expect("a frame holds at least its header");
-    let header = crate::format::FrameHeader::parse(head).expect("a WAL frame parses as encoded");
-    assert_eq!(header.base_offset, base, "WAL frame at the wrong seq");
-    assert_eq!(
-        header.record_count as usize, count,
-        "WAL frame holds the wrong entries"
-    );
-    assert_eq!(
-        header.frame_len(),
-        frame.len() as u64,
-        "WAL frame length disagrees"
-    );
-    debug_assert!(
-        crate::format::frame::check_frame(frame).is_ok(),
-        "WAL frame fails its CRC"
-    );
 }
 
 /// Shared handle.

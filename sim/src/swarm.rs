@@ -66,6 +66,14 @@ pub struct FaultMix {
     /// at most `latent_sectors_max` times per run.
     pub latent_sector_probability: f64,
     pub latent_sectors_max: u32,
+    /// When set, the swarm injects only the faults with these numbers and draws the
+    /// others without injecting them (a shrink's cut of the swarm). Every injection
+    /// point of the swarm's loop takes the next number, in draw order: a flip between
+    /// kills, a kill, and a kill's flip, latent sector and clock step (those three
+    /// numbered even when their kill is not injected). The supervisor's own dice are
+    /// drawn the same either way, so number `k` is the same draw in every cut (its
+    /// time moves by what the cut faults took).
+    pub only: Option<Vec<u32>>,
 }
 
 impl FaultMix {
@@ -87,6 +95,7 @@ impl FaultMix {
             settle_drops: false,
             latent_sector_probability: 0.0,
             latent_sectors_max: 0,
+            only: None,
         }
     }
 

@@ -75,6 +75,27 @@ pub fn run_command(args: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // What is written is what a user will run: it must fail the same way.
+    let back = match Scenario::parse("shrunk", &text) {
+        Ok(scenario) => scenario.spec(),
+        Err(e) => {
+            eprintln!("cafelog: error: the shrunk scenario does not parse back: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let written = run(&back);
+    if !target.matches(&written) {
+        eprintln!(
+            "cafelog: error: the scenario file does not fail as the shrunk run did (it \
+             gives: {}); nothing written. Where the file's run differs:",
+            written.verdict
+        );
+        let (a, b) = (format!("{:#?}", shrunk.spec), format!("{back:#?}"));
+        for (x, y) in a.lines().zip(b.lines()).filter(|(x, y)| x != y).take(12) {
+            eprintln!("  {} -> {}", x.trim(), y.trim());
+        }
+        return ExitCode::from(1);
+    }
     if let Err(e) = std::fs::write(&args.output, text) {
         eprintln!("cafelog: error: {}: {e}", args.output.display());
         return ExitCode::from(1);
@@ -89,6 +110,13 @@ pub fn run_command(args: &Args) -> ExitCode {
         println!("note: {note}");
     }
     println!("verdict: {}", shrunk.outcome.verdict);
+    if written.trace_hash != shrunk.outcome.trace_hash {
+        println!(
+            "note: the file's run fails the same way by another path than the shrink's last \
+             run (trace hash {:016x}, not {:016x})",
+            written.trace_hash, shrunk.outcome.trace_hash
+        );
+    }
     println!(
         "wrote {} (run it: cafelog scenario run {})",
         args.output.display(),

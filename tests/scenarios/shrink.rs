@@ -170,3 +170,145 @@ fn a_drawn_wal_segment_size_is_written_and_read_back() {
         .unwrap();
     assert!(!text.contains("[store]"), "{text}");
 }
+
+/// A quick seed whose swarm kills at its own times only (no aimed crashes, which wait
+/// for an acknowledgement) and injects at least four faults.
+fn unaimed_swarm_seed() -> (RunSpec, RunOutcome) {
+    (0..200)
+        .map(|seed| RunSpec::from_seed(seed, &Profile::quick()))
+        .filter(|s| s.mix.crash_after_commit_fraction == 0.0 && s.mix.crashes_max > 0)
+        .map(|s| {
+            let o = run(&s);
+            (s, o)
+        })
+        .find(|(_, o)| o.swarm_faults.len() >= 4 && o.kills.len() >= 3)
+        .expect("a seed in 0..200")
+}
+
+#[test]
+fn the_swarm_is_cut_by_fault_number() {
+    let (spec, full) = unaimed_swarm_seed();
+    // Two kills and no flip, from the swarm (an explicit schedule injects no numbered
+    // faults): the cut must keep exactly two numbers, both kills.
+    let keep = |o: &RunOutcome| {
+        !o.swarm_faults.is_empty()
+            && o.kills.len() >= 2
+            && o.faults.get("bit_flip").copied().unwrap_or(0) == 0
+    };
+    assert!(full.swarm_faults.len() > 2, "{:?}", full.swarm_faults);
+    let shrunk = shrink(&spec, &keep, Limits::runs(200), &mut |_| {}).expect("qualifies");
+    assert!(!shrunk.explicit, "{:?}", shrunk.notes);
+    let only = shrunk.spec.mix.only.clone().expect("cut by number");
+    assert_eq!(only.len(), 2, "two kills are enough: {only:?}");
+    assert_eq!(shrunk.outcome.swarm_faults, only);
+    assert_eq!(shrunk.outcome.kills.len(), 2, "{:?}", shrunk.outcome.kills);
+    assert!(only.iter().all(|n| full.swarm_faults.contains(n)));
+    // Every number cut: no swarm fault at all.
+    let mut none = spec.clone();
+    none.mix.only = Some(Vec::new());
+    let bare = run(&none);
+    assert!(
+        bare.swarm_faults.is_empty() && bare.kills.is_empty(),
+        "{:?}",
+        bare.kills
+    );
+    // The cut, written as a scenario and read back, is the same run.
+    let expect = Expect {
+        verdict: VerdictKind::of(&shrunk.outcome.verdict),
+        checker: shrunk.outcome.verdict.failure().map(|f| f.checker),
+        reaches: vec![],
+        injects: vec![],
+    };
+    let text = Scenario::from_spec(&shrunk.spec, expect)
+        .to_toml("cut in a test")
+        .expect("serialises");
+    assert!(text.contains("only = ["), "{text}");
+    let scenario = Scenario::parse("cut", &text).expect("parses back");
+    assert_eq!(scenario.spec().mix.only, shrunk.spec.mix.only);
+    assert_eq!(run(&scenario.spec()).trace_hash, shrunk.outcome.trace_hash);
+}
+
+#[test]
+fn request_drops_are_written_and_read_back_with_a_swarm_or_a_schedule() {
+    let mut spec = (0..100)
+        .map(|seed| RunSpec::from_seed(seed, &Profile::quick()))
+        .find(|s| s.mix.cancel_probability > 0.0)
+        .expect("a seed with request drops");
+    let explicit = [false, true];
+    for ((loops, settles), explicit) in [(false, true), (true, false), (true, true)]
+        .into_iter()
+        .flat_map(|d| explicit.map(|e| (d, e)))
+    {
+        // An explicit schedule replaces the swarm's faults, not the server's cancels.
+        spec.schedule = explicit.then(Vec::new);
+        spec.mix.loop_drops = loops;
+        spec.mix.settle_drops = settles;
+        let expect = Expect {
+            verdict: VerdictKind::Pass,
+            checker: None,
+            reaches: vec![],
+            injects: vec![],
+        };
+        let text = Scenario::from_spec(&spec, expect)
+            .to_toml("drops")
+            .expect("serialises");
+        let back = Scenario::parse("drops", &text).expect("parses back").spec();
+        assert_eq!(
+            (back.mix.loop_drops, back.mix.settle_drops),
+            (loops, settles),
+            "{text}"
+        );
+        assert_eq!(
+            back.mix.cancel_probability, spec.mix.cancel_probability,
+            "{text}"
+        );
+        assert_eq!(back.schedule.is_some(), explicit);
+    }
+}
+
+/// The paths of the fsync EIO faults of a run, in order.
+fn fsync_eio_paths(outcome: &RunOutcome) -> Vec<String> {
+    use cafelog_sim::history::{EventKind, FaultKind};
+    outcome
+        .history
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Fault {
+                kind: FaultKind::FsyncEio { .. },
+                path,
+                ..
+            } => Some(path.clone().unwrap_or_default()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_aimed_fsync_fault_strikes_only_its_file() {
+    use cafelog_sim::swarm::FaultMix;
+    use cafelog_sim::world::{Action, ScheduledFault, Trigger};
+    let mut spec = RunSpec::from_seed(3, &Profile::quick());
+    spec.mix = FaultMix::none();
+    let at = |path: Option<&str>| {
+        let mut s = spec.clone();
+        s.schedule = Some(vec![ScheduledFault {
+            trigger: Trigger::AtMs(50),
+            action: Action::FsyncEio {
+                path: path.map(str::to_owned),
+            },
+        }]);
+        fsync_eio_paths(&run(&s))
+    };
+    // Unaimed, the next fsync of any file fails; aimed, the next of that file only.
+    let unaimed = at(None);
+    assert_eq!(unaimed.len(), 1, "{unaimed:?}");
+    let topic = &spec.workload.topics.last().expect("a topic").name;
+    let aim = format!("/data/topics/{topic}/p00000/00000000000000000000.log");
+    assert_ne!(
+        unaimed[0], aim,
+        "pick a seed whose first fsync is another file's"
+    );
+    assert_eq!(at(Some(&aim)), vec![aim.clone()]);
+    assert!(at(Some("/data/no/such/file")).is_empty());
+}

@@ -55,11 +55,17 @@ impl Faults<'_> {
             .sum();
         let count = inode.pending.len();
         let options = self.options;
-        if self.fires(
-            FsEventKind::FsyncEio,
-            options.fsync_eio_probability,
-            options.fsync_eio_max,
-        ) {
+        let aimed_here = options
+            .fsync_fault_path
+            .as_ref()
+            .is_none_or(|aim| *aim == path());
+        if aimed_here
+            && self.fires(
+                FsEventKind::FsyncEio,
+                options.fsync_eio_probability,
+                options.fsync_eio_max,
+            )
+        {
             // Linux: the failed pages are marked clean; the error is reported once and
             // the data never reaches the disk, though the cache still shows it. A
             // truncation is journaled metadata, not a page: it stays pending, and a
@@ -77,11 +83,13 @@ impl Faults<'_> {
             );
             return SyncOutcome::Eio;
         }
-        if self.fires(
-            FsEventKind::LostFsync,
-            options.lost_fsync_probability,
-            options.lost_fsync_max,
-        ) {
+        if aimed_here
+            && self.fires(
+                FsEventKind::LostFsync,
+                options.lost_fsync_probability,
+                options.lost_fsync_max,
+            )
+        {
             inode.pending.clear();
             inode.diverged = true;
             self.record(

@@ -75,6 +75,9 @@ pub struct FaultOptions {
     /// Probability that an operation without a sleep still yields to the scheduler
     /// once before taking effect, so another task (or a kill) can run in between.
     pub yield_probability: f64,
+    /// While set, fsync EIO and lost fsyncs strike only this file (a schedule's fsync
+    /// fault aimed at the file the swarm's struck).
+    pub fsync_fault_path: Option<std::path::PathBuf>,
 }
 
 impl FaultOptions {
@@ -101,6 +104,7 @@ impl FaultOptions {
             latency_max: Duration::ZERO,
             latency_after_probability: 0.0,
             yield_probability: 0.0,
+            fsync_fault_path: None,
         }
     }
 

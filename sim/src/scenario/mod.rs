@@ -17,8 +17,8 @@ mod file;
 mod report;
 
 pub use file::{
-    ActionName, ConsumerSpec, DiskSpec, Expect, FAULT_NAMES, ProducerSpec, ProfileSpec, Range,
-    ScenarioFile, ScheduleEntry, StoreSpec, SwarmSpec, TopicSpec, VerdictKind,
+    ActionName, CancelSpec, ConsumerSpec, DiskSpec, Expect, FAULT_NAMES, ProducerSpec, ProfileSpec,
+    Range, ScenarioFile, ScheduleEntry, StoreSpec, SwarmSpec, TopicSpec, VerdictKind,
 };
 pub use report::StableReport;
 
@@ -206,10 +206,16 @@ impl Scenario {
             mix.clock_steps_max = s.clock_steps_max;
             mix.process_crash_fraction = s.process_crash_fraction;
             mix.cancel_probability = s.cancel_probability;
-            mix.loop_drops = s.cancel_probability > 0.0;
-            mix.settle_drops = s.cancel_probability > 0.0;
+            mix.loop_drops = s.loop_drops.unwrap_or(s.cancel_probability > 0.0);
+            mix.settle_drops = s.settle_drops.unwrap_or(s.cancel_probability > 0.0);
             mix.latent_sector_probability = s.latent_sector_probability;
             mix.latent_sectors_max = s.latent_sectors_max;
+            mix.only = s.only.clone();
+        }
+        if let Some(c) = &f.cancel {
+            mix.cancel_probability = c.probability;
+            mix.loop_drops = c.loops.unwrap_or(true);
+            mix.settle_drops = c.settles.unwrap_or(true);
         }
         RunSpec {
             seed: f.seed,
@@ -237,6 +243,11 @@ impl Scenario {
             Some(s) => (None, s.iter().cloned().map(ScheduleEntry).collect()),
             None => (Some(SwarmSpec::from(&spec.mix)), Vec::new()),
         };
+        let cancel = spec
+            .schedule
+            .is_some()
+            .then(|| CancelSpec::of(&spec.mix))
+            .flatten();
         ScenarioFile {
             seed: spec.seed,
             expect,
@@ -297,6 +308,7 @@ impl Scenario {
                 wal_segment_bytes: spec.workload.wal_segment_bytes,
             },
             swarm,
+            cancel,
             schedule,
         }
     }
@@ -333,6 +345,21 @@ fn validate(f: &ScenarioFile) -> Result<(), String> {
     }
     if f.store.wal_segment_bytes == 0 {
         return Err("[store]: wal_segment_bytes must be at least 1".into());
+    }
+    if let Some(c) = &f.cancel {
+        if f.swarm.is_some() {
+            return Err(
+                "[cancel] is for an explicit schedule: a [swarm] has its own \
+                        cancel_probability"
+                    .into(),
+            );
+        }
+        if !(0.0..=1.0).contains(&c.probability) {
+            return Err(format!(
+                "[cancel]: probability = {} must be within 0..=1",
+                c.probability
+            ));
+        }
     }
     if let Some(s) = &f.swarm {
         for (name, value) in [
@@ -580,6 +607,16 @@ file = "segment"
                 trigger: Trigger::WhileDown,
                 action: Action::ClockStep { ms: 40 },
             },
+            ScheduledFault {
+                trigger: Trigger::AtMs(900),
+                action: Action::FsyncEio {
+                    path: Some("/data/wal/00000000000000000000.wal".into()),
+                },
+            },
+            ScheduledFault {
+                trigger: Trigger::AtMs(950),
+                action: Action::LostFsync { path: None },
+            },
         ]);
         let text = Scenario::from_spec(&original, pass())
             .to_toml("exact")
@@ -607,6 +644,10 @@ file = "segment"
             "{e}"
         );
         assert!(e.contains("line 2"), "{e}");
+        let swarm_and_cancel =
+            format!("{MINIMAL}\n[swarm]\ncrashes_max = 1\n\n[cancel]\nprobability = 0.1\n");
+        let e = parse_error(&swarm_and_cancel);
+        assert!(e.contains("[cancel] is for an explicit schedule"), "{e}");
         let half_a_bit = MINIMAL.replace("file = \"segment\"", "file = \"segment\"\nposition = 3");
         let e = parse_error(&half_a_bit);
         assert!(

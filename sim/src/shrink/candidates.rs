@@ -38,6 +38,15 @@ pub fn candidates(spec: &RunSpec, outcome: &RunOutcome) -> Vec<Candidate> {
         }
     } else {
         let m = &spec.mix;
+        if let Some(only) = &m.only {
+            for (i, n) in only.iter().enumerate().rev() {
+                push(format!("drop the swarm's fault {n}"), &|c| {
+                    if let Some(o) = &mut c.mix.only {
+                        o.remove(i);
+                    }
+                });
+            }
+        }
         push("halve crashes_max".into(), &|c| {
             c.mix.crashes_max = m.crashes_max / 2
         });
@@ -56,8 +65,32 @@ pub fn candidates(spec: &RunSpec, outcome: &RunOutcome) -> Vec<Candidate> {
     workload(spec, &mut push);
     profile(spec, outcome, &mut push);
     knobs(spec, &mut push);
+    disk_caps(spec, outcome, &mut push);
     mix(&mut push);
     out
+}
+
+/// The disk's last fault of each capped kind cut off: a cap one below what fired, so
+/// the run up to that fault is the same.
+fn disk_caps(spec: &RunSpec, outcome: &RunOutcome, push: &mut Push<'_>) {
+    type Cap = fn(&mut crate::fs::FaultOptions) -> &mut u32;
+    let caps: [(&str, Cap); 4] = [
+        ("fsync_eio", |o| &mut o.fsync_eio_max),
+        ("lost_fsync", |o| &mut o.lost_fsync_max),
+        ("misdirected", |o| &mut o.misdirect_max),
+        ("enospc", |o| &mut o.enospc_max),
+    ];
+    for (name, cap) in caps {
+        let fired = outcome.faults.get(name).copied().unwrap_or(0);
+        let fired = u32::try_from(fired).unwrap_or(u32::MAX);
+        let mut fs = spec.mix.fs.clone();
+        if fired == 0 || *cap(&mut fs) < fired {
+            continue;
+        }
+        push(format!("{name}_max {}", fired - 1), &|c| {
+            *cap(&mut c.mix.fs) = fired - 1
+        });
+    }
 }
 
 type Push<'a> = dyn FnMut(String, &dyn Fn(&mut RunSpec)) + 'a;

@@ -4,13 +4,16 @@
 //! 1. The swarm's random crashes, bit flips, clock steps and fsync faults are read back
 //!    from the history and written as an explicit schedule
 //!    ([`schedule::schedule_from_history`]); the first variant that still fails the
-//!    same way replaces the swarm. If none does, the swarm faults stay and only the
-//!    workload, knobs and disk shrink.
-//! 2. Delta debugging over the schedule's entries ([`schedule::ddmin`]).
-//! 3. Greedy: try each one-step-smaller candidate ([`candidates`]: a schedule entry, a
-//!    topic, partition, producer or consumer fewer; fewer records, a shorter run; a
-//!    knob back at its default; a fault off) and keep the first that still fails the
-//!    same way; start over from it. Stop when no candidate is kept.
+//!    same way replaces the swarm. If none does, delta debugging cuts the swarm's
+//!    faults by number (`FaultMix::only`), and the explicit form is tried again on the
+//!    smaller run.
+//! 2. Delta debugging over an explicit schedule's entries ([`schedule::ddmin`]).
+//! 3. Greedy: try each one-step-smaller candidate ([`candidates`]: a schedule entry or a
+//!    numbered swarm fault, a topic, partition, producer or consumer fewer; fewer
+//!    records, a shorter run; a knob back at its default; the disk's last fault of a
+//!    kind cut; a fault off) and keep the first that still fails the same way; start
+//!    over from it. Stop when no candidate is kept. A run still in swarm form then
+//!    tries the explicit form once more, and if it repeats, steps 2 and 3 run again.
 //!
 //! "The same way" ([`Target`]): the same verdict and checker, and the first violation
 //! names a record on the same partition, so the shrink cannot slide to another bug.
@@ -19,6 +22,7 @@
 
 mod candidates;
 pub mod schedule;
+mod steps;
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +32,7 @@ use crate::scenario::VerdictKind;
 use crate::world::{RunOutcome, RunSpec, run};
 pub use candidates::changed_knobs;
 pub use schedule::schedule_from_history;
+use steps::Runner;
 
 /// The failure a shrink must preserve.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,44 +170,6 @@ pub struct Shrunk {
     pub notes: Vec<String>,
 }
 
-/// The runs of one shrink, within its limits.
-struct Runner<'a> {
-    keep: &'a dyn Fn(&RunOutcome) -> bool,
-    limits: Limits,
-    started: Instant,
-    attempts: usize,
-}
-
-impl Runner<'_> {
-    /// Runs `spec` and says whether it fails the same way, or `None` when the limits
-    /// are spent.
-    fn try_run(&mut self, spec: &RunSpec) -> Option<(bool, RunOutcome)> {
-        if self.spent() {
-            return None;
-        }
-        self.attempts += 1;
-        let outcome = run(spec);
-        Some(((self.keep)(&outcome), outcome))
-    }
-
-    fn spent(&self) -> bool {
-        self.attempts >= self.limits.runs
-            || self
-                .limits
-                .time
-                .is_some_and(|t| self.started.elapsed() >= t)
-    }
-
-    fn tag(&self) -> String {
-        format!(
-            "[{}/{} runs, {:.1}s]",
-            self.attempts,
-            self.limits.runs,
-            self.started.elapsed().as_secs_f64()
-        )
-    }
-}
-
 /// Shrinks `start` while `keep` holds. `progress` receives one line per kept step.
 #[allow(
     clippy::disallowed_methods,
@@ -235,85 +202,43 @@ pub fn shrink(
     let mut best = (start.clone(), first);
     let mut explicit = start.schedule.is_some();
     if !explicit {
-        for (label, candidate) in schedule::explicit_variants(&best.0, &best.1) {
-            let Some((kept, outcome)) = runner.try_run(&candidate) else {
-                break;
-            };
-            if kept {
-                progress(&format!(
-                    "explicit schedule ({label}) reproduces the failure"
-                ));
-                notes.push(format!(
-                    "the swarm's faults became an explicit schedule ({label})"
-                ));
-                best = (candidate, outcome);
-                explicit = true;
-                break;
-            }
-            progress(&format!(
-                "explicit schedule ({label}) does not reproduce it"
-            ));
-        }
-        if !explicit {
-            notes.push(
-                "no explicit schedule reproduced the failure: the swarm faults are kept and \
-                 only the workload, knobs and disk were shrunk"
-                    .into(),
-            );
-        }
+        explicit = steps::make_explicit(&mut runner, &mut best, &mut notes, progress);
     }
-    if let Some(schedule) = best.0.schedule.clone() {
-        let mut found: Option<(RunSpec, RunOutcome)> = None;
-        let kept = schedule::ddmin(&schedule, &mut |entries| {
-            let mut candidate = best.0.clone();
-            candidate.schedule = Some(entries.to_vec());
-            let (kept, outcome) = runner.try_run(&candidate)?;
-            if kept
-                && found
-                    .as_ref()
-                    .is_none_or(|(s, _)| schedule_len(s) > entries.len())
-            {
-                found = Some((candidate, outcome));
-            }
-            Some(kept)
-        });
-        if let Some((spec, outcome)) = found
-            && schedule_len(&spec) == kept.len()
-            && kept.len() < schedule.len()
-        {
-            let label = format!(
-                "schedule {} -> {} entries (delta debugging)",
-                schedule.len(),
-                kept.len()
-            );
-            progress(&format!("{} kept: {label}", runner.tag()));
-            steps.push(label);
-            best = (spec, outcome);
-        }
+    if !explicit && let Some(cut) = steps::cut_swarm(&mut runner, &best) {
+        let label = format!(
+            "the swarm's faults {} -> {} (delta debugging over their numbers)",
+            best.1.swarm_faults.len(),
+            cut.1.swarm_faults.len()
+        );
+        progress(&format!("{} kept: {label}", runner.tag()));
+        steps.push(label);
+        best = cut;
+        // Fewer faults, fewer same-instant races: the explicit form may repeat now.
+        explicit = steps::make_explicit(&mut runner, &mut best, &mut notes, progress);
     }
-    'passes: loop {
-        for (label, candidate) in candidates::candidates(&best.0, &best.1) {
-            let Some((kept, outcome)) = runner.try_run(&candidate) else {
-                notes.push(format!(
-                    "stopped at the limit ({} runs, {:.0} s)",
-                    runner.attempts,
-                    runner.started.elapsed().as_secs_f64()
-                ));
-                break 'passes;
-            };
-            if kept {
-                progress(&format!(
-                    "{} kept: {label} ({})",
-                    runner.tag(),
-                    Sizes::of(&candidate, &outcome)
-                ));
-                steps.push(label);
-                best = (candidate, outcome);
-                // The other candidates were cut from the old best: start over.
-                continue 'passes;
-            }
-        }
-        break;
+    if explicit {
+        steps::cut_schedule(&mut runner, &mut best, &mut steps, progress);
+    }
+    let mut stopped = steps::greedy(&mut runner, &mut best, &mut steps, progress);
+    // A smaller run races less at one instant: its faults may repeat explicitly now.
+    if !explicit && !stopped && steps::make_explicit(&mut runner, &mut best, &mut notes, progress) {
+        explicit = true;
+        steps::cut_schedule(&mut runner, &mut best, &mut steps, progress);
+        stopped = steps::greedy(&mut runner, &mut best, &mut steps, progress);
+    }
+    if stopped {
+        notes.push(format!(
+            "stopped at the limit ({} runs, {:.0} s)",
+            runner.attempts,
+            runner.started.elapsed().as_secs_f64()
+        ));
+    }
+    if !explicit {
+        notes.push(
+            "no explicit schedule reproduced the failure: the swarm draws the faults, and \
+             `only` lists the ones it injects"
+                .into(),
+        );
     }
     let after = Sizes::of(&best.0, &best.1);
     progress(&format!("end after {} runs: {after}", runner.attempts));
@@ -328,8 +253,4 @@ pub fn shrink(
         steps,
         notes,
     })
-}
-
-fn schedule_len(spec: &RunSpec) -> usize {
-    spec.schedule.as_ref().map_or(0, Vec::len)
 }

@@ -123,12 +123,18 @@ pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<Sc
                     );
                 }
                 FaultKind::FsyncEio { .. } | FaultKind::LostFsync { .. } if fsync_faults => {
+                    // Aimed at the file it struck, so cutting other writers of the
+                    // disk does not move it.
+                    let path = match &event.kind {
+                        EventKind::Fault { path, .. } => path.clone(),
+                        _ => None,
+                    };
                     out.push(ScheduledFault {
                         trigger: Trigger::AtMs(event.at_ms.saturating_sub(1)),
                         action: if matches!(kind, FaultKind::FsyncEio { .. }) {
-                            Action::FsyncEio
+                            Action::FsyncEio { path }
                         } else {
-                            Action::LostFsync
+                            Action::LostFsync { path }
                         },
                     });
                 }

@@ -7,8 +7,11 @@ use super::*;
 pub(super) fn arm_fsync_fault(world: &World, action: &Action) {
     let counts = world.fs.event_counts();
     let mut options = world.fs.options();
+    if let Action::FsyncEio { path } | Action::LostFsync { path } = action {
+        options.fsync_fault_path = path.as_ref().map(PathBuf::from);
+    }
     match action {
-        Action::FsyncEio => {
+        Action::FsyncEio { .. } => {
             let fired = counts
                 .get(&crate::fs::FsEventKind::FsyncEio)
                 .copied()
@@ -127,23 +130,22 @@ pub(super) fn step_clock(world: &World, back_ms: u64) {
     rec.fault(FaultKind::ClockStep { back_ms }, None, None);
 }
 
-/// Flips one bit of durable data at rest (segments, hwm, consumer.offset, WAL).
-/// Flips one bit of a file of kind `file` (drawn when `None`): the bit `at` names, or a
-/// random one.
-pub(super) async fn flip(
-    world: &World,
-    dice: &mut Dice,
-    file: Option<FileKind>,
-    at: Option<&FlipAt>,
-) -> bool {
-    let kinds = [
+/// The kind of file a random flip hits: segments twice as often as hwm,
+/// consumer.offset and the WAL.
+pub(super) fn draw_flip_file(dice: &mut Dice) -> FileKind {
+    const KINDS: [FileKind; 5] = [
         FileKind::Segment,
         FileKind::Segment,
         FileKind::Hwm,
         FileKind::ConsumerOffset,
         FileKind::Wal,
     ];
-    let want = file.unwrap_or_else(|| kinds[dice.below(kinds.len() as u64) as usize]);
+    KINDS[dice.below(KINDS.len() as u64) as usize]
+}
+
+/// Flips one bit of durable data at rest in a file of kind `want` (segments, hwm,
+/// consumer.offset, WAL): the bit `at` names, or a random one.
+pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> bool {
     // Map frames before the flip: afterwards the decode stops at the damaged frame.
     let mut before = BTreeMap::new();
     let mut images = BTreeMap::new();

@@ -14,8 +14,8 @@
 //!
 //! Rooms: this file runs a world (the supervisor, the schedule, the swarm, the heal and
 //! drain); `spec` says what a run is, `inject` how faults are made, `restart` what the
-//! world reads of the disk at each restart, `clients` the producers, consumers and
-//! sampler; `node` is the engine's side.
+//! world reads of the disk at each restart, `swarm` the faults drawn from the mix,
+//! `clients` the producers, consumers and sampler; `node` is the engine's side.
 
 pub mod alarms;
 pub mod cancel;
@@ -31,6 +31,7 @@ pub mod recorder;
 mod restart;
 pub mod shape;
 mod spec;
+mod swarm;
 pub mod workload;
 
 use crate::check::{CheckConfig, CheckReport, Verdict, check};
@@ -72,6 +73,7 @@ struct Captured {
     produced: u64,
     kills: Vec<KillAt>,
     flips: Vec<(u64, FlipAt)>,
+    swarm_faults: Vec<u32>,
 }
 
 type Sink = Arc<Mutex<Option<Captured>>>;
@@ -105,6 +107,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         produced,
         kills,
         flips,
+        swarm_faults,
     } = captured
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -151,6 +154,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         records_produced: produced,
         kills,
         flips,
+        swarm_faults,
     }
 }
 
@@ -305,6 +309,7 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
         produced: world.next_id.load(Ordering::SeqCst),
         kills: std::mem::take(&mut rec.kills),
         flips: std::mem::take(&mut rec.flips),
+        swarm_faults: std::mem::take(&mut rec.swarm_faults),
     };
     *sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(captured);
 }
@@ -318,7 +323,7 @@ fn now_ms(world: &World) -> u64 {
 async fn supervise(world: &Arc<World>, node: madsim::task::NodeId) {
     match world.spec.schedule.clone() {
         Some(schedule) => run_schedule(world, node, &schedule).await,
-        None => run_swarm(world, node).await,
+        None => swarm::run_swarm(world, node).await,
     }
     heal_and_drain(world, node).await;
 }
@@ -327,7 +332,6 @@ async fn supervise(world: &Arc<World>, node: madsim::task::NodeId) {
 /// follow it `while_down`.
 async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: &[ScheduledFault]) {
     let heal_ms = world.spec.profile.heal_ms;
-    let mut dice = Dice::new(sub_seed(world.spec.seed, 4));
     let mut down = false;
     for entry in schedule {
         if entry.trigger == Trigger::WhileDown {
@@ -381,13 +385,15 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
             Action::CrashWithBitFlip { file, at }
             | Action::ProcessCrashWithBitFlip { file, at }
             | Action::BitFlip { file, at } => {
-                flip(world, &mut dice, Some(*file), at.as_ref()).await;
+                flip(world, *file, at.as_ref()).await;
             }
             Action::CrashWithClockStep { ms } | Action::ClockStep { ms } => step_clock(world, *ms),
             Action::CrashWithLatentSector | Action::LatentSector => {
                 latent::inject(world);
             }
-            Action::FsyncEio | Action::LostFsync => arm_fsync_fault(world, &entry.action),
+            Action::FsyncEio { .. } | Action::LostFsync { .. } => {
+                arm_fsync_fault(world, &entry.action)
+            }
         }
     }
     if down {
@@ -443,87 +449,6 @@ async fn serve_restart(world: &Arc<World>, node: madsim::task::NodeId) {
         world.recorder.lock().paths.restarts_after_fatal_error += 1;
         kill(world, node, Kill::Process, KillCause::Requested).await;
         restart(world, node);
-    }
-}
-
-/// Crashes, flips and clock steps drawn from the fault mix, until the heal.
-async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
-    let profile = &world.spec.profile;
-    let mix = &world.spec.mix;
-    let mut dice = Dice::new(sub_seed(world.spec.seed, 4));
-    // A stream of its own, so that runs without process crashes draw as before.
-    let mut kinds = Dice::new(sub_seed(world.spec.seed, 5));
-    let mut crashes = 0u32;
-    let mut flips = 0u32;
-    let mut steps = 0u32;
-    let mut latents = 0u32;
-    let mut latent_dice = Dice::new(sub_seed(world.spec.seed, 7));
-    let mut next_flip_ms = next_exp(&mut dice, mix.bit_flips_per_s);
-    loop {
-        let now = now_ms(world);
-        if now >= profile.heal_ms {
-            break;
-        }
-        let gap = mix
-            .crash_mean_gap_ms
-            .filter(|_| crashes < mix.crashes_max)
-            .map_or(profile.heal_ms - now, |mean| exp_ms(&mut dice, mean).max(1));
-        let wake = (now + gap)
-            .min(profile.heal_ms)
-            .min(next_flip_ms.unwrap_or(u64::MAX));
-        sleep_serving(world, node, wake.saturating_sub(now).max(1)).await;
-        let now = now_ms(world);
-        if now >= profile.heal_ms {
-            break;
-        }
-        if next_flip_ms.is_some_and(|at| now >= at) {
-            if flips < mix.bit_flips_max && flip(world, &mut dice, None, None).await {
-                flips += 1;
-            }
-            next_flip_ms = next_exp(&mut dice, mix.bit_flips_per_s).map(|d| now + d);
-            continue;
-        }
-        if mix.crash_mean_gap_ms.is_none() || crashes >= mix.crashes_max {
-            continue;
-        }
-        let aimed = dice.chance(mix.crash_after_commit_fraction);
-        let cause = if aimed {
-            KillCause::AfterAck
-        } else {
-            KillCause::Injected
-        };
-        if aimed {
-            // The window between a commit and the next HWM persist: crash right after
-            // the next acknowledgement.
-            let listener = world.acked.listen();
-            let _ = madsim::time::timeout(Duration::from_millis(500), listener).await;
-            world.recorder.lock().paths.crashes_after_commit += 1;
-        }
-        let kind = if mix.process_crash_fraction > 0.0 && kinds.chance(mix.process_crash_fraction) {
-            Kill::Process
-        } else {
-            Kill::PowerLoss
-        };
-        kill(world, node, kind, cause).await;
-        if flips < mix.bit_flips_max && dice.chance(0.5) && flip(world, &mut dice, None, None).await
-        {
-            flips += 1;
-        }
-        // From a stream of its own, so that runs without latent sectors draw as before.
-        if kind == Kill::PowerLoss
-            && latents < mix.latent_sectors_max
-            && latent_dice.chance(mix.latent_sector_probability)
-            && latent::inject(world)
-        {
-            latents += 1;
-        }
-        if steps < mix.clock_steps_max && dice.chance(mix.clock_step_probability) {
-            let back = dice.range(1..=mix.clock_step_back_ms_max.max(1));
-            step_clock(world, back);
-            steps += 1;
-        }
-        restart(world, node);
-        crashes += 1;
     }
 }
 

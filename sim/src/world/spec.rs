@@ -69,10 +69,11 @@ pub enum Action {
     CrashWithClockStep { ms: u64 },
     /// Kill the node, make one sector of a segment unreadable, restart.
     CrashWithLatentSector,
-    /// The next fsync with pending data fails with EIO.
-    FsyncEio,
-    /// The next fsync with pending data returns Ok and persists nothing.
-    LostFsync,
+    /// The next fsync with pending data (of the file `path`, when set) fails with EIO.
+    FsyncEio { path: Option<String> },
+    /// The next fsync with pending data (of the file `path`, when set) returns Ok and
+    /// persists nothing.
+    LostFsync { path: Option<String> },
 }
 
 /// One entry of an explicit schedule.
@@ -140,4 +141,7 @@ pub struct RunOutcome {
     /// Every bit flip, in the order of its `BitFlip` fault event: when (ns) and which
     /// bit, so a schedule can repeat it.
     pub flips: Vec<(u64, FlipAt)>,
+    /// The numbers of the swarm's faults that were injected (`FaultMix::only`), in
+    /// order; empty for an explicit schedule.
+    pub swarm_faults: Vec<u32>,
 }

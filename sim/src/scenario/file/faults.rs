@@ -102,6 +102,7 @@ impl DiskSpec {
             latency_max: Duration::from_micros(self.latency_max_us),
             latency_after_probability: self.latency_after_probability,
             yield_probability: self.yield_probability,
+            fsync_fault_path: None,
         };
         o.validate().map_err(|e| format!("[disk]: {e}"))?;
         Ok(o)
@@ -132,6 +133,41 @@ pub struct SwarmSpec {
     pub latent_sector_probability: f64,
     #[serde(skip_serializing_if = "is_zero_u32")]
     pub latent_sectors_max: u32,
+    /// Whether the background loops and the acks are dropped too; unset, they are
+    /// whenever requests are (`cancel_probability` above 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loop_drops: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settle_drops: Option<bool>,
+    /// Only the swarm's faults with these numbers are injected (a shrink's cut: the
+    /// others are drawn and skipped, so each number keeps its draw).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub only: Option<Vec<u32>>,
+}
+
+/// Requests dropped part-way under an explicit schedule (a swarm's are in `[swarm]`):
+/// the server's cancels, which an explicit schedule does not replace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelSpec {
+    /// Probability that a request is dropped at one of its await points.
+    pub probability: f64,
+    /// Whether the background loops and the acks are dropped too; unset, they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loops: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settles: Option<bool>,
+}
+
+impl CancelSpec {
+    /// The mix's cancels, when it has any.
+    pub fn of(m: &crate::swarm::FaultMix) -> Option<CancelSpec> {
+        (m.cancel_probability > 0.0).then(|| CancelSpec {
+            probability: m.cancel_probability,
+            loops: (!m.loop_drops).then_some(false),
+            settles: (!m.settle_drops).then_some(false),
+        })
+    }
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -163,6 +199,10 @@ impl From<&crate::swarm::FaultMix> for SwarmSpec {
             cancel_probability: m.cancel_probability,
             latent_sector_probability: m.latent_sector_probability,
             latent_sectors_max: m.latent_sectors_max,
+            loop_drops: (m.loop_drops != (m.cancel_probability > 0.0)).then_some(m.loop_drops),
+            settle_drops: (m.settle_drops != (m.cancel_probability > 0.0))
+                .then_some(m.settle_drops),
+            only: m.only.clone(),
         }
     }
 }

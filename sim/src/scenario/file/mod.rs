@@ -55,6 +55,9 @@ pub struct ScenarioFile {
     /// (what `shrink` writes when the explicit schedule does not reproduce a failure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swarm: Option<SwarmSpec>,
+    /// Requests dropped part-way, with an explicit schedule (a swarm has its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<CancelSpec>,
     #[serde(default)]
     pub schedule: Vec<ScheduleEntry>,
 }

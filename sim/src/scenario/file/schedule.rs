@@ -41,7 +41,8 @@ struct RawEntry {
     file: Option<FileKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     back_ms: Option<u64>,
-    /// A flip's exact bit: the durable file, the byte and the bit (all three or none).
+    /// A flip's exact bit: the durable file, the byte and the bit (all three or none);
+    /// or the one file an fsync fault strikes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,7 +85,14 @@ impl TryFrom<RawEntry> for ScheduleEntry {
                 | ActionName::ProcessCrashWithBitFlip
                 | ActionName::BitFlip
         );
-        let at = match (r.path, r.position, r.bit) {
+        let fsyncs = matches!(r.action, ActionName::FsyncEio | ActionName::LostFsync);
+        // An fsync fault's `path` aims it at one file.
+        let (aim, path) = if fsyncs {
+            (r.path, None)
+        } else {
+            (None, r.path)
+        };
+        let at = match (path, r.position, r.bit) {
             (None, None, None) => None,
             (Some(path), Some(position), Some(bit)) if flips && bit < 8 => Some(FlipAt {
                 path,
@@ -92,7 +100,11 @@ impl TryFrom<RawEntry> for ScheduleEntry {
                 bit,
             }),
             _ => {
-                return Err("path, position and bit (0-7) go together, on a bit flip only".into());
+                return Err(
+                    "path, position and bit (0-7) go together, on a bit flip only \
+                            (an fsync fault takes path alone)"
+                        .into(),
+                );
             }
         };
         let action = match (r.action, r.file, r.back_ms) {
@@ -126,8 +138,8 @@ impl TryFrom<RawEntry> for ScheduleEntry {
                 ActionName::ProcessCrash => Action::ProcessCrash,
                 ActionName::CrashWithLatentSector => Action::CrashWithLatentSector,
                 ActionName::LatentSector => Action::LatentSector,
-                ActionName::FsyncEio => Action::FsyncEio,
-                ActionName::LostFsync => Action::LostFsync,
+                ActionName::FsyncEio => Action::FsyncEio { path: aim },
+                ActionName::LostFsync => Action::LostFsync { path: aim },
                 ActionName::CrashWithBitFlip
                 | ActionName::ProcessCrashWithBitFlip
                 | ActionName::BitFlip
@@ -159,6 +171,7 @@ impl From<ScheduleEntry> for RawEntry {
         };
         let while_down = e.0.trigger == Trigger::WhileDown;
         let mut at = None;
+        let mut aim = None;
         let (action, file, back_ms) = match e.0.action {
             Action::Crash => (ActionName::Crash, None, None),
             Action::ProcessCrash => (ActionName::ProcessCrash, None, None),
@@ -178,8 +191,14 @@ impl From<ScheduleEntry> for RawEntry {
             Action::CrashWithLatentSector => (ActionName::CrashWithLatentSector, None, None),
             Action::LatentSector => (ActionName::LatentSector, None, None),
             Action::ClockStep { ms } => (ActionName::ClockStep, None, Some(ms)),
-            Action::FsyncEio => (ActionName::FsyncEio, None, None),
-            Action::LostFsync => (ActionName::LostFsync, None, None),
+            Action::FsyncEio { path } => {
+                aim = path;
+                (ActionName::FsyncEio, None, None)
+            }
+            Action::LostFsync { path } => {
+                aim = path;
+                (ActionName::LostFsync, None, None)
+            }
         };
         RawEntry {
             at_ms,
@@ -189,7 +208,7 @@ impl From<ScheduleEntry> for RawEntry {
             action,
             file,
             back_ms,
-            path: at.as_ref().map(|a| a.path.clone()),
+            path: at.as_ref().map(|a| a.path.clone()).or(aim),
             position: at.as_ref().map(|a| a.position),
             bit: at.as_ref().map(|a| a.bit),
         }

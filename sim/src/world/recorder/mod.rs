@@ -51,6 +51,8 @@ pub struct Recorder {
     pub kills: Vec<KillAt>,
     /// Every bit flip (when, in ns, and which bit), in history order.
     pub flips: Vec<(u64, super::FlipAt)>,
+    /// The swarm's numbers of the faults it injected, in order (`FaultMix::only`).
+    pub swarm_faults: Vec<u32>,
     start: madsim::time::Instant,
     fs: SimFs,
     pub paths: Paths,
@@ -91,6 +93,7 @@ impl Shared {
             history: History::new(),
             kills: Vec::new(),
             flips: Vec::new(),
+            swarm_faults: Vec::new(),
             #[allow(
                 clippy::disallowed_methods,
                 reason = "madsim's Instant, which reads simulated time"

@@ -46,7 +46,8 @@ struct Last {
 pub fn check(facts: &Facts<'_>) -> LeaseReport {
     let mut report = LeaseReport::default();
     let mut leases: BTreeMap<String, u64> = BTreeMap::new();
-    let mut last: BTreeMap<(TopicPartition, Offset), Last> = BTreeMap::new();
+    // Keyed by the history's own partition names: no key is cloned per event.
+    let mut last: BTreeMap<(&TopicPartition, Offset), Last> = BTreeMap::new();
     let mut incarnation: Incarnation = 0;
     for (index, event) in facts.history.events().iter().enumerate() {
         if event.incarnation != incarnation {
@@ -61,12 +62,12 @@ pub fn check(facts: &Facts<'_>) -> LeaseReport {
                     .collect();
             }
             EventKind::Nack { tp, offset } => {
-                if let Some(l) = last.get_mut(&(tp.clone(), *offset)) {
+                if let Some(l) = last.get_mut(&(tp, *offset)) {
                     l.nacked = true;
                 }
             }
             EventKind::Ack { tp, offset } => {
-                if let Some(l) = last.get_mut(&(tp.clone(), *offset)) {
+                if let Some(l) = last.get_mut(&(tp, *offset)) {
                     l.acked.get_or_insert(index);
                 }
             }
@@ -76,7 +77,7 @@ pub fn check(facts: &Facts<'_>) -> LeaseReport {
                 asked_at_ms,
                 ..
             } => {
-                let key = (tp.clone(), *offset);
+                let key = (tp, *offset);
                 if let Some(previous) = last.get(&key) {
                     report.redeliveries += 1;
                     // The expiry rule needs the topic's lease and the ask; the ack rule

@@ -75,14 +75,15 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
     let end_ms = facts.history.end_ms();
     let bound = config.redelivery_bound_ms;
     let mut leases: BTreeMap<String, u64> = BTreeMap::new();
-    let mut owed: BTreeMap<(TopicPartition, Offset), Owed> = BTreeMap::new();
+    // Keyed by the history's own partition names: no key is cloned per event.
+    let mut owed: BTreeMap<Key<'_>, Owed> = BTreeMap::new();
     // The id each offset's last delivery carried, in this incarnation.
-    let mut carries: BTreeMap<(TopicPartition, Offset), ProduceId> = BTreeMap::new();
+    let mut carries: BTreeMap<Key<'_>, ProduceId> = BTreeMap::new();
     let mut acked: BTreeSet<ProduceId> = BTreeSet::new();
     // Per delivered id: its last delivery.
     let mut last: BTreeMap<ProduceId, usize> = BTreeMap::new();
     let mut incarnation = 0;
-    let late = |report: &mut RedeliveryReport, key: &(TopicPartition, Offset), o: Owed, what| {
+    let late = |report: &mut RedeliveryReport, key: &Key<'_>, o: Owed, what| {
         let (tp, offset) = key;
         let since = match o.nack {
             Some(n) => format!("nacked at t={}ms", facts.at_ms(n)),
@@ -121,10 +122,10 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                 asked_at_ms,
                 ..
             } => {
-                let key = (tp.clone(), *offset);
+                let key = (tp, *offset);
                 let asked = asked_at_ms.unwrap_or(event.at_ms);
                 if let Ok(id) = parse_payload_id(payload) {
-                    carries.insert(key.clone(), id);
+                    carries.insert(key, id);
                     last.insert(id, index);
                 }
                 // The reaper raced this receive: the offset is gone.
@@ -150,7 +151,7 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                 let lease_ms = leases.get(&tp.topic).copied().filter(|_| after_heal);
                 let asked = asked_at_ms.unwrap_or(event.at_ms);
                 for offset in offsets {
-                    let key = (tp.clone(), *offset);
+                    let key = (tp, *offset);
                     let raced = reaped_since(facts, tp, *offset, asked, index);
                     leased(
                         &mut report,
@@ -165,7 +166,7 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                 }
             }
             EventKind::Ack { tp, offset } => {
-                let key = (tp.clone(), *offset);
+                let key = (tp, *offset);
                 owed.remove(&key);
                 if let Some(id) = carries.get(&key) {
                     acked.insert(*id);
@@ -174,7 +175,7 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
             // Every nack the engine accepted after the heal, whichever delivery it
             // settles (one before the heal is untracked by rule 1).
             EventKind::Nack { tp, offset } if after_heal => {
-                let key = (tp.clone(), *offset);
+                let key = (tp, *offset);
                 report.after_nack += 1;
                 let delivery = match owed.remove(&key) {
                     Some(o) => {
@@ -343,19 +344,22 @@ fn reaped_since(
     })
 }
 
+/// An offset of a partition, the partition borrowed from the history.
+type Key<'h> = (&'h TopicPartition, Offset);
+
 /// A lease of `key` began at history `index` (time `at_ms`): the redelivery it owed is
 /// judged (late if past due), and, when `lease_ms` is known and `raced` is not, a new
 /// one is owed by `at_ms + lease_ms + redelivery_bound_ms`.
 #[allow(clippy::too_many_arguments)]
-fn leased(
+fn leased<'h>(
     report: &mut RedeliveryReport,
-    owed: &mut BTreeMap<(TopicPartition, Offset), Owed>,
-    key: (TopicPartition, Offset),
+    owed: &mut BTreeMap<Key<'h>, Owed>,
+    key: Key<'h>,
     index: usize,
     at_ms: u64,
     lease_ms: Option<u64>,
     raced: bool,
-    late: &impl Fn(&mut RedeliveryReport, &(TopicPartition, Offset), Owed, String),
+    late: &impl Fn(&mut RedeliveryReport, &Key<'h>, Owed, String),
 ) {
     if let Some(o) = owed.remove(&key)
         && at_ms > o.due_ms

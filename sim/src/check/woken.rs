@@ -132,7 +132,8 @@ struct IncarnationLog {
     start: usize,
     receives: BTreeMap<TopicPartition, Vec<Receive>>,
     /// Per offset, its touches in history order.
-    touches: BTreeMap<Key, Vec<Touched>>,
+    /// (By partition, then offset: one string comparison per partition, not per offset.)
+    touches: BTreeMap<TopicPartition, BTreeMap<Offset, Vec<Touched>>>,
     owed: Vec<Owed>,
     /// Gated records acked here: `(tp, offset, ack index, ack ms, delay_ms)`.
     gated: Vec<(TopicPartition, Offset, usize, u64, u64)>,
@@ -294,14 +295,15 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> WokenReport {
 
 impl IncarnationLog {
     fn touch(&mut self, tp: &TopicPartition, offset: Offset, index: usize, t: u64, touch: Touch) {
-        self.touches
-            .entry((tp.clone(), offset))
-            .or_default()
-            .push(Touched {
-                index,
-                at_ms: t,
-                touch,
-            });
+        let offsets = match self.touches.get_mut(tp) {
+            Some(offsets) => offsets,
+            None => self.touches.entry(tp.clone()).or_default(),
+        };
+        offsets.entry(offset).or_default().push(Touched {
+            index,
+            at_ms: t,
+            touch,
+        });
     }
 
     fn answered(&mut self, tp: &TopicPartition, asked_ms: u64, answered_ms: u64, index: usize) {
@@ -316,11 +318,14 @@ impl IncarnationLog {
     /// Expiry (3 above): every lease whose offset nothing touched again before it can
     /// have expired.
     fn owe_expiries(&mut self, setup: &Setup, config: &CheckConfig) {
-        for ((tp, offset), touches) in &self.touches {
+        for (tp, offsets) in &self.touches {
             let Some(&lease_ms) = setup.leases.get(&tp.topic) else {
                 continue;
             };
-            for (i, t) in touches.iter().enumerate() {
+            for (i, t, touches, offset) in offsets
+                .iter()
+                .flat_map(|(o, ts)| ts.iter().enumerate().map(move |(i, t)| (i, t, ts, o)))
+            {
                 if !matches!(t.touch, Touch::Leased) {
                     continue;
                 }
@@ -369,10 +374,34 @@ impl IncarnationLog {
         report: &mut WokenReport,
     ) {
         let bound = config.wake_bound_ms;
+        // Per partition, the smallest `asked_ms` from each receive on: with the answers
+        // in time order, "some receive from here on was asked by U" is one lookup.
+        let earliest_asked: BTreeMap<&TopicPartition, Vec<u64>> = self
+            .receives
+            .iter()
+            .map(|(tp, rs)| {
+                assert!(
+                    rs.windows(2).all(|w| w[0].answered_ms <= w[1].answered_ms),
+                    "receives are answered in history order"
+                );
+                let mut min = u64::MAX;
+                let mut suffix: Vec<u64> = rs
+                    .iter()
+                    .rev()
+                    .map(|r| {
+                        min = min.min(r.asked_ms);
+                        min
+                    })
+                    .collect();
+                suffix.reverse();
+                (tp, suffix)
+            })
+            .collect();
         for o in &self.owed {
             let touches = self
                 .touches
-                .get(&(o.tp.clone(), o.offset))
+                .get(&o.tp)
+                .and_then(|offsets| offsets.get(&o.offset))
                 .map_or(&[][..], Vec::as_slice);
             // `U`: the record stops being owed at its first delivery since, or an ack
             // the engine accepted (of an earlier delivery: settled), or when the engine
@@ -386,10 +415,12 @@ impl IncarnationLog {
             let receives = self.receives.get(&o.tp).map_or(&[][..], Vec::as_slice);
             // A receive watched the record if it waited at some moment from when the
             // record became deliverable (or was delivered, if that came first: `X` is
-            // an upper bound) until `U`.
-            let watched = receives
-                .iter()
-                .any(|r| r.asked_ms <= until_ms && r.answered_ms >= o.at_ms.min(until_ms));
+            // an upper bound) until `U`: one answered since then, asked by `U`.
+            let since = receives.partition_point(|r| r.answered_ms < o.at_ms.min(until_ms));
+            let watched = earliest_asked
+                .get(&o.tp)
+                .and_then(|m| m.get(since))
+                .is_some_and(|&asked| asked <= until_ms);
             if !watched {
                 continue;
             }
@@ -402,8 +433,14 @@ impl IncarnationLog {
                 }
             }
             // Each receive's wait while the record was owed and the disk calm,
-            // `[max(A, X, calm), min(E, U)]`, must not exceed the bound.
-            let Some((from, late)) = receives.iter().find_map(|r| {
+            // `[max(A, X, calm), min(E, U)]`, must not exceed the bound. None can when
+            // `U` comes within the bound, and none answered within it of `max(X, calm)`.
+            let floor = o.at_ms.max(setup.calm_from_ms).saturating_add(bound);
+            if until_ms <= floor {
+                continue;
+            }
+            let first = receives.partition_point(|r| r.answered_ms <= floor);
+            let Some((from, late)) = receives[first..].iter().find_map(|r| {
                 let from = r.asked_ms.max(o.at_ms).max(setup.calm_from_ms);
                 (r.answered_ms.min(until_ms) > from + bound).then_some((from, r))
             }) else {

@@ -312,13 +312,30 @@ pub struct HeldRecord {
 /// byte 0, in offset order: what a reader of the file could have had. Records whose
 /// envelope does not parse are left out (a reader skips them).
 pub fn held_records(name: &str, base: u64, image: &[u8]) -> Vec<HeldRecord> {
+    held_records_in(name, base, image, 0..u64::MAX)
+}
+
+/// [`held_records`] at offsets in `range` only: frames wholly outside it are not
+/// decoded (the same records, in the same order, as filtering the whole segment's).
+pub fn held_records_in(
+    name: &str,
+    base: u64,
+    image: &[u8],
+    range: std::ops::Range<u64>,
+) -> Vec<HeldRecord> {
     let (extent, _) = walk(name, base, image, None);
     let mut out = Vec::new();
     for f in &extent.frames {
         if let Some(header) = frame::header_at(image, f.position) {
-            push_records(image, f.position, &header, &mut out);
+            let end = header
+                .base_offset
+                .saturating_add(u64::from(header.record_count));
+            if header.base_offset < range.end && range.start < end {
+                push_records(image, f.position, &header, &mut out);
+            }
         }
     }
+    out.retain(|r| range.contains(&r.offset));
     out
 }
 

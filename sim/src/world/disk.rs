@@ -79,9 +79,8 @@ pub fn held_in(image: &DirImage, range: std::ops::Range<u64>) -> Vec<HeldCopy> {
             continue;
         };
         out.extend(
-            reference::held_records(name, base, bytes)
+            reference::partition::held_records_in(name, base, bytes, range.clone())
                 .into_iter()
-                .filter(|r| range.contains(&r.offset))
                 .filter_map(held_copy),
         );
     }

@@ -57,16 +57,24 @@ pub(super) fn place(
         // The edges from a replay's node to the crashes it may charge, once each.
         let mut to_crash: BTreeMap<(usize, usize), EdgeId> = BTreeMap::new();
         let mut of_id = Vec::new();
+        // Each crash's hidden tail and fresh offset on a partition, worked out once.
+        let mut tails: BTreeMap<(usize, &TopicPartition), Option<Tail>> = BTreeMap::new();
         for k in 0..copies.len() {
             let node = flow.node();
             flow.edge(source, node, 1);
             let as_original = flow.edge(node, original, 1);
             let mut as_recommit: Vec<(usize, EdgeId)> = Vec::new();
+            let tp = &copies[k].tp;
             for (slot, crash) in facts.crashes.iter().enumerate() {
-                if budgets[slot].bound == 0 || !recommits(facts, crash, id, copies, k) {
+                if budgets[slot].bound == 0 || crash.index >= copies[k].first_delivery {
                     continue;
                 }
-                let tp = &copies[k].tp;
+                let tail = *tails
+                    .entry((slot, tp))
+                    .or_insert_with(|| tail_at(facts, crash, tp));
+                if !tail.is_some_and(|tail| recommits(facts, crash, tail, id, copies, k)) {
+                    continue;
+                }
                 let (entry, exit) = *per_replay
                     .entry((tp, replay_writing(facts, crash, &copies[k])))
                     .or_insert_with(|| {
@@ -143,19 +151,16 @@ pub(super) fn place(
 pub(super) fn recommits(
     facts: &Facts<'_>,
     crash: &CrashFact,
+    tail: Tail,
     id: ProduceId,
     copies: &[Copy],
     k: usize,
 ) -> bool {
     let later = &copies[k];
-    let Some(state) = crash.partitions.get(&later.tp) else {
-        return false;
-    };
     if crash.index >= later.first_delivery {
         return false;
     }
-    let (start, end) = hidden_tail(facts, crash, state);
-    let fresh = fresh_from(facts, crash, state);
+    let Tail { start, end, fresh } = tail;
     // A listed copy is no copy of the flow's: it can be what the replay repeats only
     // beside a copy delivered before the crash, which takes the original's place (else
     // a later copy would, and one crash would explain two delivered copies).
@@ -190,6 +195,26 @@ pub(super) fn recommits(
                         && start <= held.offset
                         && held.offset < end
                 }))
+}
+
+/// A crash's hidden tail `[start, end)` on a partition, and where its replay commits
+/// from (`fresh`): what [`recommits`] asks of every copy there.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Tail {
+    start: Offset,
+    end: Offset,
+    fresh: Offset,
+}
+
+/// The [`Tail`] of `crash` on `tp`; `None` when the crash did not record it.
+fn tail_at(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<Tail> {
+    let state = crash.partitions.get(tp)?;
+    let (start, end) = hidden_tail(facts, crash, state);
+    Some(Tail {
+        start,
+        end,
+        fresh: fresh_from(facts, crash, state),
+    })
 }
 
 /// The replay that can have written `copy` after `crash`: [`replay_of`], passed on to the

@@ -125,7 +125,8 @@ fn check_content(
     corrupt: &BTreeSet<usize>,
     report: &mut OffsetsReport,
 ) -> BTreeMap<TopicPartition, BTreeMap<Offset, usize>> {
-    let mut known: BTreeMap<(&TopicPartition, Offset), Known> = BTreeMap::new();
+    // By partition, then offset: one string comparison per partition, not per offset.
+    let mut known: BTreeMap<&TopicPartition, BTreeMap<Offset, Known>> = BTreeMap::new();
     let mut reads: BTreeMap<TopicPartition, BTreeMap<Offset, usize>> = BTreeMap::new();
     for (index, event) in facts.history.events().iter().enumerate() {
         let (tp, offset, new, source) = match &event.kind {
@@ -170,9 +171,9 @@ fn check_content(
             }
             _ => continue,
         };
-        let slot = (tp, offset);
-        let Some(old) = known.get_mut(&slot) else {
-            known.insert(slot, new);
+        let offsets = known.entry(tp).or_default();
+        let Some(old) = offsets.get_mut(&offset) else {
+            offsets.insert(offset, new);
             continue;
         };
         let differences = old.differences(&new);

@@ -317,6 +317,13 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
                             word_rewritten(facts, *file, tp, index, offsets, late_to)
                         })
                         .map_or(usize::MAX, |w| facts.next_crash_after(w))
+                        .min(match (kind, file) {
+                            (FaultKind::BitFlip { .. }, FileKind::Hwm) => tp
+                                .as_ref()
+                                .and_then(|tp| flip_clamped(facts, tp, index, offsets))
+                                .map_or(usize::MAX, |open| facts.next_crash_after(open)),
+                            _ => usize::MAX,
+                        })
                 }
                 // A word's lost fsync, misdirected or torn write changes the platter
                 // only; the page cache keeps the engine's word through process crashes,
@@ -344,6 +351,45 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
         });
     }
     out
+}
+
+/// The first open of `tp`, in an incarnation after the flip's, that clamped the flipped
+/// `hwm` word down (below the flip's high end): it wrote and synced the word it came up
+/// with, so the flip ends there, whatever the engine reports later. An open that kept a
+/// flip's low word wrote that word back, and the flip's effect stays: only a clamp ends
+/// it.
+fn flip_clamped(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    fault: usize,
+    offsets: Option<OffsetRange>,
+) -> Option<usize> {
+    let range = offsets?;
+    let events = facts.history.events();
+    let fault_inc = events[fault].incarnation;
+    let clamped = |inc: Incarnation| {
+        facts.alarms.of(tp).iter().any(|a| {
+            a.incarnation == inc && a.index > fault && matches!(a.alarm, Alarm::Clamp { .. })
+        })
+    };
+    events
+        .iter()
+        .enumerate()
+        .skip(fault + 1)
+        .find_map(|(i, e)| match &e.kind {
+            EventKind::EngineAlarm {
+                tp: Some(t),
+                alarm: Alarm::LogOpened { hwm, .. },
+                raised_in: None,
+            } if t == tp
+                && e.incarnation > fault_inc
+                && *hwm < range.end
+                && clamped(e.incarnation) =>
+            {
+                Some(i)
+            }
+            _ => None,
+        })
 }
 
 /// A file holding one word the next open reads (`hwm`, `consumer.offset`).
@@ -420,6 +466,17 @@ pub fn word_rewritten(
         };
         held.extend([r.start, r.end]);
     }
+    // A late report is one of the flip's own incarnation whose open had written the word
+    // before the flip: a flip that landed before (or while) that incarnation's open, or a
+    // report from a later incarnation, says nothing of what was written before it.
+    let opened_after_fault = events.iter().skip(after + 1).any(|e| {
+        Some(e.incarnation) == fault_inc
+            && matches!(&e.kind, EventKind::EngineAlarm {
+                tp: Some(t),
+                alarm: Alarm::LogOpened { .. },
+                ..
+            } if t == tp)
+    });
     let mut from = after;
     loop {
         let write = events
@@ -445,7 +502,9 @@ pub fn word_rewritten(
                     let moved = persisted
                         .is_some_and(|(inc, before)| inc == e.incarnation && before != *p)
                         && !held.contains(p)
-                        && late_to.is_none_or(|top| *p > top);
+                        && late_to.is_none_or(|top| {
+                            *p > top || Some(e.incarnation) != fault_inc || opened_after_fault
+                        });
                     persisted = Some((e.incarnation, *p));
                     moved.then_some((i, None))
                 }

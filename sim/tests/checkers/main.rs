@@ -39,6 +39,7 @@ mod delay_gate;
 mod duplicates;
 mod excuses;
 mod explain;
+mod flip_window;
 mod frontier;
 mod frontier_durable;
 mod hwm_persisted;

@@ -1,0 +1,192 @@
+//! How long a flipped `hwm` word explains the engine's clamps: until the engine rewrote
+//! it. A report at or below the flip's low end counts as a late report of a word written
+//! before the flip only in the flip's own incarnation, after that incarnation's open; and
+//! an open that clamped the flipped word ends the flip. Each history hides a persister
+//! that writes a word past durable data behind an old flip.
+use super::*;
+
+fn hwm_flip(start: u64, end: u64) -> FaultKind {
+    FaultKind::BitFlip {
+        file: FileKind::Hwm,
+        offsets: Some(OffsetRange { start, end }),
+        below_hwm: None,
+    }
+}
+
+/// Across incarnations. Inc 0: orders/0 holds 17 records; the persisted
+/// HWM was reported at 14 while the engine wrote 17; a segment fsync of 12..17 was
+/// lost; a flip takes the word 17 -> 1041; a power loss. Inc 1 reads 1041 over a tail
+/// of 12 and clamps to 12 (the lost fsync explains it), rewriting the word; it
+/// re-produces 12..16 and persists (and reports) 14 and then `second`. DEFECT: the
+/// persister then writes 20 while only 17 is durable; a power loss before the next
+/// sample. Inc 2 reads 20 over 17 and clamps (lost 3): the engine's own bug.
+fn late_to_across_incarnations(second: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(17)
+        .delivered(17)
+        .hwm(0, 17, 14, 17)
+        .fault(
+            FaultKind::LostFsync {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 12, end: 17 }),
+            },
+            Some(0),
+        )
+        .fault(hwm_flip(17, 1041), Some(0))
+        .crash(&[(0, 1041, 12, 17)])
+        .restart()
+        .disk(0, OpenRule::Clean, 1041, 12, None)
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 1041,
+                hwm: 12,
+                lost: 1029,
+            },
+        )
+        .opened(0, 12, 12)
+        .counters(0, 1029, 0)
+        .hwm(0, 12, 12, 12);
+    for k in 0..5u64 {
+        r.produce(100 + k, 0, 12 + k, 2_000 + k);
+    }
+    for k in 0..5u64 {
+        r.deliver(100 + k, 0, 12 + k, 2_000 + k);
+    }
+    r.hwm(0, 17, 14, 17)
+        .hwm(0, 17, second, 17)
+        // the defective persister's word 20, never reported
+        .crash(&[(0, 20, 17, 17)])
+        .restart()
+        .disk(0, OpenRule::Clean, 20, 17, None)
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 20,
+                hwm: 17,
+                lost: 3,
+            },
+        )
+        .opened(0, 17, 17)
+        .counters(0, 3, 0);
+    r
+}
+
+/// a flip 4 -> 1028; a process crash keeps it; inc 1
+/// clamps it to 4 (explained) and rewrites the word, reports 4 once. DEFECT: the
+/// persister writes 7 while only 4 is durable; a power loss before the next sample.
+/// Inc 2 reads 7 over 4 and clamps (lost 3).
+fn clamp_after_a_clamp_rewrote_the_flip(report_again: Option<u64>) -> Run {
+    let mut r = Run::new();
+    r.produced(4)
+        .delivered(4)
+        .hwm(0, 4, 4, 4)
+        .fault(hwm_flip(4, 1028), Some(0))
+        .process_crash(&[(0, 1028, 4, 4)])
+        .restart()
+        .disk(0, OpenRule::Clean, 1028, 4, None)
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 1028,
+                hwm: 4,
+                lost: 1024,
+            },
+        )
+        .opened(0, 4, 4)
+        .counters(0, 1024, 0)
+        .hwm(0, 4, 4, 4);
+    if let Some(p) = report_again {
+        r.produce(200, 0, 4, 3_000)
+            .deliver(200, 0, 4, 3_000)
+            .hwm(0, 5, p, 5);
+    }
+    let tail = if report_again.is_some() { 5 } else { 4 };
+    r.crash(&[(0, 7, tail, tail)])
+        .restart()
+        .disk(0, OpenRule::Clean, 7, tail, None)
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 7,
+                hwm: tail,
+                lost: 7 - tail,
+            },
+        )
+        .opened(0, tail, tail)
+        .counters(0, 7 - tail, 0);
+    r
+}
+
+/// The flip in the reporting incarnation, before its open. As `late_to_across_incarnations`, but the
+/// flip lands after the power loss, at inc 1's restart before its open read the word.
+fn late_to_flip_before_open(second: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(17)
+        .delivered(17)
+        .hwm(0, 17, 14, 17)
+        .fault(
+            FaultKind::LostFsync {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 12, end: 17 }),
+            },
+            Some(0),
+        )
+        .crash(&[(0, 17, 12, 17)])
+        .restart()
+        .fault(hwm_flip(17, 1041), Some(0))
+        .disk(0, OpenRule::Clean, 1041, 12, None)
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 1041,
+                hwm: 12,
+                lost: 1029,
+            },
+        )
+        .opened(0, 12, 12)
+        .counters(0, 1029, 0)
+        .hwm(0, 12, 12, 12);
+    for k in 0..5u64 {
+        r.produce(100 + k, 0, 12 + k, 2_000 + k);
+    }
+    for k in 0..5u64 {
+        r.deliver(100 + k, 0, 12 + k, 2_000 + k);
+    }
+    r.hwm(0, 17, 14, 17)
+        .hwm(0, 17, second, 17)
+        .crash(&[(0, 20, 17, 17)])
+        .restart()
+        .disk(0, OpenRule::Clean, 20, 17, None)
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 20,
+                hwm: 17,
+                lost: 3,
+            },
+        )
+        .opened(0, 17, 17)
+        .counters(0, 3, 0);
+    r
+}
+
+fn clamp_uncaused(r: &Run) -> bool {
+    messages_of(&r.report(), CheckerName::AlarmsExplained)
+        .iter()
+        .any(|m| m.contains("r4_clamp") && m.contains("no cause"))
+}
+
+/// Reports from another incarnation, or from one whose open came after the flip, are
+/// rewrites, not late reports: the flip ends with them.
+#[test]
+fn a_later_incarnations_rewrite_below_the_flip_ends_it() {
+    assert!(clamp_uncaused(&late_to_across_incarnations(14)));
+    assert!(clamp_uncaused(&late_to_flip_before_open(14)));
+}
+
+/// The open that clamped the flipped word wrote the word it came up with.
+#[test]
+fn an_open_that_clamped_the_flipped_word_ends_the_flip() {
+    assert!(clamp_uncaused(&clamp_after_a_clamp_rewrote_the_flip(None)));
+}

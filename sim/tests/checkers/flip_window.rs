@@ -13,29 +13,33 @@ fn hwm_flip(start: u64, end: u64) -> FaultKind {
     }
 }
 
-/// Across incarnations. Inc 0: orders/0 holds 17 records; the persisted
-/// HWM was reported at 14 while the engine wrote 17; a segment fsync of 12..17 was
-/// lost; a flip takes the word 17 -> 1041; a power loss. Inc 1 reads 1041 over a tail
-/// of 12 and clamps to 12 (the lost fsync explains it), rewriting the word; it
-/// re-produces 12..16 and persists (and reports) 14 and then `second`. DEFECT: the
-/// persister then writes 20 while only 17 is durable; a power loss before the next
-/// sample. Inc 2 reads 20 over 17 and clamps (lost 3): the engine's own bug.
-fn late_to_across_incarnations(second: u64) -> Run {
+/// Inc 0: orders/0 holds 17 records; the persisted HWM was reported at 14 while the
+/// engine wrote 17; a segment fsync of 12..17 was lost; a flip takes the word 17 -> 1041,
+/// before the power loss or (`flip_at_restart`) at inc 1's restart, before its open read
+/// the word. Inc 1 reads 1041 over a tail of 12 and clamps to 12 (the lost fsync explains
+/// it), rewriting the word; it re-produces 12..16 and persists (and reports) 14 and then
+/// `second`. DEFECT: the persister then writes 20 while only 17 is durable; a power loss
+/// before the next sample. Inc 2 reads 20 over 17 and clamps (lost 3): the engine's own
+/// bug.
+fn reported_below_the_flip(second: u64, flip_at_restart: bool) -> Run {
     let mut r = Run::new();
-    r.produced(17)
-        .delivered(17)
-        .hwm(0, 17, 14, 17)
-        .fault(
-            FaultKind::LostFsync {
-                file: FileKind::Segment,
-                offsets: Some(OffsetRange { start: 12, end: 17 }),
-            },
-            Some(0),
-        )
-        .fault(hwm_flip(17, 1041), Some(0))
-        .crash(&[(0, 1041, 12, 17)])
-        .restart()
-        .disk(0, OpenRule::Clean, 1041, 12, None)
+    r.produced(17).delivered(17).hwm(0, 17, 14, 17).fault(
+        FaultKind::LostFsync {
+            file: FileKind::Segment,
+            offsets: Some(OffsetRange { start: 12, end: 17 }),
+        },
+        Some(0),
+    );
+    if flip_at_restart {
+        r.crash(&[(0, 17, 12, 17)])
+            .restart()
+            .fault(hwm_flip(17, 1041), Some(0));
+    } else {
+        r.fault(hwm_flip(17, 1041), Some(0))
+            .crash(&[(0, 1041, 12, 17)])
+            .restart();
+    }
+    r.disk(0, OpenRule::Clean, 1041, 12, None)
         .alarm(
             Some(0),
             Alarm::Clamp {
@@ -55,7 +59,7 @@ fn late_to_across_incarnations(second: u64) -> Run {
     }
     r.hwm(0, 17, 14, 17)
         .hwm(0, 17, second, 17)
-        // the defective persister's word 20, never reported
+        // The defective persister's word 20, never reported.
         .crash(&[(0, 20, 17, 17)])
         .restart()
         .disk(0, OpenRule::Clean, 20, 17, None)
@@ -118,59 +122,6 @@ fn clamp_after_a_clamp_rewrote_the_flip(report_again: Option<u64>) -> Run {
     r
 }
 
-/// The flip in the reporting incarnation, before its open. As `late_to_across_incarnations`, but the
-/// flip lands after the power loss, at inc 1's restart before its open read the word.
-fn late_to_flip_before_open(second: u64) -> Run {
-    let mut r = Run::new();
-    r.produced(17)
-        .delivered(17)
-        .hwm(0, 17, 14, 17)
-        .fault(
-            FaultKind::LostFsync {
-                file: FileKind::Segment,
-                offsets: Some(OffsetRange { start: 12, end: 17 }),
-            },
-            Some(0),
-        )
-        .crash(&[(0, 17, 12, 17)])
-        .restart()
-        .fault(hwm_flip(17, 1041), Some(0))
-        .disk(0, OpenRule::Clean, 1041, 12, None)
-        .alarm(
-            Some(0),
-            Alarm::Clamp {
-                persisted_hwm: 1041,
-                hwm: 12,
-                lost: 1029,
-            },
-        )
-        .opened(0, 12, 12)
-        .counters(0, 1029, 0)
-        .hwm(0, 12, 12, 12);
-    for k in 0..5u64 {
-        r.produce(100 + k, 0, 12 + k, 2_000 + k);
-    }
-    for k in 0..5u64 {
-        r.deliver(100 + k, 0, 12 + k, 2_000 + k);
-    }
-    r.hwm(0, 17, 14, 17)
-        .hwm(0, 17, second, 17)
-        .crash(&[(0, 20, 17, 17)])
-        .restart()
-        .disk(0, OpenRule::Clean, 20, 17, None)
-        .alarm(
-            Some(0),
-            Alarm::Clamp {
-                persisted_hwm: 20,
-                hwm: 17,
-                lost: 3,
-            },
-        )
-        .opened(0, 17, 17)
-        .counters(0, 3, 0);
-    r
-}
-
 fn clamp_uncaused(r: &Run) -> bool {
     messages_of(&r.report(), CheckerName::AlarmsExplained)
         .iter()
@@ -181,8 +132,10 @@ fn clamp_uncaused(r: &Run) -> bool {
 /// rewrites, not late reports: the flip ends with them.
 #[test]
 fn a_later_incarnations_rewrite_below_the_flip_ends_it() {
-    assert!(clamp_uncaused(&late_to_across_incarnations(14)));
-    assert!(clamp_uncaused(&late_to_flip_before_open(14)));
+    assert!(clamp_uncaused(&reported_below_the_flip(14, false)));
+    assert!(clamp_uncaused(&reported_below_the_flip(14, true)));
+    // A report above the flip's low end was a rewrite under either rule.
+    assert!(clamp_uncaused(&reported_below_the_flip(18, false)));
 }
 
 /// The open that clamped the flipped word wrote the word it came up with.

@@ -469,14 +469,18 @@ pub fn word_rewritten(
     // A late report is one of the flip's own incarnation whose open had written the word
     // before the flip: a flip that landed before (or while) that incarnation's open, or a
     // report from a later incarnation, says nothing of what was written before it.
-    let opened_after_fault = events.iter().skip(after + 1).any(|e| {
-        Some(e.incarnation) == fault_inc
-            && matches!(&e.kind, EventKind::EngineAlarm {
-                tp: Some(t),
-                alarm: Alarm::LogOpened { .. },
-                ..
-            } if t == tp)
-    });
+    let opened_after_fault = late_to.is_some()
+        && events
+            .iter()
+            .skip(after + 1)
+            .take_while(|e| Some(e.incarnation) == fault_inc)
+            .any(|e| {
+                matches!(&e.kind, EventKind::EngineAlarm {
+                    tp: Some(t),
+                    alarm: Alarm::LogOpened { .. },
+                    ..
+                } if t == tp)
+            });
     let mut from = after;
     loop {
         let write = events

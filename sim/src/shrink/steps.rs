@@ -78,26 +78,9 @@ pub(super) fn cut_swarm(
     runner: &mut Runner<'_>,
     best: &(RunSpec, RunOutcome),
 ) -> Option<(RunSpec, RunOutcome)> {
-    let numbers = &best.1.swarm_faults;
-    let mut found: Option<(RunSpec, RunOutcome)> = None;
-    let kept = schedule::ddmin(numbers, &mut |subset| {
-        let mut candidate = best.0.clone();
-        candidate.mix.only = Some(subset.to_vec());
-        let (kept, outcome) = runner.try_run(&candidate)?;
-        if kept
-            && found
-                .as_ref()
-                .is_none_or(|(s, _)| s.mix.only.as_ref().is_some_and(|o| o.len() > subset.len()))
-        {
-            found = Some((candidate, outcome));
-        }
-        Some(kept)
-    });
-    found.filter(|(s, _)| kept.len() < numbers.len() && s.mix.only.as_deref() == Some(&kept[..]))
-}
-
-fn schedule_len(spec: &RunSpec) -> usize {
-    spec.schedule.as_ref().map_or(0, Vec::len)
+    ddmin_run(runner, &best.0, &best.1.swarm_faults, &|spec, numbers| {
+        spec.mix.only = Some(numbers)
+    })
 }
 
 /// Delta debugging over an explicit schedule's entries, keeping the smallest that
@@ -111,33 +94,43 @@ pub(super) fn cut_schedule(
     let Some(schedule) = best.0.schedule.clone() else {
         return;
     };
-    let mut found: Option<(RunSpec, RunOutcome)> = None;
-    let kept = schedule::ddmin(&schedule, &mut |entries| {
-        let mut candidate = best.0.clone();
-        candidate.schedule = Some(entries.to_vec());
+    let Some(cut) = ddmin_run(runner, &best.0, &schedule, &|spec, entries| {
+        spec.schedule = Some(entries)
+    }) else {
+        return;
+    };
+    let label = format!(
+        "schedule {} -> {} entries (delta debugging)",
+        schedule.len(),
+        cut.0.schedule.as_ref().map_or(0, Vec::len)
+    );
+    progress(&format!("{} kept: {label}", runner.tag()));
+    steps.push(label);
+    *best = cut;
+}
+
+/// Delta debugging over `items` of the run `base`, a subset put in place by `apply`:
+/// the run of the smallest subset that still fails the same way, when smaller than
+/// `items`.
+fn ddmin_run<T: Clone + PartialEq>(
+    runner: &mut Runner<'_>,
+    base: &RunSpec,
+    items: &[T],
+    apply: &dyn Fn(&mut RunSpec, Vec<T>),
+) -> Option<(RunSpec, RunOutcome)> {
+    let mut found: Option<(Vec<T>, RunSpec, RunOutcome)> = None;
+    let kept = schedule::ddmin(items, &mut |subset| {
+        let mut candidate = base.clone();
+        apply(&mut candidate, subset.to_vec());
         let (kept, outcome) = runner.try_run(&candidate)?;
-        if kept
-            && found
-                .as_ref()
-                .is_none_or(|(s, _)| schedule_len(s) > entries.len())
-        {
-            found = Some((candidate, outcome));
+        if kept && found.as_ref().is_none_or(|(f, ..)| f.len() > subset.len()) {
+            found = Some((subset.to_vec(), candidate, outcome));
         }
         Some(kept)
     });
-    if let Some((spec, outcome)) = found
-        && schedule_len(&spec) == kept.len()
-        && kept.len() < schedule.len()
-    {
-        let label = format!(
-            "schedule {} -> {} entries (delta debugging)",
-            schedule.len(),
-            kept.len()
-        );
-        progress(&format!("{} kept: {label}", runner.tag()));
-        steps.push(label);
-        *best = (spec, outcome);
-    }
+    found
+        .filter(|(subset, ..)| *subset == kept && kept.len() < items.len())
+        .map(|(_, spec, outcome)| (spec, outcome))
 }
 
 /// The greedy pass: the first one-step-smaller candidate that still fails the same way

@@ -66,7 +66,7 @@ pub(super) fn place(
             let mut as_recommit: Vec<(usize, EdgeId)> = Vec::new();
             let tp = &copies[k].tp;
             for (slot, crash) in facts.crashes.iter().enumerate() {
-                if budgets[slot].bound == 0 || crash.index >= copies[k].first_delivery {
+                if budgets[slot].bound == 0 {
                     continue;
                 }
                 let tail = *tails

@@ -1,6 +1,7 @@
 //! One-step-smaller versions of a run, for the shrink's greedy pass: fewer schedule
 //! entries, topics, partitions, producers and consumers; a shorter run with fewer
-//! records; knobs back at their defaults; faults switched off.
+//! records; knobs back at their defaults; faults switched off; and, when nothing else
+//! cuts, kills aimed at acknowledgements instead of times.
 //!
 //! Invariant: every partition that still exists keeps a consumer. Without one nothing
 //! is delivered, and every acknowledged record would look lost: a different failure
@@ -64,9 +65,21 @@ pub fn candidates(spec: &RunSpec, outcome: &RunOutcome) -> Vec<Candidate> {
     }
     workload(spec, &mut push);
     profile(spec, outcome, &mut push);
+    dropping_consumers(spec, &mut push);
     knobs(spec, &mut push);
     disk_caps(spec, outcome, &mut push);
     mix(&mut push);
+    // Not smaller, so last: once nothing else cuts, kills aimed at acknowledgements
+    // let the cuts above be tried again without moving the kills.
+    if let Some(aimed) = spec
+        .schedule
+        .as_deref()
+        .and_then(|s| super::schedule::aimed_at_acks(s, outcome))
+    {
+        push("kills aimed at acknowledgements".into(), &|c| {
+            c.schedule = Some(aimed.clone())
+        });
+    }
     out
 }
 
@@ -191,6 +204,28 @@ fn profile(spec: &RunSpec, outcome: &RunOutcome, push: &mut Push<'_>) {
         push(format!("heal_ms {}", p.heal_ms / 2), &|c| {
             c.profile.heal_ms = p.heal_ms / 2
         });
+    }
+}
+
+/// Half the records, with one consumer dropping every delivery it gets. A record that
+/// a rare drop left unacknowledged (a lease or redelivery story) otherwise needs every
+/// record a low drop rate takes to reach it; the pair is only kept when the shorter run
+/// still fails, so a story that needs acks loses nothing.
+fn dropping_consumers(spec: &RunSpec, push: &mut Push<'_>) {
+    let records = spec.profile.records_max / 2;
+    if records == 0 {
+        return;
+    }
+    for (i, k) in spec.workload.consumers.iter().enumerate().rev() {
+        if k.drop_probability < 1.0 {
+            push(
+                format!("consumer {i} drops every delivery; records_max {records}"),
+                &|c| {
+                    c.workload.consumers[i].drop_probability = 1.0;
+                    c.profile.records_max = records;
+                },
+            );
+        }
     }
 }
 
@@ -335,6 +370,32 @@ mod tests {
             }
         }
         assert!(checked > 100, "{checked} candidates checked");
+    }
+
+    #[test]
+    fn a_dropping_consumer_comes_only_with_half_the_records() {
+        let spec = RunSpec::from_seed(7, &Profile::quick());
+        let half = spec.profile.records_max / 2;
+        let dropping: Vec<Candidate> = candidates(&spec, &run(&spec))
+            .into_iter()
+            .filter(|(label, _)| label.contains("drops every delivery"))
+            .collect();
+        let droppers = spec
+            .workload
+            .consumers
+            .iter()
+            .filter(|k| k.drop_probability < 1.0)
+            .count();
+        assert!(droppers > 0);
+        assert_eq!(dropping.len(), droppers);
+        for (label, c) in dropping {
+            assert_eq!(c.profile.records_max, half, "{label}");
+            let changed: Vec<usize> = (0..c.workload.consumers.len())
+                .filter(|&i| c.workload.consumers[i] != spec.workload.consumers[i])
+                .collect();
+            assert_eq!(changed.len(), 1, "{label}");
+            assert_eq!(c.workload.consumers[changed[0]].drop_probability, 1.0);
+        }
     }
 
     #[test]

@@ -10,9 +10,10 @@
 //! 2. Delta debugging over an explicit schedule's entries ([`schedule::ddmin`]).
 //! 3. Greedy: try each one-step-smaller candidate ([`candidates`]: a schedule entry or a
 //!    numbered swarm fault, a topic, partition, producer or consumer fewer; fewer
-//!    records, a shorter run; a knob back at its default; the disk's last fault of a
-//!    kind cut; a fault off) and keep the first that still fails the same way; start
-//!    over from it. Stop when no candidate is kept. A run still in swarm form then
+//!    records, a shorter run, or half the records with a consumer dropping every
+//!    delivery; a knob back at its default; the disk's last fault of a kind cut; a
+//!    fault off; last, timed kills aimed at the acknowledgement they followed) and keep
+//!    the first that still fails the same way; start over from it. Stop when no candidate is kept. A run still in swarm form then
 //!    tries the explicit form once more, and if it repeats, steps 2 and 3 run again.
 //!
 //! "The same way" ([`Target`]): the same verdict and checker, and the first violation

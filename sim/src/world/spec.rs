@@ -76,6 +76,21 @@ pub enum Action {
     LostFsync { path: Option<String> },
 }
 
+impl Action {
+    /// Whether it kills the node.
+    pub fn kills(&self) -> bool {
+        matches!(
+            self,
+            Action::Crash
+                | Action::ProcessCrash
+                | Action::CrashWithBitFlip { .. }
+                | Action::ProcessCrashWithBitFlip { .. }
+                | Action::CrashWithClockStep { .. }
+                | Action::CrashWithLatentSector
+        )
+    }
+}
+
 /// One entry of an explicit schedule.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScheduledFault {

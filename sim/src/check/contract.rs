@@ -537,10 +537,28 @@ pub fn word_rewritten(
         // The write did not last when the open read the flip's word back, or when
         // another flip of the word before that read found one of the flip's values
         // there rather than the write's (a flip changes the word from one end of its
-        // range to the other).
+        // range to the other). The flip's word is also any a later flip made of it
+        // before the write: flips chain.
         let undone = match (seen_next, flipped) {
             (Some((read, seen)), Some(range)) if seen != written => {
-                let ends = [range.start, range.end];
+                let mut ends = vec![range.start, range.end];
+                for e in &events[after + 1..write] {
+                    if let EventKind::Fault {
+                        kind:
+                            FaultKind::BitFlip {
+                                file: f,
+                                offsets: Some(r),
+                                ..
+                            },
+                        tp: Some(t),
+                        ..
+                    } = &e.kind
+                        && *f == file
+                        && t == tp
+                    {
+                        ends.extend([r.start, r.end]);
+                    }
+                }
                 ends.contains(&seen)
                     || events[write + 1..read].iter().enumerate().any(|(k, e)| {
                         // A flip that found (or made) a word the engine wrote since

@@ -1054,6 +1054,58 @@ fn frontier_clamped_after(fault: FaultKind, killed: bool, read: u64) -> Run {
     r
 }
 
+/// orders/0: 4 records, frontier 2 written; a flip takes `consumer.offset` 2 -> 1026,
+/// a second flip 1026 -> 1010; the engine writes frontier 3 to its temp file and a
+/// process crash comes before the rename. The open reads `read` over an HWM of 4 and
+/// clamps it.
+fn chained_frontier_flips(read: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(4)
+        .hwm(0, 4, 4, 4)
+        .delivered(2)
+        .with(|t, h| {
+            h.frontier_written(t, &tp(0), 2);
+        })
+        .fault(offset_flip(2, 1026), Some(0))
+        .fault(offset_flip(1010, 1026), Some(0))
+        .with(|t, h| {
+            h.frontier_written(t, &tp(0), 3);
+        })
+        .process_crash(&[(0, 4, 4, 4)])
+        .restart()
+        .alarm(
+            Some(0),
+            Alarm::FrontierClamped {
+                value: read,
+                clamped: 4,
+            },
+        )
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 4);
+        });
+    r
+}
+
+/// The open read the second flip's word, so the write of 3 did not last and the first
+/// flip (whose reach alone meets the gap 4..1010) still explains the clamp. A word no
+/// flip made says the write lasted: then nothing explains it (fresh quick 3859001702).
+#[test]
+fn a_chain_of_frontier_flips_outlives_a_write_the_crash_lost() {
+    let report = chained_frontier_flips(1010).report();
+    assert!(
+        report.alarms_explained.violations.is_empty(),
+        "{:?}",
+        report.alarms_explained.violations
+    );
+    assert_mentions(
+        &messages_of(
+            &chained_frontier_flips(1500).report(),
+            CheckerName::AlarmsExplained,
+        ),
+        &["frontier_clamped 1500 -> 4"],
+    );
+}
+
 #[test]
 fn a_lost_hwm_fsync_explains_a_frontier_clamp_until_hwm_is_written_again() {
     // The crash left the old word (1) durable under a frontier of 2; a killed open

@@ -7,6 +7,8 @@ use std::path::Path;
 
 #[path = "../shared/frames.rs"]
 mod frames;
+#[path = "../shared/watchdog.rs"]
+mod watchdog;
 
 pub type TestLog = Log<StdFs, ManualClock>;
 
@@ -22,6 +24,7 @@ pub const ONE_RECORD_FRAME: u64 =
     cafelog_engine::format::frame::FRAME_HEADER_LEN as u64 + 4 + ENVELOPE;
 
 pub fn open(dir: &Path, clock: &ManualClock, config: LogConfig) -> (TestLog, OpenReport) {
+    watchdog::start();
     pollster::block_on(Log::open(StdFs, clock.clone(), dir, config)).expect("open log")
 }
 
@@ -127,6 +130,7 @@ pub struct WriteOp {
 
 /// Opens a log in `dir` on a [`FailingFs`] (no faults set yet), returning both.
 pub fn open_failing(dir: &Path, config: LogConfig) -> (Log<FailingFs, ManualClock>, FailingFs) {
+    watchdog::start();
     let fs = FailingFs::default();
     let clock = ManualClock::new(WALL_START_MS);
     let (log, _) = pollster::block_on(Log::open(fs.clone(), clock, dir, config)).expect("open log");

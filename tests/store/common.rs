@@ -6,10 +6,14 @@ use cafelog_engine::fs::StdFs;
 use cafelog_engine::store::{Delivery, Store, StoreConfig, StoreOpenReport, TopicConfig};
 use std::path::Path;
 
+#[path = "../shared/watchdog.rs"]
+mod watchdog;
+
 pub type TestStore = Store<StdFs, ManualClock>;
 pub const WALL_START_MS: u64 = 1_700_000_000_000;
 
 pub fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+    watchdog::start();
     pollster::block_on(f)
 }
 

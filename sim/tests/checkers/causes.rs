@@ -444,11 +444,7 @@ fn a_malformed_hwm_refusal_needs_a_fault_on_hwm() {
         r.report()
     };
     let hwm = run(FileKind::Hwm);
-    assert!(
-        hwm.alarms_explained.violations.is_empty(),
-        "{:?}",
-        hwm.alarms_explained.violations
-    );
+    assert_alarms_explained(&hwm);
     assert_mentions(
         &messages_of(&run(FileKind::ConsumerOffset), CheckerName::AlarmsExplained),
         &["malformed hwm file with no fault on it that could make one"],
@@ -528,11 +524,7 @@ fn a_refusal_at_a_hole_above_the_hwm_is_explained_by_a_flip_of_hwm_past_it() {
         below_hwm: None,
     };
     let report = refused_at_a_hole_after(flip).report();
-    assert!(
-        report.alarms_explained.violations.is_empty(),
-        "{:?}",
-        report.alarms_explained.violations
-    );
+    assert_alarms_explained(&report);
     // A fault on consumer.offset moves no word the scan compares the hole with.
     let word = FaultKind::BitFlip {
         file: FileKind::ConsumerOffset,
@@ -646,11 +638,7 @@ fn a_hole_an_open_left_below_a_flipped_hwm_is_the_flips_until_the_next_power_los
         ..HoleStory::default()
     };
     let report = hole_left_by_an_open_that_read_a_raised_hwm(raised).report();
-    assert!(
-        report.alarms_explained.violations.is_empty(),
-        "{:?}",
-        report.alarms_explained.violations
-    );
+    assert_alarms_explained(&report);
     let uncaused = ["no damage at rest or out-of-contract fault reaching offset 1"];
     let stories = [
         ("no flip: the open wrote back from 1", HoleStory::default()),
@@ -823,11 +811,7 @@ fn a_lost_fsync_explains_an_alarm_only_once_a_crash_followed_it() {
         &["frame_skipped base=1 records=1"],
     );
     let report = skip_after(lost(), true).report();
-    assert!(
-        report.alarms_explained.violations.is_empty(),
-        "{:?}",
-        report.alarms_explained.violations
-    );
+    assert_alarms_explained(&report);
     assert_mentions(
         &messages_of(
             &skip_after_kills(lost(), &[true]).report(),
@@ -836,11 +820,7 @@ fn a_lost_fsync_explains_an_alarm_only_once_a_crash_followed_it() {
         &["frame_skipped base=1 records=1"],
     );
     let report = skip_after_kills(lost(), &[true, false]).report();
-    assert!(
-        report.alarms_explained.violations.is_empty(),
-        "{:?}",
-        report.alarms_explained.violations
-    );
+    assert_alarms_explained(&report);
     // A misdirected write lands on the platter too: the page cache keeps the right
     // bytes until a power loss.
     let misdirected = || FaultKind::Misdirected {
@@ -858,11 +838,7 @@ fn a_lost_fsync_explains_an_alarm_only_once_a_crash_followed_it() {
         );
     }
     let report = skip_after(misdirected(), true).report();
-    assert!(
-        report.alarms_explained.violations.is_empty(),
-        "{:?}",
-        report.alarms_explained.violations
-    );
+    assert_alarms_explained(&report);
 }
 
 #[test]
@@ -1032,25 +1008,13 @@ fn frontier_clamped_after(fault: FaultKind, killed: bool, read: u64) -> Run {
     r.produced(2)
         .hwm(0, 2, 2, 2)
         .delivered(2)
-        .with(|t, h| {
-            h.frontier_written(t, &tp(0), 2);
-        })
+        .frontier_written(0, 2)
         .fault(fault, Some(0))
         .crash(&[(0, 1, 2, 2)]);
     if killed {
         r.restart().crash(&[(0, 1, 2, 2)]);
     }
-    r.restart()
-        .alarm(
-            Some(0),
-            Alarm::FrontierClamped {
-                value: read,
-                clamped: 1,
-            },
-        )
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 1);
-        });
+    r.restart().frontier_clamped(0, read, 1);
     r
 }
 
@@ -1063,26 +1027,13 @@ fn chained_frontier_flips(read: u64) -> Run {
     r.produced(4)
         .hwm(0, 4, 4, 4)
         .delivered(2)
-        .with(|t, h| {
-            h.frontier_written(t, &tp(0), 2);
-        })
+        .frontier_written(0, 2)
         .fault(offset_flip(2, 1026), Some(0))
         .fault(offset_flip(1010, 1026), Some(0))
-        .with(|t, h| {
-            h.frontier_written(t, &tp(0), 3);
-        })
+        .frontier_written(0, 3)
         .process_crash(&[(0, 4, 4, 4)])
         .restart()
-        .alarm(
-            Some(0),
-            Alarm::FrontierClamped {
-                value: read,
-                clamped: 4,
-            },
-        )
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 4);
-        });
+        .frontier_clamped(0, read, 4);
     r
 }
 
@@ -1092,11 +1043,7 @@ fn chained_frontier_flips(read: u64) -> Run {
 #[test]
 fn a_chain_of_frontier_flips_outlives_a_write_the_crash_lost() {
     let report = chained_frontier_flips(1010).report();
-    assert!(
-        report.alarms_explained.violations.is_empty(),
-        "{:?}",
-        report.alarms_explained.violations
-    );
+    assert_alarms_explained(&report);
     assert_mentions(
         &messages_of(
             &chained_frontier_flips(1500).report(),
@@ -1198,29 +1145,14 @@ fn a_frontier_flip_is_still_there_when_the_open_reads_its_value_before_a_clamp()
             .hwm(0, 2, 2, 2)
             .delivered(2)
             .fault(flip.clone(), Some(0))
-            .with(|t, h| {
-                h.frontier_written(t, &tp(0), 3);
-            })
+            .frontier_written(0, 3)
             .crash(&[(0, 2, 2, 2)])
             .restart()
-            .alarm(
-                Some(0),
-                Alarm::FrontierClamped {
-                    value: read,
-                    clamped: 2,
-                },
-            )
-            .with(|t, h| {
-                h.frontier_observed(t, &tp(0), 2);
-            });
+            .frontier_clamped(0, read, 2);
         r.report()
     };
     let report = run(1_000);
-    assert!(
-        report.alarms_explained.violations.is_empty(),
-        "{:?}",
-        report.alarms_explained.violations
-    );
+    assert_alarms_explained(&report);
     // Had the open read the rewritten 3, the flip was gone: the clamp is the engine's.
     assert_mentions(
         &messages_of(&run(3), CheckerName::AlarmsExplained),
@@ -1264,11 +1196,7 @@ fn a_later_flip_that_finds_the_earlier_flips_word_shows_the_rewrite_did_not_last
         r.report()
     };
     let report = run(flip(2, 1_000), flip(996, 1_000), 996);
-    assert!(
-        report.alarms_explained.violations.is_empty(),
-        "{:?}",
-        report.alarms_explained.violations
-    );
+    assert_alarms_explained(&report);
     // A second flip that found a word the first did not leave proves nothing about the
     // write: the first flip's reach ended with it, and the second's misses [2, 996).
     assert_mentions(

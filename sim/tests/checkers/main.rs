@@ -296,6 +296,28 @@ impl Run {
             .opened(p, hwm, tail)
     }
 
+    /// The engine wrote frontier `value` of orders/`p` (to its temp file).
+    fn frontier_written(&mut self, p: u32, value: u64) -> &mut Self {
+        let t = self.now();
+        self.h.frontier_written(t, &tp(p), value);
+        self
+    }
+
+    /// An open read frontier `read` of orders/`p` above its HWM `to`, clamped it, and
+    /// the queue came up there.
+    fn frontier_clamped(&mut self, p: u32, read: u64, to: u64) -> &mut Self {
+        self.alarm(
+            Some(p),
+            Alarm::FrontierClamped {
+                value: read,
+                clamped: to,
+            },
+        );
+        let t = self.now();
+        self.h.frontier_observed(t, &tp(p), to);
+        self
+    }
+
     /// A bit flip in the WAL's checkpoint file.
     fn checkpoint_flipped(&mut self) -> &mut Self {
         let (kind, _) = wal_flip();
@@ -344,6 +366,15 @@ fn assert_mentions(messages: &[String], parts: &[&str]) {
         "no message contains all of {parts:?}: {messages:#?}"
     );
 }
+/// Every engine alarm of the run had a cause (`alarms_explained` passed).
+fn assert_alarms_explained(report: &CheckReport) {
+    assert!(
+        report.alarms_explained.violations.is_empty(),
+        "{:?}",
+        report.alarms_explained.violations
+    );
+}
+
 fn assert_clean(report: &CheckReport) {
     assert_eq!(
         report.failed_checkers(),

@@ -606,11 +606,7 @@ fn clamp_of_a_flip_after_a_lost_hwm_fsync(lost_first: bool) -> Run {
 #[test]
 fn a_word_reported_after_a_flip_is_no_rewrite_when_a_lost_fsync_wrote_it_before() {
     let report = clamp_of_a_flip_after_a_lost_hwm_fsync(true).report();
-    assert!(
-        report.alarms_explained.violations.is_empty(),
-        "{:?}",
-        report.alarms_explained.violations
-    );
+    assert_alarms_explained(&report);
     // Without the lost fsync, the word 2 reported after the flip was written after it:
     // the flip was gone, and the clamp has no cause.
     assert_mentions(
@@ -773,11 +769,7 @@ fn clamp_of_a_flip_reported_behind(reported: u64) -> Run {
 #[test]
 fn a_report_below_a_flipped_word_is_a_write_from_before_the_flip() {
     let report = clamp_of_a_flip_reported_behind(15).report();
-    assert!(
-        report.alarms_explained.violations.is_empty(),
-        "{:?}",
-        report.alarms_explained.violations
-    );
+    assert_alarms_explained(&report);
     // A report above the word the flip found is a write after it: the flip was gone.
     assert_mentions(
         &messages_of(

@@ -402,8 +402,10 @@ fn word_file(file: FileKind) -> bool {
 /// hold on disk between the report before the fault and the fault (neither end of
 /// `flipped` nor of a flip chained before it) (`hwm`), or a frontier written
 /// (`consumer.offset`) unless the next open found, instead of the value written, one
-/// of `flipped`'s ends (the word the fault left): a write the crash after it lost (the
-/// rename not yet durable) leaves the fault's word in place. With `late_to` (a flip's
+/// of `flipped`'s ends or of a later flip's before the write (the word the fault
+/// left): a write the crash after it lost (the rename not yet durable) leaves the
+/// fault's word in place. A replace the engine reported finished before the crash
+/// lasted, whatever was read next. With `late_to` (a flip's
 /// lower end), a report at or below it is a write made before the fault and reported
 /// late: the engine's word only rises within an incarnation, and the word on disk
 /// before the flip, which the engine had written, was at least that.
@@ -534,12 +536,37 @@ pub fn word_rewritten(
                 } if t == tp => Some((i, *frontier)),
                 _ => None,
             });
+        // A replace the engine reported finished (temp file fsynced, renamed over,
+        // directory fsynced) before the crash is on disk, whatever the open read next:
+        // an older word read back is the engine's loss, not the flip's. Unless the
+        // directory's fsync was lost while it ran (the rename may be undone), as
+        // `frontier_durable` judges it.
+        let returned = events[write + 1..crash.min(events.len())]
+            .iter()
+            .enumerate()
+            .take_while(
+                |(_, e)| !matches!(&e.kind, EventKind::FrontierWritten { tp: t, .. } if t == tp),
+            )
+            .find_map(|(k, e)| match &e.kind {
+                EventKind::EngineAlarm {
+                    tp: Some(t),
+                    alarm: Alarm::FrontierPersisted { value },
+                    ..
+                } if t == tp && *value == written => Some(write + 1 + k),
+                _ => None,
+            });
+        let lasted = returned.is_some_and(|done| {
+            !facts.reaches_before(tp, done).any(|f| {
+                f.lost_fsync() && f.file != FileKind::ConsumerOffset && write < f.fault_index
+            })
+        });
         // The write did not last when the open read the flip's word back, or when
         // another flip of the word before that read found one of the flip's values
         // there rather than the write's (a flip changes the word from one end of its
         // range to the other). The flip's word is also any a later flip made of it
         // before the write: flips chain.
         let undone = match (seen_next, flipped) {
+            _ if lasted => false,
             (Some((read, seen)), Some(range)) if seen != written => {
                 let mut ends = vec![range.start, range.end];
                 for e in &events[after + 1..write] {

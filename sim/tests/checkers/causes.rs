@@ -1053,6 +1053,79 @@ fn a_chain_of_frontier_flips_outlives_a_write_the_crash_lost() {
     );
 }
 
+/// orders/0, ids 1-4 at offsets 0-3 (HWM 4), offsets 0-2 delivered and acked, frontier
+/// 2 persisted (the replace returned). `flips` flips of `consumer.offset`; then the
+/// engine replaces the word with 3 and, when `returned`, the replace returns (temp
+/// fsynced, renamed, directory fsynced). A process crash (the page cache survives). The
+/// next open reads `read`, clamps it to 4 (a replace that returns) and loads 4, skipping
+/// id 4 at offset 3. (helper-35's review of 1667f62.)
+fn persisted_then_read(flips: &[(u64, u64)], returned: bool, read: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(4).hwm(0, 4, 4, 4);
+    for offset in 0..3 {
+        r.deliver(offset + 1, 0, offset, 1_000 + offset)
+            .consume(0, offset);
+    }
+    let persist = |r: &mut Run, value: u64, returned: bool| {
+        r.alarm(Some(0), Alarm::FrontierPersisting { value })
+            .frontier_written(0, value);
+        if returned {
+            r.alarm(Some(0), Alarm::FrontierPersisted { value });
+        }
+    };
+    persist(&mut r, 2, true);
+    for &(a, b) in flips {
+        r.fault(offset_flip(a, b), Some(0));
+    }
+    persist(&mut r, 3, returned);
+    r.process_crash(&[(0, 4, 4, 4)])
+        .restart()
+        .open_clean(0, 4, 4)
+        .alarm(
+            Some(0),
+            Alarm::FrontierClamped {
+                value: read,
+                clamped: 4,
+            },
+        );
+    persist(&mut r, 4, true);
+    r.with(|t, h| {
+        h.frontier_loaded(t, &tp(0), 4, 4);
+        h.frontier_skipped(
+            t,
+            &tp(0),
+            3,
+            4,
+            vec![cafelog_sim::history::HeldCopy {
+                offset: 3,
+                id: 4,
+                committed_at_ms: 1_003,
+            }],
+        );
+    });
+    r
+}
+
+/// A replace of the word that returned before a process crash is on disk: an open that
+/// reads an older word back (the end of a flip, or of a chain of flips, from before the
+/// replace) shows an engine that lost its own durable write, and the flips, which the
+/// replace overwrote, explain nothing. Without the replace returning, the crash may have
+/// come before the rename (fresh quick 3859001702), and the first flip still explains it.
+#[test]
+fn a_frontier_replace_that_returned_ends_a_chain_of_flips() {
+    let chain = [(2, 1026), (1010, 1026)];
+    for (flips, read) in [(&chain[..], 1010), (&chain[..1], 1026)] {
+        assert_mentions(
+            &messages_of(
+                &persisted_then_read(flips, true, read).report(),
+                CheckerName::AlarmsExplained,
+            ),
+            &[&format!("frontier_clamped {read} -> 4")],
+        );
+        assert_clean(&persisted_then_read(flips, false, read).report());
+    }
+}
+
 #[test]
 fn a_lost_hwm_fsync_explains_a_frontier_clamp_until_hwm_is_written_again() {
     // The crash left the old word (1) durable under a frontier of 2; a killed open

@@ -8,8 +8,10 @@
 //!    log start is only sampled), or settled by the engine as a record it
 //!    skipped with a counter (row `skipped`: its `frame_skipped`/`records_skipped`
 //!    alarm came first), or lies in the reach of an out-of-contract fault of the
-//!    partition's `consumer.offset` injected before (row `out_of_contract`: a flip or
-//!    lost fsync moves the frontier the engine loads anywhere between two values).
+//!    partition's `consumer.offset` injected before and read by an open while it
+//!    lasted (row `out_of_contract`: a flip or lost fsync moves the frontier the engine
+//!    loads anywhere between two values; one overwritten before any open read it moved
+//!    nothing).
 //! 2. Every `FrontierObserved` value is 0 (no file yet), at or below a log start (the
 //!    engine's clamp), or a value some `FrontierWritten` of that partition recorded
 //!    earlier; else it must lie in (or be made unreadable by) the reach of such an
@@ -42,6 +44,8 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
     let mut written: BTreeMap<TopicPartition, BTreeSet<Offset>> = BTreeMap::new();
     let mut log_start: BTreeMap<TopicPartition, Offset> = BTreeMap::new();
     let mut final_log_start: BTreeMap<TopicPartition, Offset> = BTreeMap::new();
+    // Per partition: where an open read the word (a load, or a clamp of what it read).
+    let mut loads: BTreeMap<TopicPartition, Vec<usize>> = BTreeMap::new();
     for event in facts.history.events() {
         if let EventKind::LogStartObserved { tp, log_start: s } = &event.kind {
             let entry = final_log_start.entry(tp.clone()).or_default();
@@ -63,16 +67,36 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
                 *entry = (*entry).max(*s);
                 continue;
             }
+            EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: crate::history::Alarm::FrontierClamped { .. },
+                ..
+            } => {
+                loads.entry(tp.clone()).or_default().push(index);
+                continue;
+            }
             EventKind::FrontierWritten { tp, frontier } => (tp, *frontier, false),
-            EventKind::FrontierObserved { tp, frontier, .. } => (tp, *frontier, true),
+            EventKind::FrontierObserved { tp, frontier, .. } => {
+                loads.entry(tp.clone()).or_default().push(index);
+                (tp, *frontier, true)
+            }
             _ => continue,
         };
         report.checked += 1;
-        // The out-of-contract faults of this partition's `consumer.offset` so far, and
-        // the records the engine skipped (settled) with a counter so far.
+        // The out-of-contract faults of this partition's `consumer.offset` so far that an
+        // open read while they lasted (the engine's frontier then carries what they did,
+        // and only rises from there; one the engine overwrote before any open read it
+        // moved nothing), and the records the engine skipped (settled) with a counter so
+        // far.
+        let read_at = loads.get(tp).map_or(&[][..], Vec::as_slice);
         let word_faults: Vec<&crate::check::contract::Reach> = facts
             .reaches_before(tp, index)
             .filter(|r| r.file == FileKind::ConsumerOffset)
+            .filter(|r| {
+                read_at
+                    .iter()
+                    .any(|&j| j > r.fault_index && r.live_at(facts, j, None))
+            })
             .collect();
         let skips: Vec<SkipFact> = facts.alarms.skips(tp).filter(|s| s.index < index).collect();
         // A file the engine reported unreadable (`frontier_reset`, its cause judged by

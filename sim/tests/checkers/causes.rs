@@ -1455,14 +1455,6 @@ fn a_process_crash_tail_below_the_hwm_is_not_a_platter_faults_before_a_power_los
     );
 }
 
-fn offset_flip(start: u64, end: u64) -> FaultKind {
-    FaultKind::BitFlip {
-        file: FileKind::ConsumerOffset,
-        offsets: Some(OffsetRange { start, end }),
-        below_hwm: None,
-    }
-}
-
 /// Ids 1-10 at offsets 0-9, delivered. The frontier is 2 when a flip makes it 1000
 /// ([2, 1000]); the engine writes 3, then 6 (both last). When `second`, a flip finds the
 /// engine's 6 and makes it 2 ([2, 6]); the engine then writes 10, which lasts: the next

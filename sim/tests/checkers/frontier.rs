@@ -99,3 +99,56 @@ fn a_frontier_may_pass_a_segment_the_reaper_deleted_before_the_log_start_is_samp
         &["written as 2", "passes unacknowledged offset 1"],
     );
 }
+
+/// orders/0: ids 1-4 at offsets 0-3, offsets 0-2 acknowledged, frontier 2 written. A
+/// flip takes `consumer.offset` 2 -> 1026; then, with `overwritten`, the engine writes
+/// frontier 3 and a crash and an open that reads 3 back follow (the write lasted; no open
+/// ever read the flip), else a crash and an open that reads the flip's 1026 and clamps
+/// it to 4. Then the engine writes frontier 4 over unacknowledged offset 3.
+fn frontier_past_a_flip(overwritten: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(4).hwm(0, 4, 4, 4);
+    for offset in 0..3 {
+        r.deliver(offset + 1, 0, offset, 1_000 + offset)
+            .consume(0, offset);
+    }
+    r.frontier_written(0, 2)
+        .fault(offset_flip(2, 1026), Some(0));
+    if overwritten {
+        r.frontier_written(0, 3)
+            .crash(&[(0, 4, 4, 4)])
+            .restart()
+            .open_clean(0, 4, 4)
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 3);
+            });
+    } else {
+        r.crash(&[(0, 4, 4, 4)])
+            .restart()
+            .open_clean(0, 4, 4)
+            .frontier_clamped(0, 1026, 4);
+    }
+    r.frontier_written(0, 4);
+    r
+}
+
+/// A flip excuses frontiers past unacknowledged offsets in its range only once an open
+/// read it: one the engine overwrote first moved nothing (helper-35, 2026-12-05).
+#[test]
+fn a_flip_no_open_read_excuses_no_frontier() {
+    let messages = fires_only(
+        &frontier_past_a_flip(true).report(),
+        CheckerName::FrontierSafe,
+    );
+    assert_mentions(
+        &messages,
+        &["written as 4", "passes unacknowledged offset 3"],
+    );
+    assert!(
+        messages_of(
+            &frontier_past_a_flip(false).report(),
+            CheckerName::FrontierSafe
+        )
+        .is_empty()
+    );
+}

@@ -507,6 +507,15 @@ fn clamp(persisted_hwm: u64, hwm: u64) -> Alarm {
     }
 }
 /// A bit flip in partition `hwm` file (8 bare bytes: undetectable).
+/// A flip of orders' `consumer.offset` between `start` and `end`.
+fn offset_flip(start: u64, end: u64) -> FaultKind {
+    FaultKind::BitFlip {
+        file: FileKind::ConsumerOffset,
+        offsets: Some(OffsetRange { start, end }),
+        below_hwm: None,
+    }
+}
+
 fn hwm_flip() -> FaultKind {
     FaultKind::BitFlip {
         file: FileKind::Hwm,

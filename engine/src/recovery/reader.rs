@@ -385,6 +385,32 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_range_touches_only_the_frames_it_overlaps() {
+        with_reader(vec![0u8; 2048], |r| {
+            r.unreadable.push(512..1024);
+            // Ending where the bad sector starts, or starting where it ends: readable.
+            assert!(r.unreadable_in(0, 512).is_none());
+            assert!(r.unreadable_in(1024, 100).is_none());
+            assert!(r.unreadable_in(500, 13).is_some());
+            assert!(r.unreadable_in(1023, 1).is_some());
+            assert!(r.unreadable_in(0, 2048).is_some());
+        });
+    }
+
+    #[test]
+    fn a_read_error_other_than_eio_ends_the_read_instead_of_marking_sectors() {
+        // The file is shorter than the length the reader was given (it shrank under
+        // the scan): reading past its end fails with UnexpectedEof, which is no bad
+        // sector and must not read as one.
+        with_reader(vec![0x11; 64], |r| {
+            r.file_len = 4096;
+            let err = pollster::block_on(r.bytes(0, 4096)).expect_err("past the end");
+            assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof, "{err}");
+            assert!(r.unreadable.is_empty(), "{:?}", r.unreadable);
+        });
+    }
+
+    #[test]
     fn all_zero_sees_one_set_bit_anywhere() {
         assert!(all_zero(&[]));
         for len in [1, 15, 16, 17, 100, 4096] {

@@ -107,6 +107,8 @@ pub struct FailingFs {
     /// While set, each `read_at` returns at most 7 bytes (a short read, which POSIX
     /// allows).
     pub short_reads: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// `read_at` calls that failed with EIO (a bad sector hit).
+    pub eio_reads: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Every write attempted, in order.
     pub writes: std::sync::Arc<std::sync::Mutex<Vec<WriteOp>>>,
     /// Every directory operation, in order: `remove NAME`, `sync_dir`.
@@ -178,6 +180,9 @@ impl cafelog_engine::fs::File for FailingFile {
             && range.start < position + buf.len() as u64
             && position < range.end
         {
+            self.fs
+                .eio_reads
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             return Err(std::io::Error::from_raw_os_error(5));
         }
         let buf = if self

@@ -144,3 +144,41 @@ fn short_reads_change_nothing() {
         assert_eq!(r.payload, record(r.offset));
     }
 }
+
+#[test]
+fn an_unreadable_sector_takes_every_frame_it_touches() {
+    // The failing byte lies just past frame 3's start, and its 512-byte sector begins
+    // inside frame 2: a disk fails the whole sector, so frame 2 is unreadable too, and
+    // the cut (above the persisted HWM) comes at frame 2, not 3.
+    let dir = tempfile::tempdir().unwrap();
+    let frame = log_of_frames(dir.path());
+    std::fs::write(dir.path().join("hwm"), 1u64.to_be_bytes()).unwrap();
+    let at = 3 * frame + 10;
+    assert_eq!(hit(at, frame), 2..4, "the sector straddles frames 2 and 3");
+    let (log, _) = open_on(&unreadable_at(at), dir.path()).expect("open");
+    assert_eq!(log.status().next_offset, 2);
+}
+
+#[test]
+fn a_bad_sector_is_found_by_bisection_in_logarithmic_reads() {
+    // The reader splits a failed read at sector boundaries, halving each time: about
+    // 2 log2(window / 512) failed reads, not one per sector of the window.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (log, _) = open(dir.path(), &clock, config());
+    for i in 0..64u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &vec![b'a' + (i % 26) as u8; 8_000][..])]))
+            .unwrap();
+    }
+    pollster::block_on(log.close()).unwrap();
+    let end = frames_end(dir.path(), SEGMENT);
+    let sectors = end / 512;
+    assert!(sectors > 900, "{sectors} sectors");
+    let fs = unreadable_at(end / 2);
+    let _ = open_on(&fs, dir.path());
+    let failed = fs.eio_reads.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        failed <= 2 * 64,
+        "{failed} failed reads to find one bad sector among {sectors}"
+    );
+}

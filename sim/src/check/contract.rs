@@ -153,6 +153,18 @@ impl Reach {
         word_file(self.file)
     }
 
+    /// Whether the fault can undo a `consumer.offset` replace that ran from history
+    /// index `begun` to `done` (its rename over the word): a lost fsync of the
+    /// partition's directory (or of another file of it that holds no word) while the
+    /// replace ran, so the rename may not be durable. A lost fsync of the word's own
+    /// temp file is a fault of the word, with its own reach.
+    pub fn undoes_rename(&self, begun: usize, done: usize) -> bool {
+        self.lost_fsync()
+            && matches!(self.file, FileKind::Directory | FileKind::Other)
+            && begun < self.fault_index
+            && self.fault_index < done
+    }
+
     /// A lost fsync: the durable file keeps what it held before the writes it lost.
     pub fn lost_fsync(&self) -> bool {
         matches!(self.kind, FaultKind::LostFsync { .. })
@@ -556,9 +568,9 @@ pub fn word_rewritten(
                 _ => None,
             });
         let lasted = returned.is_some_and(|done| {
-            !facts.reaches_before(tp, done).any(|f| {
-                f.lost_fsync() && f.file != FileKind::ConsumerOffset && write < f.fault_index
-            })
+            !facts
+                .reaches_before(tp, done)
+                .any(|f| f.undoes_rename(write, done))
         });
         // The write did not last when the open read the flip's word back, or when
         // another flip of the word before that read found one of the flip's values

@@ -261,12 +261,7 @@ fn durable_floor<'r>(
         let done = r.returned.unwrap_or(usize::MAX);
         let undone: Vec<usize> = faults
             .iter()
-            .filter(|f| {
-                f.lost_fsync()
-                    && f.file != FileKind::ConsumerOffset
-                    && r.begun < f.fault_index
-                    && f.fault_index < done
-            })
+            .filter(|f| f.undoes_rename(r.begun, done))
             .map(|f| f.fault_index)
             .collect();
         if undone.is_empty() {

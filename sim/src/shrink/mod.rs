@@ -13,8 +13,9 @@
 //!    records, a shorter run, or half the records with a consumer dropping every
 //!    delivery; a knob back at its default; the disk's last fault of a kind cut; a
 //!    fault off; last, timed kills aimed at the acknowledgement they followed) and keep
-//!    the first that still fails the same way; start over from it. Stop when no candidate is kept. A run still in swarm form then
-//!    tries the explicit form once more, and if it repeats, steps 2 and 3 run again.
+//!    the first that still fails the same way; start over from it. Stop when no
+//!    candidate is kept. A run still in swarm form then tries the explicit form once
+//!    more, and if it repeats, steps 2 and 3 run again.
 //!
 //! "The same way" ([`Target`]): the same verdict and checker, and the first violation
 //! names a record on the same partition, so the shrink cannot slide to another bug.

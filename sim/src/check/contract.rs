@@ -35,7 +35,7 @@ use std::collections::BTreeSet;
 
 use super::facts::Facts;
 use crate::history::{
-    Alarm, EventKind, FaultKind, FileKind, Incarnation, Offset, OffsetRange, ProduceId,
+    Alarm, Event, EventKind, FaultKind, FileKind, Incarnation, Offset, OffsetRange, ProduceId,
     TopicPartition,
 };
 
@@ -455,17 +455,11 @@ pub fn word_rewritten(
     let fault_inc = events.get(after).map(|e| e.incarnation);
     let mut held: Vec<Offset> = flipped.iter().flat_map(|r| [r.start, r.end]).collect();
     for e in &events[since..after.min(events.len())] {
+        if let Some(r) = flip_of(e, file, tp) {
+            held.extend([r.start, r.end]);
+            continue;
+        }
         let r = match &e.kind {
-            EventKind::Fault {
-                kind:
-                    FaultKind::BitFlip {
-                        file: f,
-                        offsets: Some(r),
-                        ..
-                    },
-                tp: Some(t),
-                ..
-            } if *f == file && t == tp => r,
             // Only the incarnation that wrote it can report it late.
             EventKind::Fault {
                 kind:
@@ -581,22 +575,11 @@ pub fn word_rewritten(
             _ if lasted => false,
             (Some((read, seen)), Some(range)) if seen != written => {
                 let mut ends = vec![range.start, range.end];
-                for e in &events[after + 1..write] {
-                    if let EventKind::Fault {
-                        kind:
-                            FaultKind::BitFlip {
-                                file: f,
-                                offsets: Some(r),
-                                ..
-                            },
-                        tp: Some(t),
-                        ..
-                    } = &e.kind
-                        && *f == file
-                        && t == tp
-                    {
-                        ends.extend([r.start, r.end]);
-                    }
+                for r in events[after + 1..write]
+                    .iter()
+                    .filter_map(|e| flip_of(e, file, tp))
+                {
+                    ends.extend([r.start, r.end]);
                 }
                 ends.contains(&seen)
                     || events[write + 1..read].iter().enumerate().any(|(k, e)| {
@@ -608,15 +591,11 @@ pub fn word_rewritten(
                                     if t == tp && *frontier == v)
                             })
                         };
-                        matches!(&e.kind, EventKind::Fault {
-                            kind: FaultKind::BitFlip { file: f, offsets: Some(r), .. },
-                            tp: Some(t),
-                            ..
-                        } if *f == file
-                            && t == tp
-                            && !engine_wrote(r.start)
-                            && !engine_wrote(r.end)
-                            && (ends.contains(&r.start) || ends.contains(&r.end)))
+                        flip_of(e, file, tp).is_some_and(|r| {
+                            !engine_wrote(r.start)
+                                && !engine_wrote(r.end)
+                                && (ends.contains(&r.start) || ends.contains(&r.end))
+                        })
                     })
             }
             _ => false,
@@ -625,6 +604,23 @@ pub fn word_rewritten(
             return Some(write);
         }
         from = crash;
+    }
+}
+
+/// The range of the flip of `tp`'s `file` that `event` is, if it is one.
+fn flip_of(event: &Event, file: FileKind, tp: &TopicPartition) -> Option<OffsetRange> {
+    match &event.kind {
+        EventKind::Fault {
+            kind:
+                FaultKind::BitFlip {
+                    file: f,
+                    offsets: Some(r),
+                    ..
+                },
+            tp: Some(t),
+            ..
+        } if *f == file && t == tp => Some(*r),
+        _ => None,
     }
 }
 

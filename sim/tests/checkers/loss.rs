@@ -1206,6 +1206,13 @@ fn both_copies_damaged_follows_a_replay_copy_an_open_cut_while_it_scanned() {
 /// entry and a latent sector takes the frames of `[0, hit_end)`. The open of
 /// incarnation 3 cuts at 0 (R1).
 fn two_copies_one_damage(hit_end: u64) -> Run {
+    two_copies_one_damage_then(hit_end, None)
+}
+
+/// [`two_copies_one_damage`], where, when `killed_cut` is set, the open of incarnation
+/// 3 cuts there (R1), reports the damaged WAL and dies in a power loss before it
+/// completes; the open of incarnation 4 then finds the log ending at that cut.
+fn two_copies_one_damage_then(hit_end: u64, killed_cut: Option<u64>) -> Run {
     let copy = |offset, id| HeldCopy {
         offset,
         id,
@@ -1246,13 +1253,29 @@ fn two_copies_one_damage(hit_end: u64) -> Run {
             let fault_index = h.len() - 1;
             h.damage_held(t, fault_index, &tp(0), hit);
         })
-        .restart()
-        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
-        .alarm(Some(0), torn_tail(0))
-        .opened(0, 0, 0)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        });
+        .restart();
+    if let Some(cut) = killed_cut {
+        r.disk(0, OpenRule::TornTail, 0, cut, Some(cut))
+            .alarm(Some(0), torn_tail(cut))
+            .alarm(
+                None,
+                Alarm::WalDamaged {
+                    corrupt_entries: 0,
+                    skipped_bytes: 159,
+                },
+            )
+            .crash(&[(0, 0, cut, cut)])
+            .restart()
+            .disk(0, OpenRule::Clean, 0, cut, None)
+            .opened(0, 0, cut);
+    } else {
+        r.disk(0, OpenRule::TornTail, 0, 0, Some(0))
+            .alarm(Some(0), torn_tail(0))
+            .opened(0, 0, 0);
+    }
+    r.with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    });
     r
 }
 
@@ -1278,6 +1301,18 @@ fn both_copies_damaged_takes_every_copy_one_damage_listed() {
         "{:#?}",
         report.violations()
     );
+}
+
+#[test]
+fn an_open_killed_after_cutting_below_every_damaged_copy_saved_nothing() {
+    // Fresh quick seed 3865018627: the first open after the damage cut below every copy
+    // it took, got through the damaged replay and died; there was nothing left to save.
+    let report = two_copies_one_damage_then(4, Some(0)).report();
+    expect_both_copies(&report, 2, "copies, at offsets 1, 3");
+    // Its cut left the copy at 1 (the damage reaches it, but the cut says the engine
+    // read past it): what the open did next may have saved that copy.
+    let report = two_copies_one_damage_then(4, Some(2)).report();
+    refuses_both_copies(&report, 2, "cut above the lowest copy");
 }
 
 #[test]

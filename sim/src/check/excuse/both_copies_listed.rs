@@ -35,7 +35,8 @@ impl Excuses<'_, '_> {
     /// - a `DamageHeld` after the ack names `id`'s copy at `x`, and no later listing
     ///   names `id` anywhere;
     /// - no open completed, or got through the WAL's replay, between the two damages;
-    ///   when the log damage came first, no open started between them at all;
+    ///   when the log damage came first, no open started between them at all; a killed
+    ///   open after both that got through the replay counts only if its cut left a copy;
     /// - the first open that completed after both (or, when the log damage came last,
     ///   one that started after the WAL damage and cut at or below `x` after the log
     ///   damage landed during its scan) replays the damaged WAL, and it, or a killed
@@ -158,8 +159,16 @@ impl Excuses<'_, '_> {
             .iter()
             .filter(|&(_, &r)| start < r && r < restart);
         for (&inc, &r) in between {
+            // A killed open after both damages that cut at or below every copy the log
+            // damage took had no copy left to expose, and its replay found the entry
+            // gone: what it did after its replay saved nothing.
+            let cut_every_copy = r > end
+                && facts
+                    .alarms
+                    .cuts(tp)
+                    .any(|c| c.incarnation == inc && c.index > log.fault && c.offset <= x);
             let saving = facts.opened.contains(&inc)
-                || facts.alarms.wal_damaged_in(inc)
+                || (facts.alarms.wal_damaged_in(inc) && !cut_every_copy)
                 || (log.fault < wal.fault && r < wal.fault);
             if saving {
                 return None;

@@ -757,6 +757,95 @@ fn a_killed_open_past_the_damaged_replay_that_found_no_log_copy_keeps_the_excuse
     }
 }
 
+/// Ids 1-3 at offsets 0-2 with the HWM persisted at 1; a power loss keeps all three
+/// frames but a bad frame at 1, and a latent sector takes id 3's frame at 2 (listed). The
+/// open of incarnation 1 cuts at the hole (R2) and dies in a power loss before its cut
+/// lasts; the open of incarnation 2 finds the same hole, with `past_hole` the world's
+/// listing of the readable records past it (none when `None`), and dies in a power loss
+/// that also destroys id 3's WAL entry. The open of incarnation 3 cuts at 1 and completes.
+fn log_copy_gone_then_killed_at_a_hole(past_hole: Option<Vec<HeldCopy>>) -> Run {
+    let id3 = HeldCopy {
+        offset: 2,
+        id: 3,
+        committed_at_ms: 1_002,
+    };
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(1)
+        .crash(&[(0, 1, 3, 3)])
+        .fault(
+            FaultKind::LatentSector {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 2, end: 3 }),
+                below_hwm: Some(false),
+            },
+            Some(0),
+        )
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![id3]);
+        })
+        .restart()
+        .disk(0, OpenRule::Hole, 1, 1, Some(1))
+        .alarm(Some(0), hole_at(1))
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .disk(0, OpenRule::Hole, 1, 1, Some(1));
+    if let Some(held) = past_hole {
+        r.with(|t, h| {
+            h.past_hole_at_open(t, &tp(0), held);
+        });
+    }
+    r.crash(&[(0, 1, 1, 1)])
+        .wal_entry_flipped(2, 3, 3)
+        .restart()
+        .disk(0, OpenRule::Hole, 1, 1, Some(1))
+        .alarm(Some(0), hole_at(1))
+        .alarm(
+            None,
+            Alarm::WalDamaged {
+                corrupt_entries: 1,
+                skipped_bytes: 100,
+            },
+        )
+        .opened(0, 1, 1)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 1);
+        });
+    r
+}
+
+#[test]
+fn a_killed_open_at_a_hole_whose_listing_lacks_the_record_found_no_copy() {
+    // Fresh quick seed 3867009819: the log copy was gone first, and the opens killed
+    // before the WAL damage each found an R2 hole with nothing of the record's past it,
+    // so none of their salvages could have kept it.
+    let other = HeldCopy {
+        offset: 3,
+        id: 9,
+        committed_at_ms: 1_003,
+    };
+    let report = log_copy_gone_then_killed_at_a_hole(Some(vec![other])).report();
+    assert_eq!(
+        report.no_lost_ack.excuse_of(3).map(|e| e.kind),
+        Some(ExcuseKind::BothCopiesDamaged),
+        "{:#?}",
+        report.violations()
+    );
+    // With no listing, or one that names the record past the hole, that open may have
+    // salvaged it into the WAL: not excused.
+    let listed = HeldCopy {
+        offset: 2,
+        id: 3,
+        committed_at_ms: 1_002,
+    };
+    for past_hole in [None, Some(vec![listed])] {
+        let report = log_copy_gone_then_killed_at_a_hole(past_hole).report();
+        refuses_both_copies(&report, 3, "past the hole");
+    }
+}
+
 #[test]
 fn a_process_crash_cache_tail_does_not_show_the_log_copy_gone() {
     // Adversarial read of d6baa4d: the open of incarnation 1 cuts at 0 (R2) below id 2's

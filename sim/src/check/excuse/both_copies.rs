@@ -262,7 +262,8 @@ impl Excuses<'_, '_> {
     /// below `floor`, or the records from `floor` lie in its hidden tail and none is
     /// `id`'s. An R2 open whose salvage was not recorded may have kept a readable frame
     /// past its hole (the salvage writes it into the WAL before the alarm), so it
-    /// proves nothing.
+    /// proves nothing, unless the world's listing of the readable records past the
+    /// hole has none of `id`'s (`may_offer`).
     fn found_no_copy(
         &self,
         tp: &TopicPartition,
@@ -279,7 +280,7 @@ impl Excuses<'_, '_> {
             .of(tp)
             .iter()
             .any(|a| a.incarnation == incarnation && matches!(a.alarm, Alarm::Salvaged { .. }));
-        if view.rule == OpenRule::Hole && !salvage_shown {
+        if view.rule == OpenRule::Hole && !salvage_shown && facts.may_offer(tp, id, incarnation) {
             return false;
         }
         if view.tail <= floor {

@@ -191,7 +191,8 @@ impl<'h> Facts<'h> {
     /// Whether an R2 salvage after history index `index` wrote, or may have written, a
     /// WAL entry of `id` on `tp`: one whose `salvage_wrote` names it (see
     /// [`EventKind::SalvageWrote`]), or one killed before it could say: an open that
-    /// announced an R2 cut on `tp`, was still running at `index`, and then neither
+    /// announced an R2 cut on `tp`, was still running at `index` (or was killed by a
+    /// process crash with no power loss from then to `index`), and then neither
     /// raised `r2_salvaged` or `log_opened` there nor completed, and may have been
     /// offered `id` ([`Facts::may_offer`]). The salvage writes and fsyncs before its
     /// alarm; the alarm is missing from an open that goes on only when nothing past the
@@ -206,9 +207,11 @@ impl<'h> Facts<'h> {
         let killed_salvaging = alarms.iter().any(|hole| {
             matches!(hole.alarm, Alarm::Hole { .. })
                 && !self.opened.contains(&hole.incarnation)
-                && self
-                    .crash_ending(hole.incarnation)
-                    .is_none_or(|c| c.index > index)
+                && self.crash_ending(hole.incarnation).is_none_or(|c| {
+                    // A process crash keeps what the salvage wrote in the page cache,
+                    // where the next open reads it, until a power loss drops it.
+                    c.index > index || (c.process && !self.power_loss_between(c.index, index))
+                })
                 && !alarms.iter().any(|a| {
                     a.incarnation == hole.incarnation
                         && matches!(a.alarm, Alarm::Salvaged { .. } | Alarm::LogOpened { .. })

@@ -846,6 +846,170 @@ fn a_killed_open_at_a_hole_whose_listing_lacks_the_record_found_no_copy() {
     }
 }
 
+/// Ids 1-2 acknowledged at offsets 0-1 above the persisted HWM 0; a
+/// power loss and a flip at 0 (an R2 hole, id 2 readable past it). The open of
+/// incarnation 1 announces the cut at 0; its salvage writes a copy of id 2's entry into
+/// the WAL (page cache only) and a process crash kills it before the fsync (so no
+/// `r2_salvaged`, no `SalvageWrote`). While the node is down a WAL flip destroys id 2's
+/// root entry (the world names it: the copy is not durable) and a flip takes id 2's
+/// frame at 1. The open of incarnation 2 reads the page cache: it cuts at 0 (R1),
+/// reports the WAL damage, and its replay finds the salvage copy readable, so it
+/// re-commits id 2 at 0 and persists the HWM at 1. When `killed`, a process crash
+/// kills it and the open of incarnation 3 finds id 2 visible at 0 and completes; else
+/// incarnation 2 completes. Id 2 is never delivered: an engine bug.
+fn cached_salvage_copy_replayed(killed: bool) -> Run {
+    let copy = |offset, id| HeldCopy {
+        offset,
+        id,
+        committed_at_ms: 1_000 + offset,
+    };
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 0, 2)
+        .crash(&[(0, 0, 2, 2)])
+        .fault(flip_above_hwm(0), Some(0))
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(0, 1)]);
+        })
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 0, Some(0))
+        .with(|t, h| {
+            h.past_hole_at_open(t, &tp(0), vec![copy(1, 2)]);
+        })
+        .alarm(Some(0), hole_at(0))
+        // The salvage's copy is written, not yet fsynced.
+        .process_crash(&[(0, 0, 2, 2)])
+        .wal_entry_flipped(1, 2, 2)
+        .fault(flip_above_hwm(1), Some(0))
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(1, 2)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .opened(0, 0, 0)
+        .alarm(
+            None,
+            Alarm::WalDamaged {
+                corrupt_entries: 1,
+                skipped_bytes: 100,
+            },
+        );
+    if killed {
+        // Its replay re-committed id 2 at 0 from the cached copy and persisted the
+        // word; the next open finds the copy visible.
+        r.process_crash(&[(0, 1, 1, 1)])
+            .restart()
+            .open_clean(0, 1, 1);
+    }
+    r.with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    });
+    r
+}
+
+/// [`cached_salvage_copy_replayed`] for the listed row: id 1 acknowledged at 0 above the
+/// persisted HWM 0; a power loss hides it. The open of incarnation 1 completes and its
+/// replay commits id 1 again at 1 (both hidden). At a process crash a flip takes the
+/// frame at 0 (an R2 hole, the copy at 1 readable past it); the open of incarnation 2
+/// announces the cut at 0, its salvage writes a copy of id 1's entry (page cache only)
+/// and a process crash kills it before the fsync. While the node is down a WAL flip
+/// destroys the root entry (the world names it: the copy is not durable) and a flip
+/// takes the frame at 1. The open of incarnation 3 reads the page cache: cuts at 0
+/// (R1), reports the WAL damage, and its replay finds the salvage copy, re-commits id 1
+/// at 0 and persists the HWM at 1; a process crash kills it. The open of incarnation 4
+/// finds id 1 visible at 0 and completes; id 1 is never delivered (an engine bug).
+/// When not `killed`, incarnation 3 completes; when `log_first`, the flip of the frame
+/// at 1 lands while incarnation 2 runs, before its kill.
+fn cached_salvage_copy_replayed_listed(killed: bool, log_first: bool) -> Run {
+    let copy = |offset, id| HeldCopy {
+        offset,
+        id,
+        committed_at_ms: 1_000 + offset,
+    };
+    let mut r = Run::new();
+    r.produced(1)
+        .hwm(0, 1, 0, 1)
+        .crash(&[(0, 0, 1, 1)])
+        .restart()
+        .open_clean(0, 0, 1)
+        .with(|t, h| {
+            h.hidden_at_open(t, &tp(0), 0, 1, vec![copy(0, 1)]);
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .process_crash(&[(0, 0, 2, 2)])
+        .fault(flip_above_hwm(0), Some(0))
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(0, 1)]);
+        })
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 0, Some(0))
+        .with(|t, h| {
+            h.past_hole_at_open(t, &tp(0), vec![copy(1, 1)]);
+        })
+        .alarm(Some(0), hole_at(0));
+    // The salvage read the copy at 1 and wrote a copy of its entry (not yet fsynced);
+    // then (when `log_first`) a flip takes the frame at 1 while the open runs, and the kill.
+    if log_first {
+        r.fault(flip_above_hwm(1), Some(0)).with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(1, 1)]);
+            h.disk_at_open(
+                t,
+                &tp(0),
+                disk_view(OpenRule::TornTail, 0, 0, Some(0)),
+                true,
+            );
+        });
+    }
+    r.process_crash(&[(0, 0, 2, 2)]).wal_entry_flipped(0, 1, 3);
+    if !log_first {
+        r.fault(flip_above_hwm(1), Some(0)).with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(1, 1)]);
+        });
+    }
+    r.restart()
+        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .opened(0, 0, 0)
+        .alarm(
+            None,
+            Alarm::WalDamaged {
+                corrupt_entries: 1,
+                skipped_bytes: 100,
+            },
+        );
+    if killed {
+        // Its replay re-committed id 1 at 0 from the cached copy and persisted the word.
+        r.process_crash(&[(0, 1, 1, 1)])
+            .restart()
+            .open_clean(0, 1, 1);
+    }
+    r.with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    });
+    r
+}
+
+#[test]
+fn a_salvage_copy_a_process_crash_left_in_the_cache_may_have_saved_the_record() {
+    // Adversarial read of 0228bac: the world names a WAL entry destroyed by what the
+    // platter holds, but an open after a process crash reads the page cache, where a
+    // killed salvage's copy of the entry may still be; its replay may re-commit it.
+    for killed in [true, false] {
+        let report = cached_salvage_copy_replayed(killed).report();
+        refuses_both_copies(&report, 2, &format!("plain row, killed {killed}"));
+    }
+    for (killed, log_first) in [(true, false), (true, true), (false, false)] {
+        let report = cached_salvage_copy_replayed_listed(killed, log_first).report();
+        refuses_both_copies(&report, 1, &format!("listed, {killed} {log_first}"));
+    }
+}
+
 #[test]
 fn a_process_crash_cache_tail_does_not_show_the_log_copy_gone() {
     // Adversarial read of d6baa4d: the open of incarnation 1 cuts at 0 (R2) below id 2's

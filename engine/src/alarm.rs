@@ -66,7 +66,7 @@ pub const REPLAY_COMMITTING: &str = "replay_committing";
 pub const CANCELLED_OP: &str = "records in flight dropped";
 
 /// Every alarm name, for a consumer that wants to know them all.
-pub const ALL: [&str; 20] = [
+pub const ALL: [&str; 21] = [
     TORN_TAIL,
     HOLE,
     SALVAGED,
@@ -87,6 +87,7 @@ pub const ALL: [&str; 20] = [
     FRONTIER_PERSISTING,
     FRONTIER_PERSISTED,
     LOG_START_MOVED,
+    REPLAY_COMMITTING,
 ];
 
 /// Which rule a truncation followed.

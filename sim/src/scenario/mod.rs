@@ -617,11 +617,30 @@ file = "segment"
                 trigger: Trigger::AtMs(950),
                 action: Action::LostFsync { path: None },
             },
+            ScheduledFault {
+                trigger: Trigger::AfterAlarm {
+                    alarm: crate::world::AlarmName::parse("replay_committing").expect("named"),
+                    count: 1,
+                },
+                action: Action::ProcessCrash,
+            },
+            ScheduledFault {
+                trigger: Trigger::AfterAlarm {
+                    alarm: crate::world::AlarmName::parse("r1_torn_tail").expect("named"),
+                    count: 3,
+                },
+                action: Action::Crash,
+            },
         ]);
         let text = Scenario::from_spec(&original, pass())
             .to_toml("exact")
             .expect("serialises");
         assert!(text.contains("at_ns = 55000150"), "{text}");
+        assert!(
+            text.contains("after_alarm = \"replay_committing\"\naction")
+                && text.contains("after_alarm = \"r1_torn_tail\"\nalarm_count = 3"),
+            "{text}"
+        );
         let back = Scenario::parse("exact", &text).expect("parses back");
         assert_eq!(back.spec().schedule, original.schedule);
     }
@@ -640,10 +659,24 @@ file = "segment"
         let both = MINIMAL.replace("at_ms = 500", "at_ms = 500\nafter_acks = 3");
         let e = parse_error(&both);
         assert!(
-            e.contains("exactly one of at_ms, at_ns, after_acks or while_down"),
+            e.contains("exactly one of at_ms, at_ns, after_acks, after_alarm or while_down"),
             "{e}"
         );
         assert!(e.contains("line 2"), "{e}");
+        for (entry, error) in [
+            (
+                "after_alarm = \"torn\"",
+                "the engine's alarms are r1_torn_tail, r2_hole",
+            ),
+            ("alarm_count = 2", "alarm_count goes with after_alarm"),
+            (
+                "after_alarm = \"wal_damaged\"\nalarm_count = 0",
+                "alarm_count counts from 1",
+            ),
+        ] {
+            let e = parse_error(&MINIMAL.replace("at_ms = 500", entry));
+            assert!(e.contains(error), "{entry}: {e}");
+        }
         let swarm_and_cancel =
             format!("{MINIMAL}\n[swarm]\ncrashes_max = 1\n\n[cancel]\nprobability = 0.1\n");
         let e = parse_error(&swarm_and_cancel);

@@ -74,9 +74,18 @@ pub fn candidates(spec: &RunSpec, outcome: &RunOutcome) -> Vec<Candidate> {
     if let Some(aimed) = spec
         .schedule
         .as_deref()
-        .and_then(|s| super::schedule::aimed_at_acks(s, outcome))
+        .and_then(|s| super::aim::aimed_at_acks(s, outcome))
     {
         push("kills aimed at acknowledgements".into(), &|c| {
+            c.schedule = Some(aimed.clone())
+        });
+    }
+    if let Some(aimed) = spec
+        .schedule
+        .as_deref()
+        .and_then(|s| super::aim::aimed_at_events(s, outcome))
+    {
+        push("kills aimed at acknowledgements and alarms".into(), &|c| {
             c.schedule = Some(aimed.clone())
         });
     }

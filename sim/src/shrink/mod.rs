@@ -22,6 +22,7 @@
 //! Bound: at most [`Limits::runs`] runs and [`Limits::time`] of wall time, whichever
 //! comes first; what was found by then is returned.
 
+mod aim;
 mod candidates;
 pub mod schedule;
 mod steps;

@@ -147,56 +147,6 @@ pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<Sc
     out
 }
 
-/// `schedule` (which ran as `outcome`) with each kill that fires at a time aimed
-/// instead right after the produce acknowledgement it came after: the count of
-/// acknowledged ids when it fired. A time is the run's own; an acknowledgement count
-/// stays put when a cut (a topic nobody produces to, a consumer) moves every time
-/// after it. `None` when no kill fired after an acknowledgement, or the run's kills do
-/// not match the schedule's (one never fired).
-pub(super) fn aimed_at_acks(
-    schedule: &[ScheduledFault],
-    outcome: &RunOutcome,
-) -> Option<Vec<ScheduledFault>> {
-    let mut counts = acks_at_kills(outcome)?.into_iter();
-    let mut out = schedule.to_vec();
-    let mut changed = false;
-    for entry in &mut out {
-        if !entry.action.kills() {
-            continue;
-        }
-        let (_, n) = counts.next()?;
-        if n > 0 && matches!(entry.trigger, Trigger::AtMs(_) | Trigger::AtNs(_)) {
-            entry.trigger = Trigger::AfterAcks(n);
-            changed = true;
-        }
-    }
-    (changed && counts.next().is_none()).then_some(out)
-}
-
-/// For each kill the run injected (not a restart the engine asked for), in order, its
-/// ms and how many produce ids had been acknowledged when it fired. `None` when the
-/// history and [`RunOutcome::kills`] disagree.
-fn acks_at_kills(outcome: &RunOutcome) -> Option<Vec<(u64, u64)>> {
-    let mut acked = std::collections::BTreeSet::new();
-    let mut kills = outcome.kills.iter();
-    let mut counts = Vec::new();
-    for event in outcome.history.events() {
-        let killed = matches!(
-            event.kind,
-            EventKind::Fault {
-                kind: FaultKind::Crash | FaultKind::ProcessCrash,
-                ..
-            }
-        );
-        if let EventKind::ProduceAck { id, .. } = &event.kind {
-            acked.insert(*id);
-        } else if killed && kills.next()?.cause != KillCause::Requested {
-            counts.push((event.at_ms, acked.len() as u64));
-        }
-    }
-    Some(counts)
-}
-
 /// Adds a fault the swarm made while the node was down from the kill `out` ends with
 /// (`down`), or while it ran: folded into a bare kill when an action holds both
 /// (`folded`), else right after the kill (`while_down`), else `running`.
@@ -342,65 +292,6 @@ mod tests {
         assert_eq!(shrink_to(9, &[0, 4, 8]).0, [0, 4, 8]);
         assert_eq!(shrink_to(5, &[]).0, Vec::<u32>::new());
         assert_eq!(shrink_to(1, &[0]).0, [0]);
-    }
-
-    #[test]
-    fn a_kill_aimed_at_acknowledgements_fires_right_after_as_many() {
-        use crate::profile::Profile;
-        use crate::world::run;
-        let mut checked = 0;
-        for seed in 0..30 {
-            let mut spec = RunSpec::from_seed(seed, &Profile::quick());
-            spec.schedule = Some(schedule_from_history(&run(&spec), false));
-            let timed = run(&spec);
-            let schedule = spec.schedule.clone().expect("explicit");
-            let Some(aimed) = aimed_at_acks(&schedule, &timed) else {
-                continue;
-            };
-            let want = acks_at_kills(&timed).expect("kills match");
-            for (entry, was) in aimed.iter().zip(&schedule) {
-                if let Trigger::AfterAcks(n) = entry.trigger {
-                    assert!(was.action.kills(), "seed {seed}");
-                    assert!(want.iter().any(|&(_, c)| c == n), "seed {seed}");
-                } else {
-                    assert_eq!(entry, was, "seed {seed}: only kills are aimed");
-                }
-            }
-            let aims: Vec<u64> = aimed
-                .iter()
-                .filter(|e| e.action.kills())
-                .map(|e| match e.trigger {
-                    Trigger::AfterAcks(n) => n,
-                    _ => 0,
-                })
-                .collect();
-            spec.schedule = Some(aimed);
-            let outcome = run(&spec);
-            // The ms each count of acknowledged ids was reached at, and each kill's.
-            let mut acked = std::collections::BTreeSet::new();
-            let mut reached = Vec::new();
-            for event in outcome.history.events() {
-                if let EventKind::ProduceAck { id, .. } = &event.kind
-                    && acked.insert(*id)
-                {
-                    reached.push(event.at_ms);
-                }
-            }
-            let kills = acks_at_kills(&outcome).expect("kills match");
-            // Each aimed kill that fired waited for its count; the first came in the ms
-            // its count was reached. (What follows a kill may differ from the timed run,
-            // so a later kill's count can be reached before the kill ahead of it.)
-            assert!(!kills.is_empty(), "seed {seed}");
-            for (&n, &(_, count)) in aims.iter().zip(&kills).filter(|(n, _)| **n > 0) {
-                assert!(count >= n, "seed {seed}: killed after {count} of {n} acks");
-            }
-            if aims[0] > 0 {
-                let n = aims[0] as usize;
-                assert_eq!(kills[0].0, reached[n - 1], "seed {seed}: first kill late");
-            }
-            checked += 1;
-        }
-        assert!(checked >= 5, "{checked} seeds with a kill after an ack");
     }
 
     #[test]

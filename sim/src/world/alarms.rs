@@ -194,6 +194,7 @@ impl Subscriber for AlarmSubscriber {
             if let Some((tp, seqs)) = salvaged {
                 rec.salvage_wrote(&tp, seqs);
             }
+            rec.alarm_raised.notify_all();
         }
     }
 

@@ -62,7 +62,7 @@ use clients::*;
 use inject::*;
 use restart::*;
 use spec::sub_seed;
-pub use spec::{Action, FlipAt, RunOutcome, RunSpec, ScheduledFault, Trigger};
+pub use spec::{Action, AlarmName, FlipAt, RunOutcome, RunSpec, ScheduledFault, Trigger};
 
 /// What the world hands back from inside the runtime.
 #[derive(Default)]
@@ -328,6 +328,29 @@ async fn supervise(world: &Arc<World>, node: madsim::task::NodeId) {
     heal_and_drain(world, node).await;
 }
 
+/// How many engine alarms named `alarm` the running incarnation has raised.
+fn alarms_this_incarnation(world: &World, alarm: AlarmName) -> u64 {
+    let rec = world.recorder.lock();
+    let events = rec.history.events();
+    let incarnation = events.last().map_or(0, |e| e.incarnation);
+    events
+        .iter()
+        .rev()
+        .take_while(|e| e.incarnation == incarnation)
+        .filter(|e| is_alarm_of(e, alarm))
+        .count() as u64
+}
+
+/// Whether `event` is an engine alarm named `alarm` raised by the incarnation it was
+/// recorded in (not by a killed one's future, dropped after the restart).
+pub(crate) fn is_alarm_of(event: &crate::history::Event, alarm: AlarmName) -> bool {
+    matches!(
+        &event.kind,
+        crate::history::EventKind::EngineAlarm { alarm: a, raised_in: None, .. }
+            if a.name() == alarm.as_str()
+    )
+}
+
 /// Runs an explicit schedule, in order. A kill's restart waits for the entries that
 /// follow it `while_down`.
 async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: &[ScheduledFault]) {
@@ -357,7 +380,23 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
                 if world.recorder.lock().acked.len() as u64 >= n {
                     break;
                 }
-                if now_ms(world) >= heal_ms {
+                // Past the heal (a shrink may have cut it below the kill's time), it
+                // waits while a producer runs: the acknowledgement may still come.
+                let producing = world.producers_running.load(Ordering::SeqCst) > 0;
+                if now_ms(world) >= heal_ms && !producing {
+                    return;
+                }
+                let _ = madsim::time::timeout(Duration::from_millis(50), listener).await;
+                serve_restart(world, node).await;
+            },
+            Trigger::AfterAlarm { alarm, count } => loop {
+                let listener = world.recorder.lock().alarm_raised.clone().listen();
+                if alarms_this_incarnation(world, alarm) >= count {
+                    break;
+                }
+                // Past the heal (a repeated kill may come after it), it waits while
+                // the store opens, where the alarms a kill is aimed at come from.
+                if now_ms(world) >= heal_ms && world.recorder.lock().store_open {
                     return;
                 }
                 let _ = madsim::time::timeout(Duration::from_millis(50), listener).await;

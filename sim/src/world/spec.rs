@@ -36,6 +36,42 @@ pub enum Trigger {
     WhileDown,
     /// Right after the Nth produce acknowledgement (so before the next HWM persist).
     AfterAcks(u64),
+    /// Right after the `count`th engine alarm named `alarm` (any partition, or none)
+    /// of the incarnation running when the entry is reached: a kill in the middle of an
+    /// open stays in the same step of it when a cut moves every time after it.
+    AfterAlarm { alarm: AlarmName, count: u64 },
+}
+
+/// One of the engine's alarm names (`cafelog_engine::alarm::ALL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlarmName(&'static str);
+
+impl AlarmName {
+    /// The engine's alarm named `name`; `None` when the engine has none by that name.
+    pub fn parse(name: &str) -> Option<AlarmName> {
+        cafelog_engine::alarm::ALL
+            .iter()
+            .find(|&&a| a == name)
+            .map(|&a| AlarmName(a))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl serde::Serialize for AlarmName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AlarmName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        AlarmName::parse(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("no engine alarm is named {name}")))
+    }
 }
 
 /// Exactly which bit a flip hit: the durable file, the byte and the bit.

@@ -8,7 +8,8 @@
 //! (`FaultOptions::none()`), the profile to `quick`'s durations.
 //!
 //! Invariants (checked while deserialising, so they carry a position):
-//! - a schedule entry has exactly one trigger (`at_ms` or `after_acks`), and exactly
+//! - a schedule entry has exactly one trigger (`at_ms`, `at_ns`, `after_acks`,
+//!   `after_alarm` with an optional `alarm_count`, or `while_down`), and exactly
 //!   the fields its action needs (`file` for a bit flip, `back_ms` for a clock step);
 //! - ranges written as `[lo, hi]` have `lo <= hi`;
 //! - topic names are valid and unique; producers and consumers name an existing topic
@@ -16,7 +17,7 @@
 
 use crate::check::CheckerName;
 use crate::history::FileKind;
-use crate::world::{Action, FlipAt, ScheduledFault, Trigger};
+use crate::world::{Action, AlarmName, FlipAt, ScheduledFault, Trigger};
 use cafelog_engine::format::Codec;
 use cafelog_engine::log::{FsyncPolicy, LogConfig};
 use cafelog_engine::store::TopicConfig;

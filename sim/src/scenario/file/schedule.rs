@@ -1,5 +1,6 @@
-//! A scenario's schedule: each entry one fault at a trigger (`at_ms` or `after_acks`),
-//! with exactly the fields its action needs.
+//! A scenario's schedule: each entry one fault at a trigger (`at_ms`, `at_ns`,
+//! `after_acks`, `after_alarm` or `while_down`), with exactly the fields its action
+//! needs.
 
 use super::*;
 
@@ -34,6 +35,12 @@ struct RawEntry {
     at_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     after_acks: Option<u64>,
+    /// Right after the engine's alarm of this name (`alarm_count`th, default the first)
+    /// in the incarnation running when the entry is reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    after_alarm: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    alarm_count: Option<u64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     while_down: bool,
     action: ActionName,
@@ -54,11 +61,27 @@ struct RawEntry {
 impl TryFrom<RawEntry> for ScheduleEntry {
     type Error = String;
     fn try_from(r: RawEntry) -> Result<Self, String> {
-        let trigger = match (r.at_ms, r.at_ns, r.after_acks, r.while_down) {
-            (Some(at), None, None, false) => Trigger::AtMs(at),
-            (None, Some(at), None, false) => Trigger::AtNs(at),
-            (None, None, Some(n), false) => Trigger::AfterAcks(n),
-            (None, None, None, true) => {
+        if r.alarm_count.is_some() && r.after_alarm.is_none() {
+            return Err("alarm_count goes with after_alarm".into());
+        }
+        let after_alarm = match &r.after_alarm {
+            Some(name) => Some(AlarmName::parse(name).ok_or_else(|| {
+                format!(
+                    "after_alarm = {name:?}: the engine's alarms are {}",
+                    cafelog_engine::alarm::ALL.join(", ")
+                )
+            })?),
+            None => None,
+        };
+        let trigger = match (r.at_ms, r.at_ns, r.after_acks, after_alarm, r.while_down) {
+            (Some(at), None, None, None, false) => Trigger::AtMs(at),
+            (None, Some(at), None, None, false) => Trigger::AtNs(at),
+            (None, None, Some(n), None, false) => Trigger::AfterAcks(n),
+            (None, None, None, Some(alarm), false) => match r.alarm_count.unwrap_or(1) {
+                0 => return Err("alarm_count counts from 1".into()),
+                count => Trigger::AfterAlarm { alarm, count },
+            },
+            (None, None, None, None, true) => {
                 if !matches!(
                     r.action,
                     ActionName::BitFlip | ActionName::LatentSector | ActionName::ClockStep
@@ -73,8 +96,8 @@ impl TryFrom<RawEntry> for ScheduleEntry {
             }
             _ => {
                 return Err(
-                    "a schedule entry needs exactly one of at_ms, at_ns, after_acks \
-                     or while_down = true"
+                    "a schedule entry needs exactly one of at_ms, at_ns, after_acks, \
+                     after_alarm or while_down = true"
                         .into(),
                 );
             }
@@ -167,7 +190,14 @@ impl From<ScheduleEntry> for RawEntry {
             Trigger::AtMs(at) => (Some(at), None, None),
             Trigger::AtNs(at) => (None, Some(at), None),
             Trigger::AfterAcks(n) => (None, None, Some(n)),
-            Trigger::WhileDown => (None, None, None),
+            Trigger::AfterAlarm { .. } | Trigger::WhileDown => (None, None, None),
+        };
+        let (after_alarm, alarm_count) = match e.0.trigger {
+            Trigger::AfterAlarm { alarm, count } => (
+                Some(alarm.as_str().to_owned()),
+                (count != 1).then_some(count),
+            ),
+            _ => (None, None),
         };
         let while_down = e.0.trigger == Trigger::WhileDown;
         let mut at = None;
@@ -204,6 +234,8 @@ impl From<ScheduleEntry> for RawEntry {
             at_ms,
             at_ns,
             after_acks,
+            after_alarm,
+            alarm_count,
             while_down,
             action,
             file,

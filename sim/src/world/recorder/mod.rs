@@ -81,6 +81,8 @@ pub struct Recorder {
     /// or to write it). An incarnation reads a WAL file once, at open, right after it
     /// opens it; so damage the file takes after that is first read by the next one.
     wal_opened: BTreeMap<PathBuf, Incarnation>,
+    /// Woken at each engine alarm recorded (a schedule entry may wait for one).
+    pub alarm_raised: Arc<cafelog_engine::log::Notify>,
 }
 
 /// A handle to the recorder.
@@ -113,6 +115,7 @@ impl Shared {
             healed: false,
             node_down: false,
             wal_opened: BTreeMap::new(),
+            alarm_raised: Arc::new(cafelog_engine::log::Notify::default()),
         })))
     }
 

@@ -675,6 +675,71 @@ fn salvage_open(offered: Option<u64>, fault_meanwhile: bool) -> Run {
     r
 }
 
+/// [`salvage_open`] offered both records past the hole, where the salvage wrote entries
+/// of `wrote` only, after a WAL flip while the open ran when `wal_fault`.
+fn salvage_writing(wrote: Vec<u64>, wal_fault: bool) -> Run {
+    let held = |offset: u64| HeldCopy {
+        offset,
+        id: offset + 1,
+        committed_at_ms: 1_000 + offset,
+    };
+    let written = wrote.len() as u64;
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 0, 3)
+        .crash(&[(0, 0, 3, 3)])
+        .fault(flip_above_hwm(0), Some(0))
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 0, Some(0))
+        .with(|t, h| {
+            h.past_hole_at_open(t, &tp(0), vec![held(1), held(2)]);
+        });
+    if wal_fault {
+        let (kind, partition) = wal_flip();
+        r.fault(kind, partition);
+    }
+    r.alarm(
+        Some(0),
+        Alarm::Salvaged {
+            offered: 2,
+            kept: 0,
+            copied: written,
+            first_seq: 3,
+            end_seq: 3 + written,
+        },
+    );
+    if written > 0 {
+        r.with(|t, h| {
+            h.salvage_wrote(t, &tp(0), vec![], wrote);
+        });
+    }
+    r.opened(0, 0, 0);
+    r
+}
+
+#[test]
+fn an_r2_salvage_writes_an_entry_of_every_record_it_was_offered() {
+    // An adversarial read of 7362b90: the excuses trust a reported salvage to have
+    // kept what it was offered, and only counted the offer.
+    let dropped = |wrote: Vec<u64>, wal_fault| {
+        messages_of(
+            &salvage_writing(wrote, wal_fault).report(),
+            CheckerName::AlarmsExplained,
+        )
+        .into_iter()
+        .filter(|m| m.contains("wrote no WAL entry"))
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(dropped(vec![2, 3], false), Vec::<String>::new());
+    assert_mentions(
+        &dropped(vec![2], false),
+        &["salvage of orders/0 in inc 1 was offered id 3 (offset 2) past the hole"],
+    );
+    // A fault on the WAL while the open ran may have damaged the entry before the
+    // world read it back.
+    assert_eq!(dropped(vec![2], true), Vec::<String>::new());
+}
+
 #[test]
 fn an_r2_salvage_is_offered_what_lies_past_the_hole() {
     let salvage_messages = |offered, meanwhile| {

@@ -8,7 +8,11 @@
 //!
 //! Judged for each such open with no fault on the partition between its restart and
 //! its `log_opened`: damage that lands while the open reads changes what it was
-//! offered. And every `r2_salvaged` names as many WAL seqs as it says it wrote, and
+//! offered. Such a salvage also wrote an entry (plain or a copy) of every produce id
+//! listed past the hole, unless a fault on the WAL came while that open ran: it plans
+//! one per distinct record content, and a payload carries its produce id, so an id it
+//! was offered and did not write is a record it dropped. And every `r2_salvaged` names
+//! as many WAL seqs as it says it wrote, and
 //! the entries the world found at them (`salvage_wrote`) are that many plain entries
 //! and that many copies: no more, and fewer only after a fault on the WAL while that
 //! open ran (it may have damaged them before the world read them back).
@@ -113,6 +117,9 @@ fn offered(facts: &Facts<'_>, report: &mut AlarmsReport) {
             [(n, _)] => *n == expected,
             _ => false,
         };
+        if let [(_, salvaged)] = offered.as_slice() {
+            dropped(facts, report, (index, *salvaged), tp, held);
+        }
         if !agrees {
             report.violations.push(Violation {
                 message: format!(
@@ -135,5 +142,47 @@ fn offered(facts: &Facts<'_>, report: &mut AlarmsReport) {
                     .collect(),
             });
         }
+    }
+}
+
+/// The ids listed past the hole (`listing`, the history index of `PastHoleAtOpen`) that
+/// the salvage reported at `salvaged` wrote no entry of, as violations; none when a
+/// fault on the WAL came between the open's restart and the alarm.
+fn dropped(
+    facts: &Facts<'_>,
+    report: &mut AlarmsReport,
+    (listing, salvaged): (usize, usize),
+    tp: &crate::history::TopicPartition,
+    held: &[crate::history::HeldCopy],
+) {
+    let events = facts.history.events();
+    let inc = events[listing].incarnation;
+    let restart = facts.restarts.get(&inc).copied().unwrap_or(0);
+    let wal_hit = events[restart..salvaged].iter().any(
+        |e| matches!(&e.kind, EventKind::Fault { kind, .. } if kind.file() == Some(FileKind::Wal)),
+    );
+    if wal_hit {
+        return;
+    }
+    let wrote = |id| {
+        facts
+            .salvage_wrote
+            .get(&(tp.clone(), id))
+            .is_some_and(|at| at.iter().any(|&w| w == salvaged + 1))
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for copy in held {
+        if !seen.insert(copy.id) || wrote(copy.id) {
+            continue;
+        }
+        report.violations.push(Violation {
+            message: format!(
+                "the R2 salvage of {tp} in inc {inc} was offered id {} (offset {}) past \
+                 the hole and wrote no WAL entry of it",
+                copy.id, copy.offset
+            ),
+            records: vec![RecordRef::new(tp, Some(copy.offset), Some(copy.id))],
+            events: vec![listing, salvaged],
+        });
     }
 }

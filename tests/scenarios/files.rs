@@ -69,6 +69,7 @@ scenarios! {
     torn_tail_is_truncated_on_restart;
     torn_write_into_preallocated_space_is_truncated;
     unreadable_sector_below_the_hwm_refuses_to_open;
+    wal_and_both_log_copies_damaged_then_an_open_killed_after_its_replay => both_copies_gone;
     wall_clock_steps_backwards_and_commit_times_stay_monotonic;
 }
 
@@ -273,6 +274,34 @@ fn loss_recorded(_: &Scenario, outcome: &RunOutcome) {
         .max()
         .unwrap_or(0);
     assert!(recorded > 0, "the clamp must be counted as recorded loss");
+}
+
+fn both_copies_gone(_: &Scenario, outcome: &RunOutcome) {
+    let report = outcome.report.as_ref().expect("the run was judged");
+    let excuse = report.no_lost_ack.excuse_of(0).map(|e| e.kind);
+    assert_eq!(
+        excuse,
+        Some(cafelog_sim::check::excuse::ExcuseKind::BothCopiesDamaged),
+        "id 0 is lost with both copies"
+    );
+    // The kill came right after the open's replay committed, before it completed.
+    let events = outcome.history.events();
+    let killed_after_replay = events.windows(2).any(|w| {
+        matches!(
+            &w[0].kind,
+            EventKind::EngineAlarm {
+                alarm: cafelog_sim::history::Alarm::ReplayCommitting { .. },
+                ..
+            }
+        ) && matches!(
+            w[1].kind,
+            EventKind::Fault {
+                kind: FaultKind::ProcessCrash,
+                ..
+            }
+        )
+    });
+    assert!(killed_after_replay, "no process crash right after a replay");
 }
 
 fn lost_fsync_hit_a_segment(_: &Scenario, outcome: &RunOutcome) {

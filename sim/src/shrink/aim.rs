@@ -135,20 +135,37 @@ fn acks_at_kills(outcome: &RunOutcome) -> Option<Vec<(u64, u64)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::Profile;
     use crate::shrink::schedule::schedule_from_history;
-    use crate::world::RunSpec;
+    use crate::world::{RunSpec, run};
+
+    type Aim = fn(&[ScheduledFault], &RunOutcome) -> Option<Vec<ScheduledFault>>;
+
+    /// Quick `seed` as an explicit schedule, the run of it, and that schedule `aim`ed
+    /// (`None` when `aim` has nothing to aim).
+    fn timed_and_aimed(
+        seed: u64,
+        aim: Aim,
+    ) -> Option<(
+        RunSpec,
+        RunOutcome,
+        Vec<ScheduledFault>,
+        Vec<ScheduledFault>,
+    )> {
+        let mut spec = RunSpec::from_seed(seed, &Profile::quick());
+        spec.schedule = Some(schedule_from_history(&run(&spec), false));
+        let timed = run(&spec);
+        let schedule = spec.schedule.clone().expect("explicit");
+        let aimed = aim(&schedule, &timed)?;
+        Some((spec, timed, schedule, aimed))
+    }
 
     #[test]
     fn a_kill_aimed_at_acknowledgements_fires_right_after_as_many() {
-        use crate::profile::Profile;
-        use crate::world::run;
         let mut checked = 0;
         for seed in 0..30 {
-            let mut spec = RunSpec::from_seed(seed, &Profile::quick());
-            spec.schedule = Some(schedule_from_history(&run(&spec), false));
-            let timed = run(&spec);
-            let schedule = spec.schedule.clone().expect("explicit");
-            let Some(aimed) = aimed_at_acks(&schedule, &timed) else {
+            let Some((mut spec, timed, schedule, aimed)) = timed_and_aimed(seed, aimed_at_acks)
+            else {
                 continue;
             };
             let want = acks_at_kills(&timed).expect("kills match");
@@ -222,15 +239,10 @@ mod tests {
 
     #[test]
     fn a_kill_aimed_at_an_alarm_fires_right_after_as_many_of_its_incarnation() {
-        use crate::profile::Profile;
-        use crate::world::{is_alarm_of, run};
+        use crate::world::is_alarm_of;
         let mut checked = 0;
         for seed in 0..40 {
-            let mut spec = RunSpec::from_seed(seed, &Profile::quick());
-            spec.schedule = Some(schedule_from_history(&run(&spec), false));
-            let timed = run(&spec);
-            let schedule = spec.schedule.clone().expect("explicit");
-            let Some(aimed) = aimed_at_events(&schedule, &timed) else {
+            let Some((mut spec, _, _, aimed)) = timed_and_aimed(seed, aimed_at_events) else {
                 continue;
             };
             let aims: Vec<Trigger> = aimed
@@ -279,15 +291,9 @@ mod tests {
     fn a_kill_aimed_at_acknowledgements_fires_past_a_heal_cut_below_it() {
         // A shrink cuts the heal below a timed kill's time (which fires past it); a
         // kill aimed at acknowledgements must not give up there while a producer runs.
-        use crate::profile::Profile;
-        use crate::world::run;
         let mut checked = 0;
         for seed in 0..30 {
-            let mut spec = RunSpec::from_seed(seed, &Profile::quick());
-            spec.schedule = Some(schedule_from_history(&run(&spec), false));
-            let timed = run(&spec);
-            let schedule = spec.schedule.clone().expect("explicit");
-            let Some(aimed) = aimed_at_acks(&schedule, &timed) else {
+            let Some((mut spec, _, _, aimed)) = timed_and_aimed(seed, aimed_at_acks) else {
                 continue;
             };
             let first = aimed.iter().find(|e| e.action.kills()).expect("a kill");

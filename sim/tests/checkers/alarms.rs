@@ -614,11 +614,9 @@ fn the_wal_open_counts_the_damage_its_files_hold() {
     assert_eq!(messages((120, 1), Some((240, 1)), true), (0, vec![]));
 }
 
-/// Ids 1-3 at offsets 0-2 above the persisted HWM 0, a power loss, and a flip at 0: the
-/// open cuts at 0 (R2) with ids 2 and 3 readable past the hole (the world's
-/// `PastHoleAtOpen`), and its salvage reports `offered` (`None`: no `r2_salvaged`); a
-/// fault on the partition while it opened when `fault_meanwhile`.
-fn salvage_open(offered: Option<u64>, fault_meanwhile: bool) -> Run {
+/// Ids 1-3 at offsets 0-2 above the persisted HWM 0, a power loss, and a flip at 0; the
+/// open of incarnation 1 finds an R2 hole at 0 with ids 2 and 3 readable past it.
+fn open_at_a_hole() -> Run {
     let held = |offset: u64| HeldCopy {
         offset,
         id: offset + 1,
@@ -633,16 +631,25 @@ fn salvage_open(offered: Option<u64>, fault_meanwhile: bool) -> Run {
         .disk(0, OpenRule::Hole, 0, 0, Some(0))
         .with(|t, h| {
             h.past_hole_at_open(t, &tp(0), vec![held(1), held(2)]);
-        })
-        .alarm(
-            Some(0),
-            Alarm::Hole {
-                segment: "00000000000000000000.log".into(),
-                position: 0,
-                offset: 0,
-                bytes: 300,
-            },
-        );
+        });
+    r
+}
+
+/// Ids 1-3 at offsets 0-2 above the persisted HWM 0, a power loss, and a flip at 0: the
+/// open cuts at 0 (R2) with ids 2 and 3 readable past the hole (the world's
+/// `PastHoleAtOpen`), and its salvage reports `offered` (`None`: no `r2_salvaged`); a
+/// fault on the partition while it opened when `fault_meanwhile`.
+fn salvage_open(offered: Option<u64>, fault_meanwhile: bool) -> Run {
+    let mut r = open_at_a_hole();
+    r.alarm(
+        Some(0),
+        Alarm::Hole {
+            segment: "00000000000000000000.log".into(),
+            position: 0,
+            offset: 0,
+            bytes: 300,
+        },
+    );
     if fault_meanwhile {
         r.fault(flip_above_hwm(2), Some(0));
     }
@@ -678,22 +685,8 @@ fn salvage_open(offered: Option<u64>, fault_meanwhile: bool) -> Run {
 /// [`salvage_open`] offered both records past the hole, where the salvage wrote entries
 /// of `wrote` only, after a WAL flip while the open ran when `wal_fault`.
 fn salvage_writing(wrote: Vec<u64>, wal_fault: bool) -> Run {
-    let held = |offset: u64| HeldCopy {
-        offset,
-        id: offset + 1,
-        committed_at_ms: 1_000 + offset,
-    };
     let written = wrote.len() as u64;
-    let mut r = Run::new();
-    r.produced(3)
-        .hwm(0, 3, 0, 3)
-        .crash(&[(0, 0, 3, 3)])
-        .fault(flip_above_hwm(0), Some(0))
-        .restart()
-        .disk(0, OpenRule::Hole, 0, 0, Some(0))
-        .with(|t, h| {
-            h.past_hole_at_open(t, &tp(0), vec![held(1), held(2)]);
-        });
+    let mut r = open_at_a_hole();
     if wal_fault {
         let (kind, partition) = wal_flip();
         r.fault(kind, partition);

@@ -886,8 +886,17 @@ fn cached_salvage_copy_replayed(killed: bool) -> Run {
             let fault_index = h.len() - 1;
             h.damage_held(t, fault_index, &tp(0), vec![copy(1, 2)]);
         })
-        .restart()
-        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
+        .restart();
+    reopened_from_the_cached_copy(&mut r, killed);
+    r
+}
+
+/// The open after a WAL flip destroyed the entry on the platter while a salvage's copy
+/// of it stayed in the page cache: it cuts at 0 (R1), reports the WAL damage, and its
+/// replay re-commits the record at 0 from the copy. When `killed`, it persisted the
+/// word and a process crash kills it; the next open finds the copy visible.
+fn reopened_from_the_cached_copy(r: &mut Run, killed: bool) {
+    r.disk(0, OpenRule::TornTail, 0, 0, Some(0))
         .alarm(Some(0), torn_tail(0))
         .opened(0, 0, 0)
         .alarm(
@@ -898,8 +907,6 @@ fn cached_salvage_copy_replayed(killed: bool) -> Run {
             },
         );
     if killed {
-        // Its replay re-committed id 2 at 0 from the cached copy and persisted the
-        // word; the next open finds the copy visible.
         r.process_crash(&[(0, 1, 1, 1)])
             .restart()
             .open_clean(0, 1, 1);
@@ -907,7 +914,6 @@ fn cached_salvage_copy_replayed(killed: bool) -> Run {
     r.with(|t, h| {
         h.frontier_observed(t, &tp(0), 0);
     });
-    r
 }
 
 /// [`cached_salvage_copy_replayed`] for the listed row: id 1 acknowledged at 0 above the
@@ -972,26 +978,8 @@ fn cached_salvage_copy_replayed_listed(killed: bool, log_first: bool) -> Run {
             h.damage_held(t, fault_index, &tp(0), vec![copy(1, 1)]);
         });
     }
-    r.restart()
-        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
-        .alarm(Some(0), torn_tail(0))
-        .opened(0, 0, 0)
-        .alarm(
-            None,
-            Alarm::WalDamaged {
-                corrupt_entries: 1,
-                skipped_bytes: 100,
-            },
-        );
-    if killed {
-        // Its replay re-committed id 1 at 0 from the cached copy and persisted the word.
-        r.process_crash(&[(0, 1, 1, 1)])
-            .restart()
-            .open_clean(0, 1, 1);
-    }
-    r.with(|t, h| {
-        h.frontier_observed(t, &tp(0), 0);
-    });
+    r.restart();
+    reopened_from_the_cached_copy(&mut r, killed);
     r
 }
 

@@ -90,6 +90,8 @@ pub struct FailingFs {
     pub hang_sync_dir: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// While set, `remove_file` never completes (nor removes): a caller can only drop it.
     pub hang_remove: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// While set, `remove_file` fails with EIO (and removes nothing).
+    pub fail_remove: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// While set, `sync_data` takes effect (or fails, with `fail_sync`) and then never
     /// returns: its caller can only drop it, unaware of the outcome.
     pub hang_after_sync: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -275,6 +277,7 @@ impl cafelog_engine::fs::Fs for FailingFs {
             .expect("lock")
             .push(format!("remove {}", name.unwrap_or_default()));
         hang_while(&self.hang_remove).await;
+        injected(&self.fail_remove)?;
         StdFs.remove_file(path).await
     }
     async fn sync_dir(&self, path: &Path) -> std::io::Result<()> {

@@ -237,3 +237,37 @@ fn a_sweep_dropped_before_its_unlinks_is_finished_by_the_next() {
     let (log, _) = open(dir.path(), &clock, config());
     assert_eq!(log.log_start(), start, "reopened at the swept log start");
 }
+
+#[test]
+fn an_unlink_that_fails_fails_the_sweep_and_the_next_finishes_it() {
+    // Only a segment already gone counts as unlinked: any other error is the sweep's,
+    // and its files stay for the next sweep, not reported deleted and left behind.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let fs = FailingFs::default();
+    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
+        fs.clone(),
+        clock.clone(),
+        dir.path(),
+        config(),
+    ))
+    .expect("open");
+    for i in 0..10u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
+    }
+    let before = segment_files(dir.path());
+    assert!(before.len() >= 3, "{before:?}");
+    clock.advance(Duration::from_secs(61));
+    fs.fail_remove.store(true, Ordering::SeqCst);
+    let failed = pollster::block_on(log.reap_once());
+    assert!(failed.is_err(), "an unlink failed with EIO: {failed:?}");
+    assert_eq!(segment_files(dir.path()), before, "nothing unlinked");
+    fs.fail_remove.store(false, Ordering::SeqCst);
+    pollster::block_on(log.reap_once()).unwrap();
+    let start = log.log_start();
+    assert!(start > 0, "the sweep took segments out of the log");
+    for name in segment_files(dir.path()) {
+        let base: u64 = name[..20].parse().unwrap();
+        assert!(base >= start, "{name} outlives the log start {start}");
+    }
+}

@@ -45,6 +45,9 @@ pub struct Facts<'h> {
     /// Per (partition, produce id), the [`EventKind::SalvageWrote`] events whose WAL
     /// entries (kept or copied) hold it.
     pub salvage_wrote: BTreeMap<(TopicPartition, ProduceId), Vec<usize>>,
+    /// Per (partition, produce id), the incarnations a process crash ended with an
+    /// entry of it in the WAL's page cache and not on the platter (`WalCachedAtKill`).
+    pub cached_at_kill: BTreeMap<(TopicPartition, ProduceId), BTreeSet<Incarnation>>,
     /// Incarnations whose store open completed: the world recorded what it found (a
     /// frontier or a refusal per partition). Such an open replayed the whole WAL.
     pub opened: BTreeSet<Incarnation>,
@@ -73,6 +76,7 @@ impl<'h> Facts<'h> {
             wal_damage: BTreeMap::new(),
             wal_damage_by_fault: BTreeMap::new(),
             salvage_wrote: BTreeMap::new(),
+            cached_at_kill: BTreeMap::new(),
             opened: BTreeSet::new(),
             opened_at: BTreeMap::new(),
             alarms: AlarmIndex::new(history),
@@ -137,6 +141,15 @@ impl<'h> Facts<'h> {
                 EventKind::Heal => {
                     facts.heal.get_or_insert((index, event.at_ms));
                 }
+                EventKind::WalCachedAtKill { entries } => {
+                    for e in entries {
+                        facts
+                            .cached_at_kill
+                            .entry((e.tp.clone(), e.id))
+                            .or_default()
+                            .insert(event.incarnation);
+                    }
+                }
                 EventKind::SalvageWrote { tp, kept, copied } => {
                     for &id in kept.iter().chain(copied) {
                         let wrote = facts.salvage_wrote.entry((tp.clone(), id)).or_default();
@@ -192,7 +205,8 @@ impl<'h> Facts<'h> {
     /// WAL entry of `id` on `tp`: one whose `salvage_wrote` names it (see
     /// [`EventKind::SalvageWrote`]), or one killed before it could say: an open that
     /// announced an R2 cut on `tp`, was still running at `index` (or was killed by a
-    /// process crash with no power loss from then to `index`), and then neither
+    /// process crash that left an entry of `id` in the WAL's page cache,
+    /// [`Facts::kept_in_cache`]), and then neither
     /// raised `r2_salvaged` or `log_opened` there nor completed, and may have been
     /// offered `id` ([`Facts::may_offer`]). The salvage writes and fsyncs before its
     /// alarm; the alarm is missing from an open that goes on only when nothing past the
@@ -207,11 +221,9 @@ impl<'h> Facts<'h> {
         let killed_salvaging = alarms.iter().any(|hole| {
             matches!(hole.alarm, Alarm::Hole { .. })
                 && !self.opened.contains(&hole.incarnation)
-                && self.crash_ending(hole.incarnation).is_none_or(|c| {
-                    // A process crash keeps what the salvage wrote in the page cache,
-                    // where the next open reads it, until a power loss drops it.
-                    c.index > index || (c.process && !self.power_loss_between(c.index, index))
-                })
+                && self
+                    .crash_ending(hole.incarnation)
+                    .is_none_or(|c| c.index > index || self.kept_in_cache(tp, id, c, index))
                 && !alarms.iter().any(|a| {
                     a.incarnation == hole.incarnation
                         && matches!(a.alarm, Alarm::Salvaged { .. } | Alarm::LogOpened { .. })
@@ -219,6 +231,30 @@ impl<'h> Facts<'h> {
                 && self.may_offer(tp, id, hole.incarnation)
         });
         named || killed_salvaging
+    }
+
+    /// Whether the process crash `c`, before the WAL fault at `index`, left an entry of
+    /// `id` on `tp` in the WAL's page cache (the world saw one there at the kill) that
+    /// no power loss dropped before an open completed after it: the next opens read it
+    /// and may re-commit the record from it. A salvage buffers its entries and writes
+    /// them right before its fsync, so a kill before that left nothing in the cache.
+    fn kept_in_cache(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        c: &CrashFact,
+        index: usize,
+    ) -> bool {
+        let cached = self
+            .cached_at_kill
+            .get(&(tp.clone(), id))
+            .is_some_and(|incs| incs.contains(&c.incarnation));
+        let completed = self
+            .opened_at
+            .iter()
+            .find(|&(inc, _)| self.restarts.get(inc).is_some_and(|&r| r > c.index))
+            .map_or(usize::MAX, |(_, &done)| done);
+        c.process && cached && !self.power_loss_between(c.index, index.max(completed))
     }
 
     /// The readable records past the hole the open of `incarnation` will cut `tp` at

@@ -107,6 +107,13 @@ impl fmt::Display for Event {
             EventKind::PastHoleAtOpen { tp, held } => {
                 write!(f, "past_hole_at_open {tp} records={}", held.len())
             }
+            EventKind::WalCachedAtKill { entries } => {
+                write!(f, "wal_cached_at_kill:")?;
+                for e in entries {
+                    write!(f, " {} id={} seq={};", e.tp, e.id, e.seq)?;
+                }
+                Ok(())
+            }
             EventKind::VisibleAtOpen { tp, from, to, held } => write!(
                 f,
                 "visible_at_open {tp} [{from}, {to}) records={}",

@@ -330,6 +330,11 @@ pub enum EventKind {
         tp: TopicPartition,
         held: Vec<HeldCopy>,
     },
+    /// World, right after a process crash: the WAL entries readable in the page cache
+    /// but not on the platter (written, not yet fsynced), by identity. The next open
+    /// reads them; a power loss before one of them is fsynced drops it. Recorded only
+    /// when there is one.
+    WalCachedAtKill { entries: Vec<DamagedWalEntry> },
 }
 
 /// One ingress WAL entry destroyed by damage at rest.

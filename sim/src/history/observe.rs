@@ -55,6 +55,10 @@ impl History {
         )
     }
 
+    pub fn wal_cached_at_kill(&mut self, at_ms: u64, entries: Vec<DamagedWalEntry>) -> &mut Self {
+        self.record(at_ms, EventKind::WalCachedAtKill { entries })
+    }
+
     pub fn past_hole_at_open(
         &mut self,
         at_ms: u64,

@@ -114,8 +114,13 @@ pub(super) async fn kill(
         rec.history.receive_killed(now, &tp, asked);
     }
     match kind {
-        Kill::PowerLoss => rec.history.crash(now, partitions),
-        Kill::Process => rec.history.process_crash(now, partitions),
+        Kill::PowerLoss => {
+            rec.history.crash(now, partitions);
+        }
+        Kill::Process => {
+            rec.history.process_crash(now, partitions);
+            rec.wal_cached_at_kill();
+        }
     };
     rec.node_down = true;
 }

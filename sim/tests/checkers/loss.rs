@@ -880,6 +880,9 @@ fn cached_salvage_copy_replayed(killed: bool) -> Run {
         .alarm(Some(0), hole_at(0))
         // The salvage's copy is written, not yet fsynced.
         .process_crash(&[(0, 0, 2, 2)])
+        .with(|t, h| {
+            h.wal_cached_at_kill(t, vec![cached_entry(2)]);
+        })
         .wal_entry_flipped(1, 2, 2)
         .fault(flip_above_hwm(1), Some(0))
         .with(|t, h| {
@@ -889,6 +892,114 @@ fn cached_salvage_copy_replayed(killed: bool) -> Run {
         .restart();
     reopened_from_the_cached_copy(&mut r, killed);
     r
+}
+
+/// The salvage copy of `id`'s entry (seq 9) the world saw in the WAL's page cache at a
+/// process crash.
+fn cached_entry(id: ProduceId) -> DamagedWalEntry {
+    DamagedWalEntry {
+        seq: 9,
+        tp: tp(0),
+        id,
+    }
+}
+
+/// How the open killed while salvaging left its copy, in
+/// [`killed_salvage_then_both_copies`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KilledSalvage {
+    /// Killed before it wrote anything: the copy never reached the page cache.
+    BeforeWriting,
+    /// In the page cache at the kill, dropped by a power loss before an open completed.
+    CachedThenLost,
+}
+
+/// Ids 1-2 at offsets 0-1 above the persisted HWM 0, a power loss and a flip at 0: the
+/// open of incarnation 1 announces an R2 cut with id 2 readable past the hole and is
+/// killed by a process crash as `how` says; while the node is down a WAL flip destroys
+/// id 2's entry and a flip takes its frame. The open that completes cuts at 0 (R1),
+/// reports the WAL damage, and its replay re-commits id 1, which is delivered. No engine
+/// could bring id 2 back.
+fn killed_salvage_then_both_copies(how: KilledSalvage) -> Run {
+    let copy = |offset, id| HeldCopy {
+        offset,
+        id,
+        committed_at_ms: 1_000 + offset,
+    };
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 0, 2)
+        .crash(&[(0, 0, 2, 2)])
+        .fault(flip_above_hwm(0), Some(0))
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(0, 1)]);
+        })
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 0, Some(0))
+        .with(|t, h| {
+            h.past_hole_at_open(t, &tp(0), vec![copy(1, 2)]);
+        })
+        .alarm(Some(0), hole_at(0))
+        .process_crash(&[(0, 0, 2, 2)]);
+    if how == KilledSalvage::CachedThenLost {
+        r.with(|t, h| {
+            h.wal_cached_at_kill(t, vec![cached_entry(2)]);
+        });
+    }
+    r.wal_entry_flipped(1, 2, 2)
+        .fault(flip_above_hwm(1), Some(0))
+        .with(|t, h| {
+            let fault_index = h.len() - 1;
+            h.damage_held(t, fault_index, &tp(0), vec![copy(1, 2)]);
+        });
+    if how == KilledSalvage::CachedThenLost {
+        r.restart()
+            .disk(0, OpenRule::TornTail, 0, 0, Some(0))
+            .fault(FaultKind::Crash, None)
+            .fault(
+                FaultKind::LostWrite {
+                    file: FileKind::Wal,
+                },
+                None,
+            )
+            .crash(&[(0, 0, 0, 0)]);
+    }
+    r.restart()
+        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .opened(0, 0, 0)
+        .alarm(
+            None,
+            Alarm::WalDamaged {
+                corrupt_entries: 1,
+                skipped_bytes: 100,
+            },
+        )
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000);
+    r
+}
+
+#[test]
+fn a_salvage_killed_before_its_copy_reached_the_cache_saved_nothing() {
+    // An adversarial read of 345f45d (helper-38): a salvage buffers its entries and
+    // writes them right before its fsync, so a kill between its hole alarm and that
+    // write left nothing in the page cache; and a power loss before an open completed
+    // drops what it did leave. Both histories were refused; the record is gone.
+    for how in [KilledSalvage::BeforeWriting, KilledSalvage::CachedThenLost] {
+        let report = killed_salvage_then_both_copies(how).report();
+        assert_eq!(
+            report.no_lost_ack.excuse_of(2).map(|e| e.kind),
+            Some(ExcuseKind::BothCopiesDamaged),
+            "{how:?}: {:#?}",
+            report.violations()
+        );
+        assert_clean(&report);
+    }
 }
 
 /// The open after a WAL flip destroyed the entry on the platter while a salvage's copy
@@ -971,7 +1082,11 @@ fn cached_salvage_copy_replayed_listed(killed: bool, log_first: bool) -> Run {
             );
         });
     }
-    r.process_crash(&[(0, 0, 2, 2)]).wal_entry_flipped(0, 1, 3);
+    r.process_crash(&[(0, 0, 2, 2)])
+        .with(|t, h| {
+            h.wal_cached_at_kill(t, vec![cached_entry(1)]);
+        })
+        .wal_entry_flipped(0, 1, 3);
     if !log_first {
         r.fault(flip_above_hwm(1), Some(0)).with(|t, h| {
             let fault_index = h.len() - 1;

@@ -223,6 +223,51 @@ impl Recorder {
             .wal_entries_damaged(now, fault_index, first_replay, entries);
     }
 
+    /// At a process crash: records the WAL entries the page cache holds and the platter
+    /// does not (`WalCachedAtKill`), which the next open reads and a power loss drops.
+    pub fn wal_cached_at_kill(&mut self) {
+        let dir = super::node::wal_dir();
+        let mut cached = Vec::new();
+        for name in self.fs.visible_names(&dir).unwrap_or_default() {
+            if crate::reference::wal::segment_base(&name).is_none() {
+                continue;
+            }
+            let path = dir.join(&name);
+            let Some(visible) = self.fs.visible_bytes(&path) else {
+                continue;
+            };
+            let durable: BTreeSet<u64> = self
+                .fs
+                .durable_bytes(&path)
+                .map(|bytes| {
+                    crate::reference::wal::frames(&bytes)
+                        .into_iter()
+                        .flat_map(|f| f.entries)
+                        .map(|e| e.seq)
+                        .collect()
+                })
+                .unwrap_or_default();
+            for entry in crate::reference::wal::frames(&visible)
+                .into_iter()
+                .flat_map(|f| f.entries)
+                .filter(|e| !durable.contains(&e.seq))
+            {
+                let Ok(id) = crate::history::parse_payload_id(&entry.payload) else {
+                    continue;
+                };
+                cached.push(crate::history::DamagedWalEntry {
+                    seq: entry.seq,
+                    tp: TopicPartition::new(&entry.topic, entry.partition),
+                    id,
+                });
+            }
+        }
+        if !cached.is_empty() {
+            let now = self.now_ms();
+            self.history.wal_cached_at_kill(now, cached);
+        }
+    }
+
     /// After an R2 salvage wrote the WAL entries at `seqs` for `tp`: records which
     /// produces they hold, read from the WAL's page cache (the salvage fsynced them).
     pub fn salvage_wrote(&mut self, tp: &TopicPartition, seqs: Range<u64>) {

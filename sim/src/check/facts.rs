@@ -48,6 +48,9 @@ pub struct Facts<'h> {
     /// Per (partition, produce id), the incarnations a process crash ended with an
     /// entry of it in the WAL's page cache and not on the platter (`WalCachedAtKill`).
     pub cached_at_kill: BTreeMap<(TopicPartition, ProduceId), BTreeSet<Incarnation>>,
+    /// Per (partition, produce id), the power losses (their history index) whose disk
+    /// kept a cached-only entry of it (`WalKeptAtPowerLoss`).
+    pub kept_at_power_loss: BTreeMap<(TopicPartition, ProduceId), BTreeSet<usize>>,
     /// Incarnations whose store open completed: the world recorded what it found (a
     /// frontier or a refusal per partition). Such an open replayed the whole WAL.
     pub opened: BTreeSet<Incarnation>,
@@ -77,6 +80,7 @@ impl<'h> Facts<'h> {
             wal_damage_by_fault: BTreeMap::new(),
             salvage_wrote: BTreeMap::new(),
             cached_at_kill: BTreeMap::new(),
+            kept_at_power_loss: BTreeMap::new(),
             opened: BTreeSet::new(),
             opened_at: BTreeMap::new(),
             alarms: AlarmIndex::new(history),
@@ -140,6 +144,16 @@ impl<'h> Facts<'h> {
                 }
                 EventKind::Heal => {
                     facts.heal.get_or_insert((index, event.at_ms));
+                }
+                EventKind::WalKeptAtPowerLoss { entries } => {
+                    let crash = facts.crashes.last().map_or(0, |c| c.index);
+                    for e in entries {
+                        facts
+                            .kept_at_power_loss
+                            .entry((e.tp.clone(), e.id))
+                            .or_default()
+                            .insert(crash);
+                    }
                 }
                 EventKind::WalCachedAtKill { entries } => {
                     for e in entries {
@@ -235,8 +249,9 @@ impl<'h> Facts<'h> {
 
     /// Whether the process crash `c`, before the WAL fault at `index`, left an entry of
     /// `id` on `tp` in the WAL's page cache (the world saw one there at the kill) that
-    /// no power loss dropped before an open completed after it: the next opens read it
-    /// and may re-commit the record from it. A salvage buffers its entries and writes
+    /// no power loss dropped before an open completed after it (a power loss may also
+    /// keep the write: `WalKeptAtPowerLoss`): the next opens read it and may re-commit
+    /// the record from it. A salvage buffers its entries and writes
     /// them right before its fsync, so a kill before that left nothing in the cache.
     fn kept_in_cache(
         &self,
@@ -254,7 +269,16 @@ impl<'h> Facts<'h> {
             .iter()
             .find(|&(inc, _)| self.restarts.get(inc).is_some_and(|&r| r > c.index))
             .map_or(usize::MAX, |(_, &done)| done);
-        c.process && cached && !self.power_loss_between(c.index, index.max(completed))
+        // Each power loss from the kill until then decided whether the write reached
+        // the platter (kept) or was dropped; the world says which.
+        let kept = self.kept_at_power_loss.get(&(tp.clone(), id));
+        let dropped = self.crashes.iter().any(|p| {
+            !p.process
+                && c.index < p.index
+                && p.index < index.max(completed)
+                && kept.is_none_or(|k| !k.contains(&p.index))
+        });
+        c.process && cached && !dropped
     }
 
     /// The readable records past the hole the open of `incarnation` will cut `tp` at

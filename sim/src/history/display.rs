@@ -107,6 +107,13 @@ impl fmt::Display for Event {
             EventKind::PastHoleAtOpen { tp, held } => {
                 write!(f, "past_hole_at_open {tp} records={}", held.len())
             }
+            EventKind::WalKeptAtPowerLoss { entries } => {
+                write!(f, "wal_kept_at_power_loss:")?;
+                for e in entries {
+                    write!(f, " {} id={} seq={};", e.tp, e.id, e.seq)?;
+                }
+                Ok(())
+            }
             EventKind::WalCachedAtKill { entries } => {
                 write!(f, "wal_cached_at_kill:")?;
                 for e in entries {

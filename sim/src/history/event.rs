@@ -335,6 +335,10 @@ pub enum EventKind {
     /// reads them; a power loss before one of them is fsynced drops it. Recorded only
     /// when there is one.
     WalCachedAtKill { entries: Vec<DamagedWalEntry> },
+    /// World, right after a power loss: which of the entries earlier process crashes
+    /// left only in the page cache (`WalCachedAtKill`, since the last power loss) the
+    /// platter now reads; the others were dropped. Recorded only when one was kept.
+    WalKeptAtPowerLoss { entries: Vec<DamagedWalEntry> },
 }
 
 /// One ingress WAL entry destroyed by damage at rest.

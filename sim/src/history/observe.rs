@@ -59,6 +59,14 @@ impl History {
         self.record(at_ms, EventKind::WalCachedAtKill { entries })
     }
 
+    pub fn wal_kept_at_power_loss(
+        &mut self,
+        at_ms: u64,
+        entries: Vec<DamagedWalEntry>,
+    ) -> &mut Self {
+        self.record(at_ms, EventKind::WalKeptAtPowerLoss { entries })
+    }
+
     pub fn past_hole_at_open(
         &mut self,
         at_ms: u64,

@@ -116,6 +116,7 @@ pub(super) async fn kill(
     match kind {
         Kill::PowerLoss => {
             rec.history.crash(now, partitions);
+            rec.wal_kept_at_power_loss();
         }
         Kill::Process => {
             rec.history.process_crash(now, partitions);

@@ -912,6 +912,9 @@ enum KilledSalvage {
     BeforeWriting,
     /// In the page cache at the kill, dropped by a power loss before an open completed.
     CachedThenLost,
+    /// In the page cache at the kill, and the power loss kept the write: the copy is on
+    /// the platter, and an engine that does not replay it loses the record.
+    CachedThenKept,
 }
 
 /// Ids 1-2 at offsets 0-1 above the persisted HWM 0, a power loss and a flip at 0: the
@@ -942,7 +945,7 @@ fn killed_salvage_then_both_copies(how: KilledSalvage) -> Run {
         })
         .alarm(Some(0), hole_at(0))
         .process_crash(&[(0, 0, 2, 2)]);
-    if how == KilledSalvage::CachedThenLost {
+    if how != KilledSalvage::BeforeWriting {
         r.with(|t, h| {
             h.wal_cached_at_kill(t, vec![cached_entry(2)]);
         });
@@ -953,17 +956,20 @@ fn killed_salvage_then_both_copies(how: KilledSalvage) -> Run {
             let fault_index = h.len() - 1;
             h.damage_held(t, fault_index, &tp(0), vec![copy(1, 2)]);
         });
-    if how == KilledSalvage::CachedThenLost {
+    if how != KilledSalvage::BeforeWriting {
         r.restart()
             .disk(0, OpenRule::TornTail, 0, 0, Some(0))
-            .fault(FaultKind::Crash, None)
-            .fault(
-                FaultKind::LostWrite {
-                    file: FileKind::Wal,
-                },
-                None,
-            )
-            .crash(&[(0, 0, 0, 0)]);
+            .fault(FaultKind::Crash, None);
+        if how == KilledSalvage::CachedThenLost {
+            let lost = FaultKind::LostWrite {
+                file: FileKind::Wal,
+            };
+            r.fault(lost, None).crash(&[(0, 0, 0, 0)]);
+        } else {
+            r.crash(&[(0, 0, 0, 0)]).with(|t, h| {
+                h.wal_kept_at_power_loss(t, vec![cached_entry(2)]);
+            });
+        }
     }
     r.restart()
         .disk(0, OpenRule::TornTail, 0, 0, Some(0))
@@ -1000,6 +1006,10 @@ fn a_salvage_killed_before_its_copy_reached_the_cache_saved_nothing() {
         );
         assert_clean(&report);
     }
+    // A power loss that kept the copy's write left it on the platter (helper-39's read
+    // of 01ab2cf): the record had a readable entry after all.
+    let report = killed_salvage_then_both_copies(KilledSalvage::CachedThenKept).report();
+    refuses_both_copies(&report, 2, "the power loss kept the cached copy");
 }
 
 /// The open after a WAL flip destroyed the entry on the platter while a salvage's copy

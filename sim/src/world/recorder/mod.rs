@@ -83,6 +83,9 @@ pub struct Recorder {
     wal_opened: BTreeMap<PathBuf, Incarnation>,
     /// Woken at each engine alarm recorded (a schedule entry may wait for one).
     pub alarm_raised: Arc<cafelog_engine::log::Notify>,
+    /// The WAL entries process crashes found only in the page cache since the last
+    /// power loss, which decides whether each reaches the platter.
+    cached_wal: Vec<crate::history::DamagedWalEntry>,
 }
 
 /// A handle to the recorder.
@@ -116,6 +119,7 @@ impl Shared {
             node_down: false,
             wal_opened: BTreeMap::new(),
             alarm_raised: Arc::new(cafelog_engine::log::Notify::default()),
+            cached_wal: Vec::new(),
         })))
     }
 
@@ -264,7 +268,38 @@ impl Recorder {
         }
         if !cached.is_empty() {
             let now = self.now_ms();
+            self.cached_wal.extend(cached.iter().cloned());
             self.history.wal_cached_at_kill(now, cached);
+        }
+    }
+
+    /// At a power loss, after the disk's crash: records which of the entries process
+    /// crashes left only in the page cache the platter now reads (`WalKeptAtPowerLoss`;
+    /// the crash kept their writes); the others are gone.
+    pub fn wal_kept_at_power_loss(&mut self) {
+        let cached = std::mem::take(&mut self.cached_wal);
+        if cached.is_empty() {
+            return;
+        }
+        let dir = super::node::wal_dir();
+        let mut durable = BTreeSet::new();
+        for name in self.fs.durable_names(&dir).unwrap_or_default() {
+            if let Some(bytes) = self.fs.durable_bytes(&dir.join(&name)) {
+                durable.extend(
+                    crate::reference::wal::frames(&bytes)
+                        .into_iter()
+                        .flat_map(|f| f.entries)
+                        .map(|e| e.seq),
+                );
+            }
+        }
+        let kept: Vec<_> = cached
+            .into_iter()
+            .filter(|e| durable.contains(&e.seq))
+            .collect();
+        if !kept.is_empty() {
+            let now = self.now_ms();
+            self.history.wal_kept_at_power_loss(now, kept);
         }
     }
 

@@ -8,6 +8,12 @@ pub(crate) fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples[index.min(samples.len() - 1)]
 }
 
+/// The middle value of `samples` (sorted in place; the upper middle of an even count).
+pub(crate) fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_unstable_by(f64::total_cmp);
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
 pub(crate) fn secs(d: Duration) -> f64 {
     d.as_secs_f64().max(1e-9)
 }

@@ -25,7 +25,10 @@ fn a_sync_dropped_while_its_frame_is_written_leaves_it_for_the_next_commit() {
     // The frame went back to the queue: the next commit writes it, then its own.
     let range = pollster::block_on(log.commit([(&b"k"[..], &b"later"[..])])).unwrap();
     assert_eq!(range, 2..3);
-    let payloads: Vec<Vec<u8>> = read_all(&log, 0).into_iter().map(|r| r.payload).collect();
+    let payloads: Vec<Vec<u8>> = read_all(&log, 0)
+        .into_iter()
+        .map(|r| r.payload.to_vec())
+        .collect();
     assert_eq!(
         payloads,
         [&b"committed"[..], b"in flight", b"later"].map(<[u8]>::to_vec)

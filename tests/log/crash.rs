@@ -148,7 +148,7 @@ fn sigkill_at_random_moments_never_loses_an_acknowledged_record() {
         // Offsets in the hidden tail that were acked are now visible with their bytes.
         let visible: BTreeMap<u64, Vec<u8>> = read_all(&log, 0)
             .into_iter()
-            .map(|r| (r.offset, r.payload))
+            .map(|r| (r.offset, r.payload.to_vec()))
             .collect();
         for (offset, n) in &acked {
             if *offset < log.hwm() {

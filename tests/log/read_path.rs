@@ -27,6 +27,46 @@ fn reads_stop_at_the_hwm_and_continue_from_next_offset() {
     assert!(empty.records.is_empty());
 }
 
+/// A record is a view of its decoded frame, for both codecs: two reads of a cached frame
+/// return the same bytes, not copies, and a record outlives the frame's eviction.
+#[test]
+fn records_share_their_frame_instead_of_copying_it() {
+    for codec in [Codec::None, Codec::Zstd] {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(WALL_START_MS);
+        let config = LogConfig {
+            codec,
+            compress_min_bytes: 0,
+            frame_cache_frames: 1,
+            ..LogConfig::default()
+        };
+        let (log, _) = open(dir.path(), &clock, config);
+        let records: Vec<Vec<u8>> = (0..4).map(json_record).collect();
+        pollster::block_on(log.commit(records.iter().map(|r| (&b"key"[..], r.as_slice()))))
+            .unwrap();
+        let first = pollster::block_on(log.read(0, 4)).unwrap();
+        let again = pollster::block_on(log.read(1, 1)).unwrap();
+        assert_eq!(again.records[0], first.records[1]);
+        assert_eq!(
+            again.records[0].payload.as_ptr(),
+            first.records[1].payload.as_ptr(),
+            "{codec:?}: the second read copied the payload"
+        );
+        assert_eq!(again.records[0].key.as_ptr(), first.records[1].key.as_ptr());
+        // Another frame evicts the first from the one-frame cache; the records read
+        // from it keep their bytes.
+        pollster::block_on(log.commit([(&b"key"[..], &b"evicts"[..])])).unwrap();
+        let later = pollster::block_on(log.read(4, 1)).unwrap();
+        assert_eq!(later.records[0].payload, &b"evicts"[..]);
+        for (record, written) in first.records.iter().zip(&records) {
+            assert_eq!(
+                (&record.key[..], &record.payload[..]),
+                (&b"key"[..], &written[..])
+            );
+        }
+    }
+}
+
 #[test]
 fn a_frame_corrupted_after_open_is_skipped_and_counted_never_served() {
     let dir = tempfile::tempdir().unwrap();

@@ -25,7 +25,7 @@ fn assert_records(log: &TestLog, count: u64) {
     for (i, r) in records.iter().enumerate() {
         assert_eq!(r.offset, i as u64);
         assert_eq!(r.payload, json_record(i as u64));
-        assert_eq!(r.key, (i as u64).to_be_bytes());
+        assert_eq!(r.key[..], (i as u64).to_be_bytes());
     }
 }
 

@@ -21,7 +21,7 @@ fn appended_records_are_invisible_until_committed() {
     assert_eq!(committed, 0..2);
     let records = read_all(&log, 0);
     assert_eq!(records.len(), 2);
-    assert_eq!(records[1].payload, b"v2");
+    assert_eq!(records[1].payload, &b"v2"[..]);
     assert_eq!(records[1].offset, 1);
 }
 
@@ -223,7 +223,7 @@ fn an_fsync_error_poisons_the_partition_but_committed_reads_keep_working() {
     assert!(log.metrics().snapshot().poisoned);
     let batch = pollster::block_on(log.read(0, 10)).unwrap();
     assert_eq!(batch.records.len(), 1);
-    assert_eq!(batch.records[0].payload, b"committed");
+    assert_eq!(batch.records[0].payload, &b"committed"[..]);
 }
 
 #[test]
@@ -304,7 +304,7 @@ fn concurrent_producers_compressing_at_once_commit_every_record_once_in_order() 
     let mut seen = std::collections::BTreeSet::new();
     for (i, r) in records.iter().enumerate() {
         assert_eq!(r.offset, i as u64, "offsets are contiguous");
-        let id = u64::from_be_bytes(r.key.as_slice().try_into().unwrap());
+        let id = u64::from_be_bytes(r.key[..].try_into().unwrap());
         assert_eq!(r.payload, json_record(id), "record {id} intact");
         assert!(seen.insert(id), "record {id} committed once");
     }
@@ -330,7 +330,10 @@ fn a_batch_whose_iterator_panics_leaves_nothing_behind() {
     // The two records pushed before the panic are gone: offsets continue from 1.
     let range = pollster::block_on(log.commit([(&b"k"[..], &b"after"[..])])).unwrap();
     assert_eq!(range, 1..2);
-    let payloads: Vec<Vec<u8>> = read_all(&log, 0).into_iter().map(|r| r.payload).collect();
+    let payloads: Vec<Vec<u8>> = read_all(&log, 0)
+        .into_iter()
+        .map(|r| r.payload.to_vec())
+        .collect();
     assert_eq!(payloads, vec![b"before".to_vec(), b"after".to_vec()]);
 }
 
@@ -391,6 +394,9 @@ fn frames_below_compress_min_bytes_are_stored_raw_and_larger_ones_compress() {
         Codec::Zstd,
         "two records reach the bound and compress"
     );
-    let read: Vec<Vec<u8>> = read_all(&log, 0).into_iter().map(|r| r.payload).collect();
+    let read: Vec<Vec<u8>> = read_all(&log, 0)
+        .into_iter()
+        .map(|r| r.payload.to_vec())
+        .collect();
     assert_eq!(read, records);
 }

@@ -83,11 +83,11 @@ fn the_delay_gate_holds_records_until_commit_time_plus_delay() {
     clock.advance(Duration::from_millis(200));
     let open = block(store.receive("t", 0, 10)).unwrap();
     assert_eq!(open.len(), 1, "only the first gate is open");
-    assert_eq!(open[0].payload, b"first");
+    assert_eq!(open[0].payload, &b"first"[..]);
     clock.advance(Duration::from_millis(300));
     assert_eq!(
         block(store.receive("t", 0, 10)).unwrap()[0].payload,
-        b"second"
+        &b"second"[..]
     );
 }
 

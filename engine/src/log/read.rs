@@ -7,20 +7,22 @@ use super::metrics::add;
 use super::{Log, LogError};
 use crate::clock::Clock;
 use crate::format::envelope;
-use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, check_frame, split_records};
+use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, check_frame, record_ranges};
 use crate::fs::{Fs, OpenMode, is_eio, read_exact_at};
 use crate::recovery::FrameEntry;
+use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// One record as a consumer sees it.
+/// One record as a consumer sees it. Its key and payload are views of the decoded
+/// frame's buffer (which they keep alive), not copies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     pub offset: u64,
     pub committed_at_ms: u64,
-    pub key: Vec<u8>,
-    pub payload: Vec<u8>,
+    pub key: Bytes,
+    pub payload: Bytes,
 }
 
 /// The result of a read.
@@ -34,11 +36,11 @@ pub struct ReadBatch {
 }
 
 /// A decoded frame: its uncompressed payload, and for each record where its key and
-/// payload lie in it, or `None` where its envelope does not parse. Records are copied
-/// out of `payload` once, when a read returns them.
+/// payload lie in it, or `None` where its envelope does not parse. A record a read
+/// returns is a view of `payload`, never a copy.
 pub(super) struct DecodedFrame {
     base_offset: u64,
-    payload: Vec<u8>,
+    payload: Bytes,
     records: Vec<Option<RecordSpan>>,
 }
 
@@ -50,18 +52,18 @@ struct RecordSpan {
 }
 
 impl DecodedFrame {
-    /// The record at `index`, copied out; `None` where its envelope does not parse.
+    /// The record at `index`; `None` where its envelope does not parse.
     fn record(&self, index: usize) -> Option<Record> {
         let span = self.records.get(index)?.as_ref()?;
         assert!(
-            span.key.end <= span.payload.start,
-            "key overlaps the payload"
+            span.key.end <= span.payload.start && span.payload.end <= self.payload.len(),
+            "record {index}'s spans lie outside its frame or overlap"
         );
         Some(Record {
             offset: self.base_offset + index as u64,
             committed_at_ms: span.committed_at_ms,
-            key: self.payload.get(span.key.clone())?.to_vec(),
-            payload: self.payload.get(span.payload.clone())?.to_vec(),
+            key: self.payload.slice(span.key.clone()),
+            payload: self.payload.slice(span.payload.clone()),
         })
     }
 }
@@ -148,11 +150,6 @@ enum Located<Fl> {
 impl<F: Fs, C: Clock> Log<F, C> {
     /// Up to `max_records` records from `from`, all below the HWM at the time of the call.
     pub async fn read(&self, from: u64, max_records: usize) -> Result<ReadBatch, LogError> {
-        let mut batch = ReadBatch {
-            records: Vec::new(),
-            next_offset: from,
-            skipped: Vec::new(),
-        };
         let hwm = {
             let st = self.state();
             if from < st.log_start {
@@ -162,6 +159,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 });
             }
             st.hwm
+        };
+        let mut batch = ReadBatch {
+            records: Vec::with_capacity(max_records.min(hwm.saturating_sub(from) as usize)),
+            next_offset: from,
+            skipped: Vec::new(),
         };
         while batch.records.len() < max_records && batch.next_offset < hwm {
             let offset = batch.next_offset;
@@ -349,7 +351,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
 
 /// Decodes a frame's bytes, checking everything the scanner checked. An uncompressed
 /// frame keeps its own bytes as the payload (no copy); a zstd frame is decompressed.
-fn decode(mut bytes: Vec<u8>, entry: &FrameEntry, codecs: &mut Codecs) -> Option<DecodedFrame> {
+fn decode(bytes: Vec<u8>, entry: &FrameEntry, codecs: &mut Codecs) -> Option<DecodedFrame> {
     let (header, stored) = check_frame(&bytes).ok()?;
     if header.base_offset != entry.base_offset
         || header.record_count != entry.record_count
@@ -358,37 +360,39 @@ fn decode(mut bytes: Vec<u8>, entry: &FrameEntry, codecs: &mut Codecs) -> Option
         return None;
     }
     let payload = match header.codec {
-        Codec::None => {
-            bytes.drain(..FRAME_HEADER_LEN);
-            bytes
-        }
-        Codec::Zstd => codecs.decode_payload(&header, stored).ok()?,
+        Codec::None => Bytes::from(bytes).slice(FRAME_HEADER_LEN..),
+        Codec::Zstd => Bytes::from(codecs.decode_payload(&header, stored).ok()?),
     };
-    let ranges = split_records(&payload, header.record_count).ok()?;
+    // One pass over the payload: each record's length prefix, then its envelope.
+    let mut records = Vec::with_capacity(header.record_count.min(1 << 16) as usize);
+    for range in record_ranges(&payload, header.record_count) {
+        let range = range.ok()?;
+        records.push(span_of(&payload, range));
+    }
     assert_eq!(
-        ranges.len(),
+        records.len(),
         header.record_count as usize,
-        "one range per record"
+        "one span per record"
     );
-    let records = ranges
-        .into_iter()
-        .map(|range| {
-            let env = envelope::decode(payload.get(range.clone())?).ok()?;
-            // The payload runs to the end of the record, the 8-byte commit time sits
-            // before it, and the key before that.
-            let payload_start = range.end - env.payload.len();
-            let key_end = payload_start - envelope::COMMITTED_AT_LEN;
-            Some(RecordSpan {
-                committed_at_ms: env.committed_at_ms,
-                key: key_end - env.key.len()..key_end,
-                payload: payload_start..range.end,
-            })
-        })
-        .collect();
     Some(DecodedFrame {
         base_offset: entry.base_offset,
         payload,
         records,
+    })
+}
+
+/// Where the parts of the record at `range` of `payload` lie; `None` where its envelope
+/// does not parse.
+fn span_of(payload: &[u8], range: Range<usize>) -> Option<RecordSpan> {
+    let env = envelope::decode(payload.get(range.clone())?).ok()?;
+    // The payload runs to the end of the record, the 8-byte commit time sits before it,
+    // and the key before that.
+    let payload_start = range.end - env.payload.len();
+    let key_end = payload_start - envelope::COMMITTED_AT_LEN;
+    Some(RecordSpan {
+        committed_at_ms: env.committed_at_ms,
+        key: key_end - env.key.len()..key_end,
+        payload: payload_start..range.end,
     })
 }
 

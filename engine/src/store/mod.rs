@@ -62,6 +62,7 @@ use crate::format::{layout, word};
 use crate::fs::{File, Fs, OpenMode, read_exact_at, replace_atomically};
 use crate::log::notify::race;
 use crate::log::{Log, LogError, LogStatus, MetricsSnapshot, Spawn};
+use bytes::Bytes;
 use open::open_topic;
 use queue::Queue;
 use std::collections::BTreeMap;
@@ -103,8 +104,9 @@ pub struct Delivery {
     pub topic: String,
     pub partition: u32,
     pub offset: u64,
-    pub key: Vec<u8>,
-    pub payload: Vec<u8>,
+    /// Views of the frame the record was read from, as in [`crate::log::Record`].
+    pub key: Bytes,
+    pub payload: Bytes,
     pub committed_at_ms: u64,
     /// 1 for the first delivery of this offset in this incarnation, then 2, 3, ...
     pub attempt: u32,

@@ -176,7 +176,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
                             .all(|e| (&e.key, &e.payload) == (&first.key, &first.payload)),
                         "a copy holds its root's bytes"
                     );
-                    let copy = (first.key, first.payload);
+                    let copy = (Bytes::from(first.key), Bytes::from(first.payload));
                     match visible
                         .get_mut(&copy)
                         .and_then(|offsets| offsets.pop_first())
@@ -202,7 +202,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
             for chunk in to_commit.chunks(self.inner.config.replay_batch_records.max(1)) {
                 let range = partition
                     .log
-                    .commit(chunk.iter().map(|(_, (k, v))| (k.as_slice(), v.as_slice())))
+                    .commit(chunk.iter().map(|(_, (k, v))| (&k[..], &v[..])))
                     .await
                     .map_err(log_err(&id))?;
                 let mut pending = lock(&self.inner.pending);
@@ -354,7 +354,7 @@ pub(super) async fn open_topic<F: Fs, C: Clock>(
 async fn visible_copies<F: Fs, C: Clock>(
     log: &Log<F, C>,
     from: u64,
-) -> Result<BTreeMap<(Vec<u8>, Vec<u8>), std::collections::BTreeSet<u64>>, LogError> {
+) -> Result<BTreeMap<(Bytes, Bytes), std::collections::BTreeSet<u64>>, LogError> {
     let mut copies = BTreeMap::new();
     let mut next = from.max(log.log_start());
     loop {

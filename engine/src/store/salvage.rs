@@ -356,7 +356,7 @@ mod tests {
         batch
             .records
             .into_iter()
-            .map(|r| String::from_utf8(r.payload).unwrap())
+            .map(|r| String::from_utf8(r.payload.to_vec()).unwrap())
             .collect()
     }
 

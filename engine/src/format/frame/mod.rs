@@ -371,9 +371,39 @@ pub fn check_stored(header: &FrameHeader, stored: &[u8]) -> Result<(), FrameErro
 /// Splits a decoded payload into the byte ranges of its `count` records.
 pub fn split_records(payload: &[u8], count: u32) -> Result<Vec<Range<usize>>, FrameError> {
     let mut ranges = Vec::with_capacity(count.min(1 << 16) as usize);
-    let mut position = 0usize;
-    for index in 0..count {
-        let prefix = payload
+    for range in record_ranges(payload, count) {
+        ranges.push(range?);
+    }
+    Ok(ranges)
+}
+
+/// The byte ranges of a decoded payload's `count` records, in order, without collecting
+/// them: an error, and nothing after it, where the payload does not hold exactly `count`
+/// length-prefixed records that fill it.
+pub fn record_ranges(payload: &[u8], count: u32) -> RecordRanges<'_> {
+    RecordRanges {
+        payload,
+        count,
+        index: 0,
+        position: 0,
+        done: false,
+    }
+}
+
+/// See [`record_ranges`].
+pub struct RecordRanges<'p> {
+    payload: &'p [u8],
+    count: u32,
+    index: u32,
+    position: usize,
+    done: bool,
+}
+
+impl RecordRanges<'_> {
+    fn range(&mut self) -> Result<Range<usize>, FrameError> {
+        let (index, position) = (self.index, self.position);
+        let prefix = self
+            .payload
             .get(position..position + RECORD_LEN_PREFIX)
             .ok_or_else(|| FrameError::PayloadStructure {
                 reason: format!("record {index} length prefix past the payload end"),
@@ -384,22 +414,36 @@ pub fn split_records(payload: &[u8], count: u32) -> Result<Vec<Range<usize>>, Fr
         let start = position + RECORD_LEN_PREFIX;
         let end = start
             .checked_add(len)
-            .filter(|end| *end <= payload.len())
+            .filter(|end| *end <= self.payload.len())
             .ok_or_else(|| FrameError::PayloadStructure {
                 reason: format!("record {index} of {len} bytes runs past the payload end"),
             })?;
-        ranges.push(start..end);
-        position = end;
+        self.index += 1;
+        self.position = end;
+        Ok(start..end)
     }
-    if position != payload.len() {
-        return Err(FrameError::PayloadStructure {
-            reason: format!(
-                "{} bytes left after {count} records",
-                payload.len() - position
-            ),
-        });
+}
+
+impl Iterator for RecordRanges<'_> {
+    type Item = Result<Range<usize>, FrameError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.index == self.count {
+            self.done = true;
+            let left = self.payload.len() - self.position;
+            return (left != 0).then(|| {
+                Err(FrameError::PayloadStructure {
+                    reason: format!("{left} bytes left after {} records", self.count),
+                })
+            });
+        }
+        let range = self.range();
+        self.done = range.is_err();
+        Some(range)
     }
-    Ok(ranges)
 }
 
 #[cfg(test)]

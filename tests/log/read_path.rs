@@ -44,6 +44,13 @@ fn records_share_their_frame_instead_of_copying_it() {
         let records: Vec<Vec<u8>> = (0..4).map(json_record).collect();
         pollster::block_on(log.commit(records.iter().map(|r| (&b"key"[..], r.as_slice()))))
             .unwrap();
+        let m = log.metrics();
+        let (stored, raw) = (
+            m.bytes_stored.load(std::sync::atomic::Ordering::Relaxed),
+            m.bytes_uncompressed
+                .load(std::sync::atomic::Ordering::Relaxed),
+        );
+        assert_eq!(stored < raw, codec == Codec::Zstd, "stored with {codec:?}");
         let first = pollster::block_on(log.read(0, 4)).unwrap();
         let again = pollster::block_on(log.read(1, 1)).unwrap();
         assert_eq!(again.records[0], first.records[1]);

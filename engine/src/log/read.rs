@@ -16,7 +16,9 @@ use std::ops::Range;
 use std::sync::Arc;
 
 /// One record as a consumer sees it. Its key and payload are views of the decoded
-/// frame's buffer (which they keep alive), not copies.
+/// frame's buffer, not copies: holding either keeps the whole decoded frame (one
+/// flush's worth of records) in memory, so a caller that keeps a few records for long
+/// copies them out (`to_vec`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     pub offset: u64,

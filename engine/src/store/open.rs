@@ -363,9 +363,14 @@ async fn visible_copies<F: Fs, C: Clock>(
             return Ok(copies);
         }
         next = batch.next_offset;
+        // Copies, not views: a view would keep its whole frame alive for the rest of the
+        // replay, every frame past the checkpoint at once.
         for r in batch.records {
             copies
-                .entry((r.key, r.payload))
+                .entry((
+                    Bytes::copy_from_slice(&r.key),
+                    Bytes::copy_from_slice(&r.payload),
+                ))
                 .or_insert_with(std::collections::BTreeSet::new)
                 .insert(r.offset);
         }

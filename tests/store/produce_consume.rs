@@ -197,6 +197,49 @@ fn rot_before(root: &std::path::Path, end: u64) {
     file.write_at(&[byte[0] ^ 0x01], end - 1).unwrap();
 }
 
+/// A frame skipped right before a record the delay gate holds is passed over for good:
+/// the scan resumes after it, so later receives neither settle nor count it again.
+#[test]
+fn a_frame_rotten_just_before_a_delay_gate_is_skipped_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    let config = TopicConfig {
+        delay_ms: 500,
+        log: cafelog_engine::log::LogConfig {
+            codec: cafelog_engine::format::Codec::None,
+            frame_cache_frames: 1,
+            ..Default::default()
+        },
+        ..topic(1)
+    };
+    block(store.create_topic("orders", config)).unwrap();
+    let segment = dir
+        .path()
+        .join("topics/orders/p00000/00000000000000000000.log");
+    let mut ends = Vec::new();
+    for _ in 0..2u8 {
+        block(store.produce("orders", Some(0), b"k", &[1; 32])).unwrap();
+        ends.push(frames_end(&segment));
+    }
+    rot_before(dir.path(), ends[0]);
+    let skipped = || {
+        store
+            .metrics()
+            .records_skipped
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    // Offset 0 is skipped, and 1 is held by the gate for 500 ms.
+    for _ in 0..3 {
+        assert!(block(store.receive("orders", 0, 10)).unwrap().is_empty());
+        assert_eq!(skipped(), 1, "the skipped frame was read again");
+    }
+    clock.advance(std::time::Duration::from_millis(500));
+    let got = block(store.receive("orders", 0, 10)).unwrap();
+    assert_eq!(got.iter().map(|d| d.offset).collect::<Vec<_>>(), vec![1]);
+    assert_eq!(skipped(), 1);
+}
+
 #[test]
 fn frames_rotten_after_open_are_skipped_once_and_counted_once() {
     let dir = tempfile::tempdir().unwrap();

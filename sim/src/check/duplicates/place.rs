@@ -47,6 +47,9 @@ pub(super) fn place(
         .collect();
     // Per copy: its edge to the id's original, and its edge to each crash.
     let mut edges = Vec::new();
+    // Each crash's hidden tail and fresh offset on a partition, worked out once for every
+    // id (they depend on the crash and the partition alone).
+    let mut tails: BTreeMap<(usize, &TopicPartition), Option<Tail>> = BTreeMap::new();
     for (&id, copies) in duplicated {
         let original = flow.node();
         flow.edge(original, sink, 1);
@@ -57,8 +60,6 @@ pub(super) fn place(
         // The edges from a replay's node to the crashes it may charge, once each.
         let mut to_crash: BTreeMap<(usize, usize), EdgeId> = BTreeMap::new();
         let mut of_id = Vec::new();
-        // Each crash's hidden tail and fresh offset on a partition, worked out once.
-        let mut tails: BTreeMap<(usize, &TopicPartition), Option<Tail>> = BTreeMap::new();
         for k in 0..copies.len() {
             let node = flow.node();
             flow.edge(source, node, 1);

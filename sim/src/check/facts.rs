@@ -48,6 +48,9 @@ pub struct Facts<'h> {
     /// Per (partition, produce id), the incarnations a process crash ended with an
     /// entry of it in the WAL's page cache and not on the platter (`WalCachedAtKill`).
     pub cached_at_kill: BTreeMap<(TopicPartition, ProduceId), BTreeSet<Incarnation>>,
+    /// Per (partition, produce id), the incarnations a process crash ended in an open
+    /// that had written an entry of it and made it durable (`WalDurableAtKill`).
+    pub durable_at_kill: BTreeMap<(TopicPartition, ProduceId), BTreeSet<Incarnation>>,
     /// Per (partition, produce id), the power losses (their history index) whose disk
     /// kept a cached-only entry of it (`WalKeptAtPowerLoss`).
     pub kept_at_power_loss: BTreeMap<(TopicPartition, ProduceId), BTreeSet<usize>>,
@@ -80,6 +83,7 @@ impl<'h> Facts<'h> {
             wal_damage_by_fault: BTreeMap::new(),
             salvage_wrote: BTreeMap::new(),
             cached_at_kill: BTreeMap::new(),
+            durable_at_kill: BTreeMap::new(),
             kept_at_power_loss: BTreeMap::new(),
             opened: BTreeSet::new(),
             opened_at: BTreeMap::new(),
@@ -164,6 +168,15 @@ impl<'h> Facts<'h> {
                             .insert(event.incarnation);
                     }
                 }
+                EventKind::WalDurableAtKill { entries } => {
+                    for e in entries {
+                        facts
+                            .durable_at_kill
+                            .entry((e.tp.clone(), e.id))
+                            .or_default()
+                            .insert(event.incarnation);
+                    }
+                }
                 EventKind::SalvageWrote { tp, kept, copied } => {
                     for &id in kept.iter().chain(copied) {
                         let wrote = facts.salvage_wrote.entry((tp.clone(), id)).or_default();
@@ -218,9 +231,10 @@ impl<'h> Facts<'h> {
     /// Whether an R2 salvage after history index `index` wrote, or may have written, a
     /// WAL entry of `id` on `tp`: one whose `salvage_wrote` names it (see
     /// [`EventKind::SalvageWrote`]), or one killed before it could say: an open that
-    /// announced an R2 cut on `tp`, was still running at `index` (or was killed by a
-    /// process crash that left an entry of `id` in the WAL's page cache,
-    /// [`Facts::kept_in_cache`]), and then neither
+    /// announced an R2 cut on `tp`, was still running at `index` (killed by a power loss
+    /// after it, or by a process crash that left an entry of `id` in the WAL,
+    /// [`Facts::kept_in_cache`]; a process crash before `index` counts only so too), and
+    /// then neither
     /// raised `r2_salvaged` or `log_opened` there nor completed, and may have been
     /// offered `id` ([`Facts::may_offer`]). The salvage writes and fsyncs before its
     /// alarm; the alarm is missing from an open that goes on only when nothing past the
@@ -235,9 +249,9 @@ impl<'h> Facts<'h> {
         let killed_salvaging = alarms.iter().any(|hole| {
             matches!(hole.alarm, Alarm::Hole { .. })
                 && !self.opened.contains(&hole.incarnation)
-                && self
-                    .crash_ending(hole.incarnation)
-                    .is_none_or(|c| c.index > index || self.kept_in_cache(tp, id, c, index))
+                && self.crash_ending(hole.incarnation).is_none_or(|c| {
+                    (c.index > index && !c.process) || self.kept_in_cache(tp, id, c, index)
+                })
                 && !alarms.iter().any(|a| {
                     a.incarnation == hole.incarnation
                         && matches!(a.alarm, Alarm::Salvaged { .. } | Alarm::LogOpened { .. })
@@ -247,12 +261,14 @@ impl<'h> Facts<'h> {
         named || killed_salvaging
     }
 
-    /// Whether the process crash `c`, before the WAL fault at `index`, left an entry of
-    /// `id` on `tp` in the WAL's page cache (the world saw one there at the kill) that
-    /// no power loss dropped before an open completed after it (a power loss may also
-    /// keep the write: `WalKeptAtPowerLoss`): the next opens read it and may re-commit
-    /// the record from it. A salvage buffers its entries and writes
-    /// them right before its fsync, so a kill before that left nothing in the cache.
+    /// Whether the process crash `c` left an entry of `id` on `tp` in the WAL that the
+    /// next opens read and may re-commit the record from: one the world saw at the kill
+    /// in the page cache only, or (for a kill after the WAL fault at `index`) one the
+    /// open it cut short wrote and made durable, and that the first power loss after the
+    /// kill, if it came before that fault or an open completed after `c` (whichever is
+    /// later), kept (`WalKeptAtPowerLoss`). A durable copy the open wrote before the
+    /// fault is the fault's to name, not this. A salvage buffers its entries and writes
+    /// them right before its fsync, so a kill before that left nothing.
     fn kept_in_cache(
         &self,
         tp: &TopicPartition,
@@ -260,25 +276,29 @@ impl<'h> Facts<'h> {
         c: &CrashFact,
         index: usize,
     ) -> bool {
-        let cached = self
-            .cached_at_kill
-            .get(&(tp.clone(), id))
-            .is_some_and(|incs| incs.contains(&c.incarnation));
+        let key = (tp.clone(), id);
+        let of_c = |map: &BTreeMap<_, BTreeSet<Incarnation>>| {
+            map.get(&key)
+                .is_some_and(|incs| incs.contains(&c.incarnation))
+        };
+        let left = of_c(&self.cached_at_kill) || (c.index > index && of_c(&self.durable_at_kill));
         let completed = self
             .opened_at
             .iter()
             .find(|&(inc, _)| self.restarts.get(inc).is_some_and(|&r| r > c.index))
             .map_or(usize::MAX, |(_, &done)| done);
-        // Each power loss from the kill until then decided whether the write reached
-        // the platter (kept) or was dropped; the world says which.
-        let kept = self.kept_at_power_loss.get(&(tp.clone(), id));
-        let dropped = self.crashes.iter().any(|p| {
-            !p.process
-                && c.index < p.index
-                && p.index < index.max(completed)
-                && kept.is_none_or(|k| !k.contains(&p.index))
-        });
-        c.process && cached && !dropped
+        // The first power loss after the kill decided whether the write reached the
+        // platter (kept) or was dropped; the world says which. A kept write is on the
+        // platter from then on, like any other.
+        let kept = self.kept_at_power_loss.get(&key);
+        let dropped = self
+            .crashes
+            .iter()
+            .find(|p| !p.process && c.index < p.index)
+            .is_some_and(|p| {
+                p.index < index.max(completed) && kept.is_none_or(|k| !k.contains(&p.index))
+            });
+        c.process && left && !dropped
     }
 
     /// The readable records past the hole the open of `incarnation` will cut `tp` at

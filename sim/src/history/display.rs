@@ -114,6 +114,13 @@ impl fmt::Display for Event {
                 }
                 Ok(())
             }
+            EventKind::WalDurableAtKill { entries } => {
+                write!(f, "wal_durable_at_kill:")?;
+                for e in entries {
+                    write!(f, " {} id={} seq={};", e.tp, e.id, e.seq)?;
+                }
+                Ok(())
+            }
             EventKind::WalCachedAtKill { entries } => {
                 write!(f, "wal_cached_at_kill:")?;
                 for e in entries {

@@ -335,9 +335,15 @@ pub enum EventKind {
     /// reads them; a power loss before one of them is fsynced drops it. Recorded only
     /// when there is one.
     WalCachedAtKill { entries: Vec<DamagedWalEntry> },
+    /// World, right after a process crash that cut a store open short: the WAL entries
+    /// that open wrote and made durable (absent from what it read at its restart; a
+    /// salvage whose fsync returned before its alarm). The next open reads them.
+    /// Recorded only when there is one.
+    WalDurableAtKill { entries: Vec<DamagedWalEntry> },
     /// World, right after a power loss: which of the entries earlier process crashes
-    /// left only in the page cache (`WalCachedAtKill`, since the last power loss) the
-    /// platter now reads; the others were dropped. Recorded only when one was kept.
+    /// left in the WAL (`WalCachedAtKill` and `WalDurableAtKill`, since the last power
+    /// loss) the platter now reads; the others were dropped. Recorded only when one was
+    /// kept.
     WalKeptAtPowerLoss { entries: Vec<DamagedWalEntry> },
 }
 

@@ -59,6 +59,10 @@ impl History {
         self.record(at_ms, EventKind::WalCachedAtKill { entries })
     }
 
+    pub fn wal_durable_at_kill(&mut self, at_ms: u64, entries: Vec<DamagedWalEntry>) -> &mut Self {
+        self.record(at_ms, EventKind::WalDurableAtKill { entries })
+    }
+
     pub fn wal_kept_at_power_loss(
         &mut self,
         at_ms: u64,

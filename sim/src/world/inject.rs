@@ -107,7 +107,7 @@ pub(super) async fn kill(
         rec.paths.process_crashes += 1;
     }
     rec.poisoned_seen.clear();
-    rec.store_open = false;
+    let open_completed = std::mem::replace(&mut rec.store_open, false);
     let now = rec.now_ms();
     // The receives the kill cut short (their tasks died with the node).
     for (tp, asked) in std::mem::take(&mut rec.receiving).into_values() {
@@ -120,7 +120,7 @@ pub(super) async fn kill(
         }
         Kill::Process => {
             rec.history.process_crash(now, partitions);
-            rec.wal_cached_at_kill();
+            rec.wal_cached_at_kill(open_completed);
         }
     };
     rec.node_down = true;

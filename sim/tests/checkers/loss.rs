@@ -904,25 +904,36 @@ fn cached_entry(id: ProduceId) -> DamagedWalEntry {
     }
 }
 
-/// How the open killed while salvaging left its copy, in
+/// What the open killed while salvaging left of its copy, in
 /// [`killed_salvage_then_both_copies`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum KilledSalvage {
-    /// Killed before it wrote anything: the copy never reached the page cache.
-    BeforeWriting,
-    /// In the page cache at the kill, dropped by a power loss before an open completed.
-    CachedThenLost,
-    /// In the page cache at the kill, and the power loss kept the write: the copy is on
-    /// the platter, and an engine that does not replay it loses the record.
-    CachedThenKept,
+enum Left {
+    /// Killed before it wrote anything (`WalCachedAtKill` names nothing).
+    Nothing,
+    /// Written, in the page cache only at the kill (`WalCachedAtKill`).
+    Cached,
+    /// Written and fsynced before the kill, before its alarm (`WalDurableAtKill`).
+    Durable,
+}
+
+/// How the open salvaging at a hole was killed, in [`killed_salvage_then_both_copies`].
+#[derive(Clone, Copy, Debug)]
+struct KilledSalvage {
+    /// The flips land while the open runs (after it read the WAL), before the kill;
+    /// otherwise while the node is down after it.
+    flipped_first: bool,
+    left: Left,
+    /// The power losses that kill the opens after it, before one completes: whether
+    /// the world saw the platter keep the copy at each (it says so at the first only;
+    /// a write kept then is on the platter).
+    losses: &'static [bool],
 }
 
 /// Ids 1-2 at offsets 0-1 above the persisted HWM 0, a power loss and a flip at 0: the
 /// open of incarnation 1 announces an R2 cut with id 2 readable past the hole and is
-/// killed by a process crash as `how` says; while the node is down a WAL flip destroys
-/// id 2's entry and a flip takes its frame. The open that completes cuts at 0 (R1),
-/// reports the WAL damage, and its replay re-commits id 1, which is delivered. No engine
-/// could bring id 2 back.
+/// killed by a process crash as `how` says; a WAL flip destroys id 2's entry and a
+/// flip takes its frame. The open that completes cuts at 0 (R1), reports the WAL
+/// damage, and its replay re-commits id 1, which is delivered; id 2 is not.
 fn killed_salvage_then_both_copies(how: KilledSalvage) -> Run {
     let copy = |offset, id| HeldCopy {
         offset,
@@ -943,32 +954,51 @@ fn killed_salvage_then_both_copies(how: KilledSalvage) -> Run {
         .with(|t, h| {
             h.past_hole_at_open(t, &tp(0), vec![copy(1, 2)]);
         })
-        .alarm(Some(0), hole_at(0))
-        .process_crash(&[(0, 0, 2, 2)]);
-    if how != KilledSalvage::BeforeWriting {
-        r.with(|t, h| {
-            h.wal_cached_at_kill(t, vec![cached_entry(2)]);
-        });
+        .alarm(Some(0), hole_at(0));
+    let flips = |r: &mut Run| {
+        r.wal_entry_flipped(1, 2, 2)
+            .fault(flip_above_hwm(1), Some(0))
+            .with(|t, h| {
+                let fault_index = h.len() - 1;
+                h.damage_held(t, fault_index, &tp(0), vec![copy(1, 2)]);
+            });
+    };
+    if how.flipped_first {
+        flips(&mut r);
     }
-    r.wal_entry_flipped(1, 2, 2)
-        .fault(flip_above_hwm(1), Some(0))
-        .with(|t, h| {
-            let fault_index = h.len() - 1;
-            h.damage_held(t, fault_index, &tp(0), vec![copy(1, 2)]);
-        });
-    if how != KilledSalvage::BeforeWriting {
+    r.process_crash(&[(0, 0, 2, 2)]);
+    match how.left {
+        Left::Nothing => {}
+        Left::Cached => {
+            r.with(|t, h| {
+                h.wal_cached_at_kill(t, vec![cached_entry(2)]);
+            });
+        }
+        Left::Durable => {
+            r.with(|t, h| {
+                h.wal_durable_at_kill(t, vec![cached_entry(2)]);
+            });
+        }
+    }
+    if !how.flipped_first {
+        flips(&mut r);
+    }
+    for (i, &kept) in how.losses.iter().enumerate() {
         r.restart()
             .disk(0, OpenRule::TornTail, 0, 0, Some(0))
             .fault(FaultKind::Crash, None);
-        if how == KilledSalvage::CachedThenLost {
-            let lost = FaultKind::LostWrite {
-                file: FileKind::Wal,
-            };
-            r.fault(lost, None).crash(&[(0, 0, 0, 0)]);
-        } else {
+        if kept {
             r.crash(&[(0, 0, 0, 0)]).with(|t, h| {
                 h.wal_kept_at_power_loss(t, vec![cached_entry(2)]);
             });
+        } else {
+            if i == 0 {
+                let lost = FaultKind::LostWrite {
+                    file: FileKind::Wal,
+                };
+                r.fault(lost, None);
+            }
+            r.crash(&[(0, 0, 0, 0)]);
         }
     }
     r.restart()
@@ -992,11 +1022,24 @@ fn killed_salvage_then_both_copies(how: KilledSalvage) -> Run {
 
 #[test]
 fn a_salvage_killed_before_its_copy_reached_the_cache_saved_nothing() {
+    let killed = |flipped_first, left, losses| KilledSalvage {
+        flipped_first,
+        left,
+        losses,
+    };
     // An adversarial read of 345f45d (helper-38): a salvage buffers its entries and
     // writes them right before its fsync, so a kill between its hole alarm and that
     // write left nothing in the page cache; and a power loss before an open completed
-    // drops what it did leave. Both histories were refused; the record is gone.
-    for how in [KilledSalvage::BeforeWriting, KilledSalvage::CachedThenLost] {
+    // drops what it did leave. Both histories were refused; the record is gone. So is
+    // one the flips hit while it ran, after it read the WAL, killed before it wrote
+    // (helper-39's read of 01ab2cf). And a durable copy it wrote before the WAL flip
+    // that named the record is the flip's (helper-41's read of this fix).
+    for how in [
+        killed(false, Left::Nothing, &[]),
+        killed(false, Left::Cached, &[false]),
+        killed(true, Left::Nothing, &[]),
+        killed(false, Left::Durable, &[]),
+    ] {
         let report = killed_salvage_then_both_copies(how).report();
         assert_eq!(
             report.no_lost_ack.excuse_of(2).map(|e| e.kind),
@@ -1006,10 +1049,35 @@ fn a_salvage_killed_before_its_copy_reached_the_cache_saved_nothing() {
         );
         assert_clean(&report);
     }
-    // A power loss that kept the copy's write left it on the platter (helper-39's read
-    // of 01ab2cf): the record had a readable entry after all.
-    let report = killed_salvage_then_both_copies(KilledSalvage::CachedThenKept).report();
-    refuses_both_copies(&report, 2, "the power loss kept the cached copy");
+    // The copy outlived the kill, so the record had a readable entry after all: a power
+    // loss kept the cached write (helper-39), once or with more power losses after it
+    // (helper-41); or the flips came first and the copy, cached or durable, was written
+    // after them.
+    for (how, why) in [
+        (
+            killed(false, Left::Cached, &[true]),
+            "the power loss kept the copy",
+        ),
+        (
+            killed(false, Left::Cached, &[true, false]),
+            "a second power loss cannot drop what the first kept",
+        ),
+        (
+            killed(true, Left::Cached, &[]),
+            "the cached copy outlived the kill",
+        ),
+        (
+            killed(true, Left::Durable, &[]),
+            "the durable copy outlived the kill",
+        ),
+        (
+            killed(true, Left::Durable, &[true, false]),
+            "the durable copy outlived two power losses",
+        ),
+    ] {
+        let report = killed_salvage_then_both_copies(how).report();
+        refuses_both_copies(&report, 2, &format!("{how:?}: {why}"));
+    }
 }
 
 /// The open after a WAL flip destroyed the entry on the platter while a salvage's copy
@@ -1960,7 +2028,8 @@ fn an_announced_exposure_killed_before_its_word_could_be_written_saved_nothing()
 /// Ids 1-4 acknowledged at offsets 0-3 above the persisted HWM 0; a power loss, and a
 /// flip at 1 (an R2 hole). The open of incarnation 1 announces the cut; a flip destroys
 /// id 4's WAL entry while it salvages (from the entries it read before), and a process
-/// crash kills it before its `r2_salvaged` alarm. A flip takes id 4's frame; the open of
+/// crash kills it before its `r2_salvaged` alarm, with its copy of id 4 written (the
+/// world sees it in the WAL at the kill). A flip takes id 4's frame; the open of
 /// incarnation 2 cuts at 1 again, and its salvage writes `kept` and `copied`.
 fn salvage_killed_before_its_alarm(kept: Vec<u64>, copied: Vec<u64>) -> Run {
     let mut r = Run::new();
@@ -1973,6 +2042,9 @@ fn salvage_killed_before_its_alarm(kept: Vec<u64>, copied: Vec<u64>) -> Run {
         .alarm(Some(0), hole_at(1))
         .wal_entry_flipped(3, 4, 2)
         .process_crash(&[(0, 0, 4, 4)])
+        .with(|t, h| {
+            h.wal_durable_at_kill(t, vec![cached_entry(4)]);
+        })
         .fault(flip_above_hwm(3), Some(0))
         .restart()
         .disk(0, OpenRule::Hole, 0, 1, Some(1))
@@ -1995,7 +2067,9 @@ fn salvage_killed_before_its_alarm(kept: Vec<u64>, copied: Vec<u64>) -> Run {
 fn a_salvage_killed_before_its_alarm_may_have_written_the_record() {
     // helper-25's review: the killed open's salvage may have written id 4 (its entry
     // was readable when the open read the WAL) and fsynced it before the kill; losing
-    // id 4 then is the engine's to explain, whatever the next salvage wrote.
+    // id 4 then is the engine's to explain, whatever the next salvage wrote. Since
+    // helper-39's read of 01ab2cf the world says whether it did (`WalCachedAtKill`,
+    // durable entries of an unfinished open included); here it did.
     for (kept, copied) in [(vec![], vec![3]), (vec![3], vec![])] {
         let report = salvage_killed_before_its_alarm(kept, copied).report();
         assert_mentions(

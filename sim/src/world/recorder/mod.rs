@@ -86,6 +86,9 @@ pub struct Recorder {
     /// The WAL entries process crashes found only in the page cache since the last
     /// power loss, which decides whether each reaches the platter.
     cached_wal: Vec<crate::history::DamagedWalEntry>,
+    /// The seqs of the WAL entries the running incarnation's open read (the page cache
+    /// at its restart): an entry past them was written by this incarnation.
+    pub wal_read_at_restart: BTreeSet<u64>,
 }
 
 /// A handle to the recorder.
@@ -120,6 +123,7 @@ impl Shared {
             wal_opened: BTreeMap::new(),
             alarm_raised: Arc::new(cafelog_engine::log::Notify::default()),
             cached_wal: Vec::new(),
+            wal_read_at_restart: BTreeSet::new(),
         })))
     }
 
@@ -228,10 +232,14 @@ impl Recorder {
     }
 
     /// At a process crash: records the WAL entries the page cache holds and the platter
-    /// does not (`WalCachedAtKill`), which the next open reads and a power loss drops.
-    pub fn wal_cached_at_kill(&mut self) {
+    /// does not (`WalCachedAtKill`), which the next open reads and a power loss drops;
+    /// and, when the kill ended an open before it completed, the entries that open wrote
+    /// and made durable (`WalDurableAtKill`: a salvage whose fsync returned and whose
+    /// alarm never came), which the next open reads as well.
+    pub fn wal_cached_at_kill(&mut self, open_completed: bool) {
         let dir = super::node::wal_dir();
         let mut cached = Vec::new();
+        let mut written = Vec::new();
         for name in self.fs.visible_names(&dir).unwrap_or_default() {
             if crate::reference::wal::segment_base(&name).is_none() {
                 continue;
@@ -254,22 +262,33 @@ impl Recorder {
             for entry in crate::reference::wal::frames(&visible)
                 .into_iter()
                 .flat_map(|f| f.entries)
-                .filter(|e| !durable.contains(&e.seq))
             {
+                let into = if !durable.contains(&entry.seq) {
+                    &mut cached
+                } else if !open_completed && !self.wal_read_at_restart.contains(&entry.seq) {
+                    &mut written
+                } else {
+                    continue;
+                };
                 let Ok(id) = crate::history::parse_payload_id(&entry.payload) else {
                     continue;
                 };
-                cached.push(crate::history::DamagedWalEntry {
+                into.push(crate::history::DamagedWalEntry {
                     seq: entry.seq,
                     tp: TopicPartition::new(&entry.topic, entry.partition),
                     id,
                 });
             }
         }
+        // Both go to the next power loss, which says which of them the platter reads.
+        let now = self.now_ms();
         if !cached.is_empty() {
-            let now = self.now_ms();
             self.cached_wal.extend(cached.iter().cloned());
             self.history.wal_cached_at_kill(now, cached);
+        }
+        if !written.is_empty() {
+            self.cached_wal.extend(written.iter().cloned());
+            self.history.wal_durable_at_kill(now, written);
         }
     }
 

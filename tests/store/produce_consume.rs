@@ -197,83 +197,72 @@ fn rot_before(root: &std::path::Path, end: u64) {
     file.write_at(&[byte[0] ^ 0x01], end - 1).unwrap();
 }
 
+/// `orders/0` with one uncompressed frame per record and a one-frame cache, so reads go
+/// to the disk: `records` records produced, and each frame's end in the segment.
+fn one_frame_per_record(
+    root: &std::path::Path,
+    clock: &ManualClock,
+    delay_ms: u64,
+    records: usize,
+) -> (TestStore, Vec<u64>) {
+    let (store, _) = open(root, clock);
+    let config = TopicConfig {
+        delay_ms,
+        log: cafelog_engine::log::LogConfig {
+            codec: cafelog_engine::format::Codec::None,
+            frame_cache_frames: 1,
+            ..Default::default()
+        },
+        ..topic(1)
+    };
+    block(store.create_topic("orders", config)).unwrap();
+    let segment = root.join("topics/orders/p00000/00000000000000000000.log");
+    let ends = (0..records)
+        .map(|_| {
+            block(store.produce("orders", Some(0), b"k", &[1; 32])).unwrap();
+            frames_end(&segment)
+        })
+        .collect();
+    (store, ends)
+}
+
+fn skipped(store: &TestStore) -> u64 {
+    store
+        .metrics()
+        .records_skipped
+        .load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A frame skipped right before a record the delay gate holds is passed over for good:
 /// the scan resumes after it, so later receives neither settle nor count it again.
 #[test]
 fn a_frame_rotten_just_before_a_delay_gate_is_skipped_once() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);
-    let (store, _) = open(dir.path(), &clock);
-    let config = TopicConfig {
-        delay_ms: 500,
-        log: cafelog_engine::log::LogConfig {
-            codec: cafelog_engine::format::Codec::None,
-            frame_cache_frames: 1,
-            ..Default::default()
-        },
-        ..topic(1)
-    };
-    block(store.create_topic("orders", config)).unwrap();
-    let segment = dir
-        .path()
-        .join("topics/orders/p00000/00000000000000000000.log");
-    let mut ends = Vec::new();
-    for _ in 0..2u8 {
-        block(store.produce("orders", Some(0), b"k", &[1; 32])).unwrap();
-        ends.push(frames_end(&segment));
-    }
+    let (store, ends) = one_frame_per_record(dir.path(), &clock, 500, 2);
     rot_before(dir.path(), ends[0]);
-    let skipped = || {
-        store
-            .metrics()
-            .records_skipped
-            .load(std::sync::atomic::Ordering::Relaxed)
-    };
     // Offset 0 is skipped, and 1 is held by the gate for 500 ms.
     for _ in 0..3 {
         assert!(block(store.receive("orders", 0, 10)).unwrap().is_empty());
-        assert_eq!(skipped(), 1, "the skipped frame was read again");
+        assert_eq!(skipped(&store), 1, "the skipped frame was read again");
     }
     clock.advance(std::time::Duration::from_millis(500));
     let got = block(store.receive("orders", 0, 10)).unwrap();
     assert_eq!(got.iter().map(|d| d.offset).collect::<Vec<_>>(), vec![1]);
-    assert_eq!(skipped(), 1);
+    assert_eq!(skipped(&store), 1);
 }
 
 #[test]
 fn frames_rotten_after_open_are_skipped_once_and_counted_once() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);
-    let (store, _) = open(dir.path(), &clock);
-    let config = TopicConfig {
-        log: cafelog_engine::log::LogConfig {
-            codec: cafelog_engine::format::Codec::None,
-            frame_cache_frames: 1,
-            ..Default::default()
-        },
-        ..topic(1)
-    };
-    block(store.create_topic("orders", config)).unwrap();
-    let segment = dir
-        .path()
-        .join("topics/orders/p00000/00000000000000000000.log");
-    let mut ends = Vec::new();
-    for _ in 0..4u8 {
-        block(store.produce("orders", Some(0), b"k", &[1; 32])).unwrap();
-        ends.push(frames_end(&segment));
-    }
+    let (store, ends) = one_frame_per_record(dir.path(), &clock, 0, 4);
     rot_before(dir.path(), ends[1]);
     rot_before(dir.path(), ends[3]);
     // 1 is skipped before 2, and 3 at the end of the log; neither is read again.
-    let skipped = || {
-        store
-            .metrics()
-            .records_skipped
-            .load(std::sync::atomic::Ordering::Relaxed)
-    };
     let got = block(store.receive("orders", 0, 10)).unwrap();
     assert_eq!(got.iter().map(|d| d.offset).collect::<Vec<_>>(), vec![0, 2]);
-    assert_eq!(skipped(), 2);
+    assert_eq!(skipped(&store), 2);
     assert!(block(store.receive("orders", 0, 10)).unwrap().is_empty());
-    assert_eq!(skipped(), 2);
+    assert_eq!(skipped(&store), 2);
 }

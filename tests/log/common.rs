@@ -86,6 +86,9 @@ pub struct FailingFs {
     /// While set, `write_at` (or `read_at`) never completes: a caller can only drop it.
     pub hang_write: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub hang_read: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// While set, `read_at` is pending (it looks again each time it is polled, and
+    /// registers no waker: for futures a test polls by hand).
+    pub pause_read: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// While set, `sync_dir` never completes.
     pub hang_sync_dir: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// While set, `remove_file` never completes (nor removes): a caller can only drop it.
@@ -148,6 +151,18 @@ pub fn poll_once<F: std::future::Future>(future: F) -> bool {
     future.as_mut().poll(&mut cx).is_ready()
 }
 
+/// Pending while `flag` is set, checked at every poll (no waker is registered).
+async fn pause_while(flag: &std::sync::atomic::AtomicBool) {
+    std::future::poll_fn(|_| {
+        if flag.load(std::sync::atomic::Ordering::SeqCst) {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await
+}
+
 /// Pending forever while `flag` is set when first polled.
 async fn hang_while(flag: &std::sync::atomic::AtomicBool) {
     if flag.load(std::sync::atomic::Ordering::SeqCst) {
@@ -172,6 +187,7 @@ fn injected(flag: &std::sync::atomic::AtomicBool) -> std::io::Result<()> {
 impl cafelog_engine::fs::File for FailingFile {
     async fn read_at(&self, buf: &mut [u8], position: u64) -> std::io::Result<usize> {
         hang_while(&self.fs.hang_read).await;
+        pause_while(&self.fs.pause_read).await;
         let redirect = *self.fs.redirect_read.lock().expect("lock");
         let position = match redirect {
             Some((from, to)) if from == position => to,

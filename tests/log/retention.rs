@@ -271,3 +271,49 @@ fn an_unlink_that_fails_fails_the_sweep_and_the_next_finishes_it() {
         assert!(base >= start, "{name} outlives the log start {start}");
     }
 }
+
+#[test]
+fn a_read_retention_overtakes_returns_the_records_it_already_has() {
+    // A read that has records when retention deletes the segment it goes on to returns
+    // them, as far as it got; only a read that has nothing yet says where the log
+    // starts now.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let fs = FailingFs::default();
+    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
+        fs.clone(),
+        clock.clone(),
+        dir.path(),
+        config(),
+    ))
+    .expect("open");
+    for i in 0..10u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
+    }
+    // Frame 0 in the cache; the next frame must come from the disk.
+    assert_eq!(pollster::block_on(log.read(0, 1)).unwrap().records.len(), 1);
+    fs.pause_read.store(true, Ordering::SeqCst);
+    let mut read = std::pin::pin!(log.read(0, 100));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(
+        read.as_mut().poll(&mut cx).is_pending(),
+        "paused at frame 1"
+    );
+    // Retention deletes every sealed segment meanwhile.
+    clock.advance(Duration::from_secs(61));
+    let reaped = pollster::block_on(log.reap_once()).unwrap();
+    assert!(log.log_start() > 2, "{reaped:?}");
+    fs.pause_read.store(false, Ordering::SeqCst);
+    let std::task::Poll::Ready(result) = read.as_mut().poll(&mut cx) else {
+        panic!("the read still waits");
+    };
+    let batch = result.expect("the records read before the segment went");
+    let offsets: Vec<u64> = batch.records.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets[0], 0, "{offsets:?}");
+    assert!(batch.next_offset < log.log_start(), "{batch:?}");
+    // From there the reader is told where the log starts.
+    assert!(matches!(
+        pollster::block_on(log.read(batch.next_offset, 100)),
+        Err(cafelog_engine::log::LogError::OffsetBeforeLogStart { .. })
+    ));
+}

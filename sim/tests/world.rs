@@ -125,3 +125,66 @@ fn every_partition_the_engine_poisons_is_reported_while_its_process_lives() {
         assert_eq!(poisons_unreported(&outcome.history), vec![], "seed {seed}");
     }
 }
+
+/// helper-42's read of 3e5089e: a salvage killed before its alarm may have made a copy
+/// durable under a seq the open had read before, reused because a flip made the WAL's
+/// last frame unreadable after the restart. The world names every durable entry of a
+/// partition with a hole announced when such an open dies, whatever its seq; and none
+/// when no hole was announced, or the open had completed.
+#[test]
+fn a_durable_salvage_entry_that_reuses_a_flipped_seq_is_seen_at_the_kill() {
+    use cafelog_engine::store::wal::Wal;
+    use cafelog_sim::fs::{FaultOptions, SimFs};
+    use cafelog_sim::history::{EventKind, TopicPartition, encode_payload};
+    use cafelog_sim::reference::wal::frames;
+    use cafelog_sim::world::node::wal_dir;
+    use cafelog_sim::world::recorder::Shared;
+
+    let named_at_kill = |hole: bool, open_completed: bool| {
+        let fs = SimFs::new(1, FaultOptions::none()).expect("options");
+        let runtime = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        runtime.block_on(async move {
+            let dir = wal_dir();
+            let part = ("t".to_string(), 0u32);
+            // Ids 1 and 2 acknowledged, each in its own frame.
+            let (wal, ..) = Wal::open(fs.clone(), dir.clone(), 1 << 20).await.unwrap();
+            for id in [1, 2] {
+                let seq = wal.append(&part, b"k", &encode_payload(id, b"x")).unwrap();
+                wal.sync_to(seq).await.unwrap();
+            }
+            drop(wal);
+            let rec = Shared::new(fs.clone());
+            if hole {
+                rec.lock()
+                    .holes_announced
+                    .insert(TopicPartition::new("t", 0));
+            }
+            // A flip lands in id 2's frame, the last, before the salvage opens the WAL.
+            let path = dir.join(&fs.visible_names(&dir).unwrap()[0]);
+            let image = fs.visible_bytes(&path).unwrap();
+            let last = frames(&image).last().unwrap().position.clone();
+            let middle = (last.start + last.end) / 2;
+            fs.flip_bit_at(|p| p.starts_with(&dir), &path, middle, 0)
+                .unwrap();
+            // The salvage finds id 2's entry gone, writes it again and fsyncs it; a
+            // process crash comes before its alarm.
+            let (wal, _, read, _) = Wal::open(fs.clone(), dir.clone(), 1 << 20).await.unwrap();
+            assert_eq!(read.len(), 1, "id 2's entry is unreadable");
+            let seq = wal.append(&part, b"k", &encode_payload(2, b"x")).unwrap();
+            wal.sync_to(seq).await.unwrap();
+            assert_eq!(seq, 1, "the salvage reused the flipped frame's seq");
+            rec.lock().wal_cached_at_kill(open_completed);
+            let events = rec.lock().history.events().to_vec();
+            events.iter().any(|e| {
+                matches!(&e.kind, EventKind::WalDurableAtKill { entries }
+                    if entries.iter().any(|e| e.id == 2))
+            })
+        })
+    };
+    assert!(
+        named_at_kill(true, false),
+        "the copy that outlived the kill is named"
+    );
+    assert!(!named_at_kill(false, false), "no hole was announced");
+    assert!(!named_at_kill(true, true), "the open had completed");
+}

@@ -49,7 +49,8 @@ pub struct Facts<'h> {
     /// entry of it in the WAL's page cache and not on the platter (`WalCachedAtKill`).
     pub cached_at_kill: BTreeMap<(TopicPartition, ProduceId), BTreeSet<Incarnation>>,
     /// Per (partition, produce id), the incarnations a process crash ended in an open
-    /// that had written an entry of it and made it durable (`WalDurableAtKill`).
+    /// that had announced an R2 hole there, with a durable, readable WAL entry of it
+    /// (`WalDurableAtKill`).
     pub durable_at_kill: BTreeMap<(TopicPartition, ProduceId), BTreeSet<Incarnation>>,
     /// Per (partition, produce id), the power losses (their history index) whose disk
     /// kept a cached-only entry of it (`WalKeptAtPowerLoss`).
@@ -263,12 +264,13 @@ impl<'h> Facts<'h> {
 
     /// Whether the process crash `c` left an entry of `id` on `tp` in the WAL that the
     /// next opens read and may re-commit the record from: one the world saw at the kill
-    /// in the page cache only, or (for a kill after the WAL fault at `index`) one the
-    /// open it cut short wrote and made durable, and that the first power loss after the
-    /// kill, if it came before that fault or an open completed after `c` (whichever is
-    /// later), kept (`WalKeptAtPowerLoss`). A durable copy the open wrote before the
-    /// fault is the fault's to name, not this. A salvage buffers its entries and writes
-    /// them right before its fsync, so a kill before that left nothing.
+    /// in the page cache only, or (for a kill after the WAL fault at `index`) a durable
+    /// one, which the fault left or the open it cut short wrote; and that the first
+    /// power loss after the kill, if it came before that fault or an open completed
+    /// after `c` (whichever is later), kept (`WalKeptAtPowerLoss`). A durable copy the
+    /// open wrote before the fault is the fault's to name, not this. A salvage buffers
+    /// its entries and writes them right before its fsync, so a kill before that left
+    /// nothing.
     fn kept_in_cache(
         &self,
         tp: &TopicPartition,

@@ -335,10 +335,11 @@ pub enum EventKind {
     /// reads them; a power loss before one of them is fsynced drops it. Recorded only
     /// when there is one.
     WalCachedAtKill { entries: Vec<DamagedWalEntry> },
-    /// World, right after a process crash that cut a store open short: the WAL entries
-    /// that open wrote and made durable (absent from what it read at its restart; a
-    /// salvage whose fsync returned before its alarm). The next open reads them.
-    /// Recorded only when there is one.
+    /// World, right after a process crash that cut a store open short: every WAL entry
+    /// of a partition that open announced an R2 hole on, readable both in the page
+    /// cache and on the platter (what its salvage wrote and fsynced before its alarm is
+    /// among them, whatever seq it took). The next open reads them. Recorded only when
+    /// there is one.
     WalDurableAtKill { entries: Vec<DamagedWalEntry> },
     /// World, right after a power loss: which of the entries earlier process crashes
     /// left in the WAL (`WalCachedAtKill` and `WalDurableAtKill`, since the last power

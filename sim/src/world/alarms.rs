@@ -189,6 +189,9 @@ impl Subscriber for AlarmSubscriber {
                 ) if first_seq < end_seq => Some((tp.clone(), *first_seq..*end_seq)),
                 _ => None,
             };
+            if let (Alarm::Hole { .. }, Some(tp)) = (&alarm, &tp) {
+                rec.holes_announced.insert(tp.clone());
+            }
             rec.history
                 .engine_alarm(now, tp.as_ref(), alarm, RAISING.get());
             if let Some((tp, seqs)) = salvaged {

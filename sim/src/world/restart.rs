@@ -62,10 +62,9 @@ pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
         segments.push((tp, bases));
     }
     let wal = wal_damage(world);
-    let wal_read = wal_seqs(world);
     madsim::runtime::Handle::current().restart(node);
     let mut rec = world.recorder.lock();
-    rec.wal_read_at_restart = wal_read;
+    rec.holes_announced.clear();
     let now = rec.now_ms();
     rec.history.restart(now);
     for disk in disks {
@@ -113,20 +112,6 @@ pub(super) fn wal_damage(world: &World) -> (u64, u64) {
             Some(crate::reference::wal::damage(base, &image))
         })
         .fold((0, 0), |(s, c), (ds, dc)| (s + ds, c + dc))
-}
-
-/// The seqs of the WAL entries the open will read, by the reference decoder.
-fn wal_seqs(world: &World) -> std::collections::BTreeSet<u64> {
-    let dir = node::wal_dir();
-    let names = world.fs.visible_names(&dir).unwrap_or_default();
-    names
-        .iter()
-        .filter(|name| crate::reference::wal::segment_base(name).is_some())
-        .filter_map(|name| world.fs.visible_bytes(&dir.join(name)))
-        .flat_map(|image| crate::reference::wal::frames(&image))
-        .flat_map(|frame| frame.entries)
-        .map(|entry| entry.seq)
-        .collect()
 }
 
 /// Adds the dying incarnation's engine counters to the run's paths.

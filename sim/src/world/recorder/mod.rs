@@ -86,9 +86,9 @@ pub struct Recorder {
     /// The WAL entries process crashes found only in the page cache since the last
     /// power loss, which decides whether each reaches the platter.
     cached_wal: Vec<crate::history::DamagedWalEntry>,
-    /// The seqs of the WAL entries the running incarnation's open read (the page cache
-    /// at its restart): an entry past them was written by this incarnation.
-    pub wal_read_at_restart: BTreeSet<u64>,
+    /// The partitions the running incarnation's open announced an R2 hole on (its
+    /// salvage may write to the WAL before it says what it wrote).
+    pub holes_announced: BTreeSet<TopicPartition>,
 }
 
 /// A handle to the recorder.
@@ -123,7 +123,7 @@ impl Shared {
             wal_opened: BTreeMap::new(),
             alarm_raised: Arc::new(cafelog_engine::log::Notify::default()),
             cached_wal: Vec::new(),
-            wal_read_at_restart: BTreeSet::new(),
+            holes_announced: BTreeSet::new(),
         })))
     }
 
@@ -233,9 +233,11 @@ impl Recorder {
 
     /// At a process crash: records the WAL entries the page cache holds and the platter
     /// does not (`WalCachedAtKill`), which the next open reads and a power loss drops;
-    /// and, when the kill ended an open before it completed, the entries that open wrote
-    /// and made durable (`WalDurableAtKill`: a salvage whose fsync returned and whose
-    /// alarm never came), which the next open reads as well.
+    /// and, when the kill ended an open before it completed, every entry of a partition
+    /// that open announced an R2 hole on that is readable both in the page cache and on
+    /// the platter (`WalDurableAtKill`): whatever its salvage wrote and fsynced before
+    /// its alarm (a new seq, or one it reused after a flip made the last frame
+    /// unreadable) is among them, and the next open reads them all.
     pub fn wal_cached_at_kill(&mut self, open_completed: bool) {
         let dir = super::node::wal_dir();
         let mut cached = Vec::new();
@@ -248,14 +250,16 @@ impl Recorder {
             let Some(visible) = self.fs.visible_bytes(&path) else {
                 continue;
             };
-            let durable: BTreeSet<u64> = self
+            // Each durable entry's bytes by seq: an entry is on the platter only if the
+            // same bytes sit there under its seq.
+            let durable: BTreeMap<u64, Vec<u8>> = self
                 .fs
                 .durable_bytes(&path)
                 .map(|bytes| {
                     crate::reference::wal::frames(&bytes)
                         .into_iter()
                         .flat_map(|f| f.entries)
-                        .map(|e| e.seq)
+                        .map(|e| (e.seq, e.payload))
                         .collect()
                 })
                 .unwrap_or_default();
@@ -263,9 +267,10 @@ impl Recorder {
                 .into_iter()
                 .flat_map(|f| f.entries)
             {
-                let into = if !durable.contains(&entry.seq) {
+                let tp = TopicPartition::new(&entry.topic, entry.partition);
+                let into = if durable.get(&entry.seq) != Some(&entry.payload) {
                     &mut cached
-                } else if !open_completed && !self.wal_read_at_restart.contains(&entry.seq) {
+                } else if !open_completed && self.holes_announced.contains(&tp) {
                     &mut written
                 } else {
                     continue;
@@ -275,7 +280,7 @@ impl Recorder {
                 };
                 into.push(crate::history::DamagedWalEntry {
                     seq: entry.seq,
-                    tp: TopicPartition::new(&entry.topic, entry.partition),
+                    tp,
                     id,
                 });
             }

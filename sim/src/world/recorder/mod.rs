@@ -306,6 +306,7 @@ impl Recorder {
             return;
         }
         let dir = super::node::wal_dir();
+        // By seq and record: another record under the same seq is not the write kept.
         let mut durable = BTreeSet::new();
         for name in self.fs.durable_names(&dir).unwrap_or_default() {
             if let Some(bytes) = self.fs.durable_bytes(&dir.join(&name)) {
@@ -313,13 +314,16 @@ impl Recorder {
                     crate::reference::wal::frames(&bytes)
                         .into_iter()
                         .flat_map(|f| f.entries)
-                        .map(|e| e.seq),
+                        .filter_map(|e| {
+                            let id = crate::history::parse_payload_id(&e.payload).ok()?;
+                            Some((e.seq, id))
+                        }),
                 );
             }
         }
         let kept: Vec<_> = cached
             .into_iter()
-            .filter(|e| durable.contains(&e.seq))
+            .filter(|e| durable.contains(&(e.seq, e.id)))
             .collect();
         if !kept.is_empty() {
             let now = self.now_ms();

@@ -15,6 +15,26 @@ fn config() -> LogConfig {
     }
 }
 
+/// Ten one-record commits under [`config`] on a [`FailingFs`] with no fault set yet:
+/// three or more segment files, all sealed but the last.
+fn ten_records_on_failing_fs(
+    dir: &std::path::Path,
+    clock: &ManualClock,
+) -> (cafelog_engine::log::Log<FailingFs, ManualClock>, FailingFs) {
+    let fs = FailingFs::default();
+    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
+        fs.clone(),
+        clock.clone(),
+        dir,
+        config(),
+    ))
+    .expect("open");
+    for i in 0..10u64 {
+        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
+    }
+    (log, fs)
+}
+
 #[test]
 fn the_reaper_deletes_only_sealed_segments_older_than_retention() {
     let dir = tempfile::tempdir().unwrap();
@@ -194,17 +214,7 @@ fn a_sweep_dropped_before_its_unlinks_is_finished_by_the_next() {
     // below the persisted HWM and refused the partition.
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);
-    let fs = FailingFs::default();
-    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
-        fs.clone(),
-        clock.clone(),
-        dir.path(),
-        config(),
-    ))
-    .expect("open");
-    for i in 0..10u64 {
-        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
-    }
+    let (log, fs) = ten_records_on_failing_fs(dir.path(), &clock);
     let before = segment_files(dir.path());
     assert!(before.len() >= 3, "{before:?}");
     clock.advance(Duration::from_secs(61));
@@ -244,17 +254,7 @@ fn an_unlink_that_fails_fails_the_sweep_and_the_next_finishes_it() {
     // and its files stay for the next sweep, not reported deleted and left behind.
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);
-    let fs = FailingFs::default();
-    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
-        fs.clone(),
-        clock.clone(),
-        dir.path(),
-        config(),
-    ))
-    .expect("open");
-    for i in 0..10u64 {
-        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
-    }
+    let (log, fs) = ten_records_on_failing_fs(dir.path(), &clock);
     let before = segment_files(dir.path());
     assert!(before.len() >= 3, "{before:?}");
     clock.advance(Duration::from_secs(61));
@@ -279,17 +279,7 @@ fn a_read_retention_overtakes_returns_the_records_it_already_has() {
     // starts now.
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);
-    let fs = FailingFs::default();
-    let (log, _) = pollster::block_on(cafelog_engine::log::Log::open(
-        fs.clone(),
-        clock.clone(),
-        dir.path(),
-        config(),
-    ))
-    .expect("open");
-    for i in 0..10u64 {
-        pollster::block_on(log.commit([(&b"k"[..], &json_record(i)[..])])).unwrap();
-    }
+    let (log, fs) = ten_records_on_failing_fs(dir.path(), &clock);
     // Frame 0 in the cache; the next frame must come from the disk.
     assert_eq!(pollster::block_on(log.read(0, 1)).unwrap().records.len(), 1);
     fs.pause_read.store(true, Ordering::SeqCst);

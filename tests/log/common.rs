@@ -25,6 +25,7 @@ pub const ONE_RECORD_FRAME: u64 =
 
 pub fn open(dir: &Path, clock: &ManualClock, config: LogConfig) -> (TestLog, OpenReport) {
     watchdog::start();
+    every_alarm_stays_interesting();
     pollster::block_on(Log::open(StdFs, clock.clone(), dir, config)).expect("open log")
 }
 
@@ -138,6 +139,7 @@ pub struct WriteOp {
 /// Opens a log in `dir` on a [`FailingFs`] (no faults set yet), returning both.
 pub fn open_failing(dir: &Path, config: LogConfig) -> (Log<FailingFs, ManualClock>, FailingFs) {
     watchdog::start();
+    every_alarm_stays_interesting();
     let fs = FailingFs::default();
     let clock = ManualClock::new(WALL_START_MS);
     let (log, _) = pollster::block_on(Log::open(fs.clone(), clock, dir, config)).expect("open log");
@@ -317,6 +319,7 @@ pub struct RaisedAlarm {
 /// Runs `f` on this thread and returns what it did, and every alarm the engine raised
 /// meanwhile, in order.
 pub fn with_alarms<T>(f: impl FnOnce() -> T) -> (T, Vec<RaisedAlarm>) {
+    every_alarm_stays_interesting();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let out = tracing::subscriber::with_default(AlarmCapture(seen.clone()), f);
     let alarms = seen.lock().unwrap().clone();
@@ -324,6 +327,39 @@ pub fn with_alarms<T>(f: impl FnOnce() -> T) -> (T, Vec<RaisedAlarm>) {
 }
 
 struct AlarmCapture(std::sync::Arc<std::sync::Mutex<Vec<RaisedAlarm>>>);
+
+/// Installs, once, a global subscriber that records nothing and calls every callsite
+/// "sometimes" interesting. Without it, an alarm first raised on a test thread with no
+/// subscriber while another thread enters `with_alarms` can be cached as never
+/// interesting, and that capture misses it (the retention tests failed a third of
+/// their runs so).
+fn every_alarm_stays_interesting() {
+    struct Quiet;
+    impl tracing::Subscriber for Quiet {
+        fn register_callsite(
+            &self,
+            _: &'static tracing::Metadata<'static>,
+        ) -> tracing::subscriber::Interest {
+            tracing::subscriber::Interest::sometimes()
+        }
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            false
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {}
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // Another global subscriber already installed serves as well.
+        let _ = tracing::subscriber::set_global_default(Quiet);
+    });
+}
 
 #[derive(Default)]
 struct Fields {

@@ -161,22 +161,10 @@ impl<'h> Facts<'h> {
                     }
                 }
                 EventKind::WalCachedAtKill { entries } => {
-                    for e in entries {
-                        facts
-                            .cached_at_kill
-                            .entry((e.tp.clone(), e.id))
-                            .or_default()
-                            .insert(event.incarnation);
-                    }
+                    killed_with(&mut facts.cached_at_kill, entries, event.incarnation);
                 }
                 EventKind::WalDurableAtKill { entries } => {
-                    for e in entries {
-                        facts
-                            .durable_at_kill
-                            .entry((e.tp.clone(), e.id))
-                            .or_default()
-                            .insert(event.incarnation);
-                    }
+                    killed_with(&mut facts.durable_at_kill, entries, event.incarnation);
                 }
                 EventKind::SalvageWrote { tp, kept, copied } => {
                     for &id in kept.iter().chain(copied) {
@@ -495,5 +483,19 @@ pub fn fault_name(kind: &FaultKind) -> &'static str {
         FaultKind::Latency { .. } => "latency",
         FaultKind::ClockStep { .. } => "clock step",
         FaultKind::Cancel { .. } => "cancelled request",
+    }
+}
+
+/// Files each WAL entry a kill left under its (partition, record), with the incarnation
+/// the kill ended.
+fn killed_with(
+    map: &mut BTreeMap<(TopicPartition, ProduceId), BTreeSet<Incarnation>>,
+    entries: &[crate::history::DamagedWalEntry],
+    incarnation: Incarnation,
+) {
+    for e in entries {
+        map.entry((e.tp.clone(), e.id))
+            .or_default()
+            .insert(incarnation);
     }
 }

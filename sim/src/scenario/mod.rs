@@ -631,11 +631,28 @@ file = "segment"
                 },
                 action: Action::Crash,
             },
+            ScheduledFault {
+                trigger: Trigger::AtNs(1_100_000_000),
+                action: Action::Wake,
+            },
+            ScheduledFault {
+                trigger: Trigger::NextAckAfterNs(1_200_000_050),
+                action: Action::CrashWithLatentSector,
+            },
+            ScheduledFault {
+                trigger: Trigger::NextAckAfterNs(1_300_000_100),
+                action: Action::Wake,
+            },
         ]);
         let text = Scenario::from_spec(&original, pass())
             .to_toml("exact")
             .expect("serialises");
         assert!(text.contains("at_ns = 55000150"), "{text}");
+        assert!(
+            text.contains("next_ack_after_ns = 1200000050\naction = \"crash_with_latent_sector\"")
+                && text.contains("next_ack_after_ns = 1300000100\naction = \"wake\""),
+            "{text}"
+        );
         assert!(
             text.contains("after_alarm = \"replay_committing\"\naction")
                 && text.contains("after_alarm = \"r1_torn_tail\"\nalarm_count = 3"),
@@ -659,10 +676,21 @@ file = "segment"
         let both = MINIMAL.replace("at_ms = 500", "at_ms = 500\nafter_acks = 3");
         let e = parse_error(&both);
         assert!(
-            e.contains("exactly one of at_ms, at_ns, after_acks, after_alarm or while_down"),
+            e.contains("exactly one of at_ms, at_ns, next_ack_after_ns, after_acks, after_alarm or while_down"),
             "{e}"
         );
         assert!(e.contains("line 2"), "{e}");
+        let aimed_flip = MINIMAL.replace("at_ms = 500", "next_ack_after_ns = 5");
+        let aimed_flip = aimed_flip.replacen(
+            "action = \"crash\"",
+            "action = \"clock_step\"\nback_ms = 3",
+            1,
+        );
+        let e = parse_error(&aimed_flip);
+        assert!(
+            e.contains("next_ack_after_ns takes a kill"),
+            "{aimed_flip}: {e}"
+        );
         for (entry, error) in [
             (
                 "after_alarm = \"torn\"",

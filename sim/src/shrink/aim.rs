@@ -4,7 +4,7 @@
 //! tried again without moving the kill against the engine's progress.
 
 use crate::history::{EventKind, FaultKind};
-use crate::world::{KillCause, RunOutcome, ScheduledFault, Trigger};
+use crate::world::{Action, KillCause, RunOutcome, ScheduledFault, Trigger};
 
 /// `schedule` (which ran as `outcome`) with each kill that fires at a time aimed
 /// instead right after the produce acknowledgement it came after: the count of
@@ -24,12 +24,12 @@ pub(super) fn aimed_at_acks(
             continue;
         }
         let (_, n) = counts.next()?;
-        if n > 0 && matches!(entry.trigger, Trigger::AtMs(_) | Trigger::AtNs(_)) {
+        if n > 0 && entry.trigger.is_timed() {
             entry.trigger = Trigger::AfterAcks(n);
             changed = true;
         }
     }
-    (changed && counts.next().is_none()).then_some(out)
+    (changed && counts.next().is_none()).then(|| without_wakes(out))
 }
 
 /// `schedule` (which ran as `outcome`) with each kill that fires at a time aimed
@@ -50,13 +50,21 @@ pub(super) fn aimed_at_events(
             continue;
         }
         if let Some(aim) = aims.next()?
-            && matches!(entry.trigger, Trigger::AtMs(_) | Trigger::AtNs(_))
+            && entry.trigger.is_timed()
         {
             alarms |= matches!(aim, Trigger::AfterAlarm { .. });
             entry.trigger = aim;
         }
     }
-    (alarms && aims.next().is_none()).then_some(out)
+    (alarms && aims.next().is_none()).then(|| without_wakes(out))
+}
+
+/// An aimed schedule keeps no `wake` entry: a wake repeats the swarm's timing, which
+/// the cut an aimed kill is for has moved, and would only hold the kill after it back
+/// to a time.
+fn without_wakes(mut schedule: Vec<ScheduledFault>) -> Vec<ScheduledFault> {
+    schedule.retain(|e| e.action != Action::Wake);
+    schedule
 }
 
 /// For each kill the run injected (not a restart the engine asked for), in order, the
@@ -169,7 +177,13 @@ mod tests {
                 continue;
             };
             let want = acks_at_kills(&timed).expect("kills match");
-            for (entry, was) in aimed.iter().zip(&schedule) {
+            // Aimed, the schedule keeps its faults and drops its wakes.
+            let faults: Vec<&ScheduledFault> = schedule
+                .iter()
+                .filter(|e| e.action != Action::Wake)
+                .collect();
+            assert_eq!(aimed.len(), faults.len(), "seed {seed}");
+            for (entry, &was) in aimed.iter().zip(&faults) {
                 if let Trigger::AfterAcks(n) = entry.trigger {
                     assert!(was.action.kills(), "seed {seed}");
                     assert!(want.iter().any(|&(_, c)| c == n), "seed {seed}");

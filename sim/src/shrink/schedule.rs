@@ -2,15 +2,17 @@
 //! as an explicit schedule, and delta debugging over its entries.
 
 use crate::history::{EventKind, FaultKind};
-use crate::world::{Action, KillCause, RunOutcome, RunSpec, ScheduledFault, Trigger};
+use crate::world::{Action, IdleWake, KillCause, RunOutcome, RunSpec, ScheduledFault, Trigger};
 
-/// The swarm's injected faults as a schedule, in history order. A kill fires at the
-/// very nanosecond the swarm's did ([`RunOutcome::kills`]); a restart the engine asked
+/// The swarm's injected faults as a schedule, in history order. A kill wakes at the
+/// very nanosecond the swarm's supervisor woke for it ([`RunOutcome::kills`]), so the
+/// scheduler picks among the same ready tasks; an aimed one then waits for the next
+/// acknowledgement as the swarm's did (`next_ack_after_ns`). A restart the engine asked
 /// for (after a fatal I/O error) is left out, since the engine asks again. Without
 /// those times (an outcome from elsewhere), a crash right after a produce
 /// acknowledgement (the swarm's aimed crashes) becomes an `after_acks` trigger and
 /// everything else fires at its simulated ms. A bit flip hits the very bit the swarm's
-/// did ([`RunOutcome::flips`]): one while the node ran fires at its nanosecond. A flip,
+/// did ([`RunOutcome::flips`]): one while the node ran wakes as the swarm did. A flip,
 /// latent sector or clock step while the node was down joins that kill (folded into a
 /// bare one, else `while_down` after it). With `fsync_faults`, fsync EIO and lost
 /// fsyncs are armed 1 ms before they fired.
@@ -36,11 +38,10 @@ pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<Sc
             EventKind::Fault { kind, .. } => match kind {
                 FaultKind::Crash | FaultKind::ProcessCrash => {
                     kept = false;
-                    let trigger = match kills.next().map(|k| (k.cause, k.at_ns)) {
+                    let trigger = match kills.next().map(|k| (k.cause, k.woke_ns)) {
                         Some((KillCause::Requested, _)) => continue,
-                        // An aimed kill too: waking on the acknowledgement instead
-                        // repeated fewer runs (106 of 263 quick seeds against 124).
-                        Some((KillCause::Injected | KillCause::AfterAck, ns)) => Trigger::AtNs(ns),
+                        Some((KillCause::Injected, ns)) => Trigger::AtNs(ns),
+                        Some((KillCause::AfterAck, ns)) => Trigger::NextAckAfterNs(ns),
                         None if previous_was_ack => Trigger::AfterAcks(acks),
                         None => Trigger::AtMs(event.at_ms),
                     };
@@ -144,6 +145,37 @@ pub fn schedule_from_history(outcome: &RunOutcome, fsync_faults: bool) -> Vec<Sc
         }
         previous_was_ack = is_ack;
     }
+    with_idle_wakes(out, &outcome.idle_wakes)
+}
+
+/// `schedule` with the swarm's idle wakes woven in by time, each before the first
+/// timed entry that comes after it: a wake that injected nothing moves the scheduler's
+/// draws as much as one that did.
+fn with_idle_wakes(schedule: Vec<ScheduledFault>, idle: &[IdleWake]) -> Vec<ScheduledFault> {
+    let wake = |w: &IdleWake| ScheduledFault {
+        trigger: if w.aimed {
+            Trigger::NextAckAfterNs(w.woke_ns)
+        } else {
+            Trigger::AtNs(w.woke_ns)
+        },
+        action: Action::Wake,
+    };
+    let mut idle = idle.iter().peekable();
+    let mut out = Vec::with_capacity(schedule.len() + idle.len());
+    for entry in schedule {
+        let at_ns = match entry.trigger {
+            Trigger::AtNs(ns) | Trigger::NextAckAfterNs(ns) => Some(ns),
+            Trigger::AtMs(ms) => Some(ms.saturating_mul(1_000_000)),
+            Trigger::WhileDown | Trigger::AfterAcks(_) | Trigger::AfterAlarm { .. } => None,
+        };
+        if let Some(at_ns) = at_ns {
+            while let Some(w) = idle.next_if(|w| w.woke_ns < at_ns) {
+                out.push(wake(w));
+            }
+        }
+        out.push(entry);
+    }
+    out.extend(idle.map(wake));
     out
 }
 
@@ -277,6 +309,50 @@ mod tests {
             Some(needed.iter().all(|x| c.contains(x)))
         });
         (found, runs)
+    }
+
+    /// Runs `spec`, then its explicit schedule (the disk's dice kept): how many of the
+    /// seeds with an injected kill repeat event for event.
+    fn repeats(spec: &RunSpec) -> Option<bool> {
+        use crate::world::run;
+        let swarm = run(spec);
+        if !swarm.kills.iter().any(|k| k.cause != KillCause::Requested) {
+            return None;
+        }
+        let mut explicit = spec.clone();
+        explicit.schedule = Some(schedule_from_history(&swarm, false));
+        let again = run(&explicit);
+        Some(swarm.history.events() == again.history.events())
+    }
+
+    #[test]
+    fn an_explicit_schedule_repeats_the_swarm_event_for_event() {
+        use crate::profile::Profile;
+        let quick = Profile::quick();
+        let (mut tried, mut repeated) = (0, 0);
+        for seed in 0..40 {
+            if let Some(same) = repeats(&RunSpec::from_seed(seed, &quick)) {
+                tried += 1;
+                repeated += usize::from(same);
+                assert!(same, "quick seed {seed} parts from its explicit schedule");
+            }
+        }
+        assert!(tried >= 25, "{tried} seeds with a kill");
+        // A swarm cut by number wakes where its cut faults were, and repeats too.
+        let mut cut = 0;
+        for seed in 0..40 {
+            let mut spec = RunSpec::from_seed(seed, &quick);
+            let injected = crate::world::run(&spec).swarm_faults;
+            if injected.len() < 4 {
+                continue;
+            }
+            spec.mix.only = Some(injected.iter().copied().step_by(2).collect());
+            if let Some(same) = repeats(&spec) {
+                assert!(same, "quick seed {seed}, every other fault, parts");
+                cut += 1;
+            }
+        }
+        assert!(cut >= 10 && repeated == tried, "{cut} cut seeds");
     }
 
     #[test]

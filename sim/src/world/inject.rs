@@ -82,8 +82,8 @@ pub(super) async fn kill(
                 Kill::Process => FaultKind::ProcessCrash,
             };
             rec.fault(fault, None, None);
-            let at_ns = rec.now_ns();
-            rec.kills.push(KillAt { at_ns, cause });
+            let woke_ns = rec.supervisor_woke_ns;
+            rec.kills.push(KillAt { woke_ns, cause });
         }
     }
     let image = match kind {
@@ -260,9 +260,9 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
     };
     let mut rec = world.recorder.lock();
     rec.paths.bit_flips += 1;
-    let at_ns = rec.now_ns();
+    let woke_ns = rec.supervisor_woke_ns;
     rec.flips.push((
-        at_ns,
+        woke_ns,
         FlipAt {
             path: flip.path.display().to_string(),
             position: flip.position,

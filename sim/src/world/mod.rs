@@ -73,13 +73,14 @@ struct Captured {
     produced: u64,
     kills: Vec<KillAt>,
     flips: Vec<(u64, FlipAt)>,
+    idle_wakes: Vec<IdleWake>,
     swarm_faults: Vec<u32>,
 }
 
 type Sink = Arc<Mutex<Option<Captured>>>;
 
 pub use crate::trace_hash::trace_hash;
-pub use recorder::{KillAt, KillCause};
+pub use recorder::{IdleWake, KillAt, KillCause};
 
 /// Runs one seed to its verdict. Panics in the engine or the world become
 /// [`Verdict::SimulatorCrash`].
@@ -107,6 +108,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         produced,
         kills,
         flips,
+        idle_wakes,
         swarm_faults,
     } = captured
         .lock()
@@ -154,6 +156,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         records_produced: produced,
         kills,
         flips,
+        idle_wakes,
         swarm_faults,
     }
 }
@@ -309,6 +312,7 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
         produced: world.next_id.load(Ordering::SeqCst),
         kills: std::mem::take(&mut rec.kills),
         flips: std::mem::take(&mut rec.flips),
+        idle_wakes: std::mem::take(&mut rec.idle_wakes),
         swarm_faults: std::mem::take(&mut rec.swarm_faults),
     };
     *sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(captured);
@@ -375,6 +379,10 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
             // A swarm's kill repeated: its own time, even past the heal (an aimed
             // crash waits for the next acknowledgement).
             Trigger::AtNs(at) => sleep_serving_until_ns(world, node, at).await,
+            Trigger::NextAckAfterNs(at) => {
+                sleep_serving_until_ns(world, node, at).await;
+                wait_for_next_ack(world).await;
+            }
             Trigger::AfterAcks(n) => loop {
                 let listener = world.acked.listen();
                 if world.recorder.lock().acked.len() as u64 >= n {
@@ -413,14 +421,21 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
             _ => None,
         };
         if let Some(kind) = kills {
-            if matches!(entry.trigger, Trigger::AfterAcks(_)) {
+            if matches!(
+                entry.trigger,
+                Trigger::AfterAcks(_) | Trigger::NextAckAfterNs(_)
+            ) {
                 world.recorder.lock().paths.crashes_after_commit += 1;
             }
-            kill(world, node, kind, KillCause::Injected).await;
+            let cause = match entry.trigger {
+                Trigger::NextAckAfterNs(_) => KillCause::AfterAck,
+                _ => KillCause::Injected,
+            };
+            kill(world, node, kind, cause).await;
             down = true;
         }
         match &entry.action {
-            Action::Crash | Action::ProcessCrash => {}
+            Action::Crash | Action::ProcessCrash | Action::Wake => {}
             Action::CrashWithBitFlip { file, at }
             | Action::ProcessCrashWithBitFlip { file, at }
             | Action::BitFlip { file, at } => {
@@ -446,6 +461,13 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
     }
 }
 
+/// The swarm's aimed kill waits for the next produce acknowledgement, at most 500 ms
+/// (the window between a commit and the next HWM persist).
+async fn wait_for_next_ack(world: &World) {
+    let listener = world.acked.listen();
+    let _ = madsim::time::timeout(Duration::from_millis(500), listener).await;
+}
+
 /// Sleeps until `at` ns of simulated time, in the same short slices as
 /// [`sleep_serving`], restarting the node whenever it asked for it.
 async fn sleep_serving_until_ns(world: &Arc<World>, node: madsim::task::NodeId, at: u64) {
@@ -456,6 +478,7 @@ async fn sleep_serving_until_ns(world: &Arc<World>, node: madsim::task::NodeId, 
         }
         let slice = (at - now).min(RESTART_POLL_MS * 1_000_000);
         madsim::time::sleep(Duration::from_nanos(slice)).await;
+        world.recorder.lock().supervisor_woke_ns = now + slice;
         serve_restart(world, node).await;
     }
 }
@@ -466,7 +489,9 @@ async fn sleep_serving(world: &Arc<World>, node: madsim::task::NodeId, ms: u64) 
     let mut left = ms;
     loop {
         let slice = left.min(RESTART_POLL_MS);
+        let due = world.recorder.lock().now_ns() + slice * 1_000_000;
         madsim::time::sleep(Duration::from_millis(slice)).await;
+        world.recorder.lock().supervisor_woke_ns = due;
         serve_restart(world, node).await;
         left -= slice;
         if left == 0 {

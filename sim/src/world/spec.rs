@@ -36,6 +36,10 @@ pub enum Trigger {
     WhileDown,
     /// Right after the Nth produce acknowledgement (so before the next HWM persist).
     AfterAcks(u64),
+    /// The swarm's aimed kill repeated: sleep to this simulated ns, then right after
+    /// the next produce acknowledgement, or 500 ms later if none comes, as the swarm
+    /// waits.
+    NextAckAfterNs(u64),
     /// Right after the `count`th engine alarm named `alarm` (any partition, or none)
     /// of the incarnation running when the entry is reached: a kill in the middle of an
     /// open stays in the same step of it when a cut moves every time after it.
@@ -45,6 +49,17 @@ pub enum Trigger {
 /// One of the engine's alarm names (`cafelog_engine::alarm::ALL`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AlarmName(&'static str);
+
+impl Trigger {
+    /// Whether it fires at a time of the run's own (a shrink may aim it at an event
+    /// instead).
+    pub fn is_timed(self) -> bool {
+        matches!(
+            self,
+            Trigger::AtMs(_) | Trigger::AtNs(_) | Trigger::NextAckAfterNs(_)
+        )
+    }
+}
 
 impl AlarmName {
     /// The engine's alarm named `name`; `None` when the engine has none by that name.
@@ -99,6 +114,11 @@ pub enum Action {
     BitFlip { file: FileKind, at: Option<FlipAt> },
     /// Make one sector of a segment unreadable (`while_down` after a power loss).
     LatentSector,
+    /// Nothing: the supervisor wakes and sleeps again. The swarm woke there without
+    /// injecting (a flip that found nothing to flip, a fault a shrink cut), and every
+    /// wake moves the scheduler's later draws, so a schedule repeating the swarm wakes
+    /// there too.
+    Wake,
     /// Step the wall clock back by `ms` (`while_down`).
     ClockStep { ms: u64 },
     /// Kill the node, step the wall clock back by `ms`, restart.
@@ -187,11 +207,15 @@ pub struct RunOutcome {
     pub sim_ms: u64,
     pub records_produced: u64,
     /// Every kill before the heal, in the order of its `Crash`/`ProcessCrash` fault
-    /// event: exactly when it came, so a schedule can repeat it (the history keeps ms).
+    /// event: when the supervisor woke for it, so a schedule can repeat it (the history
+    /// keeps ms).
     pub kills: Vec<KillAt>,
-    /// Every bit flip, in the order of its `BitFlip` fault event: when (ns) and which
-    /// bit, so a schedule can repeat it.
+    /// Every bit flip, in the order of its `BitFlip` fault event: when the supervisor
+    /// woke for it (ns) and which bit, so a schedule can repeat it.
     pub flips: Vec<(u64, FlipAt)>,
+    /// The swarm's wakes that injected nothing, in order: a schedule repeating the
+    /// swarm wakes there too.
+    pub idle_wakes: Vec<IdleWake>,
     /// The numbers of the swarm's faults that were injected (`FaultMix::only`), in
     /// order; empty for an explicit schedule.
     pub swarm_faults: Vec<u32>,

@@ -63,6 +63,7 @@ pub(super) async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
             .min(profile.heal_ms)
             .min(next_flip_ms.unwrap_or(u64::MAX));
         sleep_serving(world, node, wake.saturating_sub(now).max(1)).await;
+        let step = Step::begin(world);
         let now = now_ms(world);
         if now >= profile.heal_ms {
             break;
@@ -73,9 +74,11 @@ pub(super) async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
                 flips += u32::from(try_flip(world, &mut numbers, file, true).await);
             }
             next_flip_ms = next_exp(&mut dice, mix.bit_flips_per_s).map(|d| now + d);
+            step.end(world, false);
             continue;
         }
         if mix.crash_mean_gap_ms.is_none() || crashes >= mix.crashes_max {
+            step.end(world, false);
             continue;
         }
         let aimed = dice.chance(mix.crash_after_commit_fraction);
@@ -94,8 +97,7 @@ pub(super) async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
             // The window between a commit and the next HWM persist: crash right after
             // the next acknowledgement (waited for even when the kill is cut, so that
             // later draws come at the same times).
-            let listener = world.acked.listen();
-            let _ = madsim::time::timeout(Duration::from_millis(500), listener).await;
+            wait_for_next_ack(world).await;
             if killed.is_some() {
                 world.recorder.lock().paths.crashes_after_commit += 1;
             }
@@ -138,6 +140,35 @@ pub(super) async fn run_swarm(world: &Arc<World>, node: madsim::task::NodeId) {
             restart(world, node);
         }
         crashes += 1;
+        step.end(world, aimed);
+    }
+}
+
+/// One wake of the supervisor, from its timer to its next sleep.
+struct Step {
+    woke_ns: u64,
+    injected_before: usize,
+}
+
+impl Step {
+    fn begin(world: &World) -> Step {
+        let rec = world.recorder.lock();
+        Step {
+            woke_ns: rec.supervisor_woke_ns,
+            injected_before: rec.swarm_faults.len(),
+        }
+    }
+
+    /// Records the wake as idle when it injected nothing (`aimed`: it waited for an
+    /// acknowledgement first).
+    fn end(self, world: &World, aimed: bool) {
+        let mut rec = world.recorder.lock();
+        if rec.swarm_faults.len() == self.injected_before {
+            rec.idle_wakes.push(IdleWake {
+                woke_ns: self.woke_ns,
+                aimed,
+            });
+        }
     }
 }
 

@@ -21,6 +21,7 @@ fn outcome(r: &Run) -> RunOutcome {
         records_produced: 3,
         kills: Vec::new(),
         flips: Vec::new(),
+        idle_wakes: Vec::new(),
         swarm_faults: Vec::new(),
     }
 }

@@ -1,6 +1,6 @@
 //! A scenario's schedule: each entry one fault at a trigger (`at_ms`, `at_ns`,
-//! `after_acks`, `after_alarm` or `while_down`), with exactly the fields its action
-//! needs.
+//! `next_ack_after_ns`, `after_acks`, `after_alarm` or `while_down`), with exactly the
+//! fields its action needs.
 
 use super::*;
 
@@ -19,6 +19,7 @@ pub enum ActionName {
     ClockStep,
     FsyncEio,
     LostFsync,
+    Wake,
 }
 
 /// One entry of `[[schedule]]`: a trigger and an action.
@@ -33,6 +34,10 @@ struct RawEntry {
     at_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     at_ns: Option<u64>,
+    /// A kill as the swarm aims one: sleep to this ns, then right after the next
+    /// produce acknowledgement (at most 500 ms later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    next_ack_after_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     after_acks: Option<u64>,
     /// Right after the engine's alarm of this name (`alarm_count`th, default the first)
@@ -73,15 +78,51 @@ impl TryFrom<RawEntry> for ScheduleEntry {
             })?),
             None => None,
         };
-        let trigger = match (r.at_ms, r.at_ns, r.after_acks, after_alarm, r.while_down) {
-            (Some(at), None, None, None, false) => Trigger::AtMs(at),
-            (None, Some(at), None, None, false) => Trigger::AtNs(at),
-            (None, None, Some(n), None, false) => Trigger::AfterAcks(n),
-            (None, None, None, Some(alarm), false) => match r.alarm_count.unwrap_or(1) {
+        let triggers = [
+            r.at_ms.is_some(),
+            r.at_ns.is_some(),
+            r.next_ack_after_ns.is_some(),
+            r.after_acks.is_some(),
+            after_alarm.is_some(),
+            r.while_down,
+        ];
+        if triggers.iter().filter(|&&t| t).count() != 1 {
+            return Err("a schedule entry needs exactly one of at_ms, at_ns, \
+                        next_ack_after_ns, after_acks, after_alarm or while_down = true"
+                .into());
+        }
+        let trigger = match (
+            r.at_ms,
+            r.at_ns,
+            r.next_ack_after_ns,
+            r.after_acks,
+            after_alarm,
+        ) {
+            (Some(at), ..) => Trigger::AtMs(at),
+            (_, Some(at), ..) => Trigger::AtNs(at),
+            (_, _, Some(at), ..) => {
+                if !matches!(
+                    r.action,
+                    ActionName::Crash
+                        | ActionName::ProcessCrash
+                        | ActionName::CrashWithBitFlip
+                        | ActionName::ProcessCrashWithBitFlip
+                        | ActionName::CrashWithClockStep
+                        | ActionName::CrashWithLatentSector
+                        | ActionName::Wake
+                ) {
+                    return Err("next_ack_after_ns takes a kill (crash, process_crash or \
+                                crash_with_*) or wake"
+                        .into());
+                }
+                Trigger::NextAckAfterNs(at)
+            }
+            (_, _, _, Some(n), _) => Trigger::AfterAcks(n),
+            (_, _, _, _, Some(alarm)) => match r.alarm_count.unwrap_or(1) {
                 0 => return Err("alarm_count counts from 1".into()),
                 count => Trigger::AfterAlarm { alarm, count },
             },
-            (None, None, None, None, true) => {
+            (None, None, None, None, None) => {
                 if !matches!(
                     r.action,
                     ActionName::BitFlip | ActionName::LatentSector | ActionName::ClockStep
@@ -93,13 +134,6 @@ impl TryFrom<RawEntry> for ScheduleEntry {
                     );
                 }
                 Trigger::WhileDown
-            }
-            _ => {
-                return Err(
-                    "a schedule entry needs exactly one of at_ms, at_ns, after_acks, \
-                     after_alarm or while_down = true"
-                        .into(),
-                );
             }
         };
         let flips = matches!(
@@ -163,6 +197,7 @@ impl TryFrom<RawEntry> for ScheduleEntry {
                 ActionName::LatentSector => Action::LatentSector,
                 ActionName::FsyncEio => Action::FsyncEio { path: aim },
                 ActionName::LostFsync => Action::LostFsync { path: aim },
+                ActionName::Wake => Action::Wake,
                 ActionName::CrashWithBitFlip
                 | ActionName::ProcessCrashWithBitFlip
                 | ActionName::BitFlip
@@ -186,12 +221,15 @@ impl TryFrom<RawEntry> for ScheduleEntry {
 
 impl From<ScheduleEntry> for RawEntry {
     fn from(e: ScheduleEntry) -> Self {
-        let (at_ms, at_ns, after_acks) = match e.0.trigger {
-            Trigger::AtMs(at) => (Some(at), None, None),
-            Trigger::AtNs(at) => (None, Some(at), None),
-            Trigger::AfterAcks(n) => (None, None, Some(n)),
-            Trigger::AfterAlarm { .. } | Trigger::WhileDown => (None, None, None),
-        };
+        let (mut at_ms, mut at_ns, mut next_ack_after_ns, mut after_acks) =
+            (None, None, None, None);
+        match e.0.trigger {
+            Trigger::AtMs(at) => at_ms = Some(at),
+            Trigger::AtNs(at) => at_ns = Some(at),
+            Trigger::NextAckAfterNs(at) => next_ack_after_ns = Some(at),
+            Trigger::AfterAcks(n) => after_acks = Some(n),
+            Trigger::AfterAlarm { .. } | Trigger::WhileDown => {}
+        }
         let (after_alarm, alarm_count) = match e.0.trigger {
             Trigger::AfterAlarm { alarm, count } => (
                 Some(alarm.as_str().to_owned()),
@@ -220,6 +258,7 @@ impl From<ScheduleEntry> for RawEntry {
             Action::CrashWithClockStep { ms } => (ActionName::CrashWithClockStep, None, Some(ms)),
             Action::CrashWithLatentSector => (ActionName::CrashWithLatentSector, None, None),
             Action::LatentSector => (ActionName::LatentSector, None, None),
+            Action::Wake => (ActionName::Wake, None, None),
             Action::ClockStep { ms } => (ActionName::ClockStep, None, Some(ms)),
             Action::FsyncEio { path } => {
                 aim = path;
@@ -233,6 +272,7 @@ impl From<ScheduleEntry> for RawEntry {
         RawEntry {
             at_ms,
             at_ns,
+            next_ack_after_ns,
             after_acks,
             after_alarm,
             alarm_count,

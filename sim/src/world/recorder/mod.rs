@@ -30,8 +30,20 @@ impl Paths {}
 /// When a kill came, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KillAt {
-    pub at_ns: u64,
+    /// When the supervisor's timer woke it for this kill: the deadline its last sleep
+    /// ran to (for an aimed kill, the one before it waited for the acknowledgement). A
+    /// schedule that sleeps to the same nanosecond is woken in the same place among the
+    /// tasks ready then, and so the scheduler draws the same order after it.
+    pub woke_ns: u64,
     pub cause: KillCause,
+}
+
+/// A wake of the swarm's supervisor that injected nothing (see [`KillAt::woke_ns`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdleWake {
+    pub woke_ns: u64,
+    /// Whether it then waited for the next acknowledgement (an aimed kill a shrink cut).
+    pub aimed: bool,
 }
 
 /// Why the world killed the node.
@@ -49,8 +61,13 @@ pub struct Recorder {
     pub history: History,
     /// Every kill before the heal, in history order.
     pub kills: Vec<KillAt>,
-    /// Every bit flip (when, in ns, and which bit), in history order.
+    /// Every bit flip (when the supervisor woke for it, in ns, and which bit), in
+    /// history order.
     pub flips: Vec<(u64, super::FlipAt)>,
+    /// The deadline the supervisor's last sleep ran to, in ns (see [`KillAt::woke_ns`]).
+    pub supervisor_woke_ns: u64,
+    /// The swarm's wakes that injected nothing, in order.
+    pub idle_wakes: Vec<IdleWake>,
     /// The swarm's numbers of the faults it injected, in order (`FaultMix::only`).
     pub swarm_faults: Vec<u32>,
     start: madsim::time::Instant,
@@ -101,6 +118,8 @@ impl Shared {
             history: History::new(),
             kills: Vec::new(),
             flips: Vec::new(),
+            supervisor_woke_ns: 0,
+            idle_wakes: Vec::new(),
             swarm_faults: Vec::new(),
             #[allow(
                 clippy::disallowed_methods,

@@ -13,6 +13,9 @@ pub(super) enum Role {
     Original,
     /// Committed again by the replay after this crash (a slot of the budgets).
     Recommit(usize),
+    /// One of the two copies `(j, k)` (indices into the id's copies) an excuse row
+    /// explains as a repeat of the other (see `excused.rs`): at no crash's cost.
+    Excused(usize, usize),
     /// No crash with budget left can have committed it.
     Unplaced,
 }
@@ -30,10 +33,17 @@ pub(super) enum Role {
 /// then charge any crash of that replay that re-commits some copy of the id: the one
 /// copy per replay is exact, the split of the replay's copies between its crashes'
 /// budgets is not.
+///
+/// With `excusable` (per id, the pairs of copies `(j, k)` an excuse row covers), one
+/// copy of each such pair may also be [`Role::Excused`], at no crash's cost: a row
+/// says one of the two repeats the other, so it explains one copy, never both. The
+/// excuses then join the placement, so a crash's budget is not spent on a copy an
+/// event already explains while a copy only that crash explains goes without.
 pub(super) fn place(
     facts: &Facts<'_>,
     budgets: &[CrashBudget],
     duplicated: &BTreeMap<ProduceId, Vec<Copy>>,
+    excusable: Option<&BTreeMap<ProduceId, Vec<(usize, usize)>>>,
 ) -> BTreeMap<ProduceId, Vec<Role>> {
     let mut flow = Flow::default();
     let (source, sink) = (flow.node(), flow.node());
@@ -60,10 +70,26 @@ pub(super) fn place(
         // The edges from a replay's node to the crashes it may charge, once each.
         let mut to_crash: BTreeMap<(usize, usize), EdgeId> = BTreeMap::new();
         let mut of_id = Vec::new();
+        // One node per excused pair, passing one copy on.
+        let pair_nodes: Vec<((usize, usize), usize)> = excusable
+            .and_then(|e| e.get(&id))
+            .into_iter()
+            .flatten()
+            .map(|&pair| {
+                let node = flow.node();
+                flow.edge(node, sink, 1);
+                (pair, node)
+            })
+            .collect();
         for k in 0..copies.len() {
             let node = flow.node();
             flow.edge(source, node, 1);
             let as_original = flow.edge(node, original, 1);
+            let as_excused: Vec<((usize, usize), EdgeId)> = pair_nodes
+                .iter()
+                .filter(|((i, j), _)| *i == k || *j == k)
+                .map(|&(pair, pair_node)| (pair, flow.edge(node, pair_node, 1)))
+                .collect();
             let mut as_recommit: Vec<(usize, EdgeId)> = Vec::new();
             let tp = &copies[k].tp;
             for (slot, crash) in facts.crashes.iter().enumerate() {
@@ -90,7 +116,7 @@ pub(super) fn place(
                     as_recommit.push((exit, flow.edge(node, entry, 1)));
                 }
             }
-            of_id.push((as_original, as_recommit));
+            of_id.push((as_original, as_excused, as_recommit));
         }
         let charged: Vec<((usize, usize), EdgeId)> = to_crash.into_iter().collect();
         edges.push((of_id, charged));
@@ -102,9 +128,12 @@ pub(super) fn place(
         .map(|(id, (of_id, charged))| {
             let mut roles: Vec<Role> = of_id
                 .iter()
-                .map(|(as_original, as_recommit)| {
+                .map(|(as_original, as_excused, as_recommit)| {
                     if flow.flow(*as_original) == 1 {
                         return Role::Original;
+                    }
+                    if let Some(((i, j), _)) = as_excused.iter().find(|(_, e)| flow.flow(*e) == 1) {
+                        return Role::Excused(*i, *j);
                     }
                     // The replay this copy went through passes one copy on, to the
                     // crash whose budget it charges.
@@ -119,8 +148,8 @@ pub(super) fn place(
                         .map_or(Role::Unplaced, |((_, slot), _)| Role::Recommit(*slot))
                 })
                 .collect();
-            // Every copy placed as a re-commit leaves the original's place free: the
-            // first delivered takes it, so no budget counts an original.
+            // Every copy placed as a re-commit or excused leaves the original's place
+            // free: the first delivered takes it, so no budget counts an original.
             if !roles.contains(&Role::Original)
                 && !roles.contains(&Role::Unplaced)
                 && let Some(k) = (0..roles.len()).min_by_key(|k| duplicated[id][*k].first_delivery)

@@ -5,20 +5,48 @@ use super::super::alarms::AlarmFact;
 use super::tail::refused_in;
 use super::*;
 
-/// The excuse rows for a pair no single crash explains.
-pub(super) fn explain(
+/// One row's account of a pair of an id's copies: which of the two it explains as a
+/// repeat, and the event it rests on.
+pub(super) struct Excusal {
+    pub excuse: Excuse,
+    /// The copies (indices into the id's copies) that may take this place: the one the
+    /// row names as the repeat of the other, or either for an out-of-contract fault's
+    /// reach (the contract says nothing of what it does).
+    pub takers: Vec<usize>,
+    /// Excusals with the same slot share one place: one event makes one repeat of a
+    /// copy (its causes and the copy repeated), while a fault's reach is per pair.
+    pub slot: (Vec<usize>, usize, usize),
+}
+
+/// Every row's account of every pair of `copies` (of `id`), in pair order.
+pub(super) fn excusals(
     facts: &Facts<'_>,
     excuses: &Excuses<'_, '_>,
     id: ProduceId,
-    earlier: &Copy,
-    later: &Copy,
-) -> Option<Excuse> {
-    damaged_copy(facts, earlier, later)
-        .or_else(|| damaged_copy(facts, later, earlier))
-        .or_else(|| checkpoint_lost(facts, id, earlier, later))
-        .or_else(|| checkpoint_lost(facts, id, later, earlier))
-        .or_else(|| {
-            [earlier, later].into_iter().find_map(|c| {
+    copies: &[Copy],
+) -> Vec<Excusal> {
+    let mut out = Vec::new();
+    for j in 0..copies.len() {
+        for k in j + 1..copies.len() {
+            let (a, b) = (&copies[j], &copies[k]);
+            // (the repeat, the copy it repeats, the row's excuse)
+            let directed = [
+                (k, j, damaged_copy(facts, a, b)),
+                (j, k, damaged_copy(facts, b, a)),
+                (k, j, checkpoint_lost(facts, id, a, b)),
+                (j, k, checkpoint_lost(facts, id, b, a)),
+            ];
+            for (repeat, of, excuse) in directed {
+                if let Some(excuse) = excuse {
+                    let slot = (excuse.causes.clone(), of, usize::MAX);
+                    out.push(Excusal {
+                        excuse,
+                        takers: vec![repeat],
+                        slot,
+                    });
+                }
+            }
+            let reach = [a, b].into_iter().find_map(|c| {
                 excuses.out_of_contract(
                     &c.tp,
                     Some(c.offset),
@@ -26,8 +54,18 @@ pub(super) fn explain(
                     Some(c.first_delivery),
                     usize::MAX,
                 )
-            })
-        })
+            });
+            if let Some(excuse) = reach {
+                let slot = (excuse.causes.clone(), j, k);
+                out.push(Excusal {
+                    excuse,
+                    takers: vec![j, k],
+                    slot,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// `damaged_copy_recommitted`: after `copy` was first delivered and before `other`

@@ -23,10 +23,11 @@
 //! see it), `checkpoint_lost` (the later
 //! copy first appeared after an open found the WAL checkpoint unreadable and replayed
 //! every entry), `out_of_contract` (a fault whose reach names either copy's offset).
-//! The budgets are placed first and the rows asked for what they leave; when that
-//! leaves a copy unexplained, the rows join the flow (a copy a row explains costs no
-//! budget), so a crash's budget is not spent on a copy an event explains while one
-//! only that crash explains goes without.
+//! The budgets are placed first; when they leave a copy, the rows join the flow: a
+//! copy a row names as the repeat of another costs no budget, and one event makes one
+//! repeat of a copy (`excused.rs`'s `Excusal`). So a crash's budget is not spent on a
+//! copy an event explains while one only that crash explains goes without, and no
+//! row explains both copies of its pair, or one repeat twice over.
 //!
 //! The crash's geometry (hidden tails, where a replay commits) is `tail.rs`'s; the
 //! placement, `place.rs`'s; the other excuse rows, `excused.rs`'s.
@@ -47,7 +48,7 @@ mod excused;
 mod place;
 mod tail;
 
-use excused::explain;
+use excused::Excusal;
 use place::{Role, place};
 use tail::hidden_tail;
 
@@ -96,80 +97,34 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
         ..DuplicatesReport::default()
     };
     let excuses = Excuses::new(facts);
-    let excuse_of = |id: ProduceId, copies: &[Copy], k: usize| {
-        pairs(copies, k)
-            .iter()
-            .find_map(|(earlier, later)| explain(facts, &excuses, id, earlier, later))
-    };
-    // The crashes' budgets first, then the excuse rows for what they leave; when that
-    // leaves a copy unexplained, both at once (an excuse may free a budget), kept if it
-    // leaves fewer.
-    let unexplained_in = |placed: &BTreeMap<ProduceId, Vec<Role>>| -> usize {
-        accounting
-            .duplicated
-            .iter()
-            .map(|(id, copies)| {
-                (0..copies.len())
-                    .filter(|&k| {
-                        placed[id][k] == Role::Unplaced && excuse_of(*id, copies, k).is_none()
-                    })
-                    .count()
-            })
-            .sum()
-    };
+    // The crashes' budgets alone first; when they leave a copy, the excuse rows join
+    // the placement (an excuse may free a budget for a copy only it explains).
     let mut placed = place(facts, &report.crashes, &accounting.duplicated, None);
-    let mut jointly = false;
-    let left = unexplained_in(&placed);
-    if left > 0 {
-        let excusable: BTreeMap<ProduceId, Vec<(usize, usize)>> = accounting
+    let mut excusals: BTreeMap<ProduceId, Vec<Excusal>> = BTreeMap::new();
+    if placed.values().flatten().any(|r| *r == Role::Unplaced) {
+        excusals = accounting
             .duplicated
             .iter()
-            .map(|(id, copies)| {
-                let covered = (0..copies.len())
-                    .flat_map(|j| (j + 1..copies.len()).map(move |k| (j, k)))
-                    .filter(|&(j, k)| {
-                        explain(facts, &excuses, *id, &copies[j], &copies[k]).is_some()
-                    })
-                    .collect();
-                (*id, covered)
-            })
+            .map(|(id, copies)| (*id, excused::excusals(facts, &excuses, *id, copies)))
             .collect();
-        let joint = place(
+        placed = place(
             facts,
             &report.crashes,
             &accounting.duplicated,
-            Some(&excusable),
+            Some(&excusals),
         );
-        // Here every row already had its say: an unplaced copy is unexplained (asking
-        // the rows again could spend one pair on both its copies).
-        let joint_left: usize = joint
-            .values()
-            .map(|roles| roles.iter().filter(|r| **r == Role::Unplaced).count())
-            .sum();
-        if joint_left < left {
-            placed = joint;
-            jointly = true;
-        }
     }
     let mut leftovers = Vec::new();
     for (id, copies) in &accounting.duplicated {
-        let roles = &placed[id];
-        for (k, role) in roles.iter().enumerate() {
+        for (k, role) in placed[id].iter().enumerate() {
             match *role {
                 Role::Original => {}
                 Role::Recommit(slot) => report.crashes[slot].count += 1,
-                Role::Excused(j, l) => {
-                    let excuse = explain(facts, &excuses, *id, &copies[j], &copies[l])
-                        .expect("the placement excuses only pairs a row covers");
-                    report.excused.push((*id, excuse));
+                Role::Excused(i) => report.excused.push((*id, excusals[id][i].excuse.clone())),
+                Role::Unplaced => {
+                    let (earlier, later) = pairs(copies, k)[0];
+                    leftovers.push((*id, earlier, later));
                 }
-                Role::Unplaced => match excuse_of(*id, copies, k).filter(|_| !jointly) {
-                    Some(excuse) => report.excused.push((*id, excuse)),
-                    None => {
-                        let (earlier, later) = pairs(copies, k)[0];
-                        leftovers.push((*id, earlier, later));
-                    }
-                },
             }
         }
     }

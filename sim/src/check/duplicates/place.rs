@@ -3,6 +3,7 @@
 //! crash's bound (a maximum flow).
 
 use super::super::flow::EdgeId;
+use super::excused::Excusal;
 use super::tail::{fresh_from, hidden_tail, replay_of};
 use super::*;
 
@@ -13,9 +14,9 @@ pub(super) enum Role {
     Original,
     /// Committed again by the replay after this crash (a slot of the budgets).
     Recommit(usize),
-    /// One of the two copies `(j, k)` (indices into the id's copies) an excuse row
-    /// explains as a repeat of the other (see `excused.rs`): at no crash's cost.
-    Excused(usize, usize),
+    /// A repeat an excuse row explains (the index of its [`Excusal`] among the id's),
+    /// at no crash's cost.
+    Excused(usize),
     /// No crash with budget left can have committed it.
     Unplaced,
 }
@@ -34,16 +35,17 @@ pub(super) enum Role {
 /// copy per replay is exact, the split of the replay's copies between its crashes'
 /// budgets is not.
 ///
-/// With `excusable` (per id, the pairs of copies `(j, k)` an excuse row covers), one
-/// copy of each such pair may also be [`Role::Excused`], at no crash's cost: a row
-/// says one of the two repeats the other, so it explains one copy, never both. The
-/// excuses then join the placement, so a crash's budget is not spent on a copy an
-/// event already explains while a copy only that crash explains goes without.
+/// With `excusals` (per id, what the excuse rows say of its pairs of copies), a copy a
+/// row names as a repeat may also be [`Role::Excused`], at no crash's cost, one copy
+/// per [`Excusal::slot`]: a row says which copy repeats which, and one event makes one
+/// repeat of a copy. The excuses then join the placement, so a crash's budget is not
+/// spent on a copy an event already explains while one only that crash explains goes
+/// without.
 pub(super) fn place(
     facts: &Facts<'_>,
     budgets: &[CrashBudget],
     duplicated: &BTreeMap<ProduceId, Vec<Copy>>,
-    excusable: Option<&BTreeMap<ProduceId, Vec<(usize, usize)>>>,
+    excusals: Option<&BTreeMap<ProduceId, Vec<Excusal>>>,
 ) -> BTreeMap<ProduceId, Vec<Role>> {
     let mut flow = Flow::default();
     let (source, sink) = (flow.node(), flow.node());
@@ -70,25 +72,28 @@ pub(super) fn place(
         // The edges from a replay's node to the crashes it may charge, once each.
         let mut to_crash: BTreeMap<(usize, usize), EdgeId> = BTreeMap::new();
         let mut of_id = Vec::new();
-        // One node per excused pair, passing one copy on.
-        let pair_nodes: Vec<((usize, usize), usize)> = excusable
-            .and_then(|e| e.get(&id))
-            .into_iter()
-            .flatten()
-            .map(|&pair| {
-                let node = flow.node();
-                flow.edge(node, sink, 1);
-                (pair, node)
+        // One node per slot, passing one copy on; an excusal reaches its slot's.
+        let of_id_excusals: &[Excusal] = excusals.and_then(|e| e.get(&id)).map_or(&[], |e| e);
+        let mut slots: BTreeMap<&(Vec<usize>, usize, usize), usize> = BTreeMap::new();
+        let excusal_nodes: Vec<usize> = of_id_excusals
+            .iter()
+            .map(|e| {
+                *slots.entry(&e.slot).or_insert_with(|| {
+                    let node = flow.node();
+                    flow.edge(node, sink, 1);
+                    node
+                })
             })
             .collect();
         for k in 0..copies.len() {
             let node = flow.node();
             flow.edge(source, node, 1);
             let as_original = flow.edge(node, original, 1);
-            let as_excused: Vec<((usize, usize), EdgeId)> = pair_nodes
+            let as_excused: Vec<(usize, EdgeId)> = of_id_excusals
                 .iter()
-                .filter(|((i, j), _)| *i == k || *j == k)
-                .map(|&(pair, pair_node)| (pair, flow.edge(node, pair_node, 1)))
+                .enumerate()
+                .filter(|(_, e)| e.takers.contains(&k))
+                .map(|(i, _)| (i, flow.edge(node, excusal_nodes[i], 1)))
                 .collect();
             let mut as_recommit: Vec<(usize, EdgeId)> = Vec::new();
             let tp = &copies[k].tp;
@@ -132,8 +137,8 @@ pub(super) fn place(
                     if flow.flow(*as_original) == 1 {
                         return Role::Original;
                     }
-                    if let Some(((i, j), _)) = as_excused.iter().find(|(_, e)| flow.flow(*e) == 1) {
-                        return Role::Excused(*i, *j);
+                    if let Some((i, _)) = as_excused.iter().find(|(_, e)| flow.flow(*e) == 1) {
+                        return Role::Excused(*i);
                     }
                     // The replay this copy went through passes one copy on, to the
                     // crash whose budget it charges.
@@ -171,8 +176,10 @@ pub(super) fn place(
 /// `copies[k]` where that replay commits: past the durable tail, unless the open that
 /// re-commits cut the log (its R1/R2 alarm), then from the cut on. A delivered copy
 /// existed at the crash if it was delivered before it or lies below where the replay
-/// commits; one from there on first seen after the crash is the replay's own (an offset
-/// reused after a cut), and cannot be what the replay repeats. A copy never delivered
+/// commits and no later cut or crash ended the log at or below it before it was first
+/// delivered ([`reopened`]); one from there on first seen after the crash is the
+/// replay's own or a later write (an offset reused after a cut), and cannot be what
+/// the replay repeats. A copy never delivered
 /// existed at the crash when the world listed it there by identity: damage took it
 /// ([`Facts::damage_took_at_crash`]), the next open's R2 cut took it from past the hole
 /// ([`Facts::past_hole_at_open`]), or that open found it hidden at another
@@ -203,7 +210,8 @@ pub(super) fn recommits(
                 && earlier.tp == later.tp
                 && start <= earlier.offset
                 && earlier.offset < end
-                && (earlier.first_delivery < crash.index || earlier.offset < fresh)
+                && (earlier.first_delivery < crash.index
+                    || earlier.offset < fresh && !reopened(facts, crash, earlier))
         }) || delivered_before
             && facts
                 .damage_took_at_crash(&later.tp, crash)
@@ -225,6 +233,24 @@ pub(super) fn recommits(
                         && start <= held.offset
                         && held.offset < end
                 }))
+}
+
+/// Whether the log on `copy`'s partition ended at or below it between `crash` and the
+/// copy's first delivery (a later open's cut, or a later crash's durable tail): its
+/// offset was then written afresh, and the copy is no sign of one that existed at the
+/// crash.
+fn reopened(facts: &Facts<'_>, crash: &CrashFact, copy: &Copy) -> bool {
+    let between = |index: usize| crash.index < index && index < copy.first_delivery;
+    facts
+        .alarms
+        .cuts(&copy.tp)
+        .any(|c| between(c.index) && c.offset <= copy.offset)
+        || facts.crashes.iter().any(|c| {
+            between(c.index)
+                && c.partitions
+                    .get(&copy.tp)
+                    .is_some_and(|p| p.durable_tail <= copy.offset)
+        })
 }
 
 /// A crash's hidden tail `[start, end)` on a partition, and where its replay commits

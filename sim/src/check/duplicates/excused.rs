@@ -46,14 +46,10 @@ pub(super) fn excusals(
                     });
                 }
             }
+            // A fault after the later copy's first delivery made no part of it.
+            let before = a.first_delivery.max(b.first_delivery);
             let reach = [a, b].into_iter().find_map(|c| {
-                excuses.out_of_contract(
-                    &c.tp,
-                    Some(c.offset),
-                    None,
-                    Some(c.first_delivery),
-                    usize::MAX,
-                )
+                excuses.out_of_contract(&c.tp, Some(c.offset), None, Some(c.first_delivery), before)
             });
             if let Some(excuse) = reach {
                 let slot = (excuse.causes.clone(), j, k);
@@ -66,6 +62,28 @@ pub(super) fn excusals(
         }
     }
     out
+}
+
+/// Where the replay that re-commits what skip `s` skipped commits from: the replay of
+/// the open the skip came in when that open was still running (it skips what it reads
+/// while it replays), else the one after the next crash; the floor of the crash before
+/// that replay on `tp`. `None` when no such crash recorded the partition.
+fn skip_replay_floor(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    s: &crate::check::alarms::SkipFact,
+) -> Option<Offset> {
+    let opening = facts
+        .opened_at
+        .get(&s.incarnation)
+        .is_none_or(|&opened| s.index < opened);
+    let crash = if opening {
+        facts.crash_ending(s.incarnation.checked_sub(1)?)?
+    } else {
+        facts.crashes.iter().find(|c| c.index > s.index)?
+    };
+    let state = crash.partitions.get(tp)?;
+    Some(super::tail::fresh_from(facts, crash, state))
 }
 
 /// `damaged_copy_recommitted`: after `copy` was first delivered and before `other`
@@ -94,6 +112,10 @@ pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Opti
                     .restarts
                     .values()
                     .any(|&restart| copy.first_delivery < restart && restart < until)
+                // And `other` lies where the replay that re-commits it commits: at or
+                // past the floor of the crash before it (helper-45: a copy the engine
+                // wrote before, first delivered after the skip, passed as its repeat).
+                && skip_replay_floor(facts, &copy.tp, s).is_some_and(|floor| other.offset >= floor)
         })
         .map(|s| (s.index, format!("{} offset {}", copy.tp, copy.offset)));
     // The first open from `from` on that completed: its replay re-commits what a clamp

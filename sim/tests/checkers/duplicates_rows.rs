@@ -1,7 +1,6 @@
 //! `bounded_duplicates`'s excuse rows as an adversary read them (helper-45, on
-//! 4a1e003): each history is one an engine bug could make. The ignored ones are holes
-//! still open (sim/HARNESS.md, "Known holes in the excuses"): run them with
-//! `cargo test -p cafelog-sim --test checkers -- --ignored duplicates_rows`.
+//! 4a1e003): each history is one an engine bug could make, and each was accepted by
+//! 4a1e003 (all but one by 40c3fd7 too).
 
 use super::*;
 
@@ -45,7 +44,6 @@ fn crash_and_skip_share_one_replay(skip: bool) -> Run {
 }
 
 #[test]
-#[ignore = "known hole: a row's repeat does not share its replay's one slot per id with the crash budgets"]
 fn a_skip_and_a_crash_budget_share_one_replay() {
     assert_eq!(dup_violations(&crash_and_skip_share_one_replay(false)), 1);
     assert_eq!(
@@ -179,7 +177,6 @@ fn clamp_and_checkpoint_in_one_open(ckpt: bool) -> Run {
 }
 
 #[test]
-#[ignore = "known hole: two rows of one open's replay each take a repeat"]
 fn a_clamp_and_a_lost_checkpoint_of_one_open_share_one_replay() {
     assert_eq!(dup_violations(&clamp_and_checkpoint_in_one_open(false)), 1);
     assert_eq!(
@@ -226,7 +223,6 @@ fn lost_checkpoint_replay_commits_three(ckpt: bool) -> Run {
 }
 
 #[test]
-#[ignore = "known hole: a row's slot is per copy repeated, not per id and replay"]
 fn one_lost_checkpoint_repeats_an_id_once() {
     assert_eq!(
         dup_violations(&lost_checkpoint_replay_commits_three(false)),
@@ -268,7 +264,6 @@ fn an_out_of_contract_fault_after_the_duplicate_excuses_nothing() {
 /// one misdirected write reaching orders/0@0, then id 1 delivered from 0, from
 /// 5, 6, 7 of orders/0 and from orders/1@3, with no crash.
 #[test]
-#[ignore = "known hole: an out-of-contract fault's reach excuses either copy of every pair it names"]
 fn one_out_of_contract_fault_excuses_only_what_it_reached() {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)

@@ -13,9 +13,37 @@ pub(super) struct Excusal {
     /// row names as the repeat of the other, or either for an out-of-contract fault's
     /// reach (the contract says nothing of what it does).
     pub takers: Vec<usize>,
-    /// Excusals with the same slot share one place: one event makes one repeat of a
-    /// copy (its causes and the copy repeated), while a fault's reach is per pair.
+    /// The replay that made the repeat (its partition and incarnation, as the crash
+    /// budgets name it): it commits the id once, whatever row or budget explains
+    /// it. `None` for a fault's reach, or when no replay can be named.
+    pub replay: Option<(TopicPartition, Option<Incarnation>)>,
+    /// Without a replay, excusals with the same slot share one place: a fault's, one
+    /// per copy it reached.
     pub slot: (Vec<usize>, usize, usize),
+}
+
+/// The replay that made `repeat` after the alarm at history index `alarm` (a skip, a
+/// clamp, a lost checkpoint): the replay of the open the alarm came in while that open
+/// was still running, else the one after the next crash, as the crash budgets name it.
+fn replay_after(
+    facts: &Facts<'_>,
+    alarm: usize,
+    repeat: &Copy,
+) -> Option<(TopicPartition, Option<Incarnation>)> {
+    let incarnation = facts.history.events()[alarm].incarnation;
+    let opening = facts
+        .opened_at
+        .get(&incarnation)
+        .is_none_or(|&opened| alarm < opened);
+    let crash = if opening {
+        facts.crash_ending(incarnation.checked_sub(1)?)?
+    } else {
+        facts.crashes.iter().find(|c| c.index > alarm)?
+    };
+    Some((
+        repeat.tp.clone(),
+        super::place::replay_writing(facts, crash, repeat),
+    ))
 }
 
 /// Every row's account of every pair of `copies` (of `id`), in pair order.
@@ -38,26 +66,40 @@ pub(super) fn excusals(
             ];
             for (repeat, of, excuse) in directed {
                 if let Some(excuse) = excuse {
+                    let replay = excuse
+                        .causes
+                        .first()
+                        .and_then(|&alarm| replay_after(facts, alarm, &copies[repeat]));
                     let slot = (excuse.causes.clone(), of, usize::MAX);
                     out.push(Excusal {
                         excuse,
                         takers: vec![repeat],
+                        replay,
                         slot,
                     });
                 }
             }
-            // A fault after the later copy's first delivery made no part of it.
+            // A fault after the later copy's first delivery made no part of it. What
+            // it reached is either the repeat or what a replay repeated, so a pair it
+            // names gives either copy a place, one per fault and copy it reached.
             let before = a.first_delivery.max(b.first_delivery);
-            let reach = [a, b].into_iter().find_map(|c| {
-                excuses.out_of_contract(&c.tp, Some(c.offset), None, Some(c.first_delivery), before)
-            });
-            if let Some(excuse) = reach {
-                let slot = (excuse.causes.clone(), j, k);
-                out.push(Excusal {
-                    excuse,
-                    takers: vec![j, k],
-                    slot,
-                });
+            for (reached, c) in [(j, a), (k, b)] {
+                let reach = excuses.out_of_contract(
+                    &c.tp,
+                    Some(c.offset),
+                    None,
+                    Some(c.first_delivery),
+                    before,
+                );
+                if let Some(excuse) = reach {
+                    let slot = (excuse.causes.clone(), reached, usize::MAX);
+                    out.push(Excusal {
+                        excuse,
+                        takers: vec![j, k],
+                        replay: None,
+                        slot,
+                    });
+                }
             }
         }
     }

@@ -24,10 +24,12 @@
 //! copy first appeared after an open found the WAL checkpoint unreadable and replayed
 //! every entry), `out_of_contract` (a fault whose reach names either copy's offset).
 //! The budgets are placed first; when they leave a copy, the rows join the flow: a
-//! copy a row names as the repeat of another costs no budget, and one event makes one
-//! repeat of a copy (`excused.rs`'s `Excusal`). So a crash's budget is not spent on a
-//! copy an event explains while one only that crash explains goes without, and no
-//! row explains both copies of its pair, or one repeat twice over.
+//! copy a row names as the repeat of another costs no budget, but leaves by the node of
+//! the replay that made it, which passes one copy of the id whatever explains it (an
+//! out-of-contract fault's reach: one place per fault and copy it reached; see
+//! `excused.rs`'s `Excusal`). So a crash's budget is not spent on a copy an event
+//! explains while one only that crash explains goes without, and no row explains both
+//! copies of its pair, or a repeat its replay did not make.
 //!
 //! The crash's geometry (hidden tails, where a replay commits) is `tail.rs`'s; the
 //! placement, `place.rs`'s; the other excuse rows, `excused.rs`'s.

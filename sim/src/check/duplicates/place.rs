@@ -36,11 +36,11 @@ pub(super) enum Role {
 /// budgets is not.
 ///
 /// With `excusals` (per id, what the excuse rows say of its pairs of copies), a copy a
-/// row names as a repeat may also be [`Role::Excused`], at no crash's cost, one copy
-/// per [`Excusal::slot`]: a row says which copy repeats which, and one event makes one
-/// repeat of a copy. The excuses then join the placement, so a crash's budget is not
-/// spent on a copy an event already explains while one only that crash explains goes
-/// without.
+/// row names as a repeat may also be [`Role::Excused`], at no crash's cost: through the
+/// node of the replay that made it ([`Excusal::replay`]), which passes one copy of the
+/// id, or for a fault's reach one copy per [`Excusal::slot`]. The excuses then join the
+/// placement, so a crash's budget is not spent on a copy an event already explains
+/// while one only that crash explains goes without.
 pub(super) fn place(
     facts: &Facts<'_>,
     budgets: &[CrashBudget],
@@ -72,30 +72,61 @@ pub(super) fn place(
         // The edges from a replay's node to the crashes it may charge, once each.
         let mut to_crash: BTreeMap<(usize, usize), EdgeId> = BTreeMap::new();
         let mut of_id = Vec::new();
-        // One node per slot, passing one copy on; an excusal reaches its slot's.
-        let of_id_excusals: &[Excusal] = excusals.and_then(|e| e.get(&id)).map_or(&[], |e| e);
+        // An excusal with a replay gives that replay's node a way out at no budget's
+        // cost (the replay still commits the id once); one without, a node per slot,
+        // passing one copy on.
+        let of_id_excusals = of_id_excusals_of(excusals, &id);
         let mut slots: BTreeMap<&(Vec<usize>, usize, usize), usize> = BTreeMap::new();
-        let excusal_nodes: Vec<usize> = of_id_excusals
+        // Per replay node's exit: its free way out and the excusals that give it.
+        let mut free: BTreeMap<usize, (EdgeId, Vec<usize>)> = BTreeMap::new();
+        let excusal_nodes: Vec<Option<usize>> = of_id_excusals
             .iter()
-            .map(|e| {
-                *slots.entry(&e.slot).or_insert_with(|| {
+            .enumerate()
+            .map(|(i, e)| match &e.replay {
+                Some((tp, replay)) => {
+                    let (_, exit) = *per_replay
+                        .entry((tp_of(copies, tp), *replay))
+                        .or_insert_with(|| {
+                            let (entry, exit) = (flow.node(), flow.node());
+                            flow.edge(entry, exit, 1);
+                            (entry, exit)
+                        });
+                    free.entry(exit)
+                        .or_insert_with(|| (flow.edge(exit, sink, 1), Vec::new()))
+                        .1
+                        .push(i);
+                    None
+                }
+                None => Some(*slots.entry(&e.slot).or_insert_with(|| {
                     let node = flow.node();
                     flow.edge(node, sink, 1);
                     node
-                })
+                })),
             })
             .collect();
         for k in 0..copies.len() {
             let node = flow.node();
             flow.edge(source, node, 1);
             let as_original = flow.edge(node, original, 1);
-            let as_excused: Vec<(usize, EdgeId)> = of_id_excusals
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.takers.contains(&k))
-                .map(|(i, _)| (i, flow.edge(node, excusal_nodes[i], 1)))
-                .collect();
+            let mut as_excused: Vec<(usize, EdgeId)> = Vec::new();
             let mut as_recommit: Vec<(usize, EdgeId)> = Vec::new();
+            for (i, e) in of_id_excusals.iter().enumerate() {
+                if !e.takers.contains(&k) {
+                    continue;
+                }
+                match (&e.replay, excusal_nodes[i]) {
+                    (Some((tp, replay)), _) => {
+                        let (entry, exit) = per_replay[&(tp_of(copies, tp), *replay)];
+                        if !as_recommit.iter().any(|(x, _)| *x == exit) {
+                            as_recommit.push((exit, flow.edge(node, entry, 1)));
+                        }
+                    }
+                    (None, Some(slot_node)) => {
+                        as_excused.push((i, flow.edge(node, slot_node, 1)));
+                    }
+                    (None, None) => unreachable!("an excusal without a replay has a slot"),
+                }
+            }
             let tp = &copies[k].tp;
             for (slot, crash) in facts.crashes.iter().enumerate() {
                 if budgets[slot].bound == 0 {
@@ -124,16 +155,17 @@ pub(super) fn place(
             of_id.push((as_original, as_excused, as_recommit));
         }
         let charged: Vec<((usize, usize), EdgeId)> = to_crash.into_iter().collect();
-        edges.push((of_id, charged));
+        edges.push((of_id, charged, free));
     }
     flow.max_flow(source, sink);
     duplicated
         .keys()
         .zip(edges)
-        .map(|(id, (of_id, charged))| {
+        .map(|(id, (of_id, charged, free))| {
             let mut roles: Vec<Role> = of_id
                 .iter()
-                .map(|(as_original, as_excused, as_recommit)| {
+                .enumerate()
+                .map(|(k, (as_original, as_excused, as_recommit))| {
                     if flow.flow(*as_original) == 1 {
                         return Role::Original;
                     }
@@ -141,16 +173,28 @@ pub(super) fn place(
                         return Role::Excused(*i);
                     }
                     // The replay this copy went through passes one copy on, to the
-                    // crash whose budget it charges.
-                    as_recommit
+                    // crash whose budget it charges, or out at no budget's cost by an
+                    // excusal of that replay (this copy's, if it has one).
+                    let Some((exit, _)) = as_recommit.iter().find(|(_, e)| flow.flow(*e) == 1)
+                    else {
+                        return Role::Unplaced;
+                    };
+                    if let Some(((_, slot), _)) = charged
                         .iter()
-                        .find(|(_, e)| flow.flow(*e) == 1)
-                        .and_then(|(exit, _)| {
-                            charged
+                        .find(|((from, _), e)| from == exit && flow.flow(*e) == 1)
+                    {
+                        return Role::Recommit(*slot);
+                    }
+                    match free.get(exit) {
+                        Some((e, given)) if flow.flow(*e) == 1 => Role::Excused(
+                            given
                                 .iter()
-                                .find(|((from, _), e)| from == exit && flow.flow(*e) == 1)
-                        })
-                        .map_or(Role::Unplaced, |((_, slot), _)| Role::Recommit(*slot))
+                                .copied()
+                                .find(|&i| of_id_excusals_of(excusals, id)[i].takers.contains(&k))
+                                .unwrap_or(given[0]),
+                        ),
+                        _ => Role::Unplaced,
+                    }
                 })
                 .collect();
             // Every copy placed as a re-commit or excused leaves the original's place
@@ -168,6 +212,23 @@ pub(super) fn place(
             (*id, roles)
         })
         .collect()
+}
+
+/// The partition `tp` as one of `copies` names it (the placement's maps borrow it
+/// from the copies).
+fn tp_of<'c>(copies: &'c [Copy], tp: &TopicPartition) -> &'c TopicPartition {
+    &copies
+        .iter()
+        .find(|c| &c.tp == tp)
+        .expect("an excusal's replay is on its repeat's partition")
+        .tp
+}
+
+fn of_id_excusals_of<'e>(
+    excusals: Option<&'e BTreeMap<ProduceId, Vec<Excusal>>>,
+    id: &ProduceId,
+) -> &'e [Excusal] {
+    excusals.and_then(|e| e.get(id)).map_or(&[], |e| e)
 }
 
 /// Whether the replay after `crash` can have committed `copies[k]` (of `id`): the crash
@@ -277,7 +338,11 @@ fn tail_at(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<
 /// next one while that is an open never seen complete whose ending crash left the log
 /// on `copy`'s partition at or below `copy` (its account came before a commit that
 /// never reached the disk, or before the chunk that held the entry).
-fn replay_writing(facts: &Facts<'_>, crash: &CrashFact, copy: &Copy) -> Option<Incarnation> {
+pub(super) fn replay_writing(
+    facts: &Facts<'_>,
+    crash: &CrashFact,
+    copy: &Copy,
+) -> Option<Incarnation> {
     let mut replay = replay_of(facts, crash, &copy.tp);
     while let Some(i) = replay
         && !facts.opened.contains(&i)

@@ -1556,42 +1556,9 @@ fn a_copy_written_after_a_later_cut_is_no_sign_a_crash_hid_it() {
     );
 }
 
-/// Id 1 at 0 (x), and again at 1 (y: the engine's bug, with no crash between), both
-/// delivered; a power loss hides [0, 2) (bound 2). With `skip`, a flip takes x's frame
-/// and the open skips it. The replay commits id 1 at 2 (z).
-fn written_twice_then_hidden(skip: bool) -> Run {
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .hwm(0, 2, 0, 2)
-        .deliver(1, 0, 0, 1_000)
-        .consume(0, 0)
-        .deliver(1, 0, 1, 1_000)
-        .consume(0, 1)
-        .crash(&[(0, 0, 2, 2)]);
-    if skip {
-        r.fault(
-            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
-            Some(0),
-        );
-    }
-    r.restart().disk(0, OpenRule::Clean, 0, 2, None);
-    if skip {
-        r.alarm(
-            Some(0),
-            Alarm::FrameSkipped {
-                base: 0,
-                records: 1,
-            },
-        )
-        .counters(0, 0, 1);
-    }
-    r.opened(0, 0, 2)
-        .hwm(0, 3, 3, 3)
-        .deliver(1, 0, 2, 1_000)
-        .consume(0, 2);
-    r
-}
-
+/// Id 1 at 0 (x) and again at 1 (y: the engine's bug, with no crash between), both
+/// delivered; a power loss hides [0, 2). With `skip`, the open skips x's frame; the
+/// replay commits id 1 at 2 (z).
 #[test]
 fn a_skip_explains_the_repeat_not_the_copy_it_repeats() {
     // helper-44's read of ab06c66: the joint placement let the skip excuse x itself
@@ -1599,7 +1566,7 @@ fn a_skip_explains_the_repeat_not_the_copy_it_repeats() {
     // the bug's copy, took the original's place.
     for skip in [false, true] {
         assert_eq!(
-            written_twice_then_hidden(skip)
+            super::duplicates_rows::copies_around_a_skip(&[1], 0, 2, skip.then_some(0), &[2])
                 .report()
                 .bounded_duplicates
                 .violations
@@ -1610,44 +1577,13 @@ fn a_skip_explains_the_repeat_not_the_copy_it_repeats() {
     }
 }
 
-/// Id 1 at 0 (x) and at 1 (a: the engine's bug), HWM 2 persisted; a power loss hides
-/// nothing. A flip takes a's frame, the open skips it, and the replay commits id 1 at 2
-/// (b).
-fn one_skip_two_copies() -> Run {
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .hwm(0, 2, 2, 2)
-        .deliver(1, 0, 0, 1_000)
-        .consume(0, 0)
-        .deliver(1, 0, 1, 1_000)
-        .consume(0, 1)
-        .crash(&[(0, 2, 2, 2)])
-        .fault(
-            segment_flip(OffsetRange { start: 1, end: 2 }, Some(true)),
-            Some(0),
-        )
-        .restart()
-        .disk(0, OpenRule::Clean, 2, 2, None)
-        .alarm(
-            Some(0),
-            Alarm::FrameSkipped {
-                base: 1,
-                records: 1,
-            },
-        )
-        .counters(0, 0, 1)
-        .opened(0, 2, 2)
-        .hwm(0, 3, 3, 3)
-        .deliver(1, 0, 2, 1_000)
-        .consume(0, 2);
-    r
-}
-
+/// Id 1 at 0 (x) and at 1 (a: the engine's bug), persisted; a power loss hides
+/// nothing; the open skips a's frame, and the replay commits id 1 at 2 (b).
 #[test]
 fn one_skip_explains_one_repeat_never_both_copies_of_its_pair() {
     // helper-44: before, the rows were asked copy by copy, and the skip of a excused
     // both a (as if it repeated b) and b; x is the original, so a is unexplained.
-    let report = one_skip_two_copies().report();
+    let report = super::duplicates_rows::copies_around_a_skip(&[1], 2, 2, Some(1), &[2]).report();
     assert_eq!(
         report.bounded_duplicates.violations.len(),
         1,

@@ -12,127 +12,94 @@ fn skip_at(base: u64) -> Alarm {
     Alarm::FrameSkipped { base, records: 1 }
 }
 
-/// x (id 1 at 0) delivered, a power loss hides [0, 1) (bound 1). With `skip`, a
-/// flip takes x's frame and is skipped. The one replay commits id 1 at 1 AND at 2 (bug).
-fn crash_and_skip_share_one_replay(skip: bool) -> Run {
+/// Id 1 at 0, delivered and consumed, and delivered again at each of `before` (the
+/// engine wrote it again with no crash between); a power loss with persisted HWM
+/// `persisted` and durable tail `tail`; with `skip`, a flip takes the frame at that
+/// offset and the open skips it; the open comes up with HWM `persisted` and tail
+/// `tail`, and id 1 is delivered at each of `after`.
+pub(super) fn copies_around_a_skip(
+    before: &[u64],
+    persisted: u64,
+    tail: u64,
+    skip: Option<u64>,
+    after: &[u64],
+) -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)
-        .hwm(0, 1, 0, 1)
+        .hwm(0, tail, persisted, tail)
         .deliver(1, 0, 0, 1_000)
-        .consume(0, 0)
-        .crash(&[(0, 0, 1, 1)]);
-    if skip {
+        .consume(0, 0);
+    for &o in before {
+        r.deliver(1, 0, o, 1_000).consume(0, o);
+    }
+    r.crash(&[(0, persisted, tail, tail)]);
+    if let Some(o) = skip {
         r.fault(
-            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
+            segment_flip(
+                OffsetRange {
+                    start: o,
+                    end: o + 1,
+                },
+                Some(true),
+            ),
             Some(0),
         );
     }
-    r.restart().disk(0, OpenRule::Clean, 0, 1, None);
-    if skip {
-        r.alarm(Some(0), skip_at(0)).counters(0, 0, 1);
+    r.restart().disk(0, OpenRule::Clean, persisted, tail, None);
+    if let Some(o) = skip {
+        r.alarm(Some(0), skip_at(o)).counters(0, 0, 1);
     }
-    r.opened(0, 0, 1)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 1);
-        })
-        .hwm(0, 3, 3, 3)
-        .deliver(1, 0, 1, 1_000)
-        .consume(0, 1)
-        .deliver(1, 0, 2, 1_000)
-        .consume(0, 2);
+    r.opened(0, persisted, tail).with(|t, h| {
+        h.frontier_observed(t, &tp(0), 1);
+    });
+    let end = after.iter().max().map_or(tail, |m| m + 1);
+    r.hwm(0, end, end, end);
+    for &o in after {
+        r.deliver(1, 0, o, 1_000).consume(0, o);
+    }
     r
 }
 
+/// A power loss hides [0, 1) and the skip is of x's frame; the one replay commits id
+/// 1 at 1 and again at 2 (the bug).
 #[test]
 fn a_skip_and_a_crash_budget_share_one_replay() {
-    assert_eq!(dup_violations(&crash_and_skip_share_one_replay(false)), 1);
     assert_eq!(
-        dup_violations(&crash_and_skip_share_one_replay(true)),
+        dup_violations(&copies_around_a_skip(&[], 0, 1, None, &[1, 2])),
+        1
+    );
+    assert_eq!(
+        dup_violations(&copies_around_a_skip(&[], 0, 1, Some(0), &[1, 2])),
         1,
         "one replay committed id 1 twice; the skip and the crash each took one"
     );
 }
 
-/// x (id 1 at 0) and y (id 1 at 1: the engine wrote it twice, no crash
-/// between), HWM 2 persisted; y not yet delivered. A power loss hides nothing. With
-/// `skip`, a flip takes x's frame and the open skips it. After the restart y is
-/// delivered from 1: a copy older than the skip, below where any replay commits.
-fn older_copy_delivered_after_a_skip(skip: bool) -> Run {
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .hwm(0, 2, 2, 2)
-        .deliver(1, 0, 0, 1_000)
-        .consume(0, 0)
-        .crash(&[(0, 2, 2, 2)]);
-    if skip {
-        r.fault(
-            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
-            Some(0),
-        );
-    }
-    r.restart().disk(0, OpenRule::Clean, 2, 2, None);
-    if skip {
-        r.alarm(Some(0), skip_at(0)).counters(0, 0, 1);
-    }
-    r.opened(0, 2, 2)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 1);
-        })
-        .hwm(0, 2, 2, 2)
-        .deliver(1, 0, 1, 1_000)
-        .consume(0, 1);
-    r
-}
-
+/// The engine wrote id 1 at 1 before any crash, delivered only after the skip: below
+/// where the skip's replay commits (the tail, 2).
 #[test]
 fn a_skip_excuses_no_copy_below_where_its_replay_commits() {
-    assert_eq!(dup_violations(&older_copy_delivered_after_a_skip(false)), 1);
     assert_eq!(
-        dup_violations(&older_copy_delivered_after_a_skip(true)),
+        dup_violations(&copies_around_a_skip(&[], 2, 2, None, &[1])),
+        1
+    );
+    assert_eq!(
+        dup_violations(&copies_around_a_skip(&[], 2, 2, Some(0), &[1])),
         1,
         "y was written before any crash; the skip's replay commits at the tail (2), not at 1"
     );
 }
 
-/// Same as `written_twice_then_hidden(true)` but y (the bug's copy) is first delivered
-/// after the restart (it was hidden).
-fn written_twice_hidden_delivered_late(skip: bool) -> Run {
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .hwm(0, 2, 0, 2)
-        .deliver(1, 0, 0, 1_000)
-        .consume(0, 0)
-        .crash(&[(0, 0, 2, 2)]);
-    if skip {
-        r.fault(
-            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
-            Some(0),
-        );
-    }
-    r.restart().disk(0, OpenRule::Clean, 0, 2, None);
-    if skip {
-        r.alarm(Some(0), skip_at(0)).counters(0, 0, 1);
-    }
-    r.opened(0, 0, 2)
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 1);
-        })
-        .hwm(0, 3, 3, 3)
-        .deliver(1, 0, 1, 1_000)
-        .consume(0, 1)
-        .deliver(1, 0, 2, 1_000)
-        .consume(0, 2);
-    r
-}
-
+/// The history of `a_skip_explains_the_repeat_not_the_copy_it_repeats`, with the
+/// bug's copy at 1 first delivered after the restart (it was hidden).
 #[test]
 fn a_copy_written_twice_and_delivered_late_is_no_skips_repeat() {
     assert_eq!(
-        dup_violations(&written_twice_hidden_delivered_late(false)),
+        dup_violations(&copies_around_a_skip(&[], 0, 2, None, &[1, 2])),
         1
     );
     assert_eq!(
-        dup_violations(&written_twice_hidden_delivered_late(true)),
+        dup_violations(&copies_around_a_skip(&[], 0, 2, Some(0), &[1, 2])),
         1
     );
 }

@@ -37,6 +37,7 @@ mod commit_time;
 mod corruption;
 mod delay_gate;
 mod duplicates;
+mod duplicates_replays;
 mod duplicates_rows;
 mod excuses;
 mod explain;

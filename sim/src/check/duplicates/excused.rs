@@ -18,7 +18,7 @@ pub(super) struct Excusal {
     /// it. `None` for a fault's reach, or when no replay can be named.
     pub replay: Option<(TopicPartition, Option<Incarnation>)>,
     /// Without a replay, excusals with the same slot share one place: a fault's, one
-    /// per copy it reached.
+    /// per id.
     pub slot: (Vec<usize>, usize, usize),
 }
 
@@ -81,9 +81,11 @@ pub(super) fn excusals(
             }
             // A fault after the later copy's first delivery made no part of it. What
             // it reached is either the repeat or what a replay repeated, so a pair it
-            // names gives either copy a place, one per fault and copy it reached.
+            // names gives either copy a place: one per fault and id (one wrong write,
+            // or one lost write replayed once, makes one repeat; helper-46 showed a
+            // fault of unknown offsets reaching every copy).
             let before = a.first_delivery.max(b.first_delivery);
-            for (reached, c) in [(j, a), (k, b)] {
+            for c in [a, b] {
                 let reach = excuses.out_of_contract(
                     &c.tp,
                     Some(c.offset),
@@ -92,7 +94,7 @@ pub(super) fn excusals(
                     before,
                 );
                 if let Some(excuse) = reach {
-                    let slot = (excuse.causes.clone(), reached, usize::MAX);
+                    let slot = (excuse.causes.clone(), usize::MAX, usize::MAX);
                     out.push(Excusal {
                         excuse,
                         takers: vec![j, k],
@@ -158,6 +160,14 @@ pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Opti
                 // past the floor of the crash before it (helper-45: a copy the engine
                 // wrote before, first delivered after the skip, passed as its repeat).
                 && skip_replay_floor(facts, &copy.tp, s).is_some_and(|floor| other.offset >= floor)
+                // A consume-time skip's replay runs after the next crash: the repeat
+                // was first delivered after that crash (helper-46).
+                && (s.index < facts.opened_at.get(&s.incarnation).copied().unwrap_or(usize::MAX)
+                    || facts
+                        .crashes
+                        .iter()
+                        .find(|c| c.index > s.index)
+                        .is_some_and(|c| c.index < until))
         })
         .map(|s| (s.index, format!("{} offset {}", copy.tp, copy.offset)));
     // The first open from `from` on that completed: its replay re-commits what a clamp

@@ -337,27 +337,46 @@ fn tail_at(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<
 /// The replay that can have written `copy` after `crash`: [`replay_of`], passed on to the
 /// next one while that is an open never seen complete whose ending crash left the log
 /// on `copy`'s partition at or below `copy` (its account came before a commit that
-/// never reached the disk, or before the chunk that held the entry).
+/// never reached the disk, or before the chunk that held the entry), or one that
+/// completed and whose ending crash, before `copy` was first delivered, left the log at
+/// or below it, or was followed by a cut there before the next replay.
 pub(super) fn replay_writing(
     facts: &Facts<'_>,
     crash: &CrashFact,
     copy: &Copy,
 ) -> Option<Incarnation> {
     let mut replay = replay_of(facts, crash, &copy.tp);
-    while let Some(i) = replay
-        && !facts.opened.contains(&i)
-    {
+    while let Some(i) = replay {
         let Some(end) = facts.crash_ending(i) else {
             break;
         };
-        let tail = end
-            .partitions
-            .get(&copy.tp)
-            .map_or(Offset::MAX, |p| hidden_tail(facts, end, p).1);
-        if copy.offset < tail {
+        let next = replay_of(facts, end, &copy.tp);
+        let moved = if !facts.opened.contains(&i) {
+            let tail = end
+                .partitions
+                .get(&copy.tp)
+                .map_or(Offset::MAX, |p| hidden_tail(facts, end, p).1);
+            copy.offset >= tail
+        } else {
+            // A completed replay's commits are durable: it wrote nothing the crash
+            // ending it did not leave in the log, and nothing a cut before the next
+            // replay took is still its copy (helper-46).
+            end.index < copy.first_delivery
+                && (end
+                    .partitions
+                    .get(&copy.tp)
+                    .is_some_and(|p| p.durable_tail <= copy.offset)
+                    || facts.alarms.cuts(&copy.tp).any(|c| {
+                        c.incarnation > i
+                            && next.is_none_or(|n| c.incarnation <= n)
+                            && c.index < copy.first_delivery
+                            && c.offset <= copy.offset
+                    }))
+        };
+        if !moved {
             break;
         }
-        replay = replay_of(facts, end, &copy.tp);
+        replay = next;
     }
     replay
 }

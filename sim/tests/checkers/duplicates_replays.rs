@@ -1,0 +1,297 @@
+//! `bounded_duplicates` read by a third adversary (helper-46, on 264af53): each
+//! history is one an engine bug could make, and each was accepted then (and by
+//! a43cf48).
+
+use super::*;
+use cafelog_sim::history::HeldCopy;
+
+fn dups(r: &Run) -> Vec<String> {
+    let d = r.report().bounded_duplicates;
+    d.violations.iter().map(|v| v.message.clone()).collect()
+}
+fn skip_at(base: u64) -> Alarm {
+    Alarm::FrameSkipped { base, records: 1 }
+}
+fn held(offset: u64, id: ProduceId) -> HeldCopy {
+    HeldCopy {
+        offset,
+        id,
+        committed_at_ms: 1_000,
+    }
+}
+fn frontier(r: &mut Run, v: u64) {
+    r.with(|t, h| {
+        h.frontier_observed(t, &tp(0), v);
+    });
+}
+
+/// A: x (id 1 at 0) delivered; power loss C1 hides nothing. With `skip`, a flip takes
+/// x's frame and R1's open skips it; R1 re-commits id 1 at 1 (y, never delivered,
+/// persisted HWM lags at 1). Power loss C2 hides [1, 2) (y, listed). R2 re-commits id 1
+/// at 2 (z) and, with `twice` (bug), at 3 (z'). Both z, z' lie at/past C2's durable
+/// tail, first delivered after C2: R2 wrote both. The skip's row names R1.
+fn skip_named_replay_before_a_later_crash(skip: bool, twice: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 1, 1, 1)]);
+    if skip {
+        r.fault(
+            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
+            Some(0),
+        );
+    }
+    r.restart().disk(0, OpenRule::Clean, 1, 1, None);
+    if skip {
+        r.alarm(Some(0), skip_at(0)).counters(0, 0, 1);
+    }
+    r.opened(0, 1, 1);
+    frontier(&mut r, 1);
+    r.hwm(0, 2, 1, 2)
+        .crash(&[(0, 1, 2, 2)])
+        .restart()
+        .with(|t, h| {
+            h.hidden_at_open(t, &tp(0), 1, 2, vec![held(1, 1)]);
+        });
+    r.open_clean(0, 1, 2);
+    frontier(&mut r, 1);
+    r.hwm(0, 4, 4, 4).deliver(1, 0, 2, 1_000).consume(0, 2);
+    if twice {
+        r.deliver(1, 0, 3, 1_000).consume(0, 3);
+    }
+    r
+}
+
+#[test]
+fn a_skip_row_names_no_replay_a_later_crash_undid() {
+    let legit = dups(&skip_named_replay_before_a_later_crash(true, false));
+    let no_skip = dups(&skip_named_replay_before_a_later_crash(false, true));
+    let bug = dups(&skip_named_replay_before_a_later_crash(true, true));
+    eprintln!("legit {legit:?}\nno_skip {no_skip:?}\nbug {bug:?}");
+    assert!(legit.is_empty());
+    assert_eq!(no_skip.len(), 1);
+    assert_eq!(bug.len(), 1, "R2 committed id 1 at 2 and 3");
+}
+
+/// B: the clamp's "wiped" window. x (id 2 at 1) delivered; flips take [0, 2); R1 cuts
+/// at 0, clamps 2 -> 0 and re-commits id 2 at 0 (y, not delivered, persisted HWM 0).
+/// Power loss C2 hides [0, 1); a flip takes y (damage held lists it); R2 cuts at 0 (the
+/// window goes on to R2) and re-commits id 2 at 0 (z) and, with `twice`, at 2 (z').
+fn clamp_window_wiped(twice: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .deliver(2, 0, 1, 1_001)
+        .consume(0, 1)
+        .crash(&[(0, 2, 2, 2)])
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 2 }, Some(true)),
+            Some(0),
+        )
+        .restart()
+        .disk(0, OpenRule::TornTail, 2, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .alarm(Some(0), clamp(2, 0))
+        .counters(0, 2, 0)
+        .opened(0, 0, 0);
+    frontier(&mut r, 0);
+    r.hwm(0, 1, 0, 1)
+        .crash(&[(0, 0, 1, 1)])
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 1 }, Some(false)),
+            Some(0),
+        )
+        .with(|t, h| {
+            let f = h.len() - 1;
+            h.damage_held(t, f, &tp(0), vec![held(0, 2)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .opened(0, 0, 0);
+    frontier(&mut r, 0);
+    r.hwm(0, 3, 3, 3).deliver(2, 0, 0, 1_001).consume(0, 0);
+    if twice {
+        r.deliver(2, 0, 2, 1_001).consume(0, 2);
+    }
+    r
+}
+
+#[test]
+fn a_clamp_row_whose_window_was_wiped_names_the_later_replay() {
+    let legit = dups(&clamp_window_wiped(false));
+    let bug = dups(&clamp_window_wiped(true));
+    eprintln!("legit {legit:?}\nbug {bug:?}");
+    assert!(legit.is_empty());
+    assert_eq!(
+        bug.len(),
+        1,
+        "R1's copy was wiped; R2 committed id 2 at 0 and 2"
+    );
+}
+
+/// C: x (id 1 at 0) delivered; crash C0 (no tail), R1 opens. With `skip`, a flip
+/// takes x's frame and a read skips it (consume time, R1 up). The engine then writes id
+/// 1 again at 2 (y, the bug; id 2 at 1) and delivers it. Power loss C2 hides [1, 3); a
+/// flip at 1 (above the persisted HWM) makes R2 cut at 1. The row names R2, which ran
+/// after y was delivered.
+fn consume_skip_repeat_before_its_crash(skip: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .open_clean(0, 1, 1);
+    frontier(&mut r, 1);
+    if skip {
+        r.fault(
+            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
+            Some(0),
+        )
+        .alarm(Some(0), skip_at(0))
+        .counters(0, 0, 1);
+    }
+    r.produce(2, 0, 1, 1_001)
+        .hwm(0, 3, 1, 3)
+        .deliver(2, 0, 1, 1_001)
+        .deliver(1, 0, 2, 1_000)
+        .consume(0, 1)
+        .consume(0, 2)
+        .crash(&[(0, 1, 3, 3)])
+        .fault(
+            segment_flip(OffsetRange { start: 1, end: 2 }, Some(false)),
+            Some(0),
+        )
+        .restart()
+        .disk(0, OpenRule::TornTail, 1, 1, Some(1))
+        .alarm(Some(0), torn_tail(1))
+        .opened(0, 1, 1);
+    frontier(&mut r, 1);
+    r
+}
+
+#[test]
+fn a_consume_time_skip_excuses_no_copy_delivered_before_its_replay() {
+    let no_skip = dups(&consume_skip_repeat_before_its_crash(false));
+    let bug = dups(&consume_skip_repeat_before_its_crash(true));
+    eprintln!("no_skip {no_skip:?}\nbug {bug:?}");
+    assert_eq!(no_skip.len(), 1);
+    assert_eq!(
+        bug.len(),
+        1,
+        "y was delivered before the crash whose replay the row names"
+    );
+}
+
+/// D (budgets alone): x (id 1 at 0) delivered; power loss C1 hides [0, 1); R1 completes;
+/// power loss C2 finds the log still ending at 1 and hides [0, 1). R2 re-commits id 1 at
+/// 1 and, with `twice`, at 2: both at/past C2's durable tail, first delivered after C2.
+fn completed_replay_then_crash(twice: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 0, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 0, 1, 1)])
+        .restart()
+        .open_clean(0, 0, 1);
+    frontier(&mut r, 0);
+    r.hwm(0, 1, 0, 1)
+        .crash(&[(0, 0, 1, 1)])
+        .restart()
+        .open_clean(0, 0, 1);
+    frontier(&mut r, 0);
+    r.hwm(0, 3, 3, 3).deliver(1, 0, 1, 1_000).consume(0, 1);
+    if twice {
+        r.deliver(1, 0, 2, 1_000).consume(0, 2);
+    }
+    r
+}
+
+#[test]
+fn a_completed_replay_is_not_charged_for_a_copy_written_after_a_later_crash() {
+    let legit = dups(&completed_replay_then_crash(false));
+    let bug = dups(&completed_replay_then_crash(true));
+    eprintln!("legit {legit:?}\nbug {bug:?}");
+    assert!(legit.is_empty());
+    assert_eq!(bug.len(), 1);
+}
+
+/// E: crash-free; a misdirected segment write of unknown offsets on orders/0, then id
+/// 1 delivered at 0..5.
+#[test]
+fn a_fault_of_unknown_offsets_excuses_one_copy_of_an_id() {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000).hwm(0, 5, 5, 5).fault(
+        FaultKind::Misdirected {
+            file: FileKind::Segment,
+            offsets: None,
+            below_hwm: None,
+        },
+        Some(0),
+    );
+    for o in 0..5 {
+        r.deliver(1, 0, o, 1_000);
+    }
+    let v = dups(&r);
+    eprintln!("{v:?}");
+    assert!(v.len() >= 3, "one fault, five copies, no crash");
+}
+
+/// A2: A with R1's copy y taken by damage instead of left undelivered: C2 hides [1, 2)
+/// (y), a flip above the persisted HWM takes y (damage held lists it), R2 cuts at 1
+/// and re-commits id 1 at 1 (z) and, with `twice`, at 2 (z').
+fn skip_named_replay_copy_taken(twice: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 1, 1, 1)])
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
+            Some(0),
+        )
+        .restart()
+        .disk(0, OpenRule::Clean, 1, 1, None)
+        .alarm(Some(0), skip_at(0))
+        .counters(0, 0, 1)
+        .opened(0, 1, 1);
+    frontier(&mut r, 1);
+    r.hwm(0, 2, 1, 2)
+        .crash(&[(0, 1, 2, 2)])
+        .fault(
+            segment_flip(OffsetRange { start: 1, end: 2 }, Some(false)),
+            Some(0),
+        )
+        .with(|t, h| {
+            let f = h.len() - 1;
+            h.damage_held(t, f, &tp(0), vec![held(1, 1)]);
+        })
+        .restart()
+        .disk(0, OpenRule::TornTail, 1, 1, Some(1))
+        .alarm(Some(0), torn_tail(1))
+        .opened(0, 1, 1);
+    frontier(&mut r, 1);
+    r.hwm(0, 3, 3, 3).deliver(1, 0, 1, 1_000).consume(0, 1);
+    if twice {
+        r.deliver(1, 0, 2, 1_000).consume(0, 2);
+    }
+    r
+}
+
+#[test]
+fn a_skip_row_names_no_replay_whose_copy_damage_took() {
+    let legit = dups(&skip_named_replay_copy_taken(false));
+    let bug = dups(&skip_named_replay_copy_taken(true));
+    eprintln!("legit {legit:?}\nbug {bug:?}");
+    assert!(legit.is_empty());
+    assert_eq!(bug.len(), 1, "R2 committed id 1 at 1 and 2");
+}

@@ -17,29 +17,36 @@ pub(super) struct Excusal {
     /// budgets name it): it commits the id once, whatever row or budget explains
     /// it. `None` for a fault's reach, or when no replay can be named.
     pub replay: Option<(TopicPartition, Option<Incarnation>)>,
-    /// Without a replay, excusals with the same slot share one place: a fault's, one
-    /// per id.
-    pub slot: (Vec<usize>, usize, usize),
+    /// Without a replay, excusals with the same slot share one place: the causes and
+    /// the copy repeated (`usize::MAX` for a fault's reach: one place per fault and id).
+    pub slot: (Vec<usize>, usize),
 }
 
-/// The replay that made `repeat` after the alarm at history index `alarm` (a skip, a
-/// clamp, a lost checkpoint): the replay of the open the alarm came in while that open
-/// was still running, else the one after the next crash, as the crash budgets name it.
-fn replay_after(
-    facts: &Facts<'_>,
-    alarm: usize,
-    repeat: &Copy,
-) -> Option<(TopicPartition, Option<Incarnation>)> {
+/// The crash before the replay that follows the alarm at history index `alarm` (a
+/// skip, a clamp, a lost checkpoint): the one that began the alarm's incarnation when
+/// its open was still running (an open skips what it reads while it replays), else the
+/// next crash after the alarm.
+fn crash_before_replay<'f>(facts: &'f Facts<'_>, alarm: usize) -> Option<&'f CrashFact> {
     let incarnation = facts.history.events()[alarm].incarnation;
     let opening = facts
         .opened_at
         .get(&incarnation)
         .is_none_or(|&opened| alarm < opened);
-    let crash = if opening {
-        facts.crash_ending(incarnation.checked_sub(1)?)?
+    if opening {
+        facts.crash_ending(incarnation.checked_sub(1)?)
     } else {
-        facts.crashes.iter().find(|c| c.index > alarm)?
-    };
+        facts.crashes.iter().find(|c| c.index > alarm)
+    }
+}
+
+/// The replay that made `repeat` after the alarm at history index `alarm`, as the crash
+/// budgets name it.
+fn replay_after(
+    facts: &Facts<'_>,
+    alarm: usize,
+    repeat: &Copy,
+) -> Option<(TopicPartition, Option<Incarnation>)> {
+    let crash = crash_before_replay(facts, alarm)?;
     Some((
         repeat.tp.clone(),
         super::place::replay_writing(facts, crash, repeat),
@@ -70,7 +77,7 @@ pub(super) fn excusals(
                         .causes
                         .first()
                         .and_then(|&alarm| replay_after(facts, alarm, &copies[repeat]));
-                    let slot = (excuse.causes.clone(), of, usize::MAX);
+                    let slot = (excuse.causes.clone(), of);
                     out.push(Excusal {
                         excuse,
                         takers: vec![repeat],
@@ -94,7 +101,7 @@ pub(super) fn excusals(
                     before,
                 );
                 if let Some(excuse) = reach {
-                    let slot = (excuse.causes.clone(), usize::MAX, usize::MAX);
+                    let slot = (excuse.causes.clone(), usize::MAX);
                     out.push(Excusal {
                         excuse,
                         takers: vec![j, k],
@@ -106,28 +113,6 @@ pub(super) fn excusals(
         }
     }
     out
-}
-
-/// Where the replay that re-commits what skip `s` skipped commits from: the replay of
-/// the open the skip came in when that open was still running (it skips what it reads
-/// while it replays), else the one after the next crash; the floor of the crash before
-/// that replay on `tp`. `None` when no such crash recorded the partition.
-fn skip_replay_floor(
-    facts: &Facts<'_>,
-    tp: &TopicPartition,
-    s: &crate::check::alarms::SkipFact,
-) -> Option<Offset> {
-    let opening = facts
-        .opened_at
-        .get(&s.incarnation)
-        .is_none_or(|&opened| s.index < opened);
-    let crash = if opening {
-        facts.crash_ending(s.incarnation.checked_sub(1)?)?
-    } else {
-        facts.crashes.iter().find(|c| c.index > s.index)?
-    };
-    let state = crash.partitions.get(tp)?;
-    Some(super::tail::fresh_from(facts, crash, state))
 }
 
 /// `damaged_copy_recommitted`: after `copy` was first delivered and before `other`
@@ -156,18 +141,16 @@ pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Opti
                     .restarts
                     .values()
                     .any(|&restart| copy.first_delivery < restart && restart < until)
-                // And `other` lies where the replay that re-commits it commits: at or
-                // past the floor of the crash before it (helper-45: a copy the engine
-                // wrote before, first delivered after the skip, passed as its repeat).
-                && skip_replay_floor(facts, &copy.tp, s).is_some_and(|floor| other.offset >= floor)
-                // A consume-time skip's replay runs after the next crash: the repeat
-                // was first delivered after that crash (helper-46).
-                && (s.index < facts.opened_at.get(&s.incarnation).copied().unwrap_or(usize::MAX)
-                    || facts
-                        .crashes
-                        .iter()
-                        .find(|c| c.index > s.index)
-                        .is_some_and(|c| c.index < until))
+                // And `other` is that replay's: first delivered after the crash before
+                // it (helper-46: a consume-time skip's replay follows the next crash),
+                // at or past where it commits (helper-45: a copy the engine wrote
+                // before, first delivered after the skip, passed as its repeat).
+                && crash_before_replay(facts, s.index).is_some_and(|c| {
+                    c.index < until
+                        && c.partitions.get(&copy.tp).is_some_and(|p| {
+                            other.offset >= super::tail::fresh_from(facts, c, p)
+                        })
+                })
         })
         .map(|s| (s.index, format!("{} offset {}", copy.tp, copy.offset)));
     // The first open from `from` on that completed: its replay re-commits what a clamp

@@ -26,8 +26,8 @@
 //! The budgets are placed first; when they leave a copy, the rows join the flow: a
 //! copy a row names as the repeat of another costs no budget, but leaves by the node of
 //! the replay that made it, which passes one copy of the id whatever explains it (an
-//! out-of-contract fault's reach: one place per fault and copy it reached; see
-//! `excused.rs`'s `Excusal`). So a crash's budget is not spent on a copy an event
+//! out-of-contract fault's reach: one place per fault and id; see `excused.rs`'s
+//! `Excusal`). So a crash's budget is not spent on a copy an event
 //! explains while one only that crash explains goes without, and no row explains both
 //! copies of its pair, or a repeat its replay did not make.
 //!
@@ -124,7 +124,7 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
                 Role::Recommit(slot) => report.crashes[slot].count += 1,
                 Role::Excused(i) => report.excused.push((*id, excusals[id][i].excuse.clone())),
                 Role::Unplaced => {
-                    let (earlier, later) = pairs(copies, k)[0];
+                    let (earlier, later) = a_pair(copies, k);
                     leftovers.push((*id, earlier, later));
                 }
             }
@@ -137,22 +137,15 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> DuplicatesReport {
     report
 }
 
-/// `copies[k]` paired with each other copy in turn, in the accounting's (partition,
-/// offset) order, earlier first: any pair an excuse row covers explains `copies[k]`.
-fn pairs(copies: &[Copy], k: usize) -> Vec<(&Copy, &Copy)> {
-    let later = &copies[k];
-    copies
-        .iter()
-        .enumerate()
-        .filter(|(j, _)| *j != k)
-        .map(|(j, other)| {
-            if j < k {
-                (other, later)
-            } else {
-                (later, other)
-            }
-        })
-        .collect()
+/// `copies[k]` and another copy of its id, in the accounting's (partition, offset)
+/// order: the pair a violation names.
+fn a_pair(copies: &[Copy], k: usize) -> (&Copy, &Copy) {
+    let j = usize::from(k == 0);
+    if j < k {
+        (&copies[j], &copies[k])
+    } else {
+        (&copies[k], &copies[j])
+    }
 }
 
 fn unexplained(

@@ -76,7 +76,7 @@ pub(super) fn place(
         // cost (the replay still commits the id once); one without, a node per slot,
         // passing one copy on.
         let of_id_excusals = of_id_excusals_of(excusals, &id);
-        let mut slots: BTreeMap<&(Vec<usize>, usize, usize), usize> = BTreeMap::new();
+        let mut slots: BTreeMap<&(Vec<usize>, usize), usize> = BTreeMap::new();
         // Per replay node's exit: its free way out and the excusals that give it.
         let mut free: BTreeMap<usize, (EdgeId, Vec<usize>)> = BTreeMap::new();
         let excusal_nodes: Vec<Option<usize>> = of_id_excusals
@@ -162,6 +162,7 @@ pub(super) fn place(
         .keys()
         .zip(edges)
         .map(|(id, (of_id, charged, free))| {
+            let of_id_excusals = of_id_excusals_of(excusals, id);
             let mut roles: Vec<Role> = of_id
                 .iter()
                 .enumerate()
@@ -190,7 +191,7 @@ pub(super) fn place(
                             given
                                 .iter()
                                 .copied()
-                                .find(|&i| of_id_excusals_of(excusals, id)[i].takers.contains(&k))
+                                .find(|&i| of_id_excusals[i].takers.contains(&k))
                                 .unwrap_or(given[0]),
                         ),
                         _ => Role::Unplaced,

@@ -288,3 +288,55 @@ fn a_skip_row_names_no_replay_whose_copy_damage_took() {
     assert!(legit.is_empty());
     assert_eq!(bug.len(), 1, "R2 committed id 1 at 1 and 2");
 }
+
+/// helper-47: ids 1 and 2 at 0 and 1, delivered; a power loss hides [0, 2). The next
+/// open begins its replay and, unless `seen_up`, is killed before it completes; a power
+/// loss leaves the log through 4, and a flip at 2 makes the next open cut there, so
+/// nothing the first replay wrote is left. That open's replay commits id 1 at 2, id 2
+/// after it, and with `twice` id 1 again at 3 (the bug).
+fn killed_replay_cut(seen_up: bool, twice: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 0, 2)
+        .delivered(2)
+        .consume(0, 0)
+        .consume(0, 1)
+        .crash(&[(0, 0, 2, 2)])
+        .restart()
+        .open_clean(0, 0, 2)
+        .alarm(Some(0), Alarm::ReplayCommitting { records: 2 });
+    if seen_up {
+        frontier(&mut r, 0);
+    }
+    r.crash(&[(0, 0, 4, 2)])
+        .fault(flip_above_hwm(2), Some(0))
+        .restart()
+        .disk(0, OpenRule::TornTail, 0, 2, Some(2))
+        .alarm(Some(0), torn_tail(2))
+        .opened(0, 0, 2)
+        .alarm(Some(0), Alarm::ReplayCommitting { records: 2 });
+    frontier(&mut r, 0);
+    if twice {
+        r.hwm(0, 5, 5, 5)
+            .deliver(1, 0, 2, 1_100)
+            .deliver(1, 0, 3, 1_101)
+            .deliver(2, 0, 4, 1_102);
+    } else {
+        r.hwm(0, 4, 4, 4)
+            .deliver(1, 0, 2, 1_100)
+            .deliver(2, 0, 3, 1_101);
+    }
+    r
+}
+
+#[test]
+fn a_killed_replay_whose_writes_a_cut_took_is_not_charged_for_a_later_copy() {
+    for seen_up in [false, true] {
+        assert!(dups(&killed_replay_cut(seen_up, false)).is_empty());
+        assert_eq!(
+            dups(&killed_replay_cut(seen_up, true)).len(),
+            1,
+            "seen_up {seen_up}: the second open committed id 1 at 2 and 3"
+        );
+    }
+}

@@ -352,27 +352,31 @@ pub(super) fn replay_writing(
             break;
         };
         let next = replay_of(facts, end, &copy.tp);
+        // A cut at or below the copy before the next replay took what this one wrote
+        // there (helper-46; helper-47 for a killed open).
+        let cut_took = || {
+            facts.alarms.cuts(&copy.tp).any(|c| {
+                c.incarnation > i
+                    && next.is_none_or(|n| c.incarnation <= n)
+                    && c.index < copy.first_delivery
+                    && c.offset <= copy.offset
+            })
+        };
         let moved = if !facts.opened.contains(&i) {
             let tail = end
                 .partitions
                 .get(&copy.tp)
                 .map_or(Offset::MAX, |p| hidden_tail(facts, end, p).1);
-            copy.offset >= tail
+            copy.offset >= tail || cut_took()
         } else {
             // A completed replay's commits are durable: it wrote nothing the crash
-            // ending it did not leave in the log, and nothing a cut before the next
-            // replay took is still its copy (helper-46).
+            // ending it did not leave in the log.
             end.index < copy.first_delivery
                 && (end
                     .partitions
                     .get(&copy.tp)
                     .is_some_and(|p| p.durable_tail <= copy.offset)
-                    || facts.alarms.cuts(&copy.tp).any(|c| {
-                        c.incarnation > i
-                            && next.is_none_or(|n| c.incarnation <= n)
-                            && c.index < copy.first_delivery
-                            && c.offset <= copy.offset
-                    }))
+                    || cut_took())
         };
         if !moved {
             break;

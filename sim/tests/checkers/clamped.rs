@@ -155,14 +155,6 @@ fn an_open_killed_before_its_cut_moves_no_copy() {
     );
 }
 
-fn held(offset: u64, id: ProduceId) -> HeldCopy {
-    HeldCopy {
-        offset,
-        id,
-        committed_at_ms: 1_000 + offset,
-    }
-}
-
 /// Ids 1, 2 at 0, 1 (persisted HWM 2); id 1 delivered. A flip takes both frames; the
 /// open of incarnation 1 cuts at 0 and clamps [0, 2); its replay re-commits id 2 at 0
 /// (the WAL still held it), persisted before a power loss. A latent sector then takes

@@ -1118,14 +1118,6 @@ fn recommit_of_a_copy_damage_took(named: bool) -> Run {
     r
 }
 
-fn held(offset: u64, id: ProduceId) -> HeldCopy {
-    HeldCopy {
-        offset,
-        id,
-        committed_at_ms: 1_000 + offset,
-    }
-}
-
 #[test]
 fn a_recommit_of_a_copy_damage_took_before_anyone_read_it_is_its_crashs() {
     // Fresh quick seed 495396267004918: the copy the second crash hid was the first

@@ -1,29 +1,8 @@
-//! `bounded_duplicates` read by a third adversary (helper-46, on 264af53): each
-//! history is one an engine bug could make, and each was accepted then (and by
-//! a43cf48).
+//! `bounded_duplicates` read by the third to fifth adversaries (helper-46 on 264af53,
+//! then helper-47 and helper-48): each history is one an engine bug could make,
+//! and each was accepted by the checker of its day.
 
 use super::*;
-use cafelog_sim::history::HeldCopy;
-
-fn dups(r: &Run) -> Vec<String> {
-    let d = r.report().bounded_duplicates;
-    d.violations.iter().map(|v| v.message.clone()).collect()
-}
-fn skip_at(base: u64) -> Alarm {
-    Alarm::FrameSkipped { base, records: 1 }
-}
-fn held(offset: u64, id: ProduceId) -> HeldCopy {
-    HeldCopy {
-        offset,
-        id,
-        committed_at_ms: 1_000,
-    }
-}
-fn frontier(r: &mut Run, v: u64) {
-    r.with(|t, h| {
-        h.frontier_observed(t, &tp(0), v);
-    });
-}
 
 /// A power loss with persisted HWM `at` and durable tail `tail`; damage at rest takes
 /// the frame at `at` (id `id`'s copy), and the next open cuts there (R1) and comes up.
@@ -47,7 +26,7 @@ fn taken_and_cut(r: &mut Run, tail: u64, at: u64, id: ProduceId) {
         .disk(0, OpenRule::TornTail, at, at, Some(at))
         .alarm(Some(0), torn_tail(at))
         .opened(0, at, at);
-    frontier(r, at);
+    r.frontier_seen(0, at);
 }
 
 /// A: x (id 1 at 0) delivered; power loss C1 hides nothing. With `skip`, a flip takes
@@ -70,10 +49,10 @@ fn skip_named_replay_before_a_later_crash(skip: bool, twice: bool) -> Run {
     }
     r.restart().disk(0, OpenRule::Clean, 1, 1, None);
     if skip {
-        r.alarm(Some(0), skip_at(0)).counters(0, 0, 1);
+        r.alarm(Some(0), frame_skipped(0)).counters(0, 0, 1);
     }
     r.opened(0, 1, 1);
-    frontier(&mut r, 1);
+    r.frontier_seen(0, 1);
     r.hwm(0, 2, 1, 2)
         .crash(&[(0, 1, 2, 2)])
         .restart()
@@ -81,7 +60,7 @@ fn skip_named_replay_before_a_later_crash(skip: bool, twice: bool) -> Run {
             h.hidden_at_open(t, &tp(0), 1, 2, vec![held(1, 1)]);
         });
     r.open_clean(0, 1, 2);
-    frontier(&mut r, 1);
+    r.frontier_seen(0, 1);
     r.hwm(0, 4, 4, 4).deliver(1, 0, 2, 1_000).consume(0, 2);
     if twice {
         r.deliver(1, 0, 3, 1_000).consume(0, 3);
@@ -91,9 +70,9 @@ fn skip_named_replay_before_a_later_crash(skip: bool, twice: bool) -> Run {
 
 #[test]
 fn a_skip_row_names_no_replay_a_later_crash_undid() {
-    let legit = dups(&skip_named_replay_before_a_later_crash(true, false));
-    let no_skip = dups(&skip_named_replay_before_a_later_crash(false, true));
-    let bug = dups(&skip_named_replay_before_a_later_crash(true, true));
+    let legit = duplicate_messages(&skip_named_replay_before_a_later_crash(true, false));
+    let no_skip = duplicate_messages(&skip_named_replay_before_a_later_crash(false, true));
+    let bug = duplicate_messages(&skip_named_replay_before_a_later_crash(true, true));
     assert!(legit.is_empty());
     assert_eq!(no_skip.len(), 1);
     assert_eq!(bug.len(), 1, "R2 committed id 1 at 2 and 3");
@@ -123,7 +102,7 @@ fn clamp_window_wiped(twice: bool) -> Run {
         .alarm(Some(0), clamp(2, 0))
         .counters(0, 2, 0)
         .opened(0, 0, 0);
-    frontier(&mut r, 0);
+    r.frontier_seen(0, 0);
     r.hwm(0, 1, 0, 1);
     taken_and_cut(&mut r, 1, 0, 2);
     r.hwm(0, 3, 3, 3).deliver(2, 0, 0, 1_001).consume(0, 0);
@@ -135,8 +114,8 @@ fn clamp_window_wiped(twice: bool) -> Run {
 
 #[test]
 fn a_clamp_row_whose_window_was_wiped_names_the_later_replay() {
-    let legit = dups(&clamp_window_wiped(false));
-    let bug = dups(&clamp_window_wiped(true));
+    let legit = duplicate_messages(&clamp_window_wiped(false));
+    let bug = duplicate_messages(&clamp_window_wiped(true));
     assert!(legit.is_empty());
     assert_eq!(
         bug.len(),
@@ -159,13 +138,13 @@ fn consume_skip_repeat_before_its_crash(skip: bool) -> Run {
         .crash(&[(0, 1, 1, 1)])
         .restart()
         .open_clean(0, 1, 1);
-    frontier(&mut r, 1);
+    r.frontier_seen(0, 1);
     if skip {
         r.fault(
             segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
             Some(0),
         )
-        .alarm(Some(0), skip_at(0))
+        .alarm(Some(0), frame_skipped(0))
         .counters(0, 0, 1);
     }
     r.produce(2, 0, 1, 1_001)
@@ -183,14 +162,14 @@ fn consume_skip_repeat_before_its_crash(skip: bool) -> Run {
         .disk(0, OpenRule::TornTail, 1, 1, Some(1))
         .alarm(Some(0), torn_tail(1))
         .opened(0, 1, 1);
-    frontier(&mut r, 1);
+    r.frontier_seen(0, 1);
     r
 }
 
 #[test]
 fn a_consume_time_skip_excuses_no_copy_delivered_before_its_replay() {
-    let no_skip = dups(&consume_skip_repeat_before_its_crash(false));
-    let bug = dups(&consume_skip_repeat_before_its_crash(true));
+    let no_skip = duplicate_messages(&consume_skip_repeat_before_its_crash(false));
+    let bug = duplicate_messages(&consume_skip_repeat_before_its_crash(true));
     assert_eq!(no_skip.len(), 1);
     assert_eq!(
         bug.len(),
@@ -211,12 +190,12 @@ fn completed_replay_then_crash(twice: bool) -> Run {
         .crash(&[(0, 0, 1, 1)])
         .restart()
         .open_clean(0, 0, 1);
-    frontier(&mut r, 0);
+    r.frontier_seen(0, 0);
     r.hwm(0, 1, 0, 1)
         .crash(&[(0, 0, 1, 1)])
         .restart()
         .open_clean(0, 0, 1);
-    frontier(&mut r, 0);
+    r.frontier_seen(0, 0);
     r.hwm(0, 3, 3, 3).deliver(1, 0, 1, 1_000).consume(0, 1);
     if twice {
         r.deliver(1, 0, 2, 1_000).consume(0, 2);
@@ -226,8 +205,8 @@ fn completed_replay_then_crash(twice: bool) -> Run {
 
 #[test]
 fn a_completed_replay_is_not_charged_for_a_copy_written_after_a_later_crash() {
-    let legit = dups(&completed_replay_then_crash(false));
-    let bug = dups(&completed_replay_then_crash(true));
+    let legit = duplicate_messages(&completed_replay_then_crash(false));
+    let bug = duplicate_messages(&completed_replay_then_crash(true));
     assert!(legit.is_empty());
     assert_eq!(bug.len(), 1);
 }
@@ -248,7 +227,7 @@ fn a_fault_of_unknown_offsets_excuses_one_copy_of_an_id() {
     for o in 0..5 {
         r.deliver(1, 0, o, 1_000);
     }
-    let v = dups(&r);
+    let v = duplicate_messages(&r);
     assert!(v.len() >= 3, "one fault, five copies, no crash");
 }
 
@@ -268,10 +247,10 @@ fn skip_named_replay_copy_taken(twice: bool) -> Run {
         )
         .restart()
         .disk(0, OpenRule::Clean, 1, 1, None)
-        .alarm(Some(0), skip_at(0))
+        .alarm(Some(0), frame_skipped(0))
         .counters(0, 0, 1)
         .opened(0, 1, 1);
-    frontier(&mut r, 1);
+    r.frontier_seen(0, 1);
     r.hwm(0, 2, 1, 2);
     taken_and_cut(&mut r, 2, 1, 1);
     r.hwm(0, 3, 3, 3).deliver(1, 0, 1, 1_000).consume(0, 1);
@@ -283,8 +262,8 @@ fn skip_named_replay_copy_taken(twice: bool) -> Run {
 
 #[test]
 fn a_skip_row_names_no_replay_whose_copy_damage_took() {
-    let legit = dups(&skip_named_replay_copy_taken(false));
-    let bug = dups(&skip_named_replay_copy_taken(true));
+    let legit = duplicate_messages(&skip_named_replay_copy_taken(false));
+    let bug = duplicate_messages(&skip_named_replay_copy_taken(true));
     assert!(legit.is_empty());
     assert_eq!(bug.len(), 1, "R2 committed id 1 at 1 and 2");
 }
@@ -306,7 +285,7 @@ fn killed_replay_cut(seen_up: bool, twice: bool) -> Run {
         .open_clean(0, 0, 2)
         .alarm(Some(0), Alarm::ReplayCommitting { records: 2 });
     if seen_up {
-        frontier(&mut r, 0);
+        r.frontier_seen(0, 0);
     }
     r.crash(&[(0, 0, 4, 2)])
         .fault(flip_above_hwm(2), Some(0))
@@ -315,7 +294,7 @@ fn killed_replay_cut(seen_up: bool, twice: bool) -> Run {
         .alarm(Some(0), torn_tail(2))
         .opened(0, 0, 2)
         .alarm(Some(0), Alarm::ReplayCommitting { records: 2 });
-    frontier(&mut r, 0);
+    r.frontier_seen(0, 0);
     if twice {
         r.hwm(0, 5, 5, 5)
             .deliver(1, 0, 2, 1_100)
@@ -332,11 +311,58 @@ fn killed_replay_cut(seen_up: bool, twice: bool) -> Run {
 #[test]
 fn a_killed_replay_whose_writes_a_cut_took_is_not_charged_for_a_later_copy() {
     for seen_up in [false, true] {
-        assert!(dups(&killed_replay_cut(seen_up, false)).is_empty());
+        assert!(duplicate_messages(&killed_replay_cut(seen_up, false)).is_empty());
         assert_eq!(
-            dups(&killed_replay_cut(seen_up, true)).len(),
+            duplicate_messages(&killed_replay_cut(seen_up, true)).len(),
             1,
             "seen_up {seen_up}: the second open committed id 1 at 2 and 3"
         );
     }
+}
+
+/// helper-48, budgets alone: power loss C1 hides [0, 2) (x = id 1 at 0, delivered
+/// while the in-memory HWM showed it; id 2 at 1, never delivered): bound 2. Its
+/// replay R1 completes and re-commits id 1 at 2 (y, delivered) and id 2 at 3. Power
+/// loss C2 finds all of it durable and persisted (persisted HWM 4 = durable tail 4):
+/// nothing hidden. With `bug`, the replay R2 commits id 1 again at 4 (z).
+///
+/// R2 has no reason to: R1's copy y of id 1 survived C2 (below its durable tail, below
+/// the persisted HWM), and R2's replay skips an entry with a copy visible up to the
+/// HWM (`open.rs` `replay`: `visible_copies`), which y (and x) are; C2 hid nothing.
+/// One crash, one replay of its entries: C1's entries were re-committed once, by R1.
+/// The checker lets `replay_writing` pass C1's charge for z on to R2 (z lies past the
+/// log C2 left, "a completed replay wrote nothing the crash ending it did not leave"),
+/// so id 1 gets a second slot of C1's (one at R1 for y, one at R2 for z), and C1's
+/// bound 2 (it hid two entries, of two ids) pays for both.
+fn replay_copy_survived_then_moved(bug: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 0, 2)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 0, 2, 2)])
+        .restart()
+        .open_clean(0, 0, 2);
+    r.frontier_seen(0, 1);
+    r.hwm(0, 4, 4, 4)
+        .deliver(1, 0, 2, 1_000)
+        .consume(0, 2)
+        .crash(&[(0, 4, 4, 4)])
+        .restart()
+        .open_clean(0, 4, 4);
+    r.frontier_seen(0, 3);
+    if bug {
+        r.hwm(0, 5, 5, 5).deliver(1, 0, 4, 1_000).consume(0, 4);
+    }
+    r
+}
+
+#[test]
+fn a_replay_whose_copy_survived_hands_no_slot_on_to_the_next() {
+    assert!(duplicate_messages(&replay_copy_survived_then_moved(false)).is_empty());
+    assert_eq!(
+        duplicate_messages(&replay_copy_survived_then_moved(true)).len(),
+        1,
+        "id 1 was hidden once (C1) and re-committed by R1 (y, still in the log): z is extra"
+    );
 }

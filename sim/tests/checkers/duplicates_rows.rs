@@ -4,14 +4,6 @@
 
 use super::*;
 
-fn dup_violations(r: &Run) -> usize {
-    r.report().bounded_duplicates.violations.len()
-}
-
-fn skip_at(base: u64) -> Alarm {
-    Alarm::FrameSkipped { base, records: 1 }
-}
-
 /// Id 1 at 0, delivered and consumed, and delivered again at each of `before` (the
 /// engine wrote it again with no crash between); a power loss with persisted HWM
 /// `persisted` and durable tail `tail`; with `skip`, a flip takes the frame at that
@@ -47,7 +39,7 @@ pub(super) fn copies_around_a_skip(
     }
     r.restart().disk(0, OpenRule::Clean, persisted, tail, None);
     if let Some(o) = skip {
-        r.alarm(Some(0), skip_at(o)).counters(0, 0, 1);
+        r.alarm(Some(0), frame_skipped(o)).counters(0, 0, 1);
     }
     r.opened(0, persisted, tail).with(|t, h| {
         h.frontier_observed(t, &tp(0), 1);
@@ -65,11 +57,11 @@ pub(super) fn copies_around_a_skip(
 #[test]
 fn a_skip_and_a_crash_budget_share_one_replay() {
     assert_eq!(
-        dup_violations(&copies_around_a_skip(&[], 0, 1, None, &[1, 2])),
+        duplicate_messages(&copies_around_a_skip(&[], 0, 1, None, &[1, 2])).len(),
         1
     );
     assert_eq!(
-        dup_violations(&copies_around_a_skip(&[], 0, 1, Some(0), &[1, 2])),
+        duplicate_messages(&copies_around_a_skip(&[], 0, 1, Some(0), &[1, 2])).len(),
         1,
         "one replay committed id 1 twice; the skip and the crash each took one"
     );
@@ -80,11 +72,11 @@ fn a_skip_and_a_crash_budget_share_one_replay() {
 #[test]
 fn a_skip_excuses_no_copy_below_where_its_replay_commits() {
     assert_eq!(
-        dup_violations(&copies_around_a_skip(&[], 2, 2, None, &[1])),
+        duplicate_messages(&copies_around_a_skip(&[], 2, 2, None, &[1])).len(),
         1
     );
     assert_eq!(
-        dup_violations(&copies_around_a_skip(&[], 2, 2, Some(0), &[1])),
+        duplicate_messages(&copies_around_a_skip(&[], 2, 2, Some(0), &[1])).len(),
         1,
         "y was written before any crash; the skip's replay commits at the tail (2), not at 1"
     );
@@ -95,11 +87,11 @@ fn a_skip_excuses_no_copy_below_where_its_replay_commits() {
 #[test]
 fn a_copy_written_twice_and_delivered_late_is_no_skips_repeat() {
     assert_eq!(
-        dup_violations(&copies_around_a_skip(&[], 0, 2, None, &[1, 2])),
+        duplicate_messages(&copies_around_a_skip(&[], 0, 2, None, &[1, 2])).len(),
         1
     );
     assert_eq!(
-        dup_violations(&copies_around_a_skip(&[], 0, 2, Some(0), &[1, 2])),
+        duplicate_messages(&copies_around_a_skip(&[], 0, 2, Some(0), &[1, 2])).len(),
         1
     );
 }
@@ -145,9 +137,12 @@ fn clamp_and_checkpoint_in_one_open(ckpt: bool) -> Run {
 
 #[test]
 fn a_clamp_and_a_lost_checkpoint_of_one_open_share_one_replay() {
-    assert_eq!(dup_violations(&clamp_and_checkpoint_in_one_open(false)), 1);
     assert_eq!(
-        dup_violations(&clamp_and_checkpoint_in_one_open(true)),
+        duplicate_messages(&clamp_and_checkpoint_in_one_open(false)).len(),
+        1
+    );
+    assert_eq!(
+        duplicate_messages(&clamp_and_checkpoint_in_one_open(true)).len(),
         1,
         "one replay committed id 2 twice"
     );
@@ -192,11 +187,11 @@ fn lost_checkpoint_replay_commits_three(ckpt: bool) -> Run {
 #[test]
 fn one_lost_checkpoint_repeats_an_id_once() {
     assert_eq!(
-        dup_violations(&lost_checkpoint_replay_commits_three(false)),
+        duplicate_messages(&lost_checkpoint_replay_commits_three(false)).len(),
         2
     );
     assert_eq!(
-        dup_violations(&lost_checkpoint_replay_commits_three(true)),
+        duplicate_messages(&lost_checkpoint_replay_commits_three(true)).len(),
         2,
         "one replay committed id 1 three times"
     );
@@ -222,10 +217,14 @@ fn an_out_of_contract_fault_after_the_duplicate_excuses_nothing() {
             .deliver(1, 0, 1, 1_001);
         r
     };
-    assert_eq!(dup_violations(&base()), 1);
+    assert_eq!(duplicate_messages(&base()).len(), 1);
     let mut r = base();
     r.fault(misdirected(0, 1), Some(0));
-    assert_eq!(dup_violations(&r), 1, "the fault came after both copies");
+    assert_eq!(
+        duplicate_messages(&r).len(),
+        1,
+        "the fault came after both copies"
+    );
 }
 
 /// one misdirected write reaching orders/0@0, then id 1 delivered from 0, from
@@ -242,7 +241,7 @@ fn one_out_of_contract_fault_excuses_only_what_it_reached() {
     }
     r.deliver(1, 1, 3, 1_000);
     assert!(
-        dup_violations(&r) >= 3,
+        duplicate_messages(&r).len() >= 3,
         "a frame-sized fault on orders/0@0 made 4 copies, one on another partition"
     );
 }
@@ -281,6 +280,6 @@ fn reopened_keeps_a_hidden_copy_first_delivered_after_a_later_crash() {
             .hwm(0, 4, 4, 4)
             .deliver(2, 0, 1, 1_001)
             .consume(0, 1);
-        assert_eq!(dup_violations(&r), 0, "process={process}");
+        assert_eq!(duplicate_messages(&r).len(), 0, "process={process}");
     }
 }

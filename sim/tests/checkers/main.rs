@@ -37,6 +37,7 @@ mod commit_time;
 mod corruption;
 mod delay_gate;
 mod duplicates;
+mod duplicates_reach;
 mod duplicates_replays;
 mod duplicates_rows;
 mod excuses;
@@ -305,6 +306,13 @@ impl Run {
         self
     }
 
+    /// A consumer of orders/`p` was shown frontier `value`.
+    fn frontier_seen(&mut self, p: u32, value: u64) -> &mut Self {
+        let t = self.now();
+        self.h.frontier_observed(t, &tp(p), value);
+        self
+    }
+
     /// An open read frontier `read` of orders/`p` above its HWM `to`, clamped it, and
     /// the queue came up there.
     fn frontier_clamped(&mut self, p: u32, read: u64, to: u64) -> &mut Self {
@@ -332,6 +340,27 @@ impl Run {
         check(&self.h, &CONFIG)
     }
 }
+/// The messages of `bounded_duplicates`'s violations.
+fn duplicate_messages(r: &Run) -> Vec<String> {
+    let d = r.report().bounded_duplicates;
+    d.violations.iter().map(|v| v.message.clone()).collect()
+}
+
+/// The engine skipped the one-record frame at `base` as unreadable.
+fn frame_skipped(base: u64) -> Alarm {
+    Alarm::FrameSkipped { base, records: 1 }
+}
+
+/// A copy of `id` at `offset`, as the world lists one (damage took it, or an open found
+/// it hidden).
+fn held(offset: u64, id: ProduceId) -> HeldCopy {
+    HeldCopy {
+        offset,
+        id,
+        committed_at_ms: 1_000 + offset,
+    }
+}
+
 fn crash_partitions(parts: &[(u32, u64, u64, u64)]) -> Vec<CrashPartition> {
     parts
         .iter()

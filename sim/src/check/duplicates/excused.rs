@@ -9,16 +9,17 @@ use super::*;
 /// repeat, and the event it rests on.
 pub(super) struct Excusal {
     pub excuse: Excuse,
-    /// The copies (indices into the id's copies) that may take this place: the one the
-    /// row names as the repeat of the other, or either for an out-of-contract fault's
-    /// reach (the contract says nothing of what it does).
-    pub takers: Vec<usize>,
+    /// The copy (an index into the id's copies) the row names as the repeat of the
+    /// other; an out-of-contract fault's reach names each copy of its pair first
+    /// delivered after the crash that showed it, in one excusal each (the contract says
+    /// nothing of which copy the fault reached).
+    pub repeat: usize,
     /// The replay that made the repeat (its partition and incarnation, as the crash
     /// budgets name it): it commits the id once, whatever row or budget explains
-    /// it. `None` for a fault's reach, or when no replay can be named.
+    /// it. `None` when no replay can be named.
     pub replay: Option<(TopicPartition, Option<Incarnation>)>,
     /// Without a replay, excusals with the same slot share one place: the causes and
-    /// the copy repeated (`usize::MAX` for a fault's reach: one place per fault and id).
+    /// the copy repeated.
     pub slot: (Vec<usize>, usize),
 }
 
@@ -39,17 +40,33 @@ fn crash_before_replay<'f>(facts: &'f Facts<'_>, alarm: usize) -> Option<&'f Cra
     }
 }
 
+/// The crash that first showed the out-of-contract fault at history index `fault` to
+/// an open: the next power loss for a fault only the platter holds (a process crash
+/// keeps the page cache, which shows the engine's bytes), else the next crash.
+fn crash_showing<'f>(facts: &'f Facts<'_>, fault: usize) -> Option<&'f CrashFact> {
+    let platter = facts
+        .reaches
+        .iter()
+        .find(|r| r.fault_index == fault)
+        .is_none_or(|r| r.platter_only());
+    facts
+        .crashes
+        .iter()
+        .find(|c| c.index > fault && !(platter && c.process))
+}
+
 /// The replay that made `repeat` after the alarm at history index `alarm`, as the crash
 /// budgets name it.
 fn replay_after(
     facts: &Facts<'_>,
     alarm: usize,
-    repeat: &Copy,
+    copies: &[Copy],
+    repeat: usize,
 ) -> Option<(TopicPartition, Option<Incarnation>)> {
     let crash = crash_before_replay(facts, alarm)?;
     Some((
-        repeat.tp.clone(),
-        super::place::replay_writing(facts, crash, repeat),
+        copies[repeat].tp.clone(),
+        super::place::replay_writing(facts, crash, copies, repeat),
     ))
 }
 
@@ -76,37 +93,50 @@ pub(super) fn excusals(
                     let replay = excuse
                         .causes
                         .first()
-                        .and_then(|&alarm| replay_after(facts, alarm, &copies[repeat]));
+                        .and_then(|&alarm| replay_after(facts, alarm, copies, repeat));
                     let slot = (excuse.causes.clone(), of);
                     out.push(Excusal {
                         excuse,
-                        takers: vec![repeat],
+                        repeat,
                         replay,
                         slot,
                     });
                 }
             }
-            // A fault after the later copy's first delivery made no part of it. What
-            // it reached is either the repeat or what a replay repeated, so a pair it
-            // names gives either copy a place: one per fault and id (one wrong write,
-            // or one lost write replayed once, makes one repeat; helper-46 showed a
-            // fault of unknown offsets reaching every copy).
+            // An out-of-contract fault makes no copy itself: a repeat is still a replay's,
+            // the one after the crash that first showed the fault to an open (a power
+            // loss for a fault only the platter holds), and its node passes one copy
+            // of the id whatever explains it. The fault reaches a frame of its own
+            // partition, where that replay commits too (a WAL entry names it), so it
+            // excuses a pair on one partition only, and a fault after the later copy's
+            // first delivery made no part of it (helper-48).
+            if a.tp != b.tp {
+                continue;
+            }
             let before = a.first_delivery.max(b.first_delivery);
             for c in [a, b] {
-                let reach = excuses.out_of_contract(
+                let Some(excuse) = excuses.out_of_contract(
                     &c.tp,
                     Some(c.offset),
                     None,
                     Some(c.first_delivery),
                     before,
-                );
-                if let Some(excuse) = reach {
-                    let slot = (excuse.causes.clone(), usize::MAX);
+                ) else {
+                    continue;
+                };
+                let Some(crash) = crash_showing(facts, excuse.causes[0]) else {
+                    continue;
+                };
+                for repeat in [j, k] {
+                    if copies[repeat].first_delivery < crash.index {
+                        continue;
+                    }
+                    let replay = super::place::replay_writing(facts, crash, copies, repeat);
                     out.push(Excusal {
-                        excuse,
-                        takers: vec![j, k],
-                        replay: None,
-                        slot,
+                        excuse: excuse.clone(),
+                        repeat,
+                        replay: Some((c.tp.clone(), replay)),
+                        slot: (excuse.causes.clone(), repeat),
                     });
                 }
             }

@@ -22,12 +22,13 @@
 //! up, before the later copy appeared: the replay's check for visible copies could not
 //! see it), `checkpoint_lost` (the later
 //! copy first appeared after an open found the WAL checkpoint unreadable and replayed
-//! every entry), `out_of_contract` (a fault whose reach names either copy's offset).
+//! every entry), `out_of_contract` (a fault whose reach names either copy's offset, on
+//! the pair's one partition; the repeat is first delivered after the crash that showed
+//! the fault to an open, a power loss for a fault only the platter holds).
 //! The budgets are placed first; when they leave a copy, the rows join the flow: a
 //! copy a row names as the repeat of another costs no budget, but leaves by the node of
-//! the replay that made it, which passes one copy of the id whatever explains it (an
-//! out-of-contract fault's reach: one place per fault and id; see `excused.rs`'s
-//! `Excusal`). So a crash's budget is not spent on a copy an event
+//! the replay that made it, which passes one copy of the id whatever explains it (see
+//! `excused.rs`'s `Excusal`). So a crash's budget is not spent on a copy an event
 //! explains while one only that crash explains goes without, and no row explains both
 //! copies of its pair, or a repeat its replay did not make.
 //!

@@ -38,7 +38,7 @@ pub(super) enum Role {
 /// With `excusals` (per id, what the excuse rows say of its pairs of copies), a copy a
 /// row names as a repeat may also be [`Role::Excused`], at no crash's cost: through the
 /// node of the replay that made it ([`Excusal::replay`]), which passes one copy of the
-/// id, or for a fault's reach one copy per [`Excusal::slot`]. The excuses then join the
+/// id, or, when no replay can be named, one copy per [`Excusal::slot`]. The excuses then join the
 /// placement, so a crash's budget is not spent on a copy an event already explains
 /// while one only that crash explains goes without.
 pub(super) fn place(
@@ -111,7 +111,7 @@ pub(super) fn place(
             let mut as_excused: Vec<(usize, EdgeId)> = Vec::new();
             let mut as_recommit: Vec<(usize, EdgeId)> = Vec::new();
             for (i, e) in of_id_excusals.iter().enumerate() {
-                if !e.takers.contains(&k) {
+                if e.repeat != k {
                     continue;
                 }
                 match (&e.replay, excusal_nodes[i]) {
@@ -139,7 +139,7 @@ pub(super) fn place(
                     continue;
                 }
                 let (entry, exit) = *per_replay
-                    .entry((tp, replay_writing(facts, crash, &copies[k])))
+                    .entry((tp, replay_writing(facts, crash, copies, k)))
                     .or_insert_with(|| {
                         let (entry, exit) = (flow.node(), flow.node());
                         flow.edge(entry, exit, 1);
@@ -191,7 +191,7 @@ pub(super) fn place(
                             given
                                 .iter()
                                 .copied()
-                                .find(|&i| of_id_excusals[i].takers.contains(&k))
+                                .find(|&i| of_id_excusals[i].repeat == k)
                                 .unwrap_or(given[0]),
                         ),
                         _ => Role::Unplaced,
@@ -335,33 +335,38 @@ fn tail_at(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<
     })
 }
 
-/// The replay that can have written `copy` after `crash`: [`replay_of`], passed on to the
-/// next one while that is an open never seen complete whose ending crash left the log
-/// on `copy`'s partition at or below `copy` (its account came before a commit that
-/// never reached the disk, or before the chunk that held the entry), or one that
-/// completed and whose ending crash, before `copy` was first delivered, left the log at
-/// or below it, or was followed by a cut there before the next replay.
+/// The replay that can have written `copies[k]` after `crash`: [`replay_of`], passed on
+/// to the next one while that is an open never seen complete whose ending crash left
+/// the log on the copy's partition at or below it (its account came before a commit
+/// that never reached the disk, or before the chunk that held the entry), or one that
+/// completed and whose ending crash, before the copy was first delivered, left the log
+/// at or below it, or was followed by a cut there before the next replay; but never
+/// past a completed replay while another copy of the id it delivered lasted into the
+/// next open ([`kept_by`]).
 pub(super) fn replay_writing(
     facts: &Facts<'_>,
     crash: &CrashFact,
-    copy: &Copy,
+    copies: &[Copy],
+    k: usize,
 ) -> Option<Incarnation> {
+    let copy = &copies[k];
     let mut replay = replay_of(facts, crash, &copy.tp);
     while let Some(i) = replay {
         let Some(end) = facts.crash_ending(i) else {
             break;
         };
         let next = replay_of(facts, end, &copy.tp);
-        // A cut at or below the copy before the next replay took what this one wrote
+        // A cut at or below `offset` before the next replay took what this one wrote
         // there (helper-46; helper-47 for a killed open).
-        let cut_took = || {
+        let cut_below = |offset: Offset| {
             facts.alarms.cuts(&copy.tp).any(|c| {
                 c.incarnation > i
                     && next.is_none_or(|n| c.incarnation <= n)
                     && c.index < copy.first_delivery
-                    && c.offset <= copy.offset
+                    && c.offset <= offset
             })
         };
+        let cut_took = || cut_below(copy.offset);
         let moved = if !facts.opened.contains(&i) {
             let tail = end
                 .partitions
@@ -370,13 +375,17 @@ pub(super) fn replay_writing(
             copy.offset >= tail || cut_took()
         } else {
             // A completed replay's commits are durable: it wrote nothing the crash
-            // ending it did not leave in the log.
+            // ending it did not leave in the log. But while a copy of the id it
+            // delivered lasted, the next open found it (visible, so its replay skips
+            // the entry; or hidden, and that crash's budget answers for a repeat):
+            // the next replay commits nothing of this one's crashes (helper-48).
             end.index < copy.first_delivery
                 && (end
                     .partitions
                     .get(&copy.tp)
                     .is_some_and(|p| p.durable_tail <= copy.offset)
                     || cut_took())
+                && !kept_by(facts, i, end, copies, k, cut_below)
         };
         if !moved {
             break;
@@ -384,4 +393,32 @@ pub(super) fn replay_writing(
         replay = next;
     }
     replay
+}
+
+/// Whether a copy of the id other than `copies[k]`, on its partition, lasted from the
+/// completed open of incarnation `i` into the open after `end` (the crash ending `i`):
+/// first delivered after that open and before `end`, below the durable tail `end` left,
+/// and not taken by a cut (`cut_below`) before the next replay.
+fn kept_by(
+    facts: &Facts<'_>,
+    i: Incarnation,
+    end: &CrashFact,
+    copies: &[Copy],
+    k: usize,
+    cut_below: impl Fn(Offset) -> bool,
+) -> bool {
+    let (copy, Some(&opened)) = (&copies[k], facts.opened_at.get(&i)) else {
+        return false;
+    };
+    let Some(tail) = end.partitions.get(&copy.tp).map(|p| p.durable_tail) else {
+        return false;
+    };
+    copies.iter().enumerate().any(|(j, y)| {
+        j != k
+            && y.tp == copy.tp
+            && opened < y.first_delivery
+            && y.first_delivery < end.index
+            && y.offset < tail
+            && !cut_below(y.offset)
+    })
 }

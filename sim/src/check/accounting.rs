@@ -23,6 +23,10 @@ pub struct Copy {
     pub offset: Offset,
     /// History index of the first delivery of this copy.
     pub first_delivery: usize,
+    /// History indices of every intact delivery of this copy, ascending (the first
+    /// included): a copy delivered again later was in the log then.
+    #[serde(skip)]
+    pub deliveries: Vec<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -80,7 +84,9 @@ impl Accounting {
     pub fn compute(facts: &Facts<'_>) -> Self {
         let events = facts.history.events();
         let mut accounting = Accounting::default();
-        let mut copies: BTreeMap<ProduceId, BTreeMap<(TopicPartition, Offset), usize>> =
+        // Per id and copy, its intact deliveries (a redelivery allocates, a first
+        // delivery does not).
+        let mut copies: BTreeMap<ProduceId, BTreeMap<(TopicPartition, Offset), Vec<usize>>> =
             BTreeMap::new();
         for (index, event) in events.iter().enumerate() {
             match &event.kind {
@@ -140,7 +146,8 @@ impl Accounting {
                             .entry(id)
                             .or_default()
                             .entry((tp.clone(), *offset))
-                            .or_insert(index);
+                            .or_default()
+                            .push(index);
                     }
                 }
                 _ => {}
@@ -155,10 +162,11 @@ impl Accounting {
             if per_copy.len() > 1 {
                 let list = per_copy
                     .into_iter()
-                    .map(|((tp, offset), first_delivery)| Copy {
+                    .map(|((tp, offset), deliveries)| Copy {
                         tp,
                         offset,
-                        first_delivery,
+                        first_delivery: deliveries[0],
+                        deliveries,
                     })
                     .collect();
                 accounting.duplicated.insert(id, list);

@@ -1,7 +1,8 @@
-//! `bounded_duplicates` and an out-of-contract fault's reach, read by a fifth adversary
-//! (helper-48, on 9314de4): each history is one an engine bug could make, and each
-//! was accepted by 9314de4. A fault makes no copy itself: a repeat is still the
-//! replay's after the crash that showed the fault, on the fault's partition.
+//! `bounded_duplicates` and an out-of-contract fault's reach, read by the fifth and
+//! sixth adversaries (helper-48 on 9314de4, helper-49 on c93984f): each history is one
+//! an engine bug could make (or, where a test says so, a correct engine makes), judged
+//! against the checker of its day. A fault makes no copy itself: it destroys one, and
+//! the repeat is the replay's after the crash that showed the fault, on its partition.
 
 use super::*;
 
@@ -135,4 +136,106 @@ fn a_faults_reach_and_a_crash_budget_share_the_one_replay_after_it() {
         1,
         "one replay committed id 1 twice after the crash"
     );
+}
+
+/// helper-49: id 1 at 0, persisted and delivered.
+/// A lost fsync of orders/0's segment then loses the frames of ids 2 and 3 at 1 and
+/// 2 (acknowledged and delivered after it, persisted HWM still 1). Power loss C1
+/// (persisted 1, durable tail 1, in-memory HWM 3): the open finds the log clean
+/// through 1; the hole makes C1's hidden tail [1, 3) (bound 2). The replay R1
+/// re-commits ids 2 and 3 (their frames are gone). With `bug` it first commits id 1
+/// again, at 1, pushing ids 2 and 3 to 2 and 3; without, ids 2 and 3 land at 1 and 2
+/// (their own offsets: no copy).
+///
+/// Id 1's frame at 0 was fsynced before the fault and below the persisted HWM: the
+/// fault never reached it, and R1's replay finds it visible and skips its entry
+/// (`open.rs` `replay`, `visible_copies`). A fault makes no copy itself: a segment
+/// frame names its base offset and the scan takes no frame at an offset not due there
+/// (`engine/src/recovery/scan.rs` invariants: "a CRC-valid frame at the wrong offset
+/// is corruption"; `sim/src/fs/faults.rs`: a misdirected write moves bytes within one
+/// file, a lost fsync drops them). So the fault's reach of offset 1 can explain a
+/// repeat of what lay at 1 (ids 2's copy elsewhere), never id 1 landing there.
+///
+/// The checker: for the pair (id 1 at 0, id 1 at 1), `excused.rs` asks the reach of
+/// *each* copy (`for c in [a, b]`); the later copy's offset 1 is in the lost fsync's
+/// offsets (`Reach::covers` with `seen` = its first delivery, after the fault, and no
+/// cut since), so the excuse is found through the repeat itself and handed to that
+/// same copy as the repeat of R1 (`for repeat in [j, k]`).
+fn reach_found_through_the_repeat(bug: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .fault(lost_fsync(1, 3), Some(0))
+        .produce(2, 0, 1, 1_001)
+        .produce(3, 0, 2, 1_002)
+        .hwm(0, 3, 1, 3)
+        .deliver(2, 0, 1, 1_001)
+        .deliver(3, 0, 2, 1_002)
+        .consume(0, 1)
+        .consume(0, 2)
+        .crash(&[(0, 1, 1, 3)])
+        .restart()
+        .open_clean(0, 1, 1);
+    r.frontier_seen(0, 1);
+    if bug {
+        r.hwm(0, 4, 4, 4)
+            .deliver(1, 0, 1, 1_000)
+            .deliver(2, 0, 2, 1_001)
+            .deliver(3, 0, 3, 1_002);
+    } else {
+        r.hwm(0, 3, 3, 3)
+            .deliver_raw(0, 1, &payload(2), &key(2), 1_001, 2)
+            .deliver_raw(0, 2, &payload(3), &key(3), 1_002, 2);
+    }
+    r
+}
+
+#[test]
+fn a_faults_reach_of_the_repeats_own_offset_excuses_no_repeat() {
+    assert!(duplicate_messages(&reach_found_through_the_repeat(false)).is_empty());
+    let bug = duplicate_messages(&reach_found_through_the_repeat(true));
+    assert_eq!(bug.len(), 1, "{bug:#?}");
+    assert_mentions(&bug, &["produce id 1"]);
+}
+
+/// helper-49, a history a correct engine makes (accepted before and after): an `hwm` flip injected while the node is down, as
+/// `CrashWithBitFlip` does (`sim/src/world/mod.rs`: `kill` records the crash, then
+/// `flip` records the fault), so the fault's history index is *after* the crash whose
+/// open reads it, and `crash_showing` names the next crash (here none) instead. Ids 1
+/// and 2 at 0 and 1, persisted and delivered; power loss C1 leaves persisted HWM 2,
+/// tail 2; the flip turns the word into 0; the open reads 0 and hides [0, 2); its
+/// replay re-commits ids 1 and 2 at 2 and 3. A correct engine does exactly this
+/// (R4 trusts the persisted word; the replay re-commits what it cannot see). Accepted:
+/// C1's budget reads the open's view (`hidden_tail`: `views_before`), so the
+/// misplaced `crash_showing` is never asked.
+fn hwm_flipped_while_down() -> Run {
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 2, 2)
+        .delivered(2)
+        .consume(0, 0)
+        .consume(0, 1)
+        .crash(&[(0, 2, 2, 2)])
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Hwm,
+                offsets: Some(OffsetRange { start: 0, end: 2 }),
+                below_hwm: None,
+            },
+            Some(0),
+        )
+        .restart()
+        .open_clean(0, 0, 2);
+    r.frontier_seen(0, 2);
+    r.hwm(0, 4, 4, 4)
+        .deliver(1, 0, 2, 1_000)
+        .deliver(2, 0, 3, 1_001);
+    r
+}
+
+#[test]
+fn probe_an_hwm_flip_while_down_is_still_the_crash_befores() {
+    assert!(duplicate_messages(&hwm_flipped_while_down()).is_empty());
 }

@@ -1,5 +1,5 @@
 //! `bounded_duplicates` read by the third to fifth adversaries (helper-46 on 264af53,
-//! then helper-47 and helper-48): each history is one an engine bug could make,
+//! then helper-47 to helper-49): each history is one an engine bug could make,
 //! and each was accepted by the checker of its day.
 
 use super::*;
@@ -364,5 +364,57 @@ fn a_replay_whose_copy_survived_hands_no_slot_on_to_the_next() {
         duplicate_messages(&replay_copy_survived_then_moved(true)).len(),
         1,
         "id 1 was hidden once (C1) and re-committed by R1 (y, still in the log): z is extra"
+    );
+}
+
+/// helper-49, budgets alone: x = id 1 at 0, delivered while only the in-memory
+/// HWM showed it. Power loss C1 (persisted HWM 0, durable tail 1) hides [0, 1); a
+/// flip above the persisted HWM takes x's frame and the open R1 cuts at 0 (R1 rule).
+/// R1 completes and its replay re-commits id 1 at 0 (the cut's offset, `fresh_from`):
+/// the same (partition, offset) as x, so no new copy in the accounting; a consumer
+/// reads it again there. The HWM passes it and is persisted (1). Power loss C2
+/// leaves all of it (persisted HWM 1 = durable tail 1): nothing hidden. With `bug`,
+/// R2 commits id 1 again at 1 (z).
+///
+/// A correct R2 cannot: R1's copy of id 1 at 0 is durable and below the persisted HWM
+/// C2 left, so R2's replay finds it among the visible copies and skips the entry
+/// (`engine/src/store/open.rs` `replay` / `visible_copies`), if the checkpoint did
+/// not already pass it. C1 hid one entry and R1 re-committed it once; z is extra
+/// (DESIGN recovery R1 + "ingress WAL replay": each hidden entry is re-committed once).
+///
+/// The checker: `recommits(C1, z)` holds (x lay in C1's hidden tail; z at or past the
+/// cut), and `replay_writing(C1, z)` passes R1 on to R2 because C2's durable tail (1)
+/// is at or below z and `kept_by` looks only for a copy *first* delivered after R1's
+/// open: R1's copy sits at x's offset, first delivered before C1, so it is invisible
+/// to `kept_by` (place.rs, `kept_by`: `opened < y.first_delivery`). C1's bound 1 was
+/// never spent by R1 (its re-commit made no new copy), so z takes it at R2's node.
+fn recommit_in_place_then_again(bug: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 0, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0);
+    taken_and_cut(&mut r, 1, 0, 1);
+    // R1's replay re-committed id 1 at 0; read again there.
+    r.hwm(0, 1, 1, 1)
+        .deliver_raw(0, 0, &payload(1), &key(1), 1_000, 2)
+        .consume(0, 0)
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .open_clean(0, 1, 1);
+    r.frontier_seen(0, 1);
+    if bug {
+        r.hwm(0, 2, 2, 2).deliver(1, 0, 1, 1_000).consume(0, 1);
+    }
+    r
+}
+
+#[test]
+fn a_replay_copy_in_place_of_the_hidden_one_hands_no_slot_on() {
+    assert!(duplicate_messages(&recommit_in_place_then_again(false)).is_empty());
+    assert_eq!(
+        duplicate_messages(&recommit_in_place_then_again(true)).len(),
+        1,
+        "C1 hid id 1 once and R1 re-committed it at 0, still in the log at C2: z is extra"
     );
 }

@@ -10,9 +10,7 @@ use super::*;
 pub(super) struct Excusal {
     pub excuse: Excuse,
     /// The copy (an index into the id's copies) the row names as the repeat of the
-    /// other; an out-of-contract fault's reach names each copy of its pair first
-    /// delivered after the crash that showed it, in one excusal each (the contract says
-    /// nothing of which copy the fault reached).
+    /// other.
     pub repeat: usize,
     /// The replay that made the repeat (its partition and incarnation, as the crash
     /// budgets name it): it commits the id once, whatever row or budget explains
@@ -42,32 +40,38 @@ fn crash_before_replay<'f>(facts: &'f Facts<'_>, alarm: usize) -> Option<&'f Cra
 
 /// The crash that first showed the out-of-contract fault at history index `fault` to
 /// an open: the next power loss for a fault only the platter holds (a process crash
-/// keeps the page cache, which shows the engine's bytes), else the next crash.
+/// keeps the page cache, which shows the engine's bytes), else the next crash; for a
+/// fault injected while the node was down (after the crash ending its incarnation, as
+/// a crash with a bit flip records it), that crash when it qualifies.
 fn crash_showing<'f>(facts: &'f Facts<'_>, fault: usize) -> Option<&'f CrashFact> {
     let platter = facts
         .reaches
         .iter()
         .find(|r| r.fault_index == fault)
         .is_none_or(|r| r.platter_only());
-    facts
-        .crashes
-        .iter()
-        .find(|c| c.index > fault && !(platter && c.process))
+    let down = facts
+        .crash_ending(facts.history.events()[fault].incarnation)
+        .filter(|c| c.index < fault);
+    down.into_iter()
+        .chain(facts.crashes.iter().filter(|c| c.index > fault))
+        .find(|c| !(platter && c.process))
 }
 
 /// The replay that made `repeat` after the alarm at history index `alarm`, as the crash
-/// budgets name it.
+/// budgets name it: `Some(None)` when no crash before a replay follows the alarm (the
+/// row then has a slot of its own), `None` when no replay of that crash's entries can
+/// have made it ([`super::place::replay_writing`]).
 fn replay_after(
     facts: &Facts<'_>,
     alarm: usize,
     copies: &[Copy],
     repeat: usize,
-) -> Option<(TopicPartition, Option<Incarnation>)> {
-    let crash = crash_before_replay(facts, alarm)?;
-    Some((
-        copies[repeat].tp.clone(),
-        super::place::replay_writing(facts, crash, copies, repeat),
-    ))
+) -> Option<Option<(TopicPartition, Option<Incarnation>)>> {
+    let Some(crash) = crash_before_replay(facts, alarm) else {
+        return Some(None);
+    };
+    let replay = super::place::replay_writing(facts, crash, copies, repeat)?;
+    Some(Some((copies[repeat].tp.clone(), replay)))
 }
 
 /// Every row's account of every pair of `copies` (of `id`), in pair order.
@@ -90,10 +94,13 @@ pub(super) fn excusals(
             ];
             for (repeat, of, excuse) in directed {
                 if let Some(excuse) = excuse {
-                    let replay = excuse
-                        .causes
-                        .first()
-                        .and_then(|&alarm| replay_after(facts, alarm, copies, repeat));
+                    let replay = match excuse.causes.first() {
+                        Some(&alarm) => match replay_after(facts, alarm, copies, repeat) {
+                            Some(replay) => replay,
+                            None => continue,
+                        },
+                        None => None,
+                    };
                     let slot = (excuse.causes.clone(), of);
                     out.push(Excusal {
                         excuse,
@@ -103,18 +110,22 @@ pub(super) fn excusals(
                     });
                 }
             }
-            // An out-of-contract fault makes no copy itself: a repeat is still a replay's,
-            // the one after the crash that first showed the fault to an open (a power
-            // loss for a fault only the platter holds), and its node passes one copy
-            // of the id whatever explains it. The fault reaches a frame of its own
-            // partition, where that replay commits too (a WAL entry names it), so it
-            // excuses a pair on one partition only, and a fault after the later copy's
-            // first delivery made no part of it (helper-48).
+            // An out-of-contract fault makes no copy itself: it destroys one (the copy
+            // its reach names, delivered before the crash that first showed the fault
+            // to an open, a power loss for a fault only the platter holds), and the
+            // replay after that crash repeats it as the other copy of the pair, first
+            // delivered after that crash. That replay's node passes one copy of the id
+            // whatever explains it. The replay commits on the destroyed copy's
+            // partition (a WAL entry names it), so a fault excuses a pair on one
+            // partition only; a fault after the later copy's first delivery made no
+            // part of it (helper-48); and a copy the replay wrote where the reach lies
+            // is no copy the fault destroyed (helper-49).
             if a.tp != b.tp {
                 continue;
             }
             let before = a.first_delivery.max(b.first_delivery);
-            for c in [a, b] {
+            for (destroyed, repeat) in [(j, k), (k, j)] {
+                let c = &copies[destroyed];
                 let Some(excuse) = excuses.out_of_contract(
                     &c.tp,
                     Some(c.offset),
@@ -127,18 +138,19 @@ pub(super) fn excusals(
                 let Some(crash) = crash_showing(facts, excuse.causes[0]) else {
                     continue;
                 };
-                for repeat in [j, k] {
-                    if copies[repeat].first_delivery < crash.index {
-                        continue;
-                    }
-                    let replay = super::place::replay_writing(facts, crash, copies, repeat);
-                    out.push(Excusal {
-                        excuse: excuse.clone(),
-                        repeat,
-                        replay: Some((c.tp.clone(), replay)),
-                        slot: (excuse.causes.clone(), repeat),
-                    });
+                if c.first_delivery > crash.index || copies[repeat].first_delivery < crash.index {
+                    continue;
                 }
+                let Some(replay) = super::place::replay_writing(facts, crash, copies, repeat)
+                else {
+                    continue;
+                };
+                out.push(Excusal {
+                    slot: (excuse.causes.clone(), repeat),
+                    excuse,
+                    repeat,
+                    replay: Some((c.tp.clone(), replay)),
+                });
             }
         }
     }

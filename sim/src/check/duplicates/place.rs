@@ -138,13 +138,14 @@ pub(super) fn place(
                 if !tail.is_some_and(|tail| recommits(facts, crash, tail, id, copies, k)) {
                     continue;
                 }
-                let (entry, exit) = *per_replay
-                    .entry((tp, replay_writing(facts, crash, copies, k)))
-                    .or_insert_with(|| {
-                        let (entry, exit) = (flow.node(), flow.node());
-                        flow.edge(entry, exit, 1);
-                        (entry, exit)
-                    });
+                let Some(replay) = replay_writing(facts, crash, copies, k) else {
+                    continue;
+                };
+                let (entry, exit) = *per_replay.entry((tp, replay)).or_insert_with(|| {
+                    let (entry, exit) = (flow.node(), flow.node());
+                    flow.edge(entry, exit, 1);
+                    (entry, exit)
+                });
                 to_crash
                     .entry((exit, slot))
                     .or_insert_with(|| flow.edge(exit, crash_nodes[slot], 1));
@@ -340,15 +341,16 @@ fn tail_at(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<
 /// the log on the copy's partition at or below it (its account came before a commit
 /// that never reached the disk, or before the chunk that held the entry), or one that
 /// completed and whose ending crash, before the copy was first delivered, left the log
-/// at or below it, or was followed by a cut there before the next replay; but never
-/// past a completed replay while another copy of the id it delivered lasted into the
-/// next open ([`kept_by`]).
+/// at or below it, or was followed by a cut there before the next replay. `None` when
+/// no replay of the crash's entries can have: a completed replay that did not write the
+/// copy, while another copy of the id it delivered lasted into the next open
+/// ([`kept_by`]), so the next replay found the entry done (helper-48, helper-49).
 pub(super) fn replay_writing(
     facts: &Facts<'_>,
     crash: &CrashFact,
     copies: &[Copy],
     k: usize,
-) -> Option<Incarnation> {
+) -> Option<Option<Incarnation>> {
     let copy = &copies[k];
     let mut replay = replay_of(facts, crash, &copy.tp);
     while let Some(i) = replay {
@@ -375,50 +377,75 @@ pub(super) fn replay_writing(
             copy.offset >= tail || cut_took()
         } else {
             // A completed replay's commits are durable: it wrote nothing the crash
-            // ending it did not leave in the log. But while a copy of the id it
-            // delivered lasted, the next open found it (visible, so its replay skips
-            // the entry; or hidden, and that crash's budget answers for a repeat):
-            // the next replay commits nothing of this one's crashes (helper-48).
-            end.index < copy.first_delivery
+            // ending it did not leave in the log.
+            let moved = end.index < copy.first_delivery
                 && (end
                     .partitions
                     .get(&copy.tp)
                     .is_some_and(|p| p.durable_tail <= copy.offset)
-                    || cut_took())
-                && !kept_by(facts, i, end, copies, k, cut_below)
+                    || cut_took());
+            // But while a copy of the id it delivered lasted, the next open found it
+            // (visible, so its replay skips the entry; or hidden, and that crash's
+            // budget answers for a repeat): no later replay commits the entry again.
+            if moved && kept_by(facts, i, end, copies, k) {
+                return None;
+            }
+            moved
         };
         if !moved {
             break;
         }
         replay = next;
     }
-    replay
+    Some(replay)
 }
 
 /// Whether a copy of the id other than `copies[k]`, on its partition, lasted from the
 /// completed open of incarnation `i` into the open after `end` (the crash ending `i`):
-/// first delivered after that open and before `end`, below the durable tail `end` left,
-/// and not taken by a cut (`cut_below`) before the next replay.
-fn kept_by(
-    facts: &Facts<'_>,
-    i: Incarnation,
-    end: &CrashFact,
-    copies: &[Copy],
-    k: usize,
-    cut_below: impl Fn(Offset) -> bool,
-) -> bool {
+/// delivered after that open and before `end` (also a copy first delivered earlier, at
+/// an offset the replay wrote again: helper-49), below the durable tail `end` left, and
+/// nothing after that delivery and before `copies[k]`'s first could have taken it from
+/// the next open's view: a cut at or below it, a clamp that gave its offset up, a skip
+/// of its frame, or a crash that left the log at or below it.
+fn kept_by(facts: &Facts<'_>, i: Incarnation, end: &CrashFact, copies: &[Copy], k: usize) -> bool {
     let (copy, Some(&opened)) = (&copies[k], facts.opened_at.get(&i)) else {
         return false;
     };
     let Some(tail) = end.partitions.get(&copy.tp).map(|p| p.durable_tail) else {
         return false;
     };
+    let tp = &copy.tp;
+    let until = copy.first_delivery;
     copies.iter().enumerate().any(|(j, y)| {
+        let Some(&seen) = y
+            .deliveries
+            .iter()
+            .rev()
+            .find(|&&d| opened < d && d < end.index)
+        else {
+            return false;
+        };
+        let between = |index: usize| seen < index && index < until;
         j != k
-            && y.tp == copy.tp
-            && opened < y.first_delivery
-            && y.first_delivery < end.index
+            && y.tp == *tp
             && y.offset < tail
-            && !cut_below(y.offset)
+            && !facts
+                .alarms
+                .cuts(tp)
+                .any(|c| between(c.index) && c.offset <= y.offset)
+            && !facts
+                .alarms
+                .clamps(tp)
+                .any(|c| between(c.index) && c.hwm <= y.offset)
+            && !facts
+                .alarms
+                .skips(tp)
+                .any(|s| between(s.index) && s.contains(y.offset))
+            && !facts.crashes.iter().any(|c| {
+                between(c.index)
+                    && c.partitions
+                        .get(tp)
+                        .is_some_and(|p| p.durable_tail <= y.offset)
+            })
     })
 }

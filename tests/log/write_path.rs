@@ -223,7 +223,7 @@ fn an_fsync_error_poisons_the_partition_but_committed_reads_keep_working() {
     assert!(log.metrics().snapshot().poisoned);
     let batch = pollster::block_on(log.read(0, 10)).unwrap();
     assert_eq!(batch.records.len(), 1);
-    assert_eq!(batch.records[0].payload, &b"committed"[..]);
+    assert_eq!(batch.records.get(0).unwrap().payload, &b"committed"[..]);
 }
 
 #[test]

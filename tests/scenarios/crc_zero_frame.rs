@@ -99,9 +99,9 @@ fn a_valid_frame_whose_crc_is_zero_before_a_zero_filled_tail_is_kept() {
     );
     let batch = pollster::block_on(log.read(0, 10)).expect("read");
     assert_eq!(batch.records.len(), 1);
-    assert_eq!(batch.records[0].offset, 0);
-    assert_eq!(batch.records[0].key, &b"key"[..]);
-    assert_eq!(batch.records[0].payload, value);
+    assert_eq!(batch.records.get(0).unwrap().offset, 0);
+    assert_eq!(batch.records.get(0).unwrap().key, &b"key"[..]);
+    assert_eq!(batch.records.get(0).unwrap().payload, value);
 
     // The next frame goes right after the CRC-0 frame, over the zeros.
     let range = pollster::block_on(log.commit([(&b"next"[..], &b"after"[..])])).expect("commit");
@@ -120,5 +120,5 @@ fn a_valid_frame_whose_crc_is_zero_before_a_zero_filled_tail_is_kept() {
     assert_eq!((report.truncation, report.tail_offset), (None, 2));
     let batch = pollster::block_on(log.read(0, 10)).expect("read");
     assert_eq!(batch.records.len(), 2);
-    assert_eq!(batch.records[1].payload, &b"after"[..]);
+    assert_eq!(batch.records.get(1).unwrap().payload, &b"after"[..]);
 }

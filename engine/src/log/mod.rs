@@ -19,6 +19,7 @@
 //! concurrent `sync()` callers share one fsync (group commit).
 
 mod background;
+mod batch;
 mod buffer;
 pub mod config;
 pub mod error;
@@ -36,11 +37,11 @@ use buffer::Buffer;
 use state::{Segment, State};
 
 pub use background::{LoopFuture, LoopStart, Spawn};
+pub use batch::{ReadBatch, Record, RecordRef, Records};
 pub use config::{FsyncPolicy, LogConfig};
 pub use error::LogError;
 pub use metrics::{LogMetrics, MetricsSnapshot};
 pub use notify::{Listener, Notify};
-pub use read::{ReadBatch, Record};
 pub use retention::ReapReport;
 
 use crate::clock::Clock;

@@ -3,6 +3,7 @@
 //! its CRC after open, or a record whose envelope does not parse, is skipped and
 //! counted.
 
+use super::batch::{DecodedFrame, ReadBatch, RecordSpan, Records};
 use super::metrics::add;
 use super::{Log, LogError};
 use crate::clock::Clock;
@@ -14,61 +15,6 @@ use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::Arc;
-
-/// One record as a consumer sees it. Its key and payload are views of the decoded
-/// frame's buffer, not copies: holding either keeps the whole decoded frame (one
-/// flush's worth of records) in memory, so a caller that keeps a few records for long
-/// copies them out (`to_vec`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Record {
-    pub offset: u64,
-    pub committed_at_ms: u64,
-    pub key: Bytes,
-    pub payload: Bytes,
-}
-
-/// The result of a read.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ReadBatch {
-    pub records: Vec<Record>,
-    /// Where the next read continues (past skipped records too).
-    pub next_offset: u64,
-    /// Offsets in the range read that were skipped as unreadable.
-    pub skipped: Vec<u64>,
-}
-
-/// A decoded frame: its uncompressed payload, and for each record where its key and
-/// payload lie in it, or `None` where its envelope does not parse. A record a read
-/// returns is a view of `payload`, never a copy.
-pub(super) struct DecodedFrame {
-    base_offset: u64,
-    payload: Bytes,
-    records: Vec<Option<RecordSpan>>,
-}
-
-/// Where one parsed record lies in its frame's payload.
-struct RecordSpan {
-    committed_at_ms: u64,
-    key: Range<usize>,
-    payload: Range<usize>,
-}
-
-impl DecodedFrame {
-    /// The record at `index`; `None` where its envelope does not parse.
-    fn record(&self, index: usize) -> Option<Record> {
-        let span = self.records.get(index)?.as_ref()?;
-        assert!(
-            span.key.end <= span.payload.start && span.payload.end <= self.payload.len(),
-            "record {index}'s spans lie outside its frame or overlap"
-        );
-        Some(Record {
-            offset: self.base_offset + index as u64,
-            committed_at_ms: span.committed_at_ms,
-            key: self.payload.slice(span.key.clone()),
-            payload: self.payload.slice(span.payload.clone()),
-        })
-    }
-}
 
 thread_local! {
     /// Decompression contexts reused across reads on this thread: creating a zstd
@@ -163,7 +109,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             st.hwm
         };
         let mut batch = ReadBatch {
-            records: Vec::with_capacity(max_records.min(hwm.saturating_sub(from) as usize)),
+            records: Records::default(),
             next_offset: from,
             skipped: Vec::new(),
         };
@@ -202,15 +148,24 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 frame.base_offset, entry.base_offset,
                 "cached frame misfiled"
             );
+            // The parsed records from `offset` on, as runs of the frame; an unparseable
+            // one is skipped.
             let mut at = offset;
-            while at < end && batch.records.len() < max_records {
+            let mut run = at;
+            while at < end && batch.records.len() + ((at - run) as usize) < max_records {
                 let index = (at - entry.base_offset) as usize;
-                match frame.record(index) {
-                    Some(record) => batch.records.push(record),
-                    None => batch.skipped.push(at),
+                if !frame.parsed(index) {
+                    let base = entry.base_offset;
+                    batch.records.push_run(&frame, (run - base) as usize, index);
+                    batch.skipped.push(at);
+                    run = at + 1;
                 }
                 at += 1;
             }
+            let base = entry.base_offset;
+            batch
+                .records
+                .push_run(&frame, (run - base) as usize, (at - base) as usize);
             batch.next_offset = at;
         }
         assert_served_below(&batch, from, hwm);
@@ -337,7 +292,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             return Ok(None);
         };
         let decoded = Arc::new(decoded);
-        let unparseable = decoded.records.iter().filter(|r| r.is_none()).count() as u64;
+        let unparseable = decoded.unparseable() as u64;
         let mut st = self.state();
         if unparseable > 0 && st.reads.skip_counted.insert(entry.base_offset) {
             // Count unparseable records once, the first time the frame is decoded.
@@ -366,21 +321,17 @@ fn decode(bytes: Vec<u8>, entry: &FrameEntry, codecs: &mut Codecs) -> Option<Dec
         Codec::Zstd => Bytes::from(codecs.decode_payload(&header, stored).ok()?),
     };
     // One pass over the payload: each record's length prefix, then its envelope.
-    let mut records = Vec::with_capacity(header.record_count.min(1 << 16) as usize);
+    let mut spans = Vec::with_capacity(header.record_count.min(1 << 16) as usize);
     for range in record_ranges(&payload, header.record_count) {
         let range = range.ok()?;
-        records.push(span_of(&payload, range));
+        spans.push(span_of(&payload, range));
     }
     assert_eq!(
-        records.len(),
+        spans.len(),
         header.record_count as usize,
         "one span per record"
     );
-    Some(DecodedFrame {
-        base_offset: entry.base_offset,
-        payload,
-        records,
-    })
+    Some(DecodedFrame::new(entry.base_offset, payload, spans))
 }
 
 /// Where the parts of the record at `range` of `payload` lie; `None` where its envelope
@@ -390,11 +341,14 @@ fn span_of(payload: &[u8], range: Range<usize>) -> Option<RecordSpan> {
     // The payload runs to the end of the record, the 8-byte commit time sits before it,
     // and the key before that.
     let payload_start = range.end - env.payload.len();
-    let key_end = payload_start - envelope::COMMITTED_AT_LEN;
+    let key_start = payload_start - envelope::COMMITTED_AT_LEN - env.key.len();
+    // A decoded payload is at most FRAME_BYTES_MAX (256 MiB): its offsets fit in 32 bits.
+    let at = |x: usize| u32::try_from(x).expect("a frame's offsets fit in 32 bits");
     Some(RecordSpan {
         committed_at_ms: env.committed_at_ms,
-        key: key_end - env.key.len()..key_end,
-        payload: payload_start..range.end,
+        key: at(key_start),
+        payload: at(payload_start),
+        end: at(range.end),
     })
 }
 
@@ -402,24 +356,25 @@ fn span_of(payload: &[u8], range: Range<usize>) -> Option<RecordSpan> {
 /// from `from`, none of them both, all below the HWM the read started with, and
 /// `next_offset` past them.
 fn assert_served_below(batch: &ReadBatch, from: u64, hwm: u64) {
+    // Run by run: a run's records are consecutive offsets of one frame.
     let mut expected = from;
-    for record in &batch.records {
+    for run in batch.records.offset_ranges() {
         assert!(
-            record.offset >= expected,
+            run.start >= expected,
             "record {} served twice or out of order",
-            record.offset
+            run.start
         );
         assert!(
-            record.offset < hwm,
+            run.end <= hwm,
             "record {} served at or above the HWM {hwm}",
-            record.offset
+            run.end - 1
         );
+        let next_skip = batch.skipped.partition_point(|s| *s < run.start);
         assert!(
-            batch.skipped.binary_search(&record.offset).is_err(),
-            "record {} also skipped",
-            record.offset
+            batch.skipped.get(next_skip).is_none_or(|s| *s >= run.end),
+            "a record of {run:?} also skipped"
         );
-        expected = record.offset + 1;
+        expected = run.end;
     }
     assert!(
         batch.skipped.windows(2).all(|w| w[0] < w[1]),

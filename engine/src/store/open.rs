@@ -365,11 +365,11 @@ async fn visible_copies<F: Fs, C: Clock>(
         next = batch.next_offset;
         // Copies, not views: a view would keep its whole frame alive for the rest of the
         // replay, every frame past the checkpoint at once.
-        for r in batch.records {
+        for r in &batch.records {
             copies
                 .entry((
-                    Bytes::copy_from_slice(&r.key),
-                    Bytes::copy_from_slice(&r.payload),
+                    Bytes::copy_from_slice(r.key),
+                    Bytes::copy_from_slice(r.payload),
                 ))
                 .or_insert_with(std::collections::BTreeSet::new)
                 .insert(r.offset);

@@ -1,8 +1,9 @@
-//! `bounded_duplicates` and an out-of-contract fault's reach, read by the fifth and
-//! sixth adversaries (helper-48 on 9314de4, helper-49 on c93984f): each history is one
-//! an engine bug could make (or, where a test says so, a correct engine makes), judged
-//! against the checker of its day. A fault makes no copy itself: it destroys one, and
-//! the repeat is the replay's after the crash that showed the fault, on its partition.
+//! `bounded_duplicates` and an out-of-contract fault's reach, read by the fifth to
+//! seventh adversaries (helper-48 on 9314de4, helper-49 on c93984f, helper-50 on
+//! 2d72ced): each history is one an engine bug could make (or, where a test says so,
+//! a correct engine makes), judged against the checker of its day. A fault makes no
+//! copy itself: it destroys one, and the repeat is the replay's after the crash that
+//! showed the fault, where that replay commits, on its partition.
 
 use super::*;
 
@@ -238,4 +239,71 @@ fn hwm_flipped_while_down() -> Run {
 #[test]
 fn probe_an_hwm_flip_while_down_is_still_the_crash_befores() {
     assert!(duplicate_messages(&hwm_flipped_while_down()).is_empty());
+}
+
+/// (helper-50)
+/// An out-of-contract fault's reach names x (id 1 at 0) as the destroyed copy, and the
+/// "repeat" y (id 1 at 1) lies below the durable tail of the crash that showed the
+/// fault, where that crash's replay never commits. The engine (bug) commits id 1 a
+/// second time at 1 in normal operation, before any crash; a consumer reads x, a
+/// misdirected write lands in the frame of offset 0 (its reach: offsets [0, 1)), a
+/// power loss leaves the log durable and persisted through 2 (nothing hidden), the
+/// open finds it clean, and y is first read after it.
+///
+/// No replay made y: the replay after the crash commits at the recovered tail (2 here,
+/// `fresh_from`; an open with no cut recovers the durable tail), and y's offset 1 was
+/// occupied at the crash (below its durable tail, no cut or crash since: "once read,
+/// the record at an offset never changes"). A misdirected write makes no copy either:
+/// a frame carries its base offset and a CRC-valid frame at the wrong offset is
+/// corruption (DESIGN "On-disk rules"; `sim/src/fs/faults.rs` moves bytes within a
+/// file). So y is a second commit of id 1 with no crash before it: DESIGN "duplicates
+/// occur only around crashes". The hidden-tail budget refuses y for exactly this reason
+/// (`recommits`: `later.offset >= fresh`); the fault's row asks no such thing of its
+/// repeat (`excused.rs`: only `first_delivery` against the crash), and hands y the
+/// free exit of R1's node. (Honest caveat: whether the sim's misdirected write into
+/// frame 0 leaves an open that finds the log clean is beside the point; whatever it did
+/// to frame 0, it cannot have put a valid id-1 frame at offset 1, and the replay never
+/// commits below the recovered tail. The hole predates c93984f: at 9314de4 the reach
+/// gave either copy a slot of its own.)
+fn fault_repeat_below_the_replays_offsets(bug: bool, fault: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000);
+    if !bug {
+        r.produce(2, 0, 1, 1_001);
+    }
+    r.hwm(0, 2, 2, 2).deliver(1, 0, 0, 1_000).consume(0, 0);
+    if fault {
+        r.fault(
+            FaultKind::Misdirected {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 0, end: 1 }),
+                below_hwm: Some(true),
+            },
+            Some(0),
+        );
+    }
+    r.crash(&[(0, 2, 2, 2)]).restart().open_clean(0, 2, 2);
+    r.frontier_seen(0, 1);
+    if bug {
+        r.deliver(1, 0, 1, 1_000).consume(0, 1);
+    } else {
+        r.deliver(2, 0, 1, 1_001).consume(0, 1);
+    }
+    r
+}
+
+#[test]
+fn a_faults_repeat_lies_where_the_replay_commits() {
+    assert!(duplicate_messages(&fault_repeat_below_the_replays_offsets(false, true)).is_empty());
+    // Without the fault the checker already refuses y (no crash can have made it).
+    assert_eq!(
+        duplicate_messages(&fault_repeat_below_the_replays_offsets(true, false)).len(),
+        1
+    );
+    let bug = duplicate_messages(&fault_repeat_below_the_replays_offsets(true, true));
+    assert_eq!(
+        bug.len(),
+        1,
+        "id 1 at 1 was in the log before the crash: {bug:#?}"
+    );
 }

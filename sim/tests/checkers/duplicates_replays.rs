@@ -1,5 +1,5 @@
 //! `bounded_duplicates` read by the third to fifth adversaries (helper-46 on 264af53,
-//! then helper-47 to helper-49): each history is one an engine bug could make,
+//! then helper-47 to helper-50): each history is one an engine bug could make,
 //! and each was accepted by the checker of its day.
 
 use super::*;
@@ -416,5 +416,124 @@ fn a_replay_copy_in_place_of_the_hidden_one_hands_no_slot_on() {
         duplicate_messages(&recommit_in_place_then_again(true)).len(),
         1,
         "C1 hid id 1 once and R1 re-committed it at 0, still in the log at C2: z is extra"
+    );
+}
+
+/// (helper-50)
+/// helper-48's `replay_copy_survived_then_moved`, with R1's copy y read only after
+/// the crash that ends R1. Power loss C1 hides [0, 2) (x = id 1 at 0, delivered; id 2
+/// at 1, never delivered): bound 2. R1 completes and re-commits id 1 at 2 (y) and id 2
+/// at 3; no consumer reads y yet. Power loss C2 leaves everything durable and
+/// persisted (persisted HWM 4 = durable tail 4): nothing hidden, bound 0. R2 comes up;
+/// then y is delivered at 2 and, with `bug`, R2's own second commit of id 1 at 4 (z).
+///
+/// A correct R2 commits nothing: y is durable and below the persisted HWM C2 left, so
+/// either the checkpoint passed id 1's entry (its copy y below the persisted HWM,
+/// `engine/src/store/checkpoint.rs`) and the entry is not live, or it did not and the
+/// replay finds y among the visible copies from the checkpoint's offset (at most y's
+/// offset: the checkpoint's offset never passes a pending entry's copy) and skips it
+/// (`engine/src/store/open.rs` `replay` / `visible_copies`). C1 hid id 1 once, R1
+/// re-committed it once (y): z is extra.
+///
+/// The checker: `replay_writing(C1, z)` passes R1 on to R2 (z lies at C2's durable
+/// tail) and `kept_by` finds no copy of id 1 with a delivery between R1's open and C2
+/// (x's only delivery is before C1, y's after C2), so C1 is charged twice, once through
+/// R1's node (y) and once through R2's (z), and its bound 2 (two hidden records, of
+/// two ids) pays for both. A copy first delivered after C2 at an offset below C2's
+/// durable tail, with no cut, clamp, or crash ending the log at or below it before
+/// that delivery, was in the log at C2 just as well (`recommits` already reasons so:
+/// `reopened`), and the next open saw it (or C2 hid it, and C2's budget answers).
+fn replay_copy_read_after_the_next_crash(bug: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 0, 2)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 0, 2, 2)])
+        .restart()
+        .open_clean(0, 0, 2);
+    r.frontier_seen(0, 1);
+    r.hwm(0, 4, 4, 4)
+        .crash(&[(0, 4, 4, 4)])
+        .restart()
+        .open_clean(0, 4, 4);
+    r.frontier_seen(0, 1);
+    if bug {
+        r.hwm(0, 5, 5, 5);
+    }
+    r.deliver(1, 0, 2, 1_000).consume(0, 2);
+    if bug {
+        r.deliver(1, 0, 4, 1_000).consume(0, 4);
+    }
+    r
+}
+
+#[test]
+fn a_replay_copy_first_read_after_the_next_crash_still_ends_the_crashs_replays() {
+    assert!(duplicate_messages(&replay_copy_read_after_the_next_crash(false)).is_empty());
+    assert_eq!(
+        duplicate_messages(&replay_copy_read_after_the_next_crash(true)).len(),
+        1,
+        "C1 hid id 1 once and R1 re-committed it at 2, still in the log at C2: z is extra"
+    );
+}
+
+/// (helper-50)
+/// helper-48's history again, with y read during R1 (so `kept_by` finds it) but its
+/// frame flipped at rest during R2 and skipped by a consumer's read (in contract:
+/// detected, never served). With `bug`, the engine then commits id 1 again at 4 (z),
+/// in R2, with no restart after the skip.
+///
+/// R2's replay ran at its open, before the flip, and found y visible below the
+/// persisted HWM C2 left (or the checkpoint had passed id 1's entry): it committed
+/// nothing (`open.rs` `replay` / `visible_copies`). After that no replay runs until
+/// the next restart, and only a replay re-commits a record (the skip row says as
+/// much: `damaged_copy` asks for a restart between the copies and a crash before the
+/// replay, neither of which is here). So z is a second commit of id 1 that no crash's
+/// replay made.
+///
+/// The checker: `kept_by` drops y because a skip of its frame lies between y's
+/// delivery and z's first delivery (`between(s.index)`), although the skip came after
+/// the next open's replay had already seen y. So `replay_writing(C1, z)` passes R1 on
+/// to R2 and C1's bound 2 pays for y (via R1) and z (via R2). What can take y from the
+/// next open's view is a cut, clamp, skip or crash *before that open's replay*
+/// (`replay_writing`'s own `cut_below` already stops at the next replay's
+/// incarnation), not anything before z's first delivery.
+fn replay_copy_skipped_after_the_next_replay(bug: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 0, 2)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 0, 2, 2)])
+        .restart()
+        .open_clean(0, 0, 2);
+    r.frontier_seen(0, 1);
+    r.hwm(0, 4, 4, 4)
+        .deliver(1, 0, 2, 1_000)
+        .consume(0, 2)
+        .crash(&[(0, 4, 4, 4)])
+        .restart()
+        .open_clean(0, 4, 4);
+    r.frontier_seen(0, 3);
+    r.fault(
+        segment_flip(OffsetRange { start: 2, end: 3 }, Some(true)),
+        Some(0),
+    )
+    .alarm(Some(0), frame_skipped(2))
+    .counters(0, 0, 1);
+    if bug {
+        r.hwm(0, 5, 5, 5).deliver(1, 0, 4, 1_000).consume(0, 4);
+    }
+    r
+}
+
+#[test]
+fn a_skip_after_the_next_replay_does_not_free_the_crashs_slot() {
+    assert!(duplicate_messages(&replay_copy_skipped_after_the_next_replay(false)).is_empty());
+    assert_eq!(
+        duplicate_messages(&replay_copy_skipped_after_the_next_replay(true)).len(),
+        1,
+        "R2's replay saw y and committed nothing; z came with no replay after the skip"
     );
 }

@@ -114,12 +114,12 @@ pub(super) fn excusals(
             // its reach names, delivered before the crash that first showed the fault
             // to an open, a power loss for a fault only the platter holds), and the
             // replay after that crash repeats it as the other copy of the pair, first
-            // delivered after that crash. That replay's node passes one copy of the id
-            // whatever explains it. The replay commits on the destroyed copy's
-            // partition (a WAL entry names it), so a fault excuses a pair on one
-            // partition only; a fault after the later copy's first delivery made no
-            // part of it (helper-48); and a copy the replay wrote where the reach lies
-            // is no copy the fault destroyed (helper-49).
+            // delivered after that crash, where that replay commits. Its node passes
+            // one copy of the id whatever explains it. The replay commits on the
+            // destroyed copy's partition (a WAL entry names it), so a fault excuses a
+            // pair on one partition only; a fault after the later copy's first
+            // delivery made no part of it (helper-48); and a copy the replay wrote
+            // where the reach lies is no copy the fault destroyed (helper-49).
             if a.tp != b.tp {
                 continue;
             }
@@ -138,7 +138,16 @@ pub(super) fn excusals(
                 let Some(crash) = crash_showing(facts, excuse.causes[0]) else {
                     continue;
                 };
-                if c.first_delivery > crash.index || copies[repeat].first_delivery < crash.index {
+                // The repeat lies where that replay commits (helper-50: a copy below the
+                // log the crash left was there before it).
+                let fresh = crash
+                    .partitions
+                    .get(&c.tp)
+                    .map_or(0, |p| super::tail::fresh_from(facts, crash, p));
+                if c.first_delivery > crash.index
+                    || copies[repeat].first_delivery < crash.index
+                    || copies[repeat].offset < fresh
+                {
                     continue;
                 }
                 let Some(replay) = super::place::replay_writing(facts, crash, copies, repeat)

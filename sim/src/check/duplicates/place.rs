@@ -401,12 +401,14 @@ pub(super) fn replay_writing(
 }
 
 /// Whether a copy of the id other than `copies[k]`, on its partition, lasted from the
-/// completed open of incarnation `i` into the open after `end` (the crash ending `i`):
-/// delivered after that open and before `end` (also a copy first delivered earlier, at
-/// an offset the replay wrote again: helper-49), below the durable tail `end` left, and
-/// nothing after that delivery and before `copies[k]`'s first could have taken it from
-/// the next open's view: a cut at or below it, a clamp that gave its offset up, a skip
-/// of its frame, or a crash that left the log at or below it.
+/// completed open of incarnation `i` into the replay after `end` (the crash ending
+/// `i`), below the durable tail `end` left: delivered after that open and before `end`
+/// (also a copy first delivered earlier, at an offset the replay wrote again:
+/// helper-49), with nothing taking it from the log between that delivery and the next
+/// replay's open (helper-50: a later skip came after the replay had seen it); or
+/// delivered after `end` with nothing taking it between `end` and that delivery (it was
+/// in the log at `end`: helper-50). Taking it: a cut at or below it, a clamp that gave
+/// its offset up, a skip of its frame, or a crash that left the log at or below it.
 fn kept_by(facts: &Facts<'_>, i: Incarnation, end: &CrashFact, copies: &[Copy], k: usize) -> bool {
     let (copy, Some(&opened)) = (&copies[k], facts.opened_at.get(&i)) else {
         return false;
@@ -415,37 +417,44 @@ fn kept_by(facts: &Facts<'_>, i: Incarnation, end: &CrashFact, copies: &[Copy], 
         return false;
     };
     let tp = &copy.tp;
-    let until = copy.first_delivery;
-    copies.iter().enumerate().any(|(j, y)| {
-        let Some(&seen) = y
-            .deliveries
-            .iter()
-            .rev()
-            .find(|&&d| opened < d && d < end.index)
-        else {
-            return false;
-        };
-        let between = |index: usize| seen < index && index < until;
-        j != k
-            && y.tp == *tp
-            && y.offset < tail
-            && !facts
-                .alarms
-                .cuts(tp)
-                .any(|c| between(c.index) && c.offset <= y.offset)
-            && !facts
+    // The next replay's open has run by its completion; one never seen complete, by the
+    // copy's first delivery.
+    let horizon = replay_of(facts, end, tp)
+        .and_then(|n| facts.opened_at.get(&n).copied())
+        .unwrap_or(usize::MAX)
+        .min(copy.first_delivery);
+    // Whether anything took the copy at `offset` from the log between two indices.
+    let taken = |after: usize, before: usize, offset: Offset| {
+        let between = |index: usize| after < index && index < before;
+        facts
+            .alarms
+            .cuts(tp)
+            .any(|c| between(c.index) && c.offset <= offset)
+            || facts
                 .alarms
                 .clamps(tp)
-                .any(|c| between(c.index) && c.hwm <= y.offset)
-            && !facts
+                .any(|c| between(c.index) && c.hwm <= offset)
+            || facts
                 .alarms
                 .skips(tp)
-                .any(|s| between(s.index) && s.contains(y.offset))
-            && !facts.crashes.iter().any(|c| {
+                .any(|s| between(s.index) && s.contains(offset))
+            || facts.crashes.iter().any(|c| {
                 between(c.index)
                     && c.partitions
                         .get(tp)
-                        .is_some_and(|p| p.durable_tail <= y.offset)
+                        .is_some_and(|p| p.durable_tail <= offset)
+            })
+    };
+    copies.iter().enumerate().any(|(j, y)| {
+        j != k
+            && y.tp == *tp
+            && y.offset < tail
+            && y.deliveries.iter().any(|&d| {
+                if opened < d && d < end.index {
+                    !taken(d, horizon, y.offset)
+                } else {
+                    d > end.index && !taken(end.index, d, y.offset)
+                }
             })
     })
 }

@@ -335,6 +335,18 @@ fn a_killed_replay_whose_writes_a_cut_took_is_not_charged_for_a_later_copy() {
 /// so id 1 gets a second slot of C1's (one at R1 for y, one at R2 for z), and C1's
 /// bound 2 (it hid two entries, of two ids) pays for both.
 fn replay_copy_survived_then_moved(bug: bool) -> Run {
+    let mut r = replayed_then_crashed(true);
+    if bug {
+        r.hwm(0, 5, 5, 5).deliver(1, 0, 4, 1_000).consume(0, 4);
+    }
+    r
+}
+
+/// helper-48's history, shared with helper-50's variants: power loss C1 hides [0, 2)
+/// (id 1 at 0, delivered; id 2 at 1, never delivered); its replay R1 completes and
+/// re-commits id 1 at 2 (y, read during R1 when `y_read`) and id 2 at 3; power loss C2
+/// leaves all of it durable and persisted (4), and R2 comes up.
+fn replayed_then_crashed(y_read: bool) -> Run {
     let mut r = Run::new();
     r.produced(2)
         .hwm(0, 2, 0, 2)
@@ -344,16 +356,12 @@ fn replay_copy_survived_then_moved(bug: bool) -> Run {
         .restart()
         .open_clean(0, 0, 2);
     r.frontier_seen(0, 1);
-    r.hwm(0, 4, 4, 4)
-        .deliver(1, 0, 2, 1_000)
-        .consume(0, 2)
-        .crash(&[(0, 4, 4, 4)])
-        .restart()
-        .open_clean(0, 4, 4);
-    r.frontier_seen(0, 3);
-    if bug {
-        r.hwm(0, 5, 5, 5).deliver(1, 0, 4, 1_000).consume(0, 4);
+    r.hwm(0, 4, 4, 4);
+    if y_read {
+        r.deliver(1, 0, 2, 1_000).consume(0, 2);
     }
+    r.crash(&[(0, 4, 4, 4)]).restart().open_clean(0, 4, 4);
+    r.frontier_seen(0, if y_read { 3 } else { 1 });
     r
 }
 
@@ -444,20 +452,7 @@ fn a_replay_copy_in_place_of_the_hidden_one_hands_no_slot_on() {
 /// that delivery, was in the log at C2 just as well (`recommits` already reasons so:
 /// `reopened`), and the next open saw it (or C2 hid it, and C2's budget answers).
 fn replay_copy_read_after_the_next_crash(bug: bool) -> Run {
-    let mut r = Run::new();
-    r.produced(2)
-        .hwm(0, 2, 0, 2)
-        .deliver(1, 0, 0, 1_000)
-        .consume(0, 0)
-        .crash(&[(0, 0, 2, 2)])
-        .restart()
-        .open_clean(0, 0, 2);
-    r.frontier_seen(0, 1);
-    r.hwm(0, 4, 4, 4)
-        .crash(&[(0, 4, 4, 4)])
-        .restart()
-        .open_clean(0, 4, 4);
-    r.frontier_seen(0, 1);
+    let mut r = replayed_then_crashed(false);
     if bug {
         r.hwm(0, 5, 5, 5);
     }
@@ -500,22 +495,7 @@ fn a_replay_copy_first_read_after_the_next_crash_still_ends_the_crashs_replays()
 /// (`replay_writing`'s own `cut_below` already stops at the next replay's
 /// incarnation), not anything before z's first delivery.
 fn replay_copy_skipped_after_the_next_replay(bug: bool) -> Run {
-    let mut r = Run::new();
-    r.produced(2)
-        .hwm(0, 2, 0, 2)
-        .deliver(1, 0, 0, 1_000)
-        .consume(0, 0)
-        .crash(&[(0, 0, 2, 2)])
-        .restart()
-        .open_clean(0, 0, 2);
-    r.frontier_seen(0, 1);
-    r.hwm(0, 4, 4, 4)
-        .deliver(1, 0, 2, 1_000)
-        .consume(0, 2)
-        .crash(&[(0, 4, 4, 4)])
-        .restart()
-        .open_clean(0, 4, 4);
-    r.frontier_seen(0, 3);
+    let mut r = replayed_then_crashed(true);
     r.fault(
         segment_flip(OffsetRange { start: 2, end: 3 }, Some(true)),
         Some(0),

@@ -36,6 +36,10 @@ pub struct Facts<'h> {
     pub attempts: BTreeMap<ProduceId, usize>,
     /// First ProduceAck of each id.
     pub acks: BTreeMap<ProduceId, usize>,
+    /// Per partition and incarnation, the lowest offset acknowledged to a produce: the
+    /// store takes produces only once its open returned, so its replay's copies lie
+    /// below it.
+    pub first_acked: BTreeMap<(TopicPartition, Incarnation), Offset>,
     /// Indices of in-contract damage at rest (bit flips) to a partition's segments.
     pub segment_damage: BTreeMap<TopicPartition, Vec<usize>>,
     /// Per produce id, the [`EventKind::WalEntriesDamaged`] events that name it.
@@ -79,6 +83,7 @@ impl<'h> Facts<'h> {
             heal: None,
             attempts: BTreeMap::new(),
             acks: BTreeMap::new(),
+            first_acked: BTreeMap::new(),
             segment_damage: BTreeMap::new(),
             wal_damage: BTreeMap::new(),
             wal_damage_by_fault: BTreeMap::new(),
@@ -99,8 +104,15 @@ impl<'h> Facts<'h> {
                     let previous = facts.attempts.insert(*id, index);
                     assert!(previous.is_none(), "produce id {id} attempted twice");
                 }
-                EventKind::ProduceAck { id, .. } => {
+                EventKind::ProduceAck { id, tp, offset, .. } => {
                     facts.acks.entry(*id).or_insert(index);
+                    if let Some(offset) = *offset {
+                        facts
+                            .first_acked
+                            .entry((tp.clone(), event.incarnation))
+                            .and_modify(|o| *o = (*o).min(offset))
+                            .or_insert(offset);
+                    }
                 }
                 EventKind::Crash {
                     partitions,

@@ -1,5 +1,5 @@
 //! `bounded_duplicates` read by the third to fifth adversaries (helper-46 on 264af53,
-//! then helper-47 to helper-50): each history is one an engine bug could make,
+//! then helper-47 to helper-51): each history is one an engine bug could make,
 //! and each was accepted by the checker of its day.
 
 use super::*;
@@ -515,5 +515,157 @@ fn a_skip_after_the_next_replay_does_not_free_the_crashs_slot() {
         duplicate_messages(&replay_copy_skipped_after_the_next_replay(true)).len(),
         1,
         "R2's replay saw y and committed nothing; z came with no replay after the skip"
+    );
+}
+
+/// helper-51, budgets alone: a crash's replay commits before its open returns, so
+/// below every offset a produce acknowledged in that incarnation.
+///
+/// x = id 1 at 0, delivered while only the in-memory HWM showed it. Power loss C1
+/// hides [0, 1) (bound 1); a flip takes x's frame and the open R1 cuts at 0 (R1 rule)
+/// and comes up. R1's replay re-commits id 1 (its entry is past the checkpoint, and no
+/// copy is visible). With `in_place`, it lands at 0 (the cut's offset) and a consumer
+/// reads it there again: the same (partition, offset) as x, so no new copy; otherwise
+/// the history has no cut and the replay's copy at 1 is simply never read. Then a
+/// fresh produce, id 2, is acknowledged at the next offset. With `bug`, the engine
+/// commits id 1 *again*, after id 2 (z): a second commit of one WAL entry in normal
+/// operation (a retry path that re-appends an entry, say).
+///
+/// A correct engine cannot put any of C1's re-commits past id 2: `Store::open`
+/// (`engine/src/store/open.rs`) runs `replay` to the end before it returns the store,
+/// and only a returned store takes produces (`produce.rs`), so every offset the
+/// replay of R1 wrote lies below the first offset acknowledged to a produce in R1's
+/// incarnation. DESIGN "ingress WAL replay": the re-commit lands at fresh offsets at or
+/// past the durable tail, *before* new traffic. z is neither R1's replay's copy (that
+/// one is at 0, or at 1) nor any later replay's (no crash follows).
+///
+/// The checker: `recommits(C1, z)` asks only `z.offset >= fresh_from(C1)` (0, the cut)
+/// and that x lay in C1's hidden tail; `replay_writing(C1, z)` names R1 (completed, no
+/// crash ends it); R1's node for id 1 is free (x is the original; R1's real copy is x's
+/// offset or unread), so C1's budget pays for z (place.rs `recommits`, tail.rs
+/// `fresh_from`: a lower bound only). Suggested fix: a copy placed on the node of a
+/// completed replay R lies below the lowest offset acknowledged on its partition to a
+/// produce of incarnation R (no upper bound is there today); the same bound for the
+/// rows that name R's node (`checkpoint_lost`'s `replay_reach` takes the first HWM
+/// shown after the open, which may already cover post-open produces).
+fn recommitted_after_a_fresh_produce(in_place: bool, bug: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 0, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0);
+    let next = if in_place {
+        taken_and_cut(&mut r, 1, 0, 1);
+        // R1's replay re-committed id 1 at 0; read again there.
+        r.hwm(0, 1, 1, 1)
+            .deliver_raw(0, 0, &payload(1), &key(1), 1_000, 2)
+            .consume(0, 0);
+        1
+    } else {
+        r.crash(&[(0, 0, 1, 1)]).restart().open_clean(0, 0, 1);
+        r.frontier_seen(0, 1);
+        // R1's replay re-committed id 1 at 1 (never read in this history).
+        2
+    };
+    r.produce(2, 0, next, 1_010)
+        .hwm(0, next + 1, next + 1, next + 1)
+        .deliver(2, 0, next, 1_010)
+        .consume(0, next);
+    if bug {
+        r.hwm(0, next + 2, next + 2, next + 2)
+            .deliver(1, 0, next + 1, 1_011)
+            .consume(0, next + 1);
+    }
+    r
+}
+
+#[test]
+fn a_replays_copy_lies_below_the_first_produce_its_open_let_in() {
+    assert!(duplicate_messages(&recommitted_after_a_fresh_produce(true, false)).is_empty());
+    assert_eq!(
+        duplicate_messages(&recommitted_after_a_fresh_produce(true, true)).len(),
+        1,
+        "R1's replay re-committed id 1 at 0 before id 2 was produced; id 1 after it is extra"
+    );
+}
+
+#[test]
+fn a_replays_unread_copy_lies_below_the_first_produce_its_open_let_in() {
+    assert!(duplicate_messages(&recommitted_after_a_fresh_produce(false, false)).is_empty());
+    assert_eq!(
+        duplicate_messages(&recommitted_after_a_fresh_produce(false, true)).len(),
+        1,
+        "R1's replay re-committed id 1 at 1 before id 2 was produced; id 1 after it is extra"
+    );
+}
+
+/// helper-51, the clamp row (`damaged_copy`, clamp branch): the same missing upper
+/// bound. Ids 1-2 at 0-1, delivered and consumed, persisted HWM 2 (as in
+/// duplicates.rs `clamped_then_replayed`); flips at rest take both frames, the open R1
+/// cuts at 0 (R1 rule) and clamps the HWM 2 -> 0 (R4, recorded). R1's replay
+/// re-commits ids 1 and 2 in WAL order from 0: at 0 and 1, the offsets they had, so no
+/// new copy. Then a fresh produce, id 3, is acknowledged at 2. With `bug`, the engine
+/// commits id 2 again after it, at 3 (z), and a consumer reads it.
+///
+/// As above, a correct engine's replay is over before id 3 is produced (`Store::open`
+/// returns after `replay`), so whatever re-commit of id 2 the clamp allows lies below
+/// 2; z is a second commit of one WAL entry in normal operation. The clamp row accepts
+/// z: `other.offset >= floor` (0) and `committed_by(usize::MAX)` (no crash ends R1), and
+/// the replay node (orders/0, R1) is free because R1's real copy sits at x's offset.
+/// Suggested fix as above: bound the row's repeat by the first offset acknowledged to a
+/// produce in the replayer's incarnation (`replay_window` could return it beside the
+/// floor).
+fn clamped_then_committed_after_a_produce(bug: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .deliver(2, 0, 1, 1_001)
+        .consume(0, 1)
+        .crash(&[(0, 2, 2, 2)])
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 2 }, Some(true)),
+            Some(0),
+        )
+        .restart()
+        .disk(0, OpenRule::TornTail, 2, 0, Some(0))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 0,
+                offset: 0,
+                bytes: 200,
+            },
+        )
+        .alarm(Some(0), clamp(2, 0))
+        .counters(0, 2, 0)
+        .opened(0, 0, 0);
+    r.frontier_seen(0, 0);
+    // R1's replay re-committed ids 1 and 2 at 0 and 1; read again there.
+    r.hwm(0, 2, 2, 2)
+        .deliver_raw(0, 0, &payload(1), &key(1), 1_000, 2)
+        .consume(0, 0)
+        .deliver_raw(0, 1, &payload(2), &key(2), 1_001, 2)
+        .consume(0, 1)
+        .produce(3, 0, 2, 1_010)
+        .hwm(0, 3, 3, 3)
+        .deliver(3, 0, 2, 1_010)
+        .consume(0, 2);
+    if bug {
+        r.hwm(0, 4, 4, 4).deliver(2, 0, 3, 1_011).consume(0, 3);
+    }
+    r
+}
+
+#[test]
+fn a_clamped_copys_recommit_lies_below_the_first_produce_after_the_replay() {
+    assert!(duplicate_messages(&clamped_then_committed_after_a_produce(false)).is_empty());
+    assert_eq!(
+        duplicate_messages(&clamped_then_committed_after_a_produce(true)).len(),
+        1,
+        "R1's replay re-committed id 2 at 1 before id 3 was produced; id 2 at 3 is extra"
     );
 }

@@ -8,7 +8,9 @@
 //! original) must each be a re-commit by some crash: one that came before the copy was
 //! first delivered and whose hidden tail held another copy of the id, one copy of an id
 //! per replay (a replay commits each WAL entry once; crashes with no replay between
-//! them, by the engine's `replay_committing` account, share one). The copies of every
+//! them, by the engine's `replay_committing` account, share one), below the first
+//! offset a produce was acknowledged at in the replay's incarnation (the store takes
+//! produces only once its open, replay included, returned). The copies of every
 //! id are placed at once, as a maximum flow ([`super::flow`]), so no crash's budget goes
 //! to a copy another crash could explain while a copy only it explains goes without. A
 //! crash explains at most its bound `sum over partitions of (durable_tail -

@@ -116,6 +116,9 @@ pub(super) fn place(
                 }
                 match (&e.replay, excusal_nodes[i]) {
                     (Some((tp, replay)), _) => {
+                        if copies[k].offset >= replay_ceiling(facts, tp, *replay) {
+                            continue;
+                        }
                         let (entry, exit) = per_replay[&(tp_of(copies, tp), *replay)];
                         if !as_recommit.iter().any(|(x, _)| *x == exit) {
                             as_recommit.push((exit, flow.edge(node, entry, 1)));
@@ -141,6 +144,9 @@ pub(super) fn place(
                 let Some(replay) = replay_writing(facts, crash, copies, k) else {
                     continue;
                 };
+                if copies[k].offset >= replay_ceiling(facts, tp, replay) {
+                    continue;
+                }
                 let (entry, exit) = *per_replay.entry((tp, replay)).or_insert_with(|| {
                     let (entry, exit) = (flow.node(), flow.node());
                     flow.edge(entry, exit, 1);
@@ -334,6 +340,18 @@ fn tail_at(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<
         end,
         fresh: fresh_from(facts, crash, state),
     })
+}
+
+/// Where the replay of incarnation `replay` on `tp` stopped committing, at the latest:
+/// below the lowest offset acknowledged there to a produce of that incarnation (the
+/// store returns from its open, and takes produces, only once its replay is done:
+/// helper-51). `Offset::MAX` when none was acknowledged (an open killed first has
+/// none), or for no replay.
+fn replay_ceiling(facts: &Facts<'_>, tp: &TopicPartition, replay: Option<Incarnation>) -> Offset {
+    replay
+        .and_then(|i| facts.first_acked.get(&(tp.clone(), i)))
+        .copied()
+        .unwrap_or(Offset::MAX)
 }
 
 /// The replay that can have written `copies[k]` after `crash`: [`replay_of`], passed on

@@ -2,7 +2,7 @@
 //! the replay could not see, a lost WAL checkpoint, an out-of-contract fault's reach.
 
 use super::super::alarms::AlarmFact;
-use super::tail::refused_in;
+use super::tail::{crash_showing, refused_in};
 use super::*;
 
 /// One row's account of a pair of an id's copies: which of the two it explains as a
@@ -36,25 +36,6 @@ fn crash_before_replay<'f>(facts: &'f Facts<'_>, alarm: usize) -> Option<&'f Cra
     } else {
         facts.crashes.iter().find(|c| c.index > alarm)
     }
-}
-
-/// The crash that first showed the out-of-contract fault at history index `fault` to
-/// an open: the next power loss for a fault only the platter holds (a process crash
-/// keeps the page cache, which shows the engine's bytes), else the next crash; for a
-/// fault injected while the node was down (after the crash ending its incarnation, as
-/// a crash with a bit flip records it), that crash when it qualifies.
-fn crash_showing<'f>(facts: &'f Facts<'_>, fault: usize) -> Option<&'f CrashFact> {
-    let platter = facts
-        .reaches
-        .iter()
-        .find(|r| r.fault_index == fault)
-        .is_none_or(|r| r.platter_only());
-    let down = facts
-        .crash_ending(facts.history.events()[fault].incarnation)
-        .filter(|c| c.index < fault);
-    down.into_iter()
-        .chain(facts.crashes.iter().filter(|c| c.index > fault))
-        .find(|c| !(platter && c.process))
 }
 
 /// The replay that made `repeat` after the alarm at history index `alarm`, as the crash

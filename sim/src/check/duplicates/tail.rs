@@ -3,6 +3,7 @@
 //! the offset its replay commits from, and the open that ran that replay.
 
 use super::*;
+use crate::check::contract::LOG_FILES;
 
 /// The hidden tail a crash left on a partition: `[P, durable_tail)`, with `P` the lower
 /// of the persisted HWM at the crash and the one the next open read (a flip in `hwm`
@@ -127,11 +128,76 @@ pub(super) fn fresh_from(facts: &Facts<'_>, crash: &CrashFact, state: &CrashPart
         .filter_map(|c| c.partitions.get(&state.tp))
         .map(|p| p.durable_tail)
         .min();
-    [Some(state.durable_tail), cut, shorter]
-        .into_iter()
-        .flatten()
+    [
+        Some(state.durable_tail),
+        cut,
+        shorter,
+        lost_from(facts, crash, &state.tp),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .expect("the durable tail is always there")
+}
+
+/// The crash that first showed the out-of-contract fault at history index `fault` to
+/// an open: the next power loss for a fault only the platter holds (a process crash
+/// keeps the page cache, which shows the engine's bytes), else the next crash; for a
+/// fault injected while the node was down (after the crash ending its incarnation, as
+/// a crash with a bit flip records it), that crash when it qualifies.
+pub(super) fn crash_showing<'f>(facts: &'f Facts<'_>, fault: usize) -> Option<&'f CrashFact> {
+    let platter = facts
+        .reaches
+        .iter()
+        .find(|r| r.fault_index == fault)
+        .is_none_or(|r| r.platter_only());
+    let down = facts
+        .crash_ending(facts.history.events()[fault].incarnation)
+        .filter(|c| c.index < fault);
+    down.into_iter()
+        .chain(facts.crashes.iter().filter(|c| c.index > fault))
+        .find(|c| !(platter && c.process))
+}
+
+/// Where the log the open after `crash` found on `tp` ended, when an out-of-contract
+/// fault that `crash` showed can have shortened it with no cut (a lost fsync or a
+/// misdirected write loses frames the world counts as durable): that open's tail, but
+/// not below the fault's reach (its first offset, or, where the world could not say,
+/// the lowest offset acknowledged on `tp` after it and before the crash). `None` when
+/// no such fault (fresh quick 3898016637: the replay committed from the tail the open
+/// found, below the durable tail).
+fn lost_from(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<Offset> {
+    let reach = lowest_reached(facts, crash, tp)?;
+    let found = facts
+        .alarms
+        .disk_at(tp, crash.incarnation + 1)
+        .map_or(reach, |view| view.tail);
+    Some(found.max(reach))
+}
+
+/// The lowest offset of `tp` an out-of-contract fault on its log files that `crash`
+/// showed can have reached.
+fn lowest_reached(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<Offset> {
+    facts
+        .reaches
+        .iter()
+        .filter(|r| r.tp.as_ref() == Some(tp) && r.on(LOG_FILES) && r.fault_index < crash.index)
+        .filter(|r| crash_showing(facts, r.fault_index).is_some_and(|c| c.index == crash.index))
+        .filter_map(|r| match r.offsets {
+            Some(range) => Some(range.start),
+            None => facts.history.events()[r.fault_index..crash.index]
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EventKind::ProduceAck {
+                        tp: t,
+                        offset: Some(offset),
+                        ..
+                    } if t == tp => Some(*offset),
+                    _ => None,
+                })
+                .min(),
+        })
         .min()
-        .expect("the durable tail is always there")
 }
 
 /// History index at which the replay after `crash` had run on `tp`: the first store

@@ -669,3 +669,87 @@ fn a_clamped_copys_recommit_lies_below_the_first_produce_after_the_replay() {
         "R1's replay re-committed id 2 at 1 before id 3 was produced; id 2 at 3 is extra"
     );
 }
+
+/// helper-52 (the open item from the adversarial read of 1a38f2a): a clamp's replay
+/// window handed on to a later open that cut at or below its floor took in a copy made
+/// by an open in between.
+///
+/// Ids 1-3 at 0-2, delivered and consumed, persisted HWM 3. A latent sector over [0, 3)
+/// makes the open R1 cut at 0 and clamp 3 -> 0 (recorded); its replay re-commits id 3
+/// (the entry of ids 1-2 lay behind the checkpoint) at 0, never read. A crash leaves
+/// the log at 1 with HWM 1 persisted; the open R2 is clean (the copy at 0 is in place,
+/// below its HWM). With `between`, the engine commits id 3 again during R2, at 1 (z),
+/// and a consumer reads it; then a crash with z persisted. A latent sector over the
+/// log makes the open R3 cut at 0 and clamp to 0; its replay commits id 3 at 0 again,
+/// and a consumer reads it there.
+///
+/// A correct engine cannot make z. R2's open read a clean log ending at 1 with HWM 1
+/// (`Store::open`, `engine/src/store/open.rs`): R1's copy of id 3 at 0 was visible, so
+/// R2's replay skipped id 3's entry (or the checkpoint R1's replay advanced had dropped
+/// it); no produce of id 3 was attempted in R2 (and none was acknowledged there at all).
+/// Only R3's cut took R1's copy, and only R3's replay re-commits the entry: after R3's
+/// restart. Without `between` the history is the legitimate one (copies at 2 and 0).
+///
+/// The checker: `damaged_copy` (excused.rs, clamp branch) finds R1's clamp (hwm 0 <= 2
+/// < 3); `replay_window` hands the window on from R1 to R3 (the first later cut at or
+/// below the floor 0) and returns R3's end (no crash ends R3: `usize::MAX`), and
+/// `committed_by` asks only that z was first delivered before that end. z goes through
+/// the node of R2's replay (`replay_writing`: R1's ending crash left the log at 1 <= z's
+/// offset and no copy R1 delivered lasted, so the crash's replay passes on to R2), which
+/// no other copy uses; R3's copy at 0 is excused by R3's clamp as z's repeat. Fix: a
+/// handed-on window starts at the wiping open's restart; a copy first delivered before
+/// that counts only in an earlier window.
+fn clamp_wiped_after_a_copy_in_between(between: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(3).hwm(0, 3, 3, 3).delivered(3);
+    for offset in 0..3 {
+        r.consume(0, offset);
+    }
+    r.crash(&[(0, 3, 3, 3)])
+        .fault(latent_below_hwm(0, 3), Some(0))
+        .restart()
+        .disk(0, OpenRule::TornTail, 3, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .alarm(Some(0), clamp(3, 0))
+        .opened(0, 0, 0)
+        .frontier_seen(0, 0);
+    // R1's replay put id 3 back at 0 (never read); the HWM 1 covering it persisted.
+    r.crash(&[(0, 1, 1, 1)])
+        .restart()
+        .open_clean(0, 1, 1)
+        .frontier_seen(0, 0);
+    let tail = if between {
+        // The bug: id 3 committed again while R2 runs, at 1.
+        r.hwm(0, 2, 2, 2).deliver(3, 0, 1, 1_002).consume(0, 1);
+        2
+    } else {
+        1
+    };
+    r.crash(&[(0, tail, tail, tail)])
+        .fault(latent_below_hwm(0, tail), Some(0))
+        .restart()
+        .disk(0, OpenRule::TornTail, tail, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .alarm(Some(0), clamp(tail, 0))
+        .opened(0, 0, 0)
+        .frontier_seen(0, 0)
+        // R3's replay: id 3 at 0 again.
+        .hwm(0, 1, 1, 1)
+        .deliver(3, 0, 0, 1_002)
+        .consume(0, 0);
+    r
+}
+
+#[test]
+fn a_handed_on_clamp_window_starts_at_the_wiping_opens_restart() {
+    let clean = clamp_wiped_after_a_copy_in_between(false).report();
+    assert!(
+        clean.bounded_duplicates.violations.is_empty(),
+        "{:?}",
+        clean.bounded_duplicates.violations
+    );
+    assert_mentions(
+        &duplicate_messages(&clamp_wiped_after_a_copy_in_between(true)),
+        &["produce id 3 delivered from orders/0@"],
+    );
+}

@@ -153,7 +153,8 @@ pub(super) fn excusals(
 /// commits (from the clamped HWM on, on the same partition, first delivered before
 /// the crash that ends the first open from the clamp's on that completed, which is the
 /// one whose replay re-commits what the clamp gave up, or in the log that crash left;
-/// a later incarnation's copy is its own replay's).
+/// a later incarnation's copy is its own replay's; when a later open cut at or below
+/// the floor, also first delivered from that open's restart on, under the same rule).
 pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Option<Excuse> {
     let until = other.first_delivery;
     let skip = facts
@@ -192,15 +193,17 @@ pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Opti
             .take_while(|i| facts.restarts.contains_key(i) || *i == from)
             .find(|i| facts.opened.contains(i))
     };
-    // The clamp's replay window: the first open from the clamp's on that completed,
-    // and the lowest HWM a clamp, or offset a cut, left up to it (its replay commits at
-    // or past that). When a later open cut at or below that floor (damage took what
-    // the replay wrote), nothing of it is left and that open's replay commits the
-    // record again: the window goes on from there. A log merely ending there proves nothing: a completed
-    // replay's commits are durable, so it wrote none, and the WAL no longer held the
-    // entry.
-    // Returns (the floor, the crash that ends the window).
-    let replay_window = |c: &crate::check::alarms::ClampFact| {
+    // The clamp's replay windows. The first: the first open from the clamp's on that
+    // completed, and the lowest HWM a clamp, or offset a cut, left up to it (its replay
+    // commits at or past that). When a later open cut at or below that floor (damage
+    // took what the replay wrote), nothing of it is left and that open's replay commits
+    // the record again: a window of its own, from that open's restart on (the opens in
+    // between found the replay's copy in place and replayed nothing: helper-52). A log
+    // merely ending there proves nothing: a completed replay's commits are durable, so
+    // it wrote none, and the WAL no longer held the entry.
+    // Each window: (its floor, the history index it starts after, the crash that ends
+    // it).
+    let replay_windows = |c: &crate::check::alarms::ClampFact| {
         let lowest = |from: Incarnation, to: Incarnation| {
             let within = |inc: Incarnation| from <= inc && inc <= to;
             facts
@@ -217,13 +220,18 @@ pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Opti
                 )
                 .fold(c.hwm, Offset::min)
         };
+        let mut windows = Vec::new();
         let mut from = c.incarnation;
+        let mut start = c.index;
         let mut floor = c.hwm;
         loop {
             let Some(last) = replayer(from) else {
-                return (lowest(c.incarnation, Incarnation::MAX), usize::MAX);
+                windows.push((lowest(c.incarnation, Incarnation::MAX), start, usize::MAX));
+                return windows;
             };
             floor = floor.min(lowest(c.incarnation, last));
+            let end = facts.crash_ending(last).map_or(usize::MAX, |k| k.index);
+            windows.push((floor, start, end));
             // The first later open that cut at or below the floor: opens before it
             // found the replay's copy in place, so their replays committed nothing.
             let wiped = facts
@@ -232,12 +240,11 @@ pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Opti
                 .filter(|k| k.incarnation > last && k.offset <= floor)
                 .map(|k| k.incarnation)
                 .min();
-            if let Some(next) = wiped {
-                from = next;
-                continue;
-            }
-            let end = facts.crash_ending(last).map_or(usize::MAX, |k| k.index);
-            return (floor, end);
+            let Some(next) = wiped else {
+                return windows;
+            };
+            from = next;
+            start = facts.restarts.get(&next).copied().unwrap_or(end);
         }
     };
     // Whether `other` was in the log before the crash at history index `end`: first
@@ -283,13 +290,13 @@ pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Opti
                     && c.hwm <= copy.offset
                     && copy.offset < c.persisted_hwm
                     && other.tp == copy.tp
-                    // Committed by the replay after it: at or past its floor, seen
-                    // before the crash that ends its window (a killed open replays
-                    // nothing for certain), or found in the log by that crash.
-                    && {
-                        let (floor, end) = replay_window(c);
-                        other.offset >= floor && committed_by(end)
-                    }
+                    // Committed by the replay of one of its windows: at or past its
+                    // floor, first delivered after the window began and before the
+                    // crash that ends it (a killed open replays nothing for
+                    // certain), or found in the log by that crash.
+                    && replay_windows(c).into_iter().any(|(floor, start, end)| {
+                        other.offset >= floor && start < until && committed_by(end)
+                    })
             })
             .map(|c| {
                 (

@@ -166,25 +166,7 @@ fn clamped_twice() -> Run {
         .produce(2, 0, 1, 1_001)
         .hwm(0, 2, 2, 2)
         .deliver(1, 0, 0, 1_000)
-        .crash(&[(0, 2, 2, 2)])
-        .fault(
-            segment_flip(OffsetRange { start: 0, end: 2 }, Some(true)),
-            Some(0),
-        )
-        .restart()
-        .disk(0, OpenRule::TornTail, 2, 0, Some(0))
-        .alarm(
-            Some(0),
-            Alarm::TornTail {
-                segment: "00000000000000000000.log".into(),
-                position: 0,
-                offset: 0,
-                bytes: 200,
-            },
-        )
-        .alarm(Some(0), clamp(2, 0))
-        .counters(0, 2, 0)
-        .opened(0, 0, 0)
+        .flipped_and_clamped(2)
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 0);
         })

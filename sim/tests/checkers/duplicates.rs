@@ -540,25 +540,7 @@ fn clamped_copy_found_after_a_crash(tail: u64, cut: bool) -> Run {
         .consume(0, 0)
         .deliver(2, 0, 1, 1_001)
         .consume(0, 1)
-        .crash(&[(0, 2, 2, 2)])
-        .fault(
-            segment_flip(OffsetRange { start: 0, end: 2 }, Some(true)),
-            Some(0),
-        )
-        .restart()
-        .disk(0, OpenRule::TornTail, 2, 0, Some(0))
-        .alarm(
-            Some(0),
-            Alarm::TornTail {
-                segment: "00000000000000000000.log".into(),
-                position: 0,
-                offset: 0,
-                bytes: 200,
-            },
-        )
-        .alarm(Some(0), clamp(2, 0))
-        .counters(0, 2, 0)
-        .opened(0, 0, 0)
+        .flipped_and_clamped(2)
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 0);
         })
@@ -764,25 +746,7 @@ fn clamp_then_a_second_recommit(visible_tail: u64) -> Run {
         .with(|t, h| {
             h.frontier_written(t, &tp(0), 2);
         })
-        .crash(&[(0, 2, 2, 2)])
-        .fault(
-            segment_flip(OffsetRange { start: 0, end: 2 }, Some(true)),
-            Some(0),
-        )
-        .restart()
-        .disk(0, OpenRule::TornTail, 2, 0, Some(0))
-        .alarm(
-            Some(0),
-            Alarm::TornTail {
-                segment: "00000000000000000000.log".into(),
-                position: 0,
-                offset: 0,
-                bytes: 200,
-            },
-        )
-        .alarm(Some(0), clamp(2, 0))
-        .counters(0, 2, 0)
-        .opened(0, 0, 0)
+        .flipped_and_clamped(2)
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 0);
         })

@@ -624,25 +624,7 @@ fn clamped_then_committed_after_a_produce(bug: bool) -> Run {
         .consume(0, 0)
         .deliver(2, 0, 1, 1_001)
         .consume(0, 1)
-        .crash(&[(0, 2, 2, 2)])
-        .fault(
-            segment_flip(OffsetRange { start: 0, end: 2 }, Some(true)),
-            Some(0),
-        )
-        .restart()
-        .disk(0, OpenRule::TornTail, 2, 0, Some(0))
-        .alarm(
-            Some(0),
-            Alarm::TornTail {
-                segment: "00000000000000000000.log".into(),
-                position: 0,
-                offset: 0,
-                bytes: 200,
-            },
-        )
-        .alarm(Some(0), clamp(2, 0))
-        .counters(0, 2, 0)
-        .opened(0, 0, 0);
+        .flipped_and_clamped(2);
     r.frontier_seen(0, 0);
     // R1's replay re-committed ids 1 and 2 at 0 and 1; read again there.
     r.hwm(0, 2, 2, 2)

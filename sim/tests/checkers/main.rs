@@ -306,6 +306,31 @@ impl Run {
         self
     }
 
+    /// A power loss with `hwm` records of orders/0 durable and persisted; a flip takes
+    /// every frame, and the next open cuts at 0 (R1), clamps `hwm` to 0 (R4), gives up
+    /// the `hwm` records and comes up empty.
+    fn flipped_and_clamped(&mut self, hwm: u64) -> &mut Self {
+        self.crash(&[(0, hwm, hwm, hwm)])
+            .fault(
+                segment_flip(OffsetRange { start: 0, end: hwm }, Some(true)),
+                Some(0),
+            )
+            .restart()
+            .disk(0, OpenRule::TornTail, hwm, 0, Some(0))
+            .alarm(
+                Some(0),
+                Alarm::TornTail {
+                    segment: "00000000000000000000.log".into(),
+                    position: 0,
+                    offset: 0,
+                    bytes: 200,
+                },
+            )
+            .alarm(Some(0), clamp(hwm, 0))
+            .counters(0, hwm, 0)
+            .opened(0, 0, 0)
+    }
+
     /// A consumer of orders/`p` was shown frontier `value`.
     fn frontier_seen(&mut self, p: u32, value: u64) -> &mut Self {
         let t = self.now();

@@ -268,8 +268,20 @@ fn judge(
     // views taken before the open's account of `tp` (its `LogOpened` or refusal at
     // history index `by`) count: damage landing after the log's scan finished (while
     // the store's open replays the WAL, say) was not read by it.
+    // A view taken while the open ran (every view after its first: damage landed
+    // meanwhile) whose valid log ends at a bad region below this damage says nothing of
+    // it: an open that read it there would have cut or refused at that region, which
+    // is detection above (fresh quick 3900018188: a flip at offset 3 while the open
+    // ran, over a misdirected write at 64 that the write-back after a process crash
+    // had repaired).
     let intact = |incarnation: Incarnation, by: usize| {
         let views = alarms.views_before(tp, incarnation, by);
+        let views: Vec<_> = views
+            .iter()
+            .enumerate()
+            .filter(|(i, d)| *i == 0 || d.bad.as_ref().is_none_or(|b| b.offset >= range.start))
+            .map(|(_, d)| d)
+            .collect();
         !views.is_empty()
             && views.iter().all(|d| {
                 d.tail >= range.end && d.bad.as_ref().is_none_or(|bad| bad.offset >= range.end)

@@ -356,3 +356,104 @@ fn a_replay_below_a_frame_a_lost_fsync_took_is_its_crashs() {
         "one replay committed id 1 twice"
     );
 }
+
+/// helper-53 (accepted; a history a correct engine makes): the world's durable tail
+/// overstated at the crash *after* a completed replay, so `kept_by` and
+/// `replay_writing` read that crash's durable tail as the log the next open found.
+///
+/// Id 1 at 0, delivered while only the in-memory HWM showed it; power loss C1 hides
+/// [0, 1) and R1 re-commits id 1 at 1 (delivered). The hwm word is still 0 (no flush
+/// since). A lost fsync of orders/0's segment then loses the frame of id 2 at 2
+/// (acknowledged at 2 in R1's incarnation, never read). Power loss C2: the platter
+/// ends at 2, but the world's durable tail is 3: an earlier flip or latent sector on
+/// orders/0 (even one a cut since removed) leaves the partition in the world's sticky
+/// `damaged` set (`sim/src/world/inject.rs` `flip`, `sim/src/world/latent.rs`), and
+/// `sim/src/world/disk.rs` `crash_partitions` then takes
+/// `max(decoded tail, persisted, memory HWM)`, the memory HWM 3 covering the lost
+/// frame. The open finds tail 2, HWM 0, hides ids 1 at 0 and 1, and its replay
+/// (`engine/src/store/open.rs` `replay`: the checkpoint advances only below the
+/// persisted HWM, `checkpoint.rs`, so the entries of ids 1 and 2 are live; no visible
+/// copy below HWM 0) commits id 1 at 2 and id 2 at 3.
+///
+/// C2's hidden tail [0, 3) held both earlier copies: its budget explains id 1 at 2.
+fn replay_lost_after_a_completed_replay() -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .hwm(0, 1, 0, 1)
+        .deliver(1, 0, 0, 1_000)
+        .consume(0, 0)
+        .crash(&[(0, 0, 1, 1)])
+        .restart()
+        .open_clean(0, 0, 1);
+    r.frontier_seen(0, 0);
+    r.hwm(0, 2, 0, 2)
+        .deliver(1, 0, 1, 1_000)
+        .consume(0, 1)
+        .fault(lost_fsync(2, 3), Some(0))
+        .produce(2, 0, 2, 1_001)
+        .hwm(0, 3, 0, 3)
+        .crash(&[(0, 0, 3, 3)])
+        .restart()
+        .open_clean(0, 0, 2);
+    r.frontier_seen(0, 2);
+    r.hwm(0, 4, 4, 4)
+        .deliver(1, 0, 2, 1_000)
+        .deliver(2, 0, 3, 1_001)
+        .consume(0, 2)
+        .consume(0, 3);
+    r
+}
+
+#[test]
+fn a_replays_copy_a_lost_fsync_took_is_the_next_crashs() {
+    let m = duplicate_messages(&replay_lost_after_a_completed_replay());
+    assert!(m.is_empty(), "{m:#?}");
+}
+
+/// helper-53 (accepted; a history a correct engine makes): two lost fsyncs, a process
+/// crash between (which shows neither: the page cache keeps the engine's bytes), and
+/// the power loss after the replay that shows both.
+///
+/// Id 1 at 0 is on the platter; a lost fsync then loses the frame of id 2 at 1
+/// (acknowledged after it). Both delivered under the in-memory HWM 2 (hwm word 0).
+/// Process crash C1: the open reads the cache (tail 2, HWM 0), hides [0, 2), and its
+/// replay commits ids 1 and 2 at 2 and 3, whose fsync is lost too. Power loss C2: the
+/// platter holds id 1 at 0 alone (durable tail 1); the open finds tail 1, HWM 0, hides
+/// id 1 at 0, and its replay (`open.rs` `replay`: no copy visible below HWM 0; the
+/// entries are live, `checkpoint.rs` passes only entries below the persisted HWM)
+/// commits ids 1 and 2 at 1 and 2: offsets reused, and a third copy of each id.
+fn two_lost_fsyncs_around_a_process_crash() -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .fault(lost_fsync(1, 2), Some(0))
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 0, 2)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(2, 0, 1, 1_001)
+        .consume(0, 0)
+        .consume(0, 1)
+        .process_crash(&[(0, 0, 2, 2)])
+        .restart()
+        .fault(lost_fsync(2, 4), Some(0))
+        .open_clean(0, 0, 2);
+    r.frontier_seen(0, 0);
+    r.hwm(0, 4, 0, 4)
+        .deliver(1, 0, 2, 1_000)
+        .deliver(2, 0, 3, 1_001)
+        .consume(0, 2)
+        .consume(0, 3)
+        .crash(&[(0, 0, 1, 4)])
+        .restart()
+        .open_clean(0, 0, 1);
+    r.frontier_seen(0, 0);
+    r.hwm(0, 3, 3, 3)
+        .deliver(1, 0, 1, 1_000)
+        .deliver(2, 0, 2, 1_001);
+    r
+}
+
+#[test]
+fn two_lost_fsyncs_around_a_process_crash_are_the_crashes() {
+    let m = duplicate_messages(&two_lost_fsyncs_around_a_process_crash());
+    assert!(m.is_empty(), "{m:#?}");
+}

@@ -2,7 +2,7 @@
 //! the replay could not see, a lost WAL checkpoint, an out-of-contract fault's reach.
 
 use super::super::alarms::AlarmFact;
-use super::tail::{crash_showing, refused_in};
+use super::tail::{clamped_at, crash_showing, log_ended_at, refused_in};
 use super::*;
 
 /// One row's account of a pair of an id's copies: which of the two it explains as a
@@ -261,23 +261,9 @@ pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Opti
                     k.partitions
                         .get(&other.tp)
                         .is_some_and(|p| other.offset < p.durable_tail)
-                        && !facts
-                            .alarms
-                            .cuts(&other.tp)
-                            .any(|x| end < x.index && x.index < until && x.offset <= other.offset)
-                        && !facts
-                            .alarms
-                            .clamps(&other.tp)
-                            .any(|x| end < x.index && x.index < until && x.hwm <= other.offset)
-                        // No later crash lost the frame (a power loss after a process
-                        // crash drops what only the page cache held).
-                        && !facts.crashes.iter().any(|x| {
-                            end < x.index
-                                && x.index < until
-                                && x.partitions
-                                    .get(&other.tp)
-                                    .is_some_and(|p| p.durable_tail <= other.offset)
-                        })
+                        // No later cut, clamp or crash took the frame.
+                        && !log_ended_at(facts, &other.tp, end, until, other.offset)
+                        && !clamped_at(facts, &other.tp, end, until, other.offset)
                 })
     };
     let clamp = || {

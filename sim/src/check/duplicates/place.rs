@@ -4,7 +4,7 @@
 
 use super::super::flow::EdgeId;
 use super::excused::Excusal;
-use super::tail::{fresh_from, hidden_tail, replay_of};
+use super::tail::{clamped_at, fresh_from, hidden_tail, log_ended_at, replay_of};
 use super::*;
 
 /// What the placement made of one copy of a duplicated id.
@@ -309,17 +309,13 @@ pub(super) fn recommits(
 /// offset was then written afresh, and the copy is no sign of one that existed at the
 /// crash.
 fn reopened(facts: &Facts<'_>, crash: &CrashFact, copy: &Copy) -> bool {
-    let between = |index: usize| crash.index < index && index < copy.first_delivery;
-    facts
-        .alarms
-        .cuts(&copy.tp)
-        .any(|c| between(c.index) && c.offset <= copy.offset)
-        || facts.crashes.iter().any(|c| {
-            between(c.index)
-                && c.partitions
-                    .get(&copy.tp)
-                    .is_some_and(|p| p.durable_tail <= copy.offset)
-        })
+    log_ended_at(
+        facts,
+        &copy.tp,
+        crash.index,
+        copy.first_delivery,
+        copy.offset,
+    )
 }
 
 /// A crash's hidden tail `[start, end)` on a partition, and where its replay commits
@@ -405,7 +401,7 @@ pub(super) fn replay_writing(
             // But while a copy of the id it delivered lasted, the next open found it
             // (visible, so its replay skips the entry; or hidden, and that crash's
             // budget answers for a repeat): no later replay commits the entry again.
-            if moved && kept_by(facts, i, end, copies, k) {
+            if moved && kept_by(facts, i, end, next, copies, k) {
                 return None;
             }
             moved
@@ -420,14 +416,21 @@ pub(super) fn replay_writing(
 
 /// Whether a copy of the id other than `copies[k]`, on its partition, lasted from the
 /// completed open of incarnation `i` into the replay after `end` (the crash ending
-/// `i`), below the durable tail `end` left: delivered after that open and before `end`
+/// `i`; that replay is `next`), below the durable tail `end` left: delivered after that open and before `end`
 /// (also a copy first delivered earlier, at an offset the replay wrote again:
 /// helper-49), with nothing taking it from the log between that delivery and the next
 /// replay's open (helper-50: a later skip came after the replay had seen it); or
 /// delivered after `end` with nothing taking it between `end` and that delivery (it was
 /// in the log at `end`: helper-50). Taking it: a cut at or below it, a clamp that gave
 /// its offset up, a skip of its frame, or a crash that left the log at or below it.
-fn kept_by(facts: &Facts<'_>, i: Incarnation, end: &CrashFact, copies: &[Copy], k: usize) -> bool {
+fn kept_by(
+    facts: &Facts<'_>,
+    i: Incarnation,
+    end: &CrashFact,
+    next: Option<Incarnation>,
+    copies: &[Copy],
+    k: usize,
+) -> bool {
     let (copy, Some(&opened)) = (&copies[k], facts.opened_at.get(&i)) else {
         return false;
     };
@@ -437,31 +440,18 @@ fn kept_by(facts: &Facts<'_>, i: Incarnation, end: &CrashFact, copies: &[Copy], 
     let tp = &copy.tp;
     // The next replay's open has run by its completion; one never seen complete, by the
     // copy's first delivery.
-    let horizon = replay_of(facts, end, tp)
+    let horizon = next
         .and_then(|n| facts.opened_at.get(&n).copied())
         .unwrap_or(usize::MAX)
         .min(copy.first_delivery);
     // Whether anything took the copy at `offset` from the log between two indices.
     let taken = |after: usize, before: usize, offset: Offset| {
-        let between = |index: usize| after < index && index < before;
-        facts
-            .alarms
-            .cuts(tp)
-            .any(|c| between(c.index) && c.offset <= offset)
-            || facts
-                .alarms
-                .clamps(tp)
-                .any(|c| between(c.index) && c.hwm <= offset)
+        log_ended_at(facts, tp, after, before, offset)
+            || clamped_at(facts, tp, after, before, offset)
             || facts
                 .alarms
                 .skips(tp)
-                .any(|s| between(s.index) && s.contains(offset))
-            || facts.crashes.iter().any(|c| {
-                between(c.index)
-                    && c.partitions
-                        .get(tp)
-                        .is_some_and(|p| p.durable_tail <= offset)
-            })
+                .any(|s| after < s.index && s.index < before && s.contains(offset))
     };
     copies.iter().enumerate().any(|(j, y)| {
         j != k

@@ -200,6 +200,45 @@ fn lowest_reached(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> 
         .min()
 }
 
+/// Whether, strictly between history indices `after` and `before`, `tp`'s log ended at
+/// or below `offset`: an open cut it there, or a crash left its durable tail there (a
+/// power loss after a process crash drops what only the page cache held). A copy at
+/// `offset` seen after that was written afresh.
+pub(super) fn log_ended_at(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    after: usize,
+    before: usize,
+    offset: Offset,
+) -> bool {
+    let between = |index: usize| after < index && index < before;
+    facts
+        .alarms
+        .cuts(tp)
+        .any(|c| between(c.index) && c.offset <= offset)
+        || facts.crashes.iter().any(|c| {
+            between(c.index)
+                && c.partitions
+                    .get(tp)
+                    .is_some_and(|p| p.durable_tail <= offset)
+        })
+}
+
+/// Whether, strictly between history indices `after` and `before`, an open's recorded
+/// clamp gave `tp`'s `offset` up (its HWM at or below it).
+pub(super) fn clamped_at(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    after: usize,
+    before: usize,
+    offset: Offset,
+) -> bool {
+    facts
+        .alarms
+        .clamps(tp)
+        .any(|c| after < c.index && c.index < before && c.hwm <= offset)
+}
+
 /// History index at which the replay after `crash` had run on `tp`: the first store
 /// open after it that completed with the partition open (`usize::MAX` when none did).
 pub(super) fn replay_done(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> usize {

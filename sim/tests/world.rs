@@ -188,3 +188,127 @@ fn a_durable_salvage_entry_that_reuses_a_flipped_seq_is_seen_at_the_kill() {
     assert!(!named_at_kill(false, false), "no hole was announced");
     assert!(!named_at_kill(true, true), "the open had completed");
 }
+
+/// A WAL flip landing while an open runs is first read by that open unless its reads
+/// already returned the flipped byte: the open opens each WAL file and then reads it a
+/// frame at a time, with pauses between, so the moment it opened a file says nothing.
+/// (Quick seed 4033346426002229: a flip landed after the open opened the file and
+/// before it read it, and the loss check took the damage for the next open's.)
+#[test]
+fn a_wal_flip_is_first_read_by_the_open_that_had_not_read_its_byte() {
+    use cafelog_engine::fs::{File, Fs, OpenMode};
+    use cafelog_engine::store::wal::Wal;
+    use cafelog_sim::fs::{FaultOptions, SimFs};
+    use cafelog_sim::history::{EventKind, FaultKind, FileKind, encode_payload};
+    use cafelog_sim::reference::wal::frames;
+    use cafelog_sim::world::node::wal_dir;
+    use cafelog_sim::world::recorder::Shared;
+
+    #[derive(Clone, Copy)]
+    enum Before {
+        Nothing,
+        OpenedOnly,
+        FirstFrameRead,
+        WholeFileRead,
+        OpenedToWrite,
+        StoreOpen,
+    }
+    let first_replay = |before: Before| {
+        let fs = SimFs::new(1, FaultOptions::none()).expect("options");
+        let runtime = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        runtime.block_on(async move {
+            let dir = wal_dir();
+            let part = ("t".to_string(), 0u32);
+            // Ids 1 and 2 acknowledged, each in its own frame; then a power loss.
+            let (wal, ..) = Wal::open(fs.clone(), dir.clone(), 1 << 20).await.unwrap();
+            for id in [1, 2] {
+                let seq = wal.append(&part, b"k", &encode_payload(id, b"x")).unwrap();
+                wal.sync_to(seq).await.unwrap();
+            }
+            drop(wal);
+            fs.crash();
+            let rec = Shared::new(fs.clone());
+            let path = dir.join(&fs.visible_names(&dir).unwrap()[0]);
+            let image = fs.visible_bytes(&path).unwrap();
+            let positions: Vec<_> = frames(&image).into_iter().map(|f| f.position).collect();
+            assert_eq!(positions.len(), 2);
+            match before {
+                Before::Nothing => {}
+                Before::OpenedOnly => {
+                    rec.lock().wal_opening(&path, OpenMode::Read);
+                    fs.open(&path, OpenMode::Read).await.unwrap();
+                }
+                Before::FirstFrameRead => {
+                    rec.lock().wal_opening(&path, OpenMode::Read);
+                    let file = fs.open(&path, OpenMode::Read).await.unwrap();
+                    let mut buf = vec![0; positions[0].end as usize];
+                    file.read_at(&mut buf, 0).await.unwrap();
+                }
+                Before::WholeFileRead => {
+                    rec.lock().wal_opening(&path, OpenMode::Read);
+                    Wal::open(fs.clone(), dir.clone(), 1 << 20).await.unwrap();
+                }
+                Before::OpenedToWrite => rec.lock().wal_opening(&path, OpenMode::ReadWrite),
+                Before::StoreOpen => rec.lock().store_open = true,
+            }
+            // A flip lands in id 2's frame.
+            let before = fs.durable_bytes(&path).unwrap();
+            let middle = (positions[1].start + positions[1].end) / 2;
+            let flip = fs
+                .flip_bit_at(|p| p.starts_with(&dir), &path, middle, 0)
+                .unwrap();
+            let hit = flip.position..flip.position + 1;
+            let fault = rec.lock().fault(
+                FaultKind::BitFlip {
+                    file: FileKind::Wal,
+                    offsets: None,
+                    below_hwm: None,
+                },
+                None,
+                None,
+            );
+            rec.lock().wal_damaged(fault, &path, &before, &[hit], true);
+            let events = rec.lock().history.events().to_vec();
+            let current = rec.lock().history.incarnation();
+            let named: Vec<_> = events
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EventKind::WalEntriesDamaged {
+                        first_replay,
+                        entries,
+                        ..
+                    } => Some((
+                        *first_replay - current,
+                        entries.iter().map(|e| e.id).collect::<Vec<_>>(),
+                    )),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(named.len(), 1, "one damage event");
+            assert_eq!(named[0].1, vec![2], "id 2's entry is named");
+            named[0].0
+        })
+    };
+    assert_eq!(
+        first_replay(Before::Nothing),
+        0,
+        "the running open reads it"
+    );
+    assert_eq!(first_replay(Before::OpenedOnly), 0, "opened, not read yet");
+    assert_eq!(
+        first_replay(Before::FirstFrameRead),
+        0,
+        "the open read only the frame before"
+    );
+    assert_eq!(
+        first_replay(Before::WholeFileRead),
+        1,
+        "the open read it whole"
+    );
+    assert_eq!(
+        first_replay(Before::OpenedToWrite),
+        1,
+        "a file it writes it never reads"
+    );
+    assert_eq!(first_replay(Before::StoreOpen), 1, "the open had returned");
+}

@@ -30,11 +30,14 @@ impl File for SimFile {
     async fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
         self.fs
             .run(|state| {
+                let epoch = state.epoch;
                 let inode = state.handle_inode(self)?;
                 if inode.unreadable(position, buf.len() as u64) {
                     return Err(os_error(errno::EIO));
                 }
-                Ok(inode.read(buf, position))
+                let count = inode.read(buf, position);
+                inode.reads.mark(epoch, position..position + count as u64);
+                Ok(count)
             })
             .await
     }

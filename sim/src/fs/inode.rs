@@ -53,6 +53,8 @@ pub(crate) struct Inode {
     /// Of them, those a write since the last power loss put in the page cache: reads
     /// see the cache there.
     pub(crate) latent_cached: BTreeSet<u64>,
+    /// The bytes reads of the running incarnation returned.
+    pub(crate) reads: super::reads::ReadMarks,
 }
 
 impl Inode {

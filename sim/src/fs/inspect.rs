@@ -66,6 +66,14 @@ impl SimFs {
         Some(names)
     }
 
+    /// Whether a read since the last crash returned any byte of `range` of the file
+    /// durably named `path` (whether damage landing there now comes after that read).
+    pub fn read_since_crash(&self, path: &Path, range: &std::ops::Range<u64>) -> bool {
+        let epoch = self.lock().epoch;
+        self.with_durable(path, |inode| inode.reads.any(epoch, range))
+            .unwrap_or(false)
+    }
+
     fn with_durable<T>(&self, path: &Path, f: impl FnOnce(&Inode) -> T) -> Option<T> {
         let (dir, name) = split(path).ok()?;
         let state = self.lock();

@@ -98,6 +98,7 @@ mod paths;
 mod pause;
 pub mod plugin;
 mod power;
+mod reads;
 
 pub use damage::BitFlip;
 pub use events::{EVENTS_BUFFERED_MAX, FsEvent, FsEventKind, Overwritten};

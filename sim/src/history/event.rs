@@ -221,8 +221,8 @@ pub enum EventKind {
     /// (a bit flip or a misdirected write) destroyed frames of an ingress WAL segment:
     /// the entries those frames held, decoded from the file's durable bytes as they were
     /// just before. A frame is checked by one CRC, so damage anywhere in it loses all of
-    /// its entries. `first_replay` is the first incarnation whose open reads the file
-    /// after the damage (the running one if its open has not opened the file yet).
+    /// its entries. `first_replay` is the first incarnation whose open reads the
+    /// damaged bytes (the running one if its open has not read them yet).
     /// Recorded only when the damage hit at least one entry; last in the enum so that
     /// the other variants keep their trace-hash encoding.
     WalEntriesDamaged {

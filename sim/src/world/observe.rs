@@ -161,7 +161,7 @@ impl Fs for ObservingFs {
 
     async fn open(&self, path: &Path, mode: OpenMode) -> io::Result<ObservingFile> {
         if super::recorder::file_kind(path) == crate::history::FileKind::Wal {
-            self.recorder.lock().wal_opening(path);
+            self.recorder.lock().wal_opening(path, mode);
         }
         let mut watch = (mode == OpenMode::CreateNew).then(|| CreateWatch::new(self, path));
         let r = self.inner.open(path, mode).await;

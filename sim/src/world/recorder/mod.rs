@@ -20,6 +20,7 @@ use crate::history::{
     EventKind, FaultKind, FileKind, HeldCopy, History, Incarnation, OffsetRange, TopicPartition,
 };
 use cafelog_engine::format::{layout, word};
+use cafelog_engine::fs::OpenMode;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -94,10 +95,9 @@ pub struct Recorder {
     pub healed: bool,
     /// Between a crash and the next restart: no open is running.
     pub node_down: bool,
-    /// Per WAL file, the last incarnation whose engine opened it (to read it at open,
-    /// or to write it). An incarnation reads a WAL file once, at open, right after it
-    /// opens it; so damage the file takes after that is first read by the next one.
-    wal_opened: BTreeMap<PathBuf, Incarnation>,
+    /// Per WAL file, the last incarnation whose engine opened it to write: a file it
+    /// writes is one it never reads, so damage to it is first read by the next one.
+    wal_written: BTreeMap<PathBuf, Incarnation>,
     /// Woken at each engine alarm recorded (a schedule entry may wait for one).
     pub alarm_raised: Arc<cafelog_engine::log::Notify>,
     /// The WAL entries process crashes found only in the page cache since the last
@@ -139,7 +139,7 @@ impl Shared {
             store_open: false,
             healed: false,
             node_down: false,
-            wal_opened: BTreeMap::new(),
+            wal_written: BTreeMap::new(),
             alarm_raised: Arc::new(cafelog_engine::log::Notify::default()),
             cached_wal: Vec::new(),
             holes_announced: BTreeSet::new(),
@@ -186,18 +186,28 @@ impl Recorder {
         index
     }
 
-    /// The engine is opening the WAL file at `path` (before the call takes effect, so
-    /// damage landing while the open runs counts as after it: that errs toward the
-    /// later incarnation, which excuses less).
-    pub fn wal_opening(&mut self, path: &Path) {
-        let incarnation = self.history.incarnation();
-        self.wal_opened.insert(path.to_owned(), incarnation);
+    /// The engine is opening the WAL file at `path` with `mode`.
+    pub fn wal_opening(&mut self, path: &Path, mode: OpenMode) {
+        if mode != OpenMode::Read {
+            let incarnation = self.history.incarnation();
+            self.wal_written.insert(path.to_owned(), incarnation);
+        }
     }
 
-    /// The first incarnation whose open reads the WAL file at `path` as it is now.
-    fn wal_first_replay(&self, path: &Path) -> Incarnation {
+    /// The first incarnation whose open reads the bytes `hit` of the WAL file at `path`
+    /// as they are now. The running open reads each old WAL file once, a frame at a
+    /// time, so it is that open unless it returned or already read some of `hit` (the
+    /// disk knows which bytes its reads returned); a file it opened to write is one it
+    /// made, never read.
+    fn wal_first_replay(&self, path: &Path, hit: &[Range<u64>]) -> Incarnation {
         let current = self.history.incarnation();
-        if self.node_down || self.wal_opened.get(path) == Some(&current) {
+        if self.node_down
+            || self.store_open
+            || self.wal_written.get(path) == Some(&current)
+            || hit
+                .iter()
+                .any(|range| self.fs.read_since_crash(path, range))
+        {
             current + 1
         } else {
             current
@@ -244,7 +254,7 @@ impl Recorder {
         if entries.is_empty() {
             return;
         }
-        let first_replay = self.wal_first_replay(path);
+        let first_replay = self.wal_first_replay(path, hit);
         let now = self.now_ms();
         self.history
             .wal_entries_damaged(now, fault_index, first_replay, entries);

@@ -95,6 +95,7 @@ pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
     }
     rec.history.wal_at_open(now, wal.0, wal.1);
     rec.node_down = false;
+    rec.open_epoch = world.fs.epoch();
     rec.carried.clear();
     rec.durable_frontiers = frontiers;
 }

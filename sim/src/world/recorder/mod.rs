@@ -98,6 +98,12 @@ pub struct Recorder {
     /// Per WAL file, the last incarnation whose engine opened it to write: a file it
     /// writes is one it never reads, so damage to it is first read by the next one.
     wal_written: BTreeMap<PathBuf, Incarnation>,
+    /// The disk's epoch when the running incarnation started: once it moved (a kill
+    /// whose events are being drained), the running open reads nothing more.
+    pub open_epoch: u64,
+    /// (epoch, partition, id) of WAL entries the running open read intact in a frame
+    /// damage hit afterwards (it may hold them still, whatever befalls their copies).
+    wal_held: BTreeSet<(u64, TopicPartition, crate::history::ProduceId)>,
     /// Woken at each engine alarm recorded (a schedule entry may wait for one).
     pub alarm_raised: Arc<cafelog_engine::log::Notify>,
     /// The WAL entries process crashes found only in the page cache since the last
@@ -126,7 +132,7 @@ impl Shared {
                 reason = "madsim's Instant, which reads simulated time"
             )]
             start: madsim::time::Instant::now(),
-            fs,
+            fs: fs.clone(),
             paths: Paths::default(),
             acked: BTreeSet::new(),
             consumed: BTreeSet::new(),
@@ -140,6 +146,8 @@ impl Shared {
             healed: false,
             node_down: false,
             wal_written: BTreeMap::new(),
+            open_epoch: fs.epoch(),
+            wal_held: BTreeSet::new(),
             alarm_raised: Arc::new(cafelog_engine::log::Notify::default()),
             cached_wal: Vec::new(),
             holes_announced: BTreeSet::new(),
@@ -199,10 +207,20 @@ impl Recorder {
     /// time, so it is that open unless it returned or already read some of `hit` (the
     /// disk knows which bytes its reads returned); a file it opened to write is one it
     /// made, never read.
-    fn wal_first_replay(&self, path: &Path, hit: &[Range<u64>]) -> Incarnation {
+    fn wal_first_replay(
+        &self,
+        path: &Path,
+        hit: &[Range<u64>],
+        entries: &[crate::history::DamagedWalEntry],
+    ) -> Incarnation {
         let current = self.history.incarnation();
+        let epoch = self.fs.epoch();
         if self.node_down
             || self.store_open
+            || epoch != self.open_epoch
+            || entries
+                .iter()
+                .any(|e| self.wal_held.contains(&(epoch, e.tp.clone(), e.id)))
             || self.wal_written.get(path) == Some(&current)
             || hit
                 .iter()
@@ -250,11 +268,32 @@ impl Recorder {
             saved_by_copy,
             ..
         } = damage::wal_entries_hit(path, before, hit, &readable);
+        // Entries of the hit frames the running open already read intact: it holds them.
+        let epoch = self.fs.epoch();
+        if !self.node_down && !self.store_open && epoch == self.open_epoch {
+            for frame in crate::reference::wal::frames(before) {
+                if hit
+                    .iter()
+                    .any(|h| frame.position.start < h.end && h.start < frame.position.end)
+                    && self.fs.read_since_crash(path, &frame.position)
+                {
+                    for e in frame.entries {
+                        if let Ok(id) = crate::history::parse_payload_id(&e.payload) {
+                            self.wal_held.insert((
+                                epoch,
+                                TopicPartition::new(&e.topic, e.partition),
+                                id,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
         self.paths.wal_entries_saved_by_copy += saved_by_copy;
         if entries.is_empty() {
             return;
         }
-        let first_replay = self.wal_first_replay(path, hit);
+        let first_replay = self.wal_first_replay(path, hit, &entries);
         let now = self.now_ms();
         self.history
             .wal_entries_damaged(now, fault_index, first_replay, entries);

@@ -25,6 +25,10 @@ pub struct Profile {
     pub consumers_per_partition: RangeInclusive<u32>,
     /// Cap on records produced in the run (a bound on memory and time).
     pub records_max: u64,
+    /// When set, the only produce ids sent (sorted): a producer draws every other
+    /// record as usual and goes on without sending it, so the records it does send
+    /// keep their ids, keys and bodies. A shrink's cut of records that play no part.
+    pub only_ids: Option<Vec<u64>>,
     /// Pause between produce calls of one producer (ms).
     pub produce_gap_ms: RangeInclusive<u64>,
     pub payload_bytes: RangeInclusive<usize>,
@@ -74,6 +78,7 @@ impl Profile {
             producers: 1..=3,
             consumers_per_partition: 1..=2,
             records_max: 600,
+            only_ids: None,
             produce_gap_ms: 1..=40,
             payload_bytes: 16..=400,
             segment_bytes: 2_048..=16_384,
@@ -97,6 +102,7 @@ impl Profile {
             producers: 1..=4,
             consumers_per_partition: 1..=2,
             records_max: 2_000,
+            only_ids: None,
             produce_gap_ms: 1..=60,
             payload_bytes: 16..=800,
             segment_bytes: 4_096..=65_536,
@@ -115,6 +121,7 @@ impl Profile {
             delivery_bound_ms: 10_000,
             redelivery_bound_ms: 250,
             records_max: 10_000,
+            only_ids: None,
             crashes_max: 40,
             loop_drops: true,
             ..Profile::default_profile()

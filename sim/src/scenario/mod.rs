@@ -225,6 +225,7 @@ impl Scenario {
                 heal_ms: f.profile.heal_ms,
                 delivery_bound_ms: f.profile.delivery_bound_ms,
                 records_max: f.profile.records_max,
+                only_ids: f.profile.only_ids.clone(),
                 ..Profile::quick()
             },
             workload,
@@ -256,6 +257,7 @@ impl Scenario {
                 heal_ms: spec.profile.heal_ms,
                 delivery_bound_ms: spec.profile.delivery_bound_ms,
                 records_max: spec.profile.records_max,
+                only_ids: spec.profile.only_ids.clone(),
             },
             topics: spec
                 .workload
@@ -345,6 +347,14 @@ fn validate(f: &ScenarioFile) -> Result<(), String> {
     }
     if f.store.wal_segment_bytes == 0 {
         return Err("[store]: wal_segment_bytes must be at least 1".into());
+    }
+    if let Some(ids) = &f.profile.only_ids
+        && let Some(w) = ids.windows(2).find(|w| w[0] >= w[1])
+    {
+        return Err(format!(
+            "[profile]: only_ids must ascend without repeats ({} then {})",
+            w[0], w[1]
+        ));
     }
     if let Some(c) = &f.cancel {
         if f.swarm.is_some() {

@@ -197,6 +197,15 @@ fn profile(spec: &RunSpec, outcome: &RunOutcome, push: &mut Push<'_>) {
             &|c| c.profile.produce_ms = at,
         );
     }
+    // With only some ids sent, the cap can fall to the last of them at once.
+    if let Some(&last) = p.only_ids.as_ref().and_then(|ids| ids.last())
+        && last + 1 < p.records_max
+    {
+        push(
+            format!("records_max {} (past the last id sent)", last + 1),
+            &|c| c.profile.records_max = last + 1,
+        );
+    }
     for records in [p.records_max / 2, p.records_max * 3 / 4, p.records_max - 1] {
         if records >= 1 && records < p.records_max {
             push(format!("records_max {records}"), &|c| {

@@ -16,6 +16,8 @@
 //!    the first that still fails the same way; start over from it. Stop when no
 //!    candidate is kept. A run still in swarm form then tries the explicit form once
 //!    more, and if it repeats, steps 2 and 3 run again.
+//! 4. Delta debugging over the records produced (`Profile::only_ids`: the producers
+//!    draw every record and send only those ids), then the greedy pass again.
 //!
 //! "The same way" ([`Target`]): the same verdict and checker, and the first violation
 //! names a record on the same partition, so the shrink cannot slide to another bug.
@@ -227,6 +229,12 @@ pub fn shrink(
     if !explicit && !stopped && steps::make_explicit(&mut runner, &mut best, &mut notes, progress) {
         explicit = true;
         steps::cut_schedule(&mut runner, &mut best, &mut steps, progress);
+        stopped = steps::greedy(&mut runner, &mut best, &mut steps, progress);
+    }
+    // Last, the records themselves: cut after everything else, since each record a
+    // cut above removes is one fewer to try here.
+    // Each greedy cut moves the timing, so the records may cut again after it.
+    while !stopped && steps::cut_records(&mut runner, &mut best, &mut steps, progress) {
         stopped = steps::greedy(&mut runner, &mut best, &mut steps, progress);
     }
     if stopped {

@@ -2,6 +2,7 @@
 //! fault number, delta debugging over a schedule, and the greedy pass.
 
 use super::{Limits, Sizes, candidates, schedule};
+use crate::history::EventKind;
 use crate::world::{RunOutcome, RunSpec, run};
 use std::time::Instant;
 
@@ -107,6 +108,42 @@ pub(super) fn cut_schedule(
     progress(&format!("{} kept: {label}", runner.tag()));
     steps.push(label);
     *best = cut;
+}
+
+/// Delta debugging over the records the run produced (`Profile::only_ids`): the
+/// producers still draw every record, so those kept go out with their ids, keys and
+/// bodies, at about the times they did. Says whether it cut any.
+pub(super) fn cut_records(
+    runner: &mut Runner<'_>,
+    best: &mut (RunSpec, RunOutcome),
+    steps: &mut Vec<String>,
+    progress: &mut dyn FnMut(&str),
+) -> bool {
+    let produced: Vec<u64> = best
+        .1
+        .history
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ProduceAttempt { id, .. } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    let Some(cut) = ddmin_run(runner, &best.0, &produced, &|spec, mut ids| {
+        ids.sort_unstable();
+        spec.profile.only_ids = Some(ids);
+    }) else {
+        return false;
+    };
+    let label = format!(
+        "records {} -> {} (delta debugging over the ids produced)",
+        produced.len(),
+        cut.0.profile.only_ids.as_ref().map_or(0, Vec::len)
+    );
+    progress(&format!("{} kept: {label}", runner.tag()));
+    steps.push(label);
+    *best = cut;
+    true
 }
 
 /// Delta debugging over `items` of the run `base`, a subset put in place by `apply`:

@@ -92,6 +92,13 @@ pub(super) async fn producer(world: Arc<World>, index: usize, plan: workload::Pr
         let key = format!("key-{}", dice.below(u64::from(plan.keys))).into_bytes();
         let len = dice.range(plan.payload_bytes.0 as u64..=plan.payload_bytes.1 as u64) as usize;
         let body = Workload::body(&mut dice, plan.compressible, id, len);
+        if profile
+            .only_ids
+            .as_ref()
+            .is_some_and(|ids| ids.binary_search(&id).is_err())
+        {
+            continue;
+        }
         let payload = encode_payload(id, &body);
         {
             let mut rec = world.recorder.lock();

@@ -305,11 +305,19 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
     observe_layouts(&world);
     let mut rec = world.recorder.lock();
     add_incarnation_paths(&mut rec, &world);
+    // Records sent, not ids drawn: a producer draws one id past `records_max` (and
+    // the ids `only_ids` leaves out) without sending it.
+    let produced = rec
+        .history
+        .events()
+        .iter()
+        .filter(|e| matches!(e.kind, crate::history::EventKind::ProduceAttempt { .. }))
+        .count() as u64;
     let captured = Captured {
         history: std::mem::take(&mut rec.history),
         paths: rec.paths.clone(),
         faults: rec.faults.clone(),
-        produced: world.next_id.load(Ordering::SeqCst),
+        produced,
         kills: std::mem::take(&mut rec.kills),
         flips: std::mem::take(&mut rec.flips),
         idle_wakes: std::mem::take(&mut rec.idle_wakes),

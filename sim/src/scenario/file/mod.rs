@@ -185,6 +185,10 @@ pub struct ProfileSpec {
     pub heal_ms: u64,
     pub delivery_bound_ms: u64,
     pub records_max: u64,
+    /// The only produce ids sent, when set (ascending); the producers draw the others
+    /// and go on without sending them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub only_ids: Option<Vec<u64>>,
 }
 
 impl Default for ProfileSpec {
@@ -195,6 +199,7 @@ impl Default for ProfileSpec {
             heal_ms: quick.heal_ms,
             delivery_bound_ms: quick.delivery_bound_ms,
             records_max: quick.records_max,
+            only_ids: None,
         }
     }
 }

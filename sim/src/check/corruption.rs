@@ -274,12 +274,27 @@ fn judge(
     // is detection above (fresh quick 3900018188: a flip at offset 3 while the open
     // ran, over a misdirected write at 64 that the write-back after a process crash
     // had repaired).
+    // Only when the open's own account (its `LogOpened` at `by`) runs past that bad
+    // region, so it did not cut there: an account that ends at or below it says the
+    // open read that view, and a silent cut there is then undetected damage.
     let intact = |incarnation: Incarnation, by: usize| {
         let views = alarms.views_before(tp, incarnation, by);
+        let account_tail = facts.history.events().get(by).and_then(|e| match &e.kind {
+            EventKind::EngineAlarm {
+                alarm: Alarm::LogOpened { tail, .. },
+                ..
+            } => Some(*tail),
+            _ => None,
+        });
         let views: Vec<_> = views
             .iter()
             .enumerate()
-            .filter(|(i, d)| *i == 0 || d.bad.as_ref().is_none_or(|b| b.offset >= range.start))
+            .filter(|(i, d)| {
+                *i == 0
+                    || d.bad.as_ref().is_none_or(|b| {
+                        b.offset >= range.start || account_tail.is_none_or(|t| t <= b.offset)
+                    })
+            })
             .map(|(_, d)| d)
             .collect();
         !views.is_empty()

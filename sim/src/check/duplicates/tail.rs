@@ -160,31 +160,24 @@ pub(super) fn crash_showing<'f>(facts: &'f Facts<'_>, fault: usize) -> Option<&'
 }
 
 /// Where the log the open after `crash` found on `tp` ended, when an out-of-contract
-/// fault that `crash` showed can have shortened it with no cut (a lost fsync or a
-/// misdirected write loses frames the world counts as durable): that open's tail, but
-/// not below the fault's reach (its first offset, or, where the world could not say,
-/// the lowest offset acknowledged on `tp` after it and before the crash). `None` when
-/// no such fault (fresh quick 3898016637: the replay committed from the tail the open
-/// found, below the durable tail).
+/// fault that `crash` showed can have ended it there with no cut (a lost fsync or a
+/// misdirected write loses frames the world counts as durable): that open's tail, when
+/// the fault's reach holds it (or, where the world cannot name offsets, the tail is at
+/// or past the lowest offset acknowledged on `tp` after the fault and before the
+/// crash). `None` when no such fault, or no view of that open.
 fn lost_from(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<Offset> {
-    let reach = lowest_reached(facts, crash, tp)?;
-    let found = facts
-        .alarms
-        .disk_at(tp, crash.incarnation + 1)
-        .map_or(reach, |view| view.tail);
-    Some(found.max(reach))
-}
-
-/// The lowest offset of `tp` an out-of-contract fault on its log files that `crash`
-/// showed can have reached.
-fn lowest_reached(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<Offset> {
+    // The tail the open found, where a fault the crash showed can have ended the log:
+    // inside its offsets (an empty reach reaches nothing), or, where the world cannot
+    // name them, at or past the lowest offset acknowledged after it. No view of that
+    // open: nothing found, nothing lowered.
+    let found = facts.alarms.disk_at(tp, crash.incarnation + 1)?.tail;
     facts
         .reaches
         .iter()
         .filter(|r| r.tp.as_ref() == Some(tp) && r.on(LOG_FILES) && r.fault_index < crash.index)
         .filter(|r| crash_showing(facts, r.fault_index).is_some_and(|c| c.index == crash.index))
-        .filter_map(|r| match r.offsets {
-            Some(range) => Some(range.start),
+        .any(|r| match r.offsets {
+            Some(range) => range.start <= found && found < range.end,
             None => facts.history.events()[r.fault_index..crash.index]
                 .iter()
                 .filter_map(|e| match &e.kind {
@@ -195,9 +188,10 @@ fn lowest_reached(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> 
                     } if t == tp => Some(*offset),
                     _ => None,
                 })
-                .min(),
+                .min()
+                .is_some_and(|reach| reach <= found),
         })
-        .min()
+        .then_some(found)
 }
 
 /// Whether, strictly between history indices `after` and `before`, `tp`'s log ended at

@@ -67,6 +67,7 @@ impl Bench {
         }
         println!("  target: batch 1000 engine / raft-engine >= 1.50");
         self.peers_two_writers();
+        self.peers_sixteen_writers();
     }
 
     /// Batch 1000 from two writers at once, on the engine (one Log, two producers) and
@@ -122,5 +123,58 @@ impl Bench {
         ]);
         pollster::block_on(log.close()).expect("close");
         println!("  target: batch 1000 engine / raft-engine >= 1.50");
+    }
+
+    /// One record per commit from 16 writers at once, on the engine (one Log, 16
+    /// producers, each `Log::commit`) and on raft-engine (one Engine, 16 raft groups):
+    /// what a busy broker's many small producers get from group commit.
+    #[cfg(feature = "peers")]
+    pub(crate) fn peers_sixteen_writers(&mut self) {
+        use peers::Peer;
+        const WRITERS: usize = 16;
+        section("Peers at 1 record per commit, 16 writers at once (records/s)");
+        header(&["contender", "records/s", "engine / this"]);
+        let per = (self.scale.producer_commits / WRITERS).max(1);
+        let log = open_log(&self.dir("peers16w-log"), LogConfig::default());
+        let raft = peers::RaftEngine::open(&self.dir("peers16w-raft"));
+        let run = |commit: &(dyn Fn(usize, usize) + Sync)| {
+            let t = Instant::now();
+            std::thread::scope(|s| {
+                for w in 0..WRITERS {
+                    s.spawn(move || {
+                        for k in 0..per {
+                            commit(w, k);
+                        }
+                    });
+                }
+            });
+            (WRITERS * per) as f64 / secs(t.elapsed())
+        };
+        let engine_rate = run(&|w, k| {
+            let record = self.slice(w * per + k, 1);
+            pollster::block_on(log.commit(pairs(record))).expect("commit");
+        });
+        let writers: Vec<std::sync::Mutex<peers::RaftEngine>> = (0..WRITERS)
+            .map(|w| std::sync::Mutex::new(raft.writer(w as u64 + 1)))
+            .collect();
+        let raft_rate = run(&|w, k| {
+            let record = self.slice(w * per + k, 1);
+            writers[w]
+                .lock()
+                .expect("one thread per writer")
+                .commit(record);
+        });
+        row(&[
+            format!("engine, {WRITERS} producers"),
+            format!("{engine_rate:.0}"),
+            "1.00".into(),
+        ]);
+        row(&[
+            format!("raft-engine 0.4, {WRITERS} writers"),
+            format!("{raft_rate:.0}"),
+            ratio(engine_rate, raft_rate),
+        ]);
+        pollster::block_on(log.close()).expect("close");
+        println!("  target: engine / raft-engine >= 1.50");
     }
 }

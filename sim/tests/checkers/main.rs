@@ -53,6 +53,7 @@ mod lease_exclusive;
 mod liveness;
 mod loss;
 mod offsets;
+mod reach_and_cuts;
 mod poison;
 mod redelivery;
 mod retention_safe;

@@ -162,14 +162,18 @@ pub(super) fn crash_showing<'f>(facts: &'f Facts<'_>, fault: usize) -> Option<&'
 /// Where the log the open after `crash` found on `tp` ended, when an out-of-contract
 /// fault that `crash` showed can have ended it there with no cut (a lost fsync or a
 /// misdirected write loses frames the world counts as durable): that open's tail, when
-/// the fault's reach holds it (or, where the world cannot name offsets, the tail is at
-/// or past the lowest offset acknowledged on `tp` after the fault and before the
-/// crash). `None` when no such fault, or no view of that open.
+/// it is where the fault's reach starts (or, for a fault whose offsets the world cannot
+/// name, a lost fsync of the directory, at or past the lowest offset acknowledged on
+/// `tp` after the fault and before the crash). `None` when no such fault, or no view
+/// of that open.
 fn lost_from(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<Offset> {
-    // The tail the open found, where a fault the crash showed can have ended the log:
-    // inside its offsets (an empty reach reaches nothing), or, where the world cannot
-    // name them, at or past the lowest offset acknowledged after it. No view of that
-    // open: nothing found, nothing lowered.
+    // A fault ends the log at the first frame it lost or damaged, which is where its
+    // reach starts: the world records a misdirected write's reach as the hull of the
+    // frames it landed on and those it was meant for, and a lost fsync's as the hull
+    // of the frames it left undurable, so an offset inside the hull may be untouched.
+    // An empty reach reaches nothing; a misdirected write of unknown reach hit no
+    // frame the world could name. No view of that open: nothing found, nothing
+    // lowered.
     let found = facts.alarms.disk_at(tp, crash.incarnation + 1)?.tail;
     facts
         .reaches
@@ -177,7 +181,8 @@ fn lost_from(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Optio
         .filter(|r| r.tp.as_ref() == Some(tp) && r.on(LOG_FILES) && r.fault_index < crash.index)
         .filter(|r| crash_showing(facts, r.fault_index).is_some_and(|c| c.index == crash.index))
         .any(|r| match r.offsets {
-            Some(range) => range.start <= found && found < range.end,
+            Some(range) => range.start == found && found < range.end,
+            None if matches!(r.kind, crate::history::FaultKind::Misdirected { .. }) => false,
             None => facts.history.events()[r.fault_index..crash.index]
                 .iter()
                 .filter_map(|e| match &e.kind {

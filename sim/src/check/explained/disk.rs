@@ -91,10 +91,22 @@ pub(super) fn missing_alarms(facts: &Facts<'_>, tp: &TopicPartition, report: &mu
         let demands = |disk: &DiskView| {
             let mut missing = Vec::new();
             match disk.rule {
-                OpenRule::TornTail if !has(&|a| matches!(a, Alarm::TornTail { .. })) => {
+                // The cut at this view's bad region, not one at another view's: an
+                // open that read this view never reached a bad region past it.
+                OpenRule::TornTail
+                    if !has(&|a| {
+                        matches!(a, Alarm::TornTail { offset, .. }
+                            if disk.bad.as_ref().is_none_or(|b| b.offset == *offset))
+                    }) =>
+                {
                     missing.push("an R1 cut")
                 }
-                OpenRule::Hole if !has(&|a| matches!(a, Alarm::Hole { .. })) => {
+                OpenRule::Hole
+                    if !has(&|a| {
+                        matches!(a, Alarm::Hole { offset, .. }
+                            if disk.bad.as_ref().is_none_or(|b| b.offset == *offset))
+                    }) =>
+                {
                     missing.push("an R2 cut")
                 }
                 OpenRule::Refuse if !has(&|a| matches!(a, Alarm::Refused { .. })) => {

@@ -107,6 +107,17 @@ impl fmt::Display for Event {
             EventKind::PastHoleAtOpen { tp, held } => {
                 write!(f, "past_hole_at_open {tp} records={}", held.len())
             }
+            EventKind::FrameAtSkip {
+                tp,
+                base,
+                records,
+                whole,
+            } => write!(
+                f,
+                "frame_at_skip {tp} [{base}, {}) {}",
+                base + records,
+                if *whole { "whole" } else { "damaged" }
+            ),
             EventKind::WalKeptAtPowerLoss { entries } => {
                 write!(f, "wal_kept_at_power_loss:")?;
                 for e in entries {

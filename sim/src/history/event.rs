@@ -346,6 +346,18 @@ pub enum EventKind {
     /// loss) the platter now reads; the others were dropped. Recorded only when one was
     /// kept.
     WalKeptAtPowerLoss { entries: Vec<DamagedWalEntry> },
+    /// World, right after the engine's `frame_skipped` alarm for the frame of `tp` at
+    /// `base` with `records` records: whether the page cache then held that frame whole
+    /// in its segment's valid extent from byte 0, as the reference decoder reads it
+    /// (unreadable sectors count as damage). The engine reads a frame and raises the
+    /// alarm with no write to it in between, so a whole frame there is one it skipped
+    /// intact.
+    FrameAtSkip {
+        tp: TopicPartition,
+        base: Offset,
+        records: u64,
+        whole: bool,
+    },
 }
 
 /// One ingress WAL entry destroyed by damage at rest.

@@ -63,6 +63,25 @@ impl History {
         self.record(at_ms, EventKind::WalDurableAtKill { entries })
     }
 
+    pub fn frame_at_skip(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        base: Offset,
+        records: u64,
+        whole: bool,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::FrameAtSkip {
+                tp: tp.clone(),
+                base,
+                records,
+                whole,
+            },
+        )
+    }
+
     pub fn wal_kept_at_power_loss(
         &mut self,
         at_ms: u64,

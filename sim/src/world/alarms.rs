@@ -23,7 +23,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -192,8 +192,20 @@ impl Subscriber for AlarmSubscriber {
             if let (Alarm::Hole { .. }, Some(tp)) = (&alarm, &tp) {
                 rec.holes_announced.insert(tp.clone());
             }
+            // Only the running incarnation's: a killed one's futures may still raise as
+            // they are dropped, after the next open rewrote the disk.
+            let current = RAISING.get().is_none_or(|i| i == rec.history.incarnation());
+            let skipped = match (&alarm, &tp, fields.text.get("dir")) {
+                (Alarm::FrameSkipped { base, records }, Some(tp), Some(dir)) if current => {
+                    Some((tp.clone(), PathBuf::from(dir), *base, *records))
+                }
+                _ => None,
+            };
             rec.history
                 .engine_alarm(now, tp.as_ref(), alarm, RAISING.get());
+            if let Some((tp, dir, base, records)) = skipped {
+                rec.frame_at_skip(&dir, &tp, base, records);
+            }
             if let Some((tp, seqs)) = salvaged {
                 rec.salvage_wrote(&tp, seqs);
             }

@@ -23,14 +23,23 @@ use super::*;
 
 fn frame_2_gone(fault: FaultKind, loud: bool) -> Run {
     let mut r = Run::new();
-    r.produced(2).hwm(0, 2, 0, 2).delivered(2).consume(0, 0).consume(0, 1);
+    r.produced(2)
+        .hwm(0, 2, 0, 2)
+        .delivered(2)
+        .consume(0, 0)
+        .consume(0, 1);
     if !loud {
         r.frontier_written(0, 2);
     }
     r.fault(fault, Some(0));
-    r.produce(3, 0, 2, 1_002).produce(4, 0, 3, 1_003).hwm(0, 4, 0, 4);
+    r.produce(3, 0, 2, 1_002)
+        .produce(4, 0, 3, 1_003)
+        .hwm(0, 4, 0, 4);
     if loud {
-        r.deliver(3, 0, 2, 1_002).consume(0, 2).deliver(4, 0, 3, 1_003).consume(0, 3);
+        r.deliver(3, 0, 2, 1_002)
+            .consume(0, 2)
+            .deliver(4, 0, 3, 1_003)
+            .consume(0, 3);
     }
     r.crash(&[(0, 0, 4, 4)]).restart().open_clean(0, 0, 2);
     r.frontier_seen(0, 2);
@@ -63,7 +72,10 @@ fn dup_refused(r: &Run) -> bool {
 fn control_landed_or_meant_alone_is_refused() {
     for loud in [true, false] {
         for range in [(0, 1), (3, 4)] {
-            let f = misdirected(Some(OffsetRange { start: range.0, end: range.1 }));
+            let f = misdirected(Some(OffsetRange {
+                start: range.0,
+                end: range.1,
+            }));
             assert!(dup_refused(&frame_2_gone(f, loud)), "{range:?} loud={loud}");
         }
     }

@@ -362,3 +362,33 @@ fn a_skip_of_a_frame_the_damage_named_as_the_records_copy_excuses_it() {
     let report = skipped_recommit_at_the_same_offset(false).report();
     assert_not_skipped(&report, 1);
 }
+
+/// The world decodes a skipped frame right after the alarm. A frame it finds whole was
+/// skipped intact, though a flip once reached it (a write-back may have repaired it
+/// since): the skip is refused. Found damaged, the flip explains it.
+#[test]
+fn a_frame_the_disk_held_whole_at_its_skip_was_skipped_intact() {
+    let run = |whole: bool| {
+        let mut r = Run::new();
+        r.produce(1, 0, 0, 1_000)
+            .produce(2, 0, 1, 1_001)
+            .hwm(0, 2, 2, 2)
+            .deliver(1, 0, 0, 1_000)
+            .consume(0, 0)
+            .fault(
+                segment_flip(OffsetRange { start: 1, end: 2 }, Some(true)),
+                Some(0),
+            )
+            .alarm(Some(0), frame_skipped(1))
+            .with(|t, h| {
+                h.frame_at_skip(t, &tp(0), 1, 1, whole);
+            })
+            .counters(0, 0, 1);
+        r.report()
+    };
+    assert_mentions(
+        &messages_of(&run(true), CheckerName::AlarmsExplained),
+        &["frame_skipped", "held whole at [1, 2)"],
+    );
+    assert_alarms_explained(&run(false));
+}

@@ -241,6 +241,19 @@ pub(super) fn uncaused(
         }
         Alarm::FrameSkipped { base, records } => {
             let end = base + records;
+            // The world decoded the frame right after the alarm: whole there, it was
+            // skipped intact, whatever damage once reached it (a write-back may have
+            // repaired it since).
+            let whole = facts.history.events().get(alarm.index + 1).is_some_and(|e| {
+                matches!(&e.kind, EventKind::FrameAtSkip { tp: t, base: b, records: n, whole: true }
+                    if t == tp && b == base && n == records)
+            });
+            if whole {
+                return Some(format!(
+                    "of a frame the page cache held whole at [{base}, {end}) when it was \
+                     skipped (the world's decode found it valid)"
+                ));
+            }
             let hit = (*base..end).any(|o| caused_at(o, alarm.index).is_some());
             (!hit).then(|| {
                 format!("with no damage at rest or out-of-contract fault reaching [{base}, {end})")

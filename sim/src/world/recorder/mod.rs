@@ -8,6 +8,7 @@
 mod files;
 mod fs_faults;
 mod paths;
+mod skips;
 
 use files::segment_of;
 pub use files::{file_kind, partition_of};

@@ -11,6 +11,17 @@ use cafelog_sim::world::node::wal_dir;
 use cafelog_sim::world::recorder::Shared;
 use std::path::{Path, PathBuf};
 
+/// Opens the WAL in `wal_dir()` and acknowledges `ids` on partition `t`/0, a frame and
+/// an fsync each, then drops it.
+async fn acknowledge(fs: &SimFs, ids: impl IntoIterator<Item = u64>) {
+    let part = ("t".to_string(), 0u32);
+    let (wal, ..) = Wal::open(fs.clone(), wal_dir(), 1 << 20).await.unwrap();
+    for id in ids {
+        let seq = wal.append(&part, b"k", &encode_payload(id, b"x")).unwrap();
+        wal.sync_to(seq).await.unwrap();
+    }
+}
+
 /// (first_replay - current incarnation, ids) of every `WalEntriesDamaged` so far.
 fn damage_events(rec: &Shared) -> Vec<(u32, Vec<u64>)> {
     let rec = rec.lock();
@@ -86,12 +97,7 @@ fn an_entry_the_open_read_before_its_copies_were_flipped_is_held_by_it() {
         let dir = wal_dir();
         let part = ("t".to_string(), 0u32);
         // Incarnation A: ids 1 and 2 acknowledged, each in its own frame.
-        let (wal, ..) = Wal::open(fs.clone(), dir.clone(), 1 << 20).await.unwrap();
-        for id in [1, 2] {
-            let seq = wal.append(&part, b"k", &encode_payload(id, b"x")).unwrap();
-            wal.sync_to(seq).await.unwrap();
-        }
-        drop(wal);
+        acknowledge(&fs, [1, 2]).await;
         fs.crash();
         // Incarnation B: an R2 salvage writes a copy of id 2's entry (fsynced).
         let (wal, _, entries, _) = Wal::open(fs.clone(), dir.clone(), 1 << 20).await.unwrap();
@@ -157,15 +163,8 @@ fn damage_drained_at_a_power_loss_is_first_read_by_the_next_open() {
         let runtime =
             madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         let got = runtime.block_on(async move {
-            let dir = wal_dir();
-            let part = ("t".to_string(), 0u32);
             // Incarnation A: ids 1..=30 acknowledged, a frame each (past two sectors).
-            let (wal, ..) = Wal::open(fs.clone(), dir.clone(), 1 << 20).await.unwrap();
-            for id in 1..=30 {
-                let seq = wal.append(&part, b"k", &encode_payload(id, b"x")).unwrap();
-                wal.sync_to(seq).await.unwrap();
-            }
-            drop(wal);
+            acknowledge(&fs, 1..=30).await;
             let segs = sorted_segments(&fs);
             let path = segs[0].clone();
             let image = fs.visible_bytes(&path).unwrap();
@@ -225,14 +224,8 @@ fn a_wal_flip_is_first_read_by_the_open_that_had_not_read_its_byte() {
         let runtime = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
         runtime.block_on(async move {
             let dir = wal_dir();
-            let part = ("t".to_string(), 0u32);
             // Ids 1 and 2 acknowledged, each in its own frame; then a power loss.
-            let (wal, ..) = Wal::open(fs.clone(), dir.clone(), 1 << 20).await.unwrap();
-            for id in [1, 2] {
-                let seq = wal.append(&part, b"k", &encode_payload(id, b"x")).unwrap();
-                wal.sync_to(seq).await.unwrap();
-            }
-            drop(wal);
+            acknowledge(&fs, [1, 2]).await;
             fs.crash();
             let rec = Shared::new(fs.clone());
             let path = dir.join(&fs.visible_names(&dir).unwrap()[0]);

@@ -307,6 +307,29 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
         rec.history
             .disk_at_open(now, tp, DiskView::from_decoded(&decoded), true);
     }
+    // A flip that makes the WAL checkpoint unreadable while the open runs, before the
+    // open read it: that open replays every entry, skipping those whose records it can
+    // see. List them now, as a restart does when it finds the checkpoint unreadable.
+    if opening
+        && want == FileKind::Wal
+        && flip.path.file_name().and_then(|n| n.to_str())
+            == Some(cafelog_engine::store::wal::CHECKPOINT_FILE)
+        && !world
+            .fs
+            .read_since_crash(&flip.path, &(flip.position..flip.position + 1))
+        && visible_before_flip(&world.fs, &flip)
+            .is_some_and(|b| crate::reference::wal::checkpoint_readable(&b))
+        && world
+            .fs
+            .visible_bytes(&flip.path)
+            .is_some_and(|b| !crate::reference::wal::checkpoint_readable(&b))
+    {
+        let now = rec.now_ms();
+        for (tp, shown, visible) in super::restart::visible_now(world) {
+            rec.history
+                .visible_at_open(now, &tp, shown.start, shown.end, visible);
+        }
+    }
     true
 }
 

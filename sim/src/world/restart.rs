@@ -150,6 +150,23 @@ pub(super) fn observe_layouts(world: &World) {
     }
 }
 
+/// Every partition's records from its log start to its HWM, by identity, as the page
+/// cache shows them now: what an open replaying every WAL entry can see.
+pub(super) fn visible_now(
+    world: &World,
+) -> Vec<(TopicPartition, std::ops::Range<u64>, Vec<HeldCopy>)> {
+    partition_dirs(world)
+        .into_iter()
+        .filter_map(|(tp, dir)| {
+            let image = disk::dir_image(&world.fs, &dir, disk::Image::Visible)?;
+            let view = DiskView::from_decoded(&crate::reference::decode(&image));
+            let shown = view.log_start..view.hwm;
+            let visible = disk::held_in(&image, shown.clone());
+            Some((tp, shown, visible))
+        })
+        .collect()
+}
+
 pub(super) fn partition_dirs(world: &World) -> Vec<(TopicPartition, PathBuf)> {
     let mut out = Vec::new();
     for plan in &world.spec.workload.topics {

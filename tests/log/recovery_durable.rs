@@ -257,6 +257,47 @@ fn an_r2_cut_offers_every_readable_record_past_the_hole_to_the_salvage() {
 }
 
 #[test]
+fn each_record_of_a_frame_past_the_hole_is_offered_at_its_own_offset() {
+    // Three frames of four records; the first is damaged above the persisted HWM 0, so
+    // the open cuts there (R2) and offers the eight records of the two after it.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let config = LogConfig {
+        codec: Codec::None,
+        preallocate_bytes: 0,
+        ..LogConfig::default()
+    };
+    let (log, _) = open(dir.path(), &clock, config);
+    for frame in 0..3 {
+        let records: Vec<Vec<u8>> = (0..4).map(|i| json_record(frame * 4 + i)).collect();
+        log.append_batch(records.iter().map(|r| (&b"k"[..], r.as_slice())))
+            .unwrap();
+        pollster::block_on(log.sync()).unwrap();
+    }
+    pollster::block_on(log.close()).unwrap();
+    drop(log);
+    let names = segment_files(dir.path());
+    assert_eq!(names.len(), 1, "{names:?}");
+    std::fs::write(dir.path().join("hwm"), 0u64.to_be_bytes()).unwrap();
+    let segment = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join(&names[0]))
+        .unwrap();
+    segment.write_all_at(&[0xFF], 40).unwrap();
+    let fs = FailingFs::default();
+    let scan =
+        pollster::block_on(scan_partition(&fs, dir.path(), ScanDepth::Frames)).expect("scan");
+    assert_eq!(
+        scan.truncation.as_ref().unwrap().rule,
+        TruncationRule::HoleAboveHwm
+    );
+    assert_eq!(
+        offered_offsets(&fs, dir.path(), &scan),
+        (4..12).collect::<Vec<u64>>()
+    );
+}
+
+#[test]
 fn the_salvage_skips_a_stray_frame_that_names_an_offset_below_the_cut() {
     // A valid frame past the hole whose offset lies below the cut (a misdirected write
     // of an old frame) holds records the log keeps below the cut: offering them would

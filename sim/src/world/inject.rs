@@ -324,10 +324,27 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
             .visible_bytes(&flip.path)
             .is_some_and(|b| !crate::reference::wal::checkpoint_readable(&b))
     {
+        // A partition damaged since the restart may have been scanned before the
+        // damage, and its open then sees more than the disk shows now: it gets no
+        // listing (the checker then counts every copy below its HWM as seen).
+        let events = rec.history.events();
+        let since = events
+            .iter()
+            .rposition(|e| matches!(e.kind, crate::history::EventKind::Restart))
+            .unwrap_or(0);
+        let damaged: std::collections::BTreeSet<TopicPartition> = events[since..]
+            .iter()
+            .filter_map(|e| match &e.kind {
+                crate::history::EventKind::Fault { tp: Some(tp), .. } => Some(tp.clone()),
+                _ => None,
+            })
+            .collect();
         let now = rec.now_ms();
         for (tp, shown, visible) in super::restart::visible_now(world) {
-            rec.history
-                .visible_at_open(now, &tp, shown.start, shown.end, visible);
+            if !damaged.contains(&tp) {
+                rec.history
+                    .visible_at_open(now, &tp, shown.start, shown.end, visible);
+            }
         }
     }
     true

@@ -252,38 +252,8 @@ fn a_wal_flip_is_first_read_by_the_open_that_had_not_read_its_byte() {
                 Before::StoreOpen => rec.lock().store_open = true,
             }
             // A flip lands in id 2's frame.
-            let before = fs.durable_bytes(&path).unwrap();
-            let middle = (positions[1].start + positions[1].end) / 2;
-            let flip = fs
-                .flip_bit_at(|p| p.starts_with(&dir), &path, middle, 0)
-                .unwrap();
-            let hit = flip.position..flip.position + 1;
-            let fault = rec.lock().fault(
-                FaultKind::BitFlip {
-                    file: FileKind::Wal,
-                    offsets: None,
-                    below_hwm: None,
-                },
-                None,
-                None,
-            );
-            rec.lock().wal_damaged(fault, &path, &before, &[hit], true);
-            let events = rec.lock().history.events().to_vec();
-            let current = rec.lock().history.incarnation();
-            let named: Vec<_> = events
-                .iter()
-                .filter_map(|e| match &e.kind {
-                    EventKind::WalEntriesDamaged {
-                        first_replay,
-                        entries,
-                        ..
-                    } => Some((
-                        *first_replay - current,
-                        entries.iter().map(|e| e.id).collect::<Vec<_>>(),
-                    )),
-                    _ => None,
-                })
-                .collect();
+            flip_in(&fs, &rec, &path, &positions[1]);
+            let named = damage_events(&rec);
             assert_eq!(named.len(), 1, "one damage event");
             assert_eq!(named[0].1, vec![2], "id 2's entry is named");
             named[0].0

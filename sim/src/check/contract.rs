@@ -285,7 +285,9 @@ impl Reach {
     }
 }
 
-/// The reach of every out-of-contract fault in the run, in history order.
+/// The reach of every out-of-contract fault in the run, in history order (a
+/// misdirected segment write the world split into the frames it landed on and those it
+/// was meant for gives one per part).
 pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
     let events = facts.history.events();
     let mut out = Vec::new();
@@ -308,7 +310,7 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
             .get(&index)
             .cloned()
             .unwrap_or_default();
-        out.push(Reach {
+        let reach = Reach {
             fault_index: index,
             file,
             tp: tp.clone(),
@@ -360,7 +362,25 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
                         .collect()
                 })
                 .unwrap_or_default(),
-        });
+        };
+        // A misdirected write that the world could split touched the frames it landed
+        // on and those it was meant to write, not the offsets between them: a reach per
+        // part (an empty one when it hit no frame).
+        match kind {
+            FaultKind::Misdirected {
+                parts: Some(parts), ..
+            } if parts.is_empty() => out.push(Reach {
+                offsets: Some(OffsetRange { start: 0, end: 0 }),
+                ..reach
+            }),
+            FaultKind::Misdirected {
+                parts: Some(parts), ..
+            } => out.extend(parts.iter().map(|&part| Reach {
+                offsets: Some(part),
+                ..reach.clone()
+            })),
+            _ => out.push(reach),
+        }
     }
     out
 }

@@ -56,12 +56,17 @@ pub enum FaultKind {
     },
     /// A write landed at the wrong position or file. `offsets`: the records of the
     /// frames it overwrote and of the frames it was meant to write (neither is durable
-    /// where it belongs); `below_hwm` whether the first of them starts below the
-    /// persisted HWM.
+    /// where it belongs), as one hull; `below_hwm` whether the first of them starts
+    /// below the persisted HWM. `parts`, for a segment: the frames it overwrote and
+    /// those it was meant to write as ranges of their own (the offsets between them
+    /// are untouched), empty when it hit no frame; `None` when the world could not
+    /// name both.
     Misdirected {
         file: FileKind,
         offsets: Option<OffsetRange>,
         below_hwm: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parts: Option<Vec<OffsetRange>>,
     },
     /// A sector of data at rest became unreadable: reads touching it fail with EIO
     /// until a write of it reaches the platter (a latent sector error). In contract:
@@ -151,6 +156,7 @@ impl FaultKind {
                 file: FileKind::Segment,
                 offsets,
                 below_hwm,
+                ..
             }
             | FaultKind::LatentSector {
                 file: FileKind::Segment,

@@ -184,6 +184,23 @@ pub fn segment_offsets_hit(path: &Path, before: &[u8], hit: &[Range<u64>]) -> Op
     found
 }
 
+/// Whether a write over `hit` in the segment image `bytes` at `path` can have touched
+/// a frame the walk from the file's start does not reach: a hit range ending past the
+/// walked frames where the image holds a non-zero byte after them (frames past a hole
+/// or past damage). When it cannot, [`segment_offsets_hit`]'s `None` means the write
+/// hit no frame at all.
+pub fn segment_hit_unseen(path: &Path, bytes: &[u8], hit: &[Range<u64>]) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(base) = segment_base(name) else {
+        return true;
+    };
+    let walked = segment_headers(bytes, 0, base)
+        .last()
+        .map_or(0, |(at, header)| at + header.frame_len());
+    let rest = usize::try_from(walked).map_or(&[][..], |w| bytes.get(w..).unwrap_or(&[]));
+    hit.iter().any(|h| h.end > walked) && rest.iter().any(|&b| b != 0)
+}
+
 /// The offsets of the segment at `path` a lost fsync reached: the frames of `visible`
 /// (the page cache) that `undurable` (where it differs from the platter) touches, and,
 /// when the platter is longer than the cache (a truncation it did not persist), the

@@ -475,6 +475,7 @@ fn a_refused_topic_needs_a_fault_on_its_topic_conf() {
                         file: FileKind::Other,
                         offsets: None,
                         below_hwm: None,
+                        parts: None,
                     },
                     None,
                     Some(path),

@@ -382,6 +382,7 @@ fn lost_at_a_misdirected_offset(after_cut: bool) -> Run {
             file: FileKind::Segment,
             offsets: Some(OffsetRange { start: 1, end: 2 }),
             below_hwm: Some(false),
+            parts: None,
         },
         Some(0),
     )
@@ -827,6 +828,7 @@ fn a_lost_fsync_explains_an_alarm_only_once_a_crash_followed_it() {
         file: FileKind::Segment,
         offsets: Some(OffsetRange { start: 1, end: 2 }),
         below_hwm: Some(true),
+        parts: None,
     };
     for kills in [&[][..], &[true]] {
         assert_mentions(
@@ -850,6 +852,7 @@ fn a_segment_fault_explains_nothing_at_offsets_a_completed_open_cut_away() {
         file: FileKind::Segment,
         offsets: Some(OffsetRange { start: 1, end: 2 }),
         below_hwm: Some(false),
+        parts: None,
     };
     let run = |completed: bool| {
         let mut r = Run::new();
@@ -937,6 +940,7 @@ fn a_malformed_hwm_refusal_needs_a_fault_that_changes_its_length() {
         file: FileKind::Hwm,
         offsets: None,
         below_hwm: None,
+        parts: None,
     };
     assert!(!malformed(&run(misdirected.clone(), false)));
     assert!(!malformed(&run(misdirected, true)));
@@ -1290,6 +1294,7 @@ fn a_clamp_after_a_cut_in_the_same_open_is_still_the_faults() {
         file: FileKind::Segment,
         offsets: Some(OffsetRange { start: 1, end: 3 }),
         below_hwm: Some(true),
+        parts: None,
     };
     let report = super::loss::clamped_run_after(misdirected, 1).report();
     assert!(

@@ -349,6 +349,7 @@ fn misdirected_then(kinds: &[bool]) -> Run {
                 file: FileKind::Segment,
                 offsets: Some(OffsetRange { start: 0, end: 1 }),
                 below_hwm: Some(true),
+                parts: None,
             },
             Some(0),
         );
@@ -455,6 +456,7 @@ fn misdirected_partly_repaired(views: &[u64]) -> Run {
                 file: FileKind::Segment,
                 offsets: Some(OffsetRange { start: 0, end: 2 }),
                 below_hwm: Some(true),
+                parts: None,
             },
             Some(0),
         )
@@ -548,6 +550,7 @@ fn repaired_then_flipped_while_opening(at_damage: bool) -> Run {
                 file: FileKind::Segment,
                 offsets: Some(OffsetRange { start: 2, end: 3 }),
                 below_hwm: Some(false),
+                parts: None,
             },
             Some(0),
         )

@@ -33,6 +33,7 @@ fn repaired_then_flip_while_opening(silent: bool) -> Run {
                 file: FileKind::Segment,
                 offsets: Some(OffsetRange { start: 3, end: 4 }),
                 below_hwm: Some(false),
+                parts: None,
             },
             Some(0),
         )

@@ -91,6 +91,7 @@ fn misdirected_at_0() -> FaultKind {
         file: FileKind::Segment,
         offsets: Some(OffsetRange { start: 0, end: 1 }),
         below_hwm: Some(false),
+        parts: None,
     }
 }
 

@@ -111,6 +111,7 @@ fn fault_and_crash_one_replay(twice: bool) -> Run {
             file: FileKind::Segment,
             offsets: None,
             below_hwm: None,
+            parts: None,
         },
         Some(0),
     )
@@ -278,6 +279,7 @@ fn fault_repeat_below_the_replays_offsets(bug: bool, fault: bool) -> Run {
                 file: FileKind::Segment,
                 offsets: Some(OffsetRange { start: 0, end: 1 }),
                 below_hwm: Some(true),
+                parts: None,
             },
             Some(0),
         );

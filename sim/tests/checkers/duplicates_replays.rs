@@ -221,6 +221,7 @@ fn a_fault_of_unknown_offsets_excuses_one_copy_of_an_id() {
             file: FileKind::Segment,
             offsets: None,
             below_hwm: None,
+            parts: None,
         },
         Some(0),
     );

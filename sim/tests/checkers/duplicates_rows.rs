@@ -202,6 +202,7 @@ fn misdirected(start: u64, end: u64) -> FaultKind {
         file: FileKind::Segment,
         offsets: Some(OffsetRange { start, end }),
         below_hwm: Some(true),
+        parts: None,
     }
 }
 

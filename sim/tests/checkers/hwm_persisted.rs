@@ -219,6 +219,7 @@ fn a_fault_on_the_word_ends_the_judgement_as_far_as_it_reaches() {
         file: FileKind::Hwm,
         offsets: None,
         below_hwm: None,
+        parts: None,
     });
     restart_lagging(&mut r);
     let report = r.report();

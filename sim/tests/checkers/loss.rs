@@ -137,6 +137,7 @@ fn segment_misdirect(start: u64) -> FaultKind {
             end: start + 1,
         }),
         below_hwm: Some(false),
+        parts: None,
     }
 }
 
@@ -483,6 +484,118 @@ fn a_misdirected_write_excuses_the_records_of_the_frames_it_reached_and_no_other
     assert_eq!(
         report.no_lost_ack.excuse_of(3).map(|e| e.kind),
         Some(ExcuseKind::OutOfContract)
+    );
+}
+
+/// A misdirected write of orders/0 the world split: it landed on the frame at 1 and was
+/// meant for the frames `meant` (the hull spans both).
+fn split_misdirect(meant: OffsetRange) -> FaultKind {
+    FaultKind::Misdirected {
+        file: FileKind::Segment,
+        offsets: Some(OffsetRange {
+            start: 1,
+            end: meant.end,
+        }),
+        below_hwm: Some(false),
+        parts: Some(vec![OffsetRange { start: 1, end: 2 }, meant]),
+    }
+}
+
+#[test]
+fn a_split_misdirected_write_excuses_nothing_between_its_parts() {
+    // The open cut at the hole the write left at 1. id 3's frame at 2 lay between the
+    // frame the write landed on and the one it was meant for: untouched and readable,
+    // the salvage past the hole should have kept it. The hull [1, 4) covered it.
+    let report = double_damage_run(
+        Some(split_misdirect(OffsetRange { start: 3, end: 4 })),
+        true,
+        (1, 1_100),
+    )
+    .report();
+    let messages = fires_only(&report, CheckerName::NoLostAck);
+    assert_mentions(
+        &messages,
+        &[
+            "id 3 at offset 2",
+            "faults outside their reach: misdirected write",
+        ],
+    );
+    // Meant for id 3's own frame, the write reaches it.
+    let report = double_damage_run(
+        Some(split_misdirect(OffsetRange { start: 2, end: 3 })),
+        true,
+        (1, 1_100),
+    )
+    .report();
+    assert_clean(&report);
+    assert_eq!(
+        report.no_lost_ack.excuse_of(3).map(|e| e.kind),
+        Some(ExcuseKind::OutOfContract)
+    );
+}
+
+#[test]
+fn a_misdirected_write_that_hit_no_frame_excuses_nothing() {
+    // Offsets the world could not name reach what a sync after the fault acknowledged on
+    // the partition until the next crash; a write the world saw hit no frame (it landed
+    // past the frames and left none undurable) reaches nothing. id 3, acknowledged after
+    // it, is gone from the log and from the WAL.
+    let run = |parts: Option<Vec<OffsetRange>>| {
+        let mut r = Run::new();
+        r.produced(2).hwm(0, 2, 2, 2).delivered(2).fault(
+            FaultKind::Misdirected {
+                file: FileKind::Segment,
+                offsets: None,
+                below_hwm: None,
+                parts,
+            },
+            Some(0),
+        );
+        r.produce(3, 0, 2, 1_002)
+            .hwm(0, 3, 3, 3)
+            .crash(&[(0, 3, 2, 3)])
+            .wal_entry_flipped(2, 3, 1)
+            .restart()
+            .disk(0, OpenRule::Clean, 3, 2, None)
+            .alarm(
+                Some(0),
+                Alarm::Clamp {
+                    persisted_hwm: 3,
+                    hwm: 2,
+                    lost: 1,
+                },
+            )
+            .opened(0, 2, 2)
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 2);
+            });
+        r.report()
+    };
+    let report = run(None);
+    assert_eq!(
+        report.no_lost_ack.excuse_of(3).map(|e| e.kind),
+        Some(ExcuseKind::OutOfContract),
+        "{:?}",
+        report.failed_checkers()
+    );
+    assert!(
+        !report
+            .failed_checkers()
+            .contains(&CheckerName::AlarmsExplained),
+        "the write explains the clamp"
+    );
+    // An empty reach explains no clamp.
+    let report = run(Some(vec![]));
+    assert_ne!(
+        report.no_lost_ack.excuse_of(3).map(|e| e.kind),
+        Some(ExcuseKind::OutOfContract)
+    );
+    assert!(
+        report
+            .failed_checkers()
+            .contains(&CheckerName::AlarmsExplained),
+        "{:?}",
+        report.failed_checkers()
     );
 }
 

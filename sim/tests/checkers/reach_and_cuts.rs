@@ -60,6 +60,7 @@ fn misdirected(offsets: Option<OffsetRange>) -> FaultKind {
         file: FileKind::Segment,
         offsets,
         below_hwm: Some(true),
+        parts: None,
     }
 }
 

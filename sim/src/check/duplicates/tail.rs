@@ -168,12 +168,12 @@ pub(super) fn crash_showing<'f>(facts: &'f Facts<'_>, fault: usize) -> Option<&'
 /// of that open.
 fn lost_from(facts: &Facts<'_>, crash: &CrashFact, tp: &TopicPartition) -> Option<Offset> {
     // A fault ends the log at the first frame it lost or damaged, which is where its
-    // reach starts: the world records a misdirected write's reach as the hull of the
-    // frames it landed on and those it was meant for, and a lost fsync's as the hull
-    // of the frames it left undurable, so an offset inside the hull may be untouched.
-    // An empty reach reaches nothing; a misdirected write of unknown reach hit no
-    // frame the world could name. No view of that open: nothing found, nothing
-    // lowered.
+    // reach starts: a lost fsync's reach is the hull of the frames it left undurable,
+    // and a misdirected write's, when the world could not split it into the frames it
+    // landed on and those it was meant for, the hull of both, so an offset inside a
+    // hull may be untouched. An empty reach reaches nothing; a misdirected write of
+    // unknown reach hit no frame the world could name. No view of that open: nothing
+    // found, nothing lowered.
     let found = facts.alarms.disk_at(tp, crash.incarnation + 1)?.tail;
     facts
         .reaches

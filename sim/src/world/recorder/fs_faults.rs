@@ -6,32 +6,40 @@ use super::*;
 
 impl Recorder {
     /// What a misdirected write into a segment overwrote: the offsets of the frames it
-    /// landed on and whether the first of them starts below the persisted HWM (the
-    /// durable `hwm` file now; a missing one means 0). `(None, None)` when unknown or
-    /// when it hit no frame.
-    fn misdirected_segment(&self, event: &FsEvent) -> (Option<OffsetRange>, Option<bool>) {
+    /// landed on and of those it was meant to write, as one hull, whether the first of
+    /// them starts below the persisted HWM (the durable `hwm` file now; a missing one
+    /// means 0), and the two as ranges of their own (empty when it hit no frame) when
+    /// the world can name both. `(None, None, _)` when unknown or when it hit no frame.
+    fn misdirected_segment(
+        &self,
+        event: &FsEvent,
+    ) -> (Option<OffsetRange>, Option<bool>, Option<Vec<OffsetRange>>) {
         let Some(over) = &event.overwritten else {
-            return (None, None);
+            return (None, None, None);
         };
         let landed = damage::segment_offsets_hit(&event.path, &over.durable_before, &over.landed);
+        let landed_known = landed.is_some()
+            || !damage::segment_hit_unseen(&event.path, &over.durable_before, &over.landed);
         // The frames it was meant to write, whole in the page cache, are not durable
         // where they belong either: those whose bytes there differ from the cache (a
         // later write may have covered part of the range).
         let meant = self.meant_offsets(&event.path, event.position, event.len);
-        let offsets = match (landed, meant) {
+        let parts = (landed_known && meant.is_some())
+            .then(|| [landed, meant.flatten()].into_iter().flatten().collect());
+        let offsets = match (landed, meant.flatten()) {
             (Some(a), Some(b)) => OffsetRange {
                 start: a.start.min(b.start),
                 end: a.end.max(b.end),
             },
             (Some(r), None) | (None, Some(r)) => r,
-            (None, None) => return (None, None),
+            (None, None) => return (None, None, parts),
         };
         let persisted = event
             .path
             .parent()
             .and_then(|dir| self.fs.durable_bytes(&dir.join(layout::HWM_FILE)))
             .map_or(Some(0), |bytes| word::decode(&bytes));
-        (Some(offsets), persisted.map(|p| offsets.start < p))
+        (Some(offsets), persisted.map(|p| offsets.start < p), parts)
     }
 
     /// What the engine believes durable in `path` but the disk does not hold: the byte
@@ -47,8 +55,14 @@ impl Recorder {
 
     /// The frames of the segment at `path`, in the page cache, whose bytes in
     /// `[at, at + len)` the durable image lacks: what a write meant for that range and
-    /// misdirected left undurable.
-    fn meant_offsets(&self, path: &Path, at: Option<u64>, len: Option<u64>) -> Option<OffsetRange> {
+    /// misdirected left undurable. `Some(None)` when it left no frame undurable; `None`
+    /// when the world cannot tell.
+    fn meant_offsets(
+        &self,
+        path: &Path,
+        at: Option<u64>,
+        len: Option<u64>,
+    ) -> Option<Option<OffsetRange>> {
         let (at, len) = (at?, len?);
         let (visible, ranges) = self.undurable(path)?;
         let within: Vec<Range<u64>> = ranges
@@ -59,7 +73,8 @@ impl Recorder {
                 (start < end).then_some(start..end)
             })
             .collect();
-        damage::segment_offsets_hit(path, &visible, &within)
+        let hit = damage::segment_offsets_hit(path, &visible, &within);
+        (hit.is_some() || !damage::segment_hit_unseen(path, &visible, &within)).then_some(hit)
     }
 
     /// The offsets a lost fsync of `path` (of `file` kind) left undurable: a segment's
@@ -120,15 +135,16 @@ impl Recorder {
                 },
                 FsEventKind::Enospc => FaultKind::Enospc { file },
                 FsEventKind::MisdirectedWrite => {
-                    let (offsets, below_hwm) = if file == FileKind::Segment {
+                    let (offsets, below_hwm, parts) = if file == FileKind::Segment {
                         self.misdirected_segment(&event)
                     } else {
-                        (None, None)
+                        (None, None, None)
                     };
                     FaultKind::Misdirected {
                         file,
                         offsets,
                         below_hwm,
+                        parts,
                     }
                 }
                 FsEventKind::CrashWriteTorn => FaultKind::TornWrite { file },

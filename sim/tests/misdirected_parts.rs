@@ -30,10 +30,19 @@ fn differing_frames(visible: &[u8], durable: &[u8]) -> BTreeSet<u64> {
         .collect()
 }
 
-/// 40 records of one frame each committed, then one more whose write the disk sends
-/// astray (up to 8 sectors either way); returns the segment fault the world recorded
-/// (`None` when the disk misdirected another file's write) and the frames that differ.
-fn misdirect_one(seed: u64) -> Option<(FaultKind, BTreeSet<u64>)> {
+fn options(f: impl FnOnce(&mut FaultOptions)) -> FaultOptions {
+    let mut options = FaultOptions::none();
+    f(&mut options);
+    options
+}
+
+/// 40 records of one frame each committed; with `hole`, one more whose fsync the disk
+/// loses (a hole on the platter at 40) and one fsynced past it (41); then a batch of
+/// `batch` records whose write the disk sends astray (up to 8 sectors either way).
+/// Returns the segment fault the world recorded (`None` when the disk misdirected
+/// another file's write), the frames whose durable bytes differ from the page cache's,
+/// and whether the misdirected write changed the durable bytes of the frame at 41.
+fn misdirect(seed: u64, hole: bool, batch: usize) -> Option<(FaultKind, BTreeSet<u64>, bool)> {
     let fs = SimFs::new(seed, FaultOptions::none()).expect("options");
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async move {
@@ -45,16 +54,32 @@ fn misdirect_one(seed: u64) -> Option<(FaultKind, BTreeSet<u64>)> {
             .await
             .expect("open");
         let body = [b'a'; 100];
+        let one = [(&b"k"[..], &body[..])];
         for _ in 0..40 {
-            log.commit([(&b"k"[..], &body[..])]).await.expect("commit");
+            log.commit(one).await.expect("commit");
         }
         let rec = Shared::new(fs.clone());
-        let mut options = FaultOptions::none();
-        options.misdirect_probability = 1.0;
-        options.misdirect_max = 1;
-        options.misdirect_shift_sectors_max = 8;
-        fs.set_options(options).expect("options");
-        log.commit([(&b"k"[..], &body[..])]).await.expect("commit");
+        let path = Path::new(SEGMENT);
+        if hole {
+            fs.set_options(options(|o| {
+                o.lost_fsync_probability = 1.0;
+                o.lost_fsync_max = 1;
+                o.fsync_fault_path = Some(SEGMENT.into());
+            }))
+            .expect("options");
+            log.commit(one).await.expect("commit 40");
+            fs.set_options(FaultOptions::none()).expect("options");
+            log.commit(one).await.expect("commit 41");
+            rec.lock().drain_fs();
+        }
+        let before = fs.durable_bytes(path).unwrap_or_default();
+        fs.set_options(options(|o| {
+            o.misdirect_probability = 1.0;
+            o.misdirect_max = 1;
+            o.misdirect_shift_sectors_max = 8;
+        }))
+        .expect("options");
+        log.commit(vec![one[0]; batch]).await.expect("commit");
         rec.lock().drain_fs();
         let kind = rec
             .lock()
@@ -72,10 +97,13 @@ fn misdirect_one(seed: u64) -> Option<(FaultKind, BTreeSet<u64>)> {
                 } => Some(kind.clone()),
                 _ => None,
             })?;
-        let path = Path::new(SEGMENT);
         let visible = fs.visible_bytes(path).expect("segment");
         let durable = fs.durable_bytes(path).unwrap_or_default();
-        Some((kind, differing_frames(&visible, &durable)))
+        let at_41 = segment_headers(&visible, 0, 0)
+            .find(|(_, h)| h.base_offset == 41)
+            .map(|(at, h)| at as usize..(at + h.frame_len()) as usize);
+        let changed_41 = at_41.is_some_and(|r| before.get(r.clone()) != durable.get(r));
+        Some((kind, differing_frames(&visible, &durable), changed_41))
     })
 }
 
@@ -83,7 +111,7 @@ fn misdirect_one(seed: u64) -> Option<(FaultKind, BTreeSet<u64>)> {
 fn a_misdirected_segment_write_is_recorded_as_the_frames_it_changed() {
     let (mut seen, mut split, mut hull_wider) = (0, 0, 0);
     for seed in 1..60 {
-        let Some((kind, differing)) = misdirect_one(seed) else {
+        let Some((kind, differing, _)) = misdirect(seed, false, 1) else {
             continue;
         };
         seen += 1;
@@ -109,4 +137,30 @@ fn a_misdirected_segment_write_is_recorded_as_the_frames_it_changed() {
         hull_wider >= 3,
         "{hull_wider} hulls spanned untouched frames"
     );
+}
+
+/// helper-59: bytes that land on a frame the walk from byte 0 reaches and on one past a
+/// hole were recorded as a part naming the first only. A part is known only when the
+/// walk saw every frame the bytes touched; otherwise the hull stands.
+#[test]
+fn a_misdirected_write_over_a_frame_past_a_hole_keeps_its_hull() {
+    let mut past_hole = 0;
+    for seed in 1..25 {
+        let Some((kind, _, changed_41)) = misdirect(seed, true, 40) else {
+            continue;
+        };
+        let FaultKind::Misdirected { offsets, parts, .. } = kind else {
+            unreachable!()
+        };
+        if !changed_41 {
+            continue;
+        }
+        past_hole += 1;
+        let reached = match &parts {
+            Some(parts) => parts.iter().any(|p| p.contains(41)),
+            None => offsets.is_some_and(|o| o.contains(41)),
+        };
+        assert!(reached, "seed {seed}: hull {offsets:?}, parts {parts:?}");
+    }
+    assert!(past_hole >= 5, "{past_hole} writes landed past the hole");
 }

@@ -187,8 +187,8 @@ pub fn segment_offsets_hit(path: &Path, before: &[u8], hit: &[Range<u64>]) -> Op
 /// Whether a write over `hit` in the segment image `bytes` at `path` can have touched
 /// a frame the walk from the file's start does not reach: a hit range ending past the
 /// walked frames where the image holds a non-zero byte after them (frames past a hole
-/// or past damage). When it cannot, [`segment_offsets_hit`]'s `None` means the write
-/// hit no frame at all.
+/// or past damage). When it cannot, [`segment_offsets_hit`] names every frame the
+/// write hit, and its `None` means the write hit none.
 pub fn segment_hit_unseen(path: &Path, bytes: &[u8], hit: &[Range<u64>]) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let Some(base) = segment_base(name) else {

@@ -69,9 +69,11 @@ pub(super) fn hidden_tail(
         })
     });
     let hole = damaged_at_tail
-        || facts
-            .reaches_before(&p.tp, crash.index)
-            .any(|r| r.file == FileKind::Segment && r.offsets.is_none_or(|o| o.start < memory));
+        || facts.reaches_before(&p.tp, crash.index).any(|r| {
+            r.file == FileKind::Segment
+                && r.offsets
+                    .is_none_or(|o| o.start < o.end && o.start < memory)
+        });
     let end = if hole {
         p.durable_tail.max(memory)
     } else {

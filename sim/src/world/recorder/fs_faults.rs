@@ -18,8 +18,10 @@ impl Recorder {
             return (None, None, None);
         };
         let landed = damage::segment_offsets_hit(&event.path, &over.durable_before, &over.landed);
-        let landed_known = landed.is_some()
-            || !damage::segment_hit_unseen(&event.path, &over.durable_before, &over.landed);
+        // Known only when the walk saw every frame the bytes touched: one past a hole
+        // would be missing from a part even when others were named.
+        let landed_known =
+            !damage::segment_hit_unseen(&event.path, &over.durable_before, &over.landed);
         // The frames it was meant to write, whole in the page cache, are not durable
         // where they belong either: those whose bytes there differ from the cache (a
         // later write may have covered part of the range).
@@ -56,7 +58,7 @@ impl Recorder {
     /// The frames of the segment at `path`, in the page cache, whose bytes in
     /// `[at, at + len)` the durable image lacks: what a write meant for that range and
     /// misdirected left undurable. `Some(None)` when it left no frame undurable; `None`
-    /// when the world cannot tell.
+    /// when the world cannot tell (the walk does not reach every frame in the range).
     fn meant_offsets(
         &self,
         path: &Path,
@@ -74,7 +76,7 @@ impl Recorder {
             })
             .collect();
         let hit = damage::segment_offsets_hit(path, &visible, &within);
-        (hit.is_some() || !damage::segment_hit_unseen(path, &visible, &within)).then_some(hit)
+        (!damage::segment_hit_unseen(path, &visible, &within)).then_some(hit)
     }
 
     /// The offsets a lost fsync of `path` (of `file` kind) left undurable: a segment's

@@ -257,6 +257,41 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ))
     }
 
+    /// `Refused`, for record `id` acknowledged at `offset` (history index `after`): the
+    /// first refusal of `tp` after it, when that refusal could take the record. The
+    /// world lists what the refused open could see (`HeldAtRefusal`): a record the
+    /// segments or the WAL held then, or one at or past the bad region (whose frames
+    /// the decoder cannot name), was the refusal's; one acknowledged below the bad
+    /// region and held nowhere was gone before it. Without a listing, every record.
+    pub fn refused_record(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        offset: Option<Offset>,
+        after: usize,
+    ) -> Option<Excuse> {
+        let excuse = self.refused(tp, after)?;
+        let held = excuse.causes.first().and_then(|&at| {
+            match &self.facts.history.events().get(at + 1)?.kind {
+                crate::history::EventKind::HeldAtRefusal {
+                    tp: t,
+                    bad_offset,
+                    log,
+                    wal,
+                } if t == tp => Some((*bad_offset, log, wal)),
+                _ => None,
+            }
+        });
+        let Some((bad_offset, log, wal)) = held else {
+            return Some(excuse);
+        };
+        let taken = match (offset, bad_offset) {
+            (Some(offset), Some(bad)) => offset >= bad || log.contains(&id) || wal.contains(&id),
+            _ => true,
+        };
+        taken.then_some(excuse)
+    }
+
     /// `Retention`: a segment of `tp` the reaper moved out of the log after `after`
     /// (the record's acknowledgement), and that no restart found again (a reap
     /// `retention_safe` judges), held it below the HWM the engine had shown in that

@@ -118,6 +118,18 @@ impl fmt::Display for Event {
                 base + records,
                 if *whole { "whole" } else { "damaged" }
             ),
+            EventKind::HeldAtRefusal {
+                tp,
+                bad_offset,
+                log,
+                wal,
+            } => write!(
+                f,
+                "held_at_refusal {tp} bad_offset={} log_records={} wal_entries={}",
+                bad_offset.map_or_else(|| "none".to_owned(), |o| o.to_string()),
+                log.len(),
+                wal.len()
+            ),
             EventKind::WalKeptAtPowerLoss { entries } => {
                 write!(f, "wal_kept_at_power_loss:")?;
                 for e in entries {

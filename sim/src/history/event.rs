@@ -358,6 +358,18 @@ pub enum EventKind {
         records: u64,
         whole: bool,
     },
+    /// World, right after the engine's `r3_refused` alarm for `tp`, when no fault
+    /// struck `tp` or a store file since the restart (so the page cache is what the
+    /// open read): what the refusal can take. `bad_offset` is where the reference
+    /// decoder finds the partition's bad region (`None`: it finds none); `log` the ids
+    /// of the records the segments' valid extents hold; `wal` the ids of the entries
+    /// for `tp` the WAL holds.
+    HeldAtRefusal {
+        tp: TopicPartition,
+        bad_offset: Option<Offset>,
+        log: Vec<ProduceId>,
+        wal: Vec<ProduceId>,
+    },
 }
 
 /// One ingress WAL entry destroyed by damage at rest.

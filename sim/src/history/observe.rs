@@ -82,6 +82,25 @@ impl History {
         )
     }
 
+    pub fn held_at_refusal(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        bad_offset: Option<Offset>,
+        log: Vec<ProduceId>,
+        wal: Vec<ProduceId>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HeldAtRefusal {
+                tp: tp.clone(),
+                bad_offset,
+                log,
+                wal,
+            },
+        )
+    }
+
     pub fn wal_kept_at_power_loss(
         &mut self,
         at_ms: u64,

@@ -201,10 +201,19 @@ impl Subscriber for AlarmSubscriber {
                 }
                 _ => None,
             };
+            let refused = match (&alarm, &tp, fields.text.get("dir")) {
+                (Alarm::Refused { .. }, Some(tp), Some(dir)) if current => {
+                    Some((tp.clone(), PathBuf::from(dir)))
+                }
+                _ => None,
+            };
             rec.history
                 .engine_alarm(now, tp.as_ref(), alarm, RAISING.get());
             if let Some((tp, dir, base, records)) = skipped {
                 rec.frame_at_skip(&dir, &tp, base, records);
+            }
+            if let Some((tp, dir)) = refused {
+                rec.held_at_refusal(&dir, &tp);
             }
             if let Some((tp, seqs)) = salvaged {
                 rec.salvage_wrote(&tp, seqs);

@@ -56,6 +56,7 @@ mod offsets;
 mod poison;
 mod reach_and_cuts;
 mod redelivery;
+mod refused;
 mod retention_safe;
 mod skipped;
 mod sweep_regressions;

@@ -62,7 +62,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
         // record unreachable, and what a deadline is measured against (a reap after a
         // frontier jump already lost it is no cause of the loss).
         [
-            self.refused(tp, after),
+            self.refused_record(tp, id, offset, after),
             any_copy
                 .then(|| self.retention(tp, id, offset, after))
                 .flatten(),

@@ -8,6 +8,7 @@
 mod files;
 mod fs_faults;
 mod paths;
+mod refusals;
 mod skips;
 
 use files::segment_of;

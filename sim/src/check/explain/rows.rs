@@ -35,7 +35,7 @@ pub(super) fn rows(facts: &Facts<'_>, s: &Subject, id: ProduceId, ack: usize) ->
         row(
             "refused",
             ExcuseKind::Refused,
-            excuses.refused(tp, ack),
+            excuses.refused_record(tp, id, o, ack),
             refusals(facts, tp).into_iter().filter(after).collect(),
             format!("no refusal of {tp} (R3) or of its topic after the ack"),
         ),

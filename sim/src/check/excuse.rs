@@ -28,7 +28,7 @@ mod skipped;
 
 use super::contract::{LOG_FILES, Reach};
 use super::facts::Facts;
-use crate::history::{Alarm, FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
+use crate::history::{Alarm, FaultKind, FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
 
 /// The rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -259,10 +259,13 @@ impl<'f, 'h> Excuses<'f, 'h> {
 
     /// `Refused`, for record `id` acknowledged at `offset` (history index `after`): the
     /// first refusal of `tp` after it, when that refusal could take the record. The
-    /// world lists what the refused open could see (`HeldAtRefusal`): a record the
-    /// segments or the WAL held then, or one at or past the bad region (whose frames
-    /// the decoder cannot name), was the refusal's; one acknowledged below the bad
-    /// region and held nowhere was gone before it. Without a listing, every record.
+    /// world lists what the refused open could see (`HeldAtRefusal`): the records of
+    /// the segments' readable frames and the WAL entries a replay would commit. The
+    /// frames a fault damaged since the produce the decoder cannot read: those the world
+    /// named by identity (`DamageHeld`: a replay may have moved the record into one)
+    /// hold what they name, the others whatever lay at the offsets the fault reached.
+    /// A record in none of them was gone before the refusal. Without a listing, or
+    /// with no offset acknowledged, every record.
     pub fn refused_record(
         &self,
         tp: &TopicPartition,
@@ -270,25 +273,56 @@ impl<'f, 'h> Excuses<'f, 'h> {
         offset: Option<Offset>,
         after: usize,
     ) -> Option<Excuse> {
+        use crate::history::EventKind;
         let excuse = self.refused(tp, after)?;
-        let held = excuse.causes.first().and_then(|&at| {
-            match &self.facts.history.events().get(at + 1)?.kind {
-                crate::history::EventKind::HeldAtRefusal {
-                    tp: t,
-                    bad_offset,
-                    log,
-                    wal,
-                } if t == tp => Some((*bad_offset, log, wal)),
-                _ => None,
-            }
-        });
-        let Some((bad_offset, log, wal)) = held else {
+        let refusal = *excuse.causes.first()?;
+        let events = self.facts.history.events();
+        let (log, wal) = match events.get(refusal + 1).map(|e| &e.kind) {
+            Some(EventKind::HeldAtRefusal {
+                tp: t, log, wal, ..
+            }) if t == tp => (log, wal),
+            _ => return Some(excuse),
+        };
+        let Some(offset) = offset else {
             return Some(excuse);
         };
-        let taken = match (offset, bad_offset) {
-            (Some(offset), Some(bad)) => offset >= bad || log.contains(&id) || wal.contains(&id),
-            _ => true,
+        // Damage can come before `after` when that is a delivery: from the produce on.
+        let since = self
+            .facts
+            .attempts
+            .get(&id)
+            .map_or(after, |&a| a.min(after));
+        let damaged = || {
+            (since + 1..refusal).any(|i| {
+                let EventKind::Fault {
+                    kind, tp: Some(t), ..
+                } = &events[i].kind
+                else {
+                    return false;
+                };
+                let reached = match kind {
+                    FaultKind::LostFsync {
+                        file: FileKind::Segment,
+                        offsets,
+                    } => Some(*offsets),
+                    _ => kind.segment_damage().map(|(offsets, _)| offsets),
+                };
+                let Some(reached) = reached.filter(|_| t == tp) else {
+                    return false;
+                };
+                let named = events[i + 1..refusal].iter().find_map(|e| match &e.kind {
+                    EventKind::DamageHeld {
+                        fault_index, held, ..
+                    } if *fault_index == i => Some(held),
+                    _ => None,
+                });
+                match named {
+                    Some(held) => held.iter().any(|c| c.id == id),
+                    None => reached.is_none_or(|r| r.contains(offset)),
+                }
+            })
         };
+        let taken = log.contains(&id) || wal.contains(&id) || damaged();
         taken.then_some(excuse)
     }
 

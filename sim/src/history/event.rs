@@ -362,8 +362,9 @@ pub enum EventKind {
     /// struck `tp` or a store file since the restart (so the page cache is what the
     /// open read): what the refusal can take. `bad_offset` is where the reference
     /// decoder finds the partition's bad region (`None`: it finds none); `log` the ids
-    /// of the records the segments' valid extents hold; `wal` the ids of the entries
-    /// for `tp` the WAL holds.
+    /// of the records the segments hold in readable frames (their valid extents, and
+    /// the frames past the bad region); `wal` the ids of the entries for `tp` the WAL
+    /// holds.
     HeldAtRefusal {
         tp: TopicPartition,
         bad_offset: Option<Offset>,

@@ -145,27 +145,36 @@ pub fn frames(image: &[u8]) -> Vec<WalFrame> {
 /// WAL"): entries `[topicLen:2][topic][partition:4][seq:8][offset:8]`, then a CRC32C of
 /// them. An open that finds it unreadable replays every entry.
 pub fn checkpoint_readable(bytes: &[u8]) -> bool {
-    let Some(split) = bytes.len().checked_sub(4) else {
-        return false;
-    };
+    checkpoint(bytes).is_some()
+}
+
+/// The entries of a readable WAL checkpoint: (topic, partition, seq, offset), each
+/// partition's replay floor. `None` when it does not read (see
+/// [`checkpoint_readable`]).
+pub fn checkpoint(bytes: &[u8]) -> Option<Vec<(String, u32, u64, u64)>> {
+    let split = bytes.len().checked_sub(4)?;
     let (mut body, crc) = bytes.split_at(split);
     if crc32c::crc32c(body).to_be_bytes() != crc {
-        return false;
+        return None;
     }
+    let mut out = Vec::new();
     while !body.is_empty() {
-        let Some((len, rest)) = body.split_at_checked(2) else {
-            return false;
-        };
+        let (len, rest) = body.split_at_checked(2)?;
         let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
-        let Some((topic, rest)) = rest.split_at_checked(len) else {
-            return false;
-        };
-        if std::str::from_utf8(topic).is_err() || rest.len() < 20 {
-            return false;
-        }
-        body = &rest[20..];
+        let (topic, rest) = rest.split_at_checked(len)?;
+        let topic = std::str::from_utf8(topic).ok()?;
+        let (partition, rest) = rest.split_first_chunk::<4>()?;
+        let (seq, rest) = rest.split_first_chunk::<8>()?;
+        let (offset, rest) = rest.split_first_chunk::<8>()?;
+        out.push((
+            topic.to_owned(),
+            u32::from_be_bytes(*partition),
+            u64::from_be_bytes(*seq),
+            u64::from_be_bytes(*offset),
+        ));
+        body = rest;
     }
-    true
+    Some(out)
 }
 
 #[cfg(test)]
@@ -190,6 +199,10 @@ mod tests {
     fn a_checkpoint_reads_unless_its_crc_or_shape_fails() {
         let good = checkpoint(&[("orders", 0, 7, 3), ("t", 9, 70, 30)]);
         assert!(checkpoint_readable(&good));
+        assert_eq!(
+            super::checkpoint(&good),
+            Some(vec![("orders".into(), 0, 7, 3), ("t".into(), 9, 70, 30)])
+        );
         assert!(checkpoint_readable(&checkpoint(&[])), "no partitions yet");
         for at in 0..good.len() {
             let mut bad = good.clone();

@@ -1,22 +1,40 @@
 //! A refusal takes what the refused open could see, nothing gone before it: the world
-//! lists it (`HeldAtRefusal`), and `refused` covers a record held in the segments or
-//! the WAL then, or one at or past the bad region, and no other.
+//! lists it (`HeldAtRefusal`), and `refused` covers a record held in the segments'
+//! readable frames or the WAL's live entries then, or in a frame a fault damaged (by
+//! the identities the world named, else by the offsets the fault reached), and no
+//! other.
 
 use super::*;
 use cafelog_sim::check::excuse::ExcuseKind;
 use cafelog_sim::check::explain::{Answer, explain, subjects};
 
-/// ids 1..=3 acknowledged at 0..3 of orders/0; a flip at 2 below the HWM; a power loss,
-/// and the open refuses the partition at 2, with the world's listing `held` when given:
-/// (log ids, WAL ids).
-fn refused_at_2(held: Option<(Vec<u64>, Vec<u64>)>) -> Run {
+/// ids 1..=3 acknowledged at 0..3 of orders/0; a flip at 2 below the HWM, whose
+/// damage the world named as the copies `damaged` ((id, offset)) when given; a power
+/// loss, and the open refuses the partition at 2, with the world's listing `held` when
+/// given: (log ids, WAL ids).
+fn refused_at_2(held: Option<(Vec<u64>, Vec<u64>)>, damaged: Option<&[(ProduceId, u64)]>) -> Run {
     let mut r = Run::new();
+    let damaged: Option<Vec<HeldCopy>> = damaged.map(|d| {
+        d.iter()
+            .map(|&(id, offset)| HeldCopy {
+                offset,
+                id,
+                committed_at_ms: 1_000 + offset,
+            })
+            .collect()
+    });
     r.produced(3)
         .hwm(0, 3, 3, 3)
         .fault(
             segment_flip(OffsetRange { start: 2, end: 3 }, Some(true)),
             Some(0),
         )
+        .with(|t, h| {
+            let fault = h.len() - 1;
+            if let Some(damaged) = damaged {
+                h.damage_held(t, fault, &tp(0), damaged);
+            }
+        })
         .crash(&[(0, 3, 3, 3)])
         .restart()
         .disk(0, OpenRule::Refuse, 3, 2, Some(2))
@@ -43,7 +61,7 @@ fn refused(report: &CheckReport, id: ProduceId) -> bool {
 #[test]
 fn a_refusal_excuses_what_the_open_could_see() {
     for held in [None, Some((vec![1, 2], vec![])), Some((vec![1], vec![2]))] {
-        let report = refused_at_2(held.clone()).report();
+        let report = refused_at_2(held.clone(), Some(&[(3, 2)])).report();
         assert_clean(&report);
         for id in 1..=3 {
             assert!(refused(&report, id), "{held:?}: id {id}");
@@ -55,7 +73,7 @@ fn a_refusal_excuses_what_the_open_could_see() {
 fn a_refusal_does_not_excuse_a_record_gone_before_it() {
     // id 2, acknowledged at 1 below the bad region, is in neither the segments nor the
     // WAL the refused open could see: something before the refusal lost it.
-    let run = refused_at_2(Some((vec![1], vec![])));
+    let run = refused_at_2(Some((vec![1], vec![])), Some(&[(3, 2)]));
     let report = run.report();
     assert_mentions(
         &fires_only(&report, CheckerName::NoLostAck),
@@ -79,4 +97,20 @@ fn a_refusal_does_not_excuse_a_record_gone_before_it() {
         "{}",
         e.render()
     );
+}
+
+#[test]
+fn a_refusal_takes_what_a_fault_damaged_by_identity_else_by_offset() {
+    // A replay had moved id 2 (acknowledged at 1) into the frame at 2, which the flip
+    // damaged: the world named it there.
+    let report = refused_at_2(Some((vec![1], vec![])), Some(&[(2, 2)])).report();
+    assert!(refused(&report, 2));
+    // Unnamed, the damage holds whatever lay at the offsets the flip reached: id 3,
+    // acknowledged at 2, and not id 2, acknowledged at 1.
+    let report = refused_at_2(Some((vec![1], vec![])), None).report();
+    assert!(refused(&report, 3));
+    assert!(!refused(&report, 2));
+    // Named, the damage holds only what it names: id 3's copy had moved away.
+    let report = refused_at_2(Some((vec![1], vec![])), Some(&[(2, 2)])).report();
+    assert!(!refused(&report, 3));
 }

@@ -11,7 +11,8 @@ use crate::world::disk;
 impl Recorder {
     /// Right after the running incarnation's `r3_refused` alarm for `tp` (partition
     /// directory `dir`): the bad offset the reference decoder finds in the page cache,
-    /// the ids the segments' valid extents hold, and the ids of `tp`'s WAL entries.
+    /// the ids the segments hold in readable frames (from each one's start, and past the
+    /// bad region), and the ids of `tp`'s WAL entries.
     /// Nothing when a fault struck `tp` or a store-wide file since the restart: the
     /// open may have read bytes the page cache no longer shows.
     pub fn held_at_refusal(&mut self, dir: &Path, tp: &TopicPartition) {
@@ -30,21 +31,45 @@ impl Recorder {
         let Some(image) = disk::dir_image(&self.fs, dir, disk::Image::Visible) else {
             return;
         };
-        let view = DiskView::from_decoded(&reference::decode(&image));
-        let log = disk::held_in(&image, 0..u64::MAX)
+        let decoded = reference::decode(&image);
+        let view = DiskView::from_decoded(&decoded);
+        // The valid frames from each segment's start, and those past the bad region (a
+        // replay may have re-committed a record there, above the offset it was
+        // acknowledged at).
+        let past = decoded
+            .bad
+            .as_ref()
+            .map(|bad| disk::held_past_hole(&image, bad))
+            .unwrap_or_default();
+        let mut log: Vec<ProduceId> = disk::held_in(&image, 0..u64::MAX)
             .into_iter()
+            .chain(past)
             .map(|c| c.id)
             .collect();
+        log.sort_unstable();
+        log.dedup();
         let wal = self.wal_ids(tp);
         let now = self.now_ms();
         self.history
             .held_at_refusal(now, tp, view.bad.map(|b| b.offset), log, wal);
     }
 
-    /// The produce ids of every readable entry for `tp` in the WAL's segment files, as
-    /// the page cache shows them.
+    /// The produce ids of the entries for `tp` the WAL's segment files hold, as the page
+    /// cache shows them, that a replay would commit: at or past the partition's floor in
+    /// the checkpoint (seq and root), every one when the checkpoint does not read.
     fn wal_ids(&self, tp: &TopicPartition) -> Vec<ProduceId> {
         let dir = crate::world::node::wal_dir();
+        let floor = self
+            .fs
+            .visible_bytes(&dir.join(cafelog_engine::store::wal::CHECKPOINT_FILE))
+            .and_then(|b| reference::wal::checkpoint(&b))
+            .and_then(|entries| {
+                entries
+                    .into_iter()
+                    .find(|(t, p, ..)| *t == tp.topic && *p == tp.partition)
+                    .map(|(.., seq, _)| seq)
+            })
+            .unwrap_or(0);
         let mut names = self.fs.visible_names(&dir).unwrap_or_default();
         names.sort();
         names
@@ -54,6 +79,7 @@ impl Recorder {
             .flat_map(|bytes| reference::wal::frames(&bytes))
             .flat_map(|f| f.entries)
             .filter(|e| e.topic == tp.topic && e.partition == tp.partition)
+            .filter(|e| e.seq >= floor && e.copy_of.unwrap_or(e.seq) >= floor)
             .filter_map(|e| parse_payload_id(&e.payload).ok())
             .collect()
     }

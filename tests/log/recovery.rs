@@ -396,3 +396,34 @@ fn recovery_across_several_segments_keeps_every_record() {
     assert_eq!(report.hwm, 40);
     assert_records(&log, 40);
 }
+
+#[test]
+fn a_valid_frame_that_names_the_wrong_offset_ends_the_log_like_a_torn_one() {
+    // A CRC-valid frame whose base offset does not continue the log (a misdirected
+    // write of another frame) ends the valid extent like a damaged one: accepted, it
+    // would number the records after it wrongly.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let config = LogConfig {
+        codec: Codec::None,
+        ..LogConfig::default()
+    };
+    let (log, _) = open(dir.path(), &clock, config);
+    commit_n(&log, 0, 5);
+    pollster::block_on(log.close()).unwrap();
+    drop(log);
+    let mut record = Vec::new();
+    cafelog_engine::format::envelope::encode(&mut record, b"k", WALL_START_MS, b"stray");
+    let mut stray = Vec::new();
+    cafelog_engine::format::Codecs::default()
+        .encode_frame(Codec::None, 9, [record.as_slice()].into_iter(), &mut stray)
+        .unwrap();
+    write_after_frames(dir.path(), &stray);
+    let (log, report) = open(dir.path(), &clock, LogConfig::default());
+    assert_eq!(
+        report.truncation.map(|t| t.0),
+        Some(TruncationRule::TornTail)
+    );
+    assert_eq!(log.status().next_offset, 5);
+    assert_records(&log, 5);
+}

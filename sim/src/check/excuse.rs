@@ -264,8 +264,10 @@ impl<'f, 'h> Excuses<'f, 'h> {
     /// frames a fault damaged since the produce the decoder cannot read: those the world
     /// named by identity (`DamageHeld`: a replay may have moved the record into one)
     /// hold what they name, the others whatever lay at the offsets the fault reached.
-    /// A record in none of them was gone before the refusal. Without a listing, or
-    /// with no offset acknowledged, every record.
+    /// And a record acknowledged at or past the bad region: the frames there are read
+    /// by hunting, which a stray or damaged frame can mislead. A record in none of them
+    /// was gone before the refusal. Without a listing, or with no offset acknowledged,
+    /// every record.
     pub fn refused_record(
         &self,
         tp: &TopicPartition,
@@ -277,10 +279,13 @@ impl<'f, 'h> Excuses<'f, 'h> {
         let excuse = self.refused(tp, after)?;
         let refusal = *excuse.causes.first()?;
         let events = self.facts.history.events();
-        let (log, wal) = match events.get(refusal + 1).map(|e| &e.kind) {
+        let (bad, log, wal) = match events.get(refusal + 1).map(|e| &e.kind) {
             Some(EventKind::HeldAtRefusal {
-                tp: t, log, wal, ..
-            }) if t == tp => (log, wal),
+                tp: t,
+                bad_offset,
+                log,
+                wal,
+            }) if t == tp => (*bad_offset, log, wal),
             _ => return Some(excuse),
         };
         let Some(offset) = offset else {
@@ -322,7 +327,11 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 }
             })
         };
-        let taken = log.contains(&id) || wal.contains(&id) || damaged();
+        // At or past the bad region the decoder's reading of the frames is not the
+        // engine's to trust either (a stray or damaged frame can hide the next from a
+        // hunt).
+        let past_bad = bad.is_some_and(|bad| offset >= bad);
+        let taken = past_bad || log.contains(&id) || wal.contains(&id) || damaged();
         taken.then_some(excuse)
     }
 

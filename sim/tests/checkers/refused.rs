@@ -1,8 +1,8 @@
 //! A refusal takes what the refused open could see, nothing gone before it: the world
 //! lists it (`HeldAtRefusal`), and `refused` covers a record held in the segments'
-//! readable frames or the WAL's live entries then, or in a frame a fault damaged (by
-//! the identities the world named, else by the offsets the fault reached), and no
-//! other.
+//! readable frames or the WAL's live entries then, in a frame a fault damaged (by the
+//! identities the world named, else by the offsets the fault reached), or acknowledged
+//! at or past the bad region, and no other.
 
 use super::*;
 use cafelog_sim::check::excuse::ExcuseKind;
@@ -110,7 +110,12 @@ fn a_refusal_takes_what_a_fault_damaged_by_identity_else_by_offset() {
     let report = refused_at_2(Some((vec![1], vec![])), None).report();
     assert!(refused(&report, 3));
     assert!(!refused(&report, 2));
-    // Named, the damage holds only what it names: id 3's copy had moved away.
+    // Named, the damage holds what it names, and id 2 is not named: held nowhere below
+    // the bad region, it was gone before the refusal.
+    let report = refused_at_2(Some((vec![1], vec![])), Some(&[(3, 2)])).report();
+    assert!(!refused(&report, 2));
+    // At or past the bad region the hunt's reading is not trusted: id 3, acknowledged
+    // at 2, is the refusal's though no listing or damage names it.
     let report = refused_at_2(Some((vec![1], vec![])), Some(&[(2, 2)])).report();
-    assert!(!refused(&report, 3));
+    assert!(refused(&report, 3));
 }

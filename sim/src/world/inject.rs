@@ -327,18 +327,8 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
         // A partition damaged since the restart may have been scanned before the
         // damage, and its open then sees more than the disk shows now: it gets no
         // listing (the checker then counts every copy below its HWM as seen).
-        let events = rec.history.events();
-        let since = events
-            .iter()
-            .rposition(|e| matches!(e.kind, crate::history::EventKind::Restart))
-            .unwrap_or(0);
-        let damaged: std::collections::BTreeSet<TopicPartition> = events[since..]
-            .iter()
-            .filter_map(|e| match &e.kind {
-                crate::history::EventKind::Fault { tp: Some(tp), .. } => Some(tp.clone()),
-                _ => None,
-            })
-            .collect();
+        let damaged: std::collections::BTreeSet<TopicPartition> =
+            rec.struck_since_restart().flatten().cloned().collect();
         let now = rec.now_ms();
         for (tp, shown, visible) in super::restart::visible_now(world) {
             if !damaged.contains(&tp) {

@@ -178,6 +178,20 @@ impl Recorder {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
+    /// The partition each fault since the last restart named (`None`: a store-wide
+    /// file, or the node): what an open still running may have read before it landed.
+    pub fn struck_since_restart(&self) -> impl Iterator<Item = Option<&TopicPartition>> {
+        let events = self.history.events();
+        let since = events
+            .iter()
+            .rposition(|e| matches!(e.kind, EventKind::Restart))
+            .unwrap_or(0);
+        events[since..].iter().filter_map(|e| match &e.kind {
+            EventKind::Fault { tp, .. } => Some(tp.as_ref()),
+            _ => None,
+        })
+    }
+
     /// Records a fault; returns its history index.
     pub fn fault(
         &mut self,

@@ -16,16 +16,10 @@ impl Recorder {
     /// Nothing when a fault struck `tp` or a store-wide file since the restart: the
     /// open may have read bytes the page cache no longer shows.
     pub fn held_at_refusal(&mut self, dir: &Path, tp: &TopicPartition) {
-        let events = self.history.events();
-        let since = events
-            .iter()
-            .rposition(|e| matches!(e.kind, EventKind::Restart))
-            .unwrap_or(0);
-        let struck = events[since..].iter().any(|e| match &e.kind {
-            EventKind::Fault { tp: t, .. } => t.as_ref().is_none_or(|t| t == tp),
-            _ => false,
-        });
-        if struck {
+        if self
+            .struck_since_restart()
+            .any(|t| t.is_none_or(|t| t == tp))
+        {
             return;
         }
         let Some(image) = disk::dir_image(&self.fs, dir, disk::Image::Visible) else {

@@ -28,7 +28,7 @@ mod skipped;
 
 use super::contract::{LOG_FILES, Reach};
 use super::facts::Facts;
-use crate::history::{Alarm, FaultKind, FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
+use crate::history::{Alarm, FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
 
 /// The rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -297,36 +297,41 @@ impl<'f, 'h> Excuses<'f, 'h> {
             .attempts
             .get(&id)
             .map_or(after, |&a| a.min(after));
-        let damaged = || {
-            (since + 1..refusal).any(|i| {
-                let EventKind::Fault {
-                    kind, tp: Some(t), ..
-                } = &events[i].kind
-                else {
-                    return false;
-                };
-                let reached = match kind {
-                    FaultKind::LostFsync {
-                        file: FileKind::Segment,
-                        offsets,
-                    } => Some(*offsets),
-                    _ => kind.segment_damage().map(|(offsets, _)| offsets),
-                };
-                let Some(reached) = reached.filter(|_| t == tp) else {
-                    return false;
-                };
-                let named = events[i + 1..refusal].iter().find_map(|e| match &e.kind {
-                    EventKind::DamageHeld {
-                        fault_index, held, ..
-                    } if *fault_index == i => Some(held),
-                    _ => None,
-                });
-                match named {
-                    Some(held) => held.iter().any(|c| c.id == id),
-                    None => reached.is_none_or(|r| r.contains(offset)),
-                }
+        let between = |i: usize| since < i && i < refusal;
+        // In-contract damage at rest: what the world named (`DamageHeld`, recorded
+        // right after its fault), else whatever lay at the offsets it reached.
+        let damaged_at_rest = || {
+            let named = |i: usize| match events.get(i + 1).map(|e| &e.kind) {
+                Some(EventKind::DamageHeld {
+                    fault_index, held, ..
+                }) if *fault_index == i => Some(held),
+                _ => None,
+            };
+            self.facts.segment_damage.get(tp).is_some_and(|damage| {
+                damage.iter().any(|&i| {
+                    between(i)
+                        && match named(i) {
+                            Some(held) => held.iter().any(|c| c.id == id),
+                            None => match &events[i].kind {
+                                EventKind::Fault { kind, .. } => kind
+                                    .segment_damage()
+                                    .is_some_and(|(o, _)| o.is_none_or(|r| r.contains(offset))),
+                                _ => false,
+                            },
+                        }
+                })
             })
         };
+        // Out of contract (a lost fsync or a misdirected write of a segment): its
+        // reach, a part at a time.
+        let reached = || {
+            self.facts.reaches.iter().any(|r| {
+                r.file == FileKind::Segment
+                    && between(r.fault_index)
+                    && r.reaches_offset(tp, offset)
+            })
+        };
+        let damaged = || damaged_at_rest() || reached();
         // At or past the bad region the decoder's reading of the frames is not the
         // engine's to trust either (a stray or damaged frame can hide the next from a
         // hunt).

@@ -22,54 +22,11 @@
 
 use super::*;
 
-#[derive(Clone, Copy, Debug)]
-enum Mode {
-    /// Id 3 acknowledged at 2 and read there before the crash (59841b9's shape).
-    Loud,
-    /// Id 3 acknowledged at 2 but not read before the crash; the consumer wrote its
-    /// frontier; the replay's commits carry their own commit times.
-    Quiet,
-    /// As `Quiet`, and id 3's acknowledgement never reached the client (it timed
-    /// out): nothing but the HWM the engine showed names offset 2 before the crash.
-    Unacked,
-}
-
 const MODES: [Mode; 3] = [Mode::Loud, Mode::Quiet, Mode::Unacked];
 
 /// `fault`: what was injected before id 3's produce (`None`: nothing).
 fn frame_2_missing(fault: Option<FaultKind>, mode: Mode) -> Run {
-    let loud = matches!(mode, Mode::Loud);
-    let mut r = Run::new();
-    r.produced(2)
-        .hwm(0, 2, 0, 2)
-        .delivered(2)
-        .consume(0, 0)
-        .consume(0, 1);
-    if !loud {
-        r.frontier_written(0, 2);
-    }
-    if let Some(kind) = fault {
-        r.fault(kind, Some(0));
-    }
-    match mode {
-        Mode::Unacked => r.attempt(3, 0),
-        _ => r.produce(3, 0, 2, 1_002),
-    };
-    r.hwm(0, 3, 0, 3);
-    if loud {
-        r.deliver(3, 0, 2, 1_002).consume(0, 2);
-    }
-    r.crash(&[(0, 0, 3, 3)]).restart().open_clean(0, 0, 2);
-    r.frontier_seen(0, 2);
-    let c = if loud { 0 } else { 10 };
-    r.hwm(0, 5, 5, 5)
-        .deliver(1, 0, 2, 1_000 + c)
-        .deliver(2, 0, 3, 1_001 + c)
-        .deliver(3, 0, 4, 1_002 + c);
-    if !loud {
-        r.consume(0, 2).consume(0, 3).consume(0, 4);
-    }
-    r
+    log_ends_at_2(fault, mode, 1)
 }
 
 /// The world records a segment lost fsync that left no frame byte undurable (a

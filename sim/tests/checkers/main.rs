@@ -12,6 +12,66 @@ use cafelog_sim::history::{
     History, Incarnation, OffsetRange, OpenRule, ProduceId, TopicPartition, encode_payload,
 };
 
+/// How the record acknowledged at 2 in [`log_ends_at_2`] was seen before the crash.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// Acknowledged at 2 and read there before the crash (59841b9's shape).
+    Loud,
+    /// Acknowledged at 2 but not read before the crash; the consumer wrote its
+    /// frontier; the replay's commits carry their own commit times.
+    Quiet,
+    /// As `Quiet`, and id 3's acknowledgement never reached the client (it timed
+    /// out): nothing but the HWM the engine showed names offset 2 before the crash.
+    Unacked,
+}
+
+/// Ids 1 and 2 at 0 and 1 on orders/0, read; `fault` injected (`None`: nothing); ids
+/// 3.. (`after` of them) acknowledged at 2.., HWM shown over them. A power loss; the
+/// open finds the log clean ending at 2, and the replay re-commits ids 1.. at 2..,
+/// repeating ids 1 and 2 below the durable tail. Whether anything may end the log at 2
+/// is the question the histories built on it ask.
+fn log_ends_at_2(fault: Option<FaultKind>, mode: Mode, after: u64) -> Run {
+    let loud = matches!(mode, Mode::Loud);
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 0, 2)
+        .delivered(2)
+        .consume(0, 0)
+        .consume(0, 1);
+    if !loud {
+        r.frontier_written(0, 2);
+    }
+    if let Some(kind) = fault {
+        r.fault(kind, Some(0));
+    }
+    for k in 0..after {
+        match mode {
+            Mode::Unacked if k == 0 => r.attempt(3, 0),
+            _ => r.produce(3 + k, 0, 2 + k, 1_002 + k),
+        };
+    }
+    let tail = 2 + after;
+    r.hwm(0, tail, 0, tail);
+    if loud {
+        for k in 0..after {
+            r.deliver(3 + k, 0, 2 + k, 1_002 + k).consume(0, 2 + k);
+        }
+    }
+    r.crash(&[(0, 0, tail, tail)]).restart().open_clean(0, 0, 2);
+    r.frontier_seen(0, 2);
+    let c = if loud { 0 } else { 10 };
+    r.hwm(0, 2 + tail, 2 + tail, 2 + tail);
+    for id in 1..=tail {
+        r.deliver(id, 0, id + 1, 1_000 + id - 1 + c);
+    }
+    if !loud {
+        for offset in 2..2 + tail {
+            r.consume(0, offset);
+        }
+    }
+    r
+}
+
 /// A disk view: `rule`, persisted HWM, tail, the bad region's offset (and a segment
 /// name for it).
 fn disk_view(rule: OpenRule, persisted: u64, tail: u64, bad: Option<u64>) -> DiskView {

@@ -22,37 +22,8 @@ use super::*;
 // ---------------------------------------------------------------------------------
 
 fn frame_2_gone(fault: FaultKind, loud: bool) -> Run {
-    let mut r = Run::new();
-    r.produced(2)
-        .hwm(0, 2, 0, 2)
-        .delivered(2)
-        .consume(0, 0)
-        .consume(0, 1);
-    if !loud {
-        r.frontier_written(0, 2);
-    }
-    r.fault(fault, Some(0));
-    r.produce(3, 0, 2, 1_002)
-        .produce(4, 0, 3, 1_003)
-        .hwm(0, 4, 0, 4);
-    if loud {
-        r.deliver(3, 0, 2, 1_002)
-            .consume(0, 2)
-            .deliver(4, 0, 3, 1_003)
-            .consume(0, 3);
-    }
-    r.crash(&[(0, 0, 4, 4)]).restart().open_clean(0, 0, 2);
-    r.frontier_seen(0, 2);
-    let c = if loud { 0 } else { 10 };
-    r.hwm(0, 6, 6, 6)
-        .deliver(1, 0, 2, 1_000 + c)
-        .deliver(2, 0, 3, 1_001 + c)
-        .deliver(3, 0, 4, 1_002 + c)
-        .deliver(4, 0, 5, 1_003 + c);
-    if !loud {
-        r.consume(0, 2).consume(0, 3).consume(0, 4).consume(0, 5);
-    }
-    r
+    let mode = if loud { Mode::Loud } else { Mode::Quiet };
+    log_ends_at_2(Some(fault), mode, 2)
 }
 
 fn misdirected(offsets: Option<OffsetRange>) -> FaultKind {

@@ -168,11 +168,33 @@ impl AlarmIndex {
         })
     }
 
-    /// The first refusal of `tp` after history index `after`.
+    /// The refusal of `tp` after history index `after` that stands: the first one no
+    /// later incarnation opened the partition past. A refused open changes nothing on
+    /// disk, so once a later open gets past the damage (a power loss took it back),
+    /// what becomes of the records is that open's doing, not the refusal's.
     pub fn refusal_after(&self, tp: &TopicPartition, after: usize) -> Option<&AlarmFact> {
-        self.of(tp)
+        let reopened = self.last_opened(tp, after);
+        self.of(tp).iter().find(|a| {
+            a.index > after
+                && matches!(a.alarm, Alarm::Refused { .. })
+                && reopened.is_none_or(|o| a.incarnation > o)
+        })
+    }
+
+    /// The last incarnation that raised an alarm of `tp` after history index `after`
+    /// without refusing it: one that had `tp` open.
+    pub fn last_opened(&self, tp: &TopicPartition, after: usize) -> Option<Incarnation> {
+        let alarms = self.of(tp);
+        let refused: Vec<Incarnation> = alarms
             .iter()
-            .find(|a| a.index > after && matches!(a.alarm, Alarm::Refused { .. }))
+            .filter(|a| matches!(a.alarm, Alarm::Refused { .. }))
+            .map(|a| a.incarnation)
+            .collect();
+        alarms
+            .iter()
+            .filter(|a| a.index > after && !refused.contains(&a.incarnation))
+            .map(|a| a.incarnation)
+            .max()
     }
 
     /// The disk the open of `incarnation` found for `tp` at the restart.

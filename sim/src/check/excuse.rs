@@ -237,7 +237,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
     }
 
     /// `Refused`: the first refusal of `tp` (or of its whole topic, whose topic.conf
-    /// the open could not read) after `after`.
+    /// the open could not read) after `after` that no later open of `tp` got past.
     pub fn refused(&self, tp: &TopicPartition, after: usize) -> Option<Excuse> {
         if let Some(refusal) = self.facts.alarms.refusal_after(tp, after) {
             return Some(Excuse::new(
@@ -246,8 +246,12 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 format!("every record of {tp}"),
             ));
         }
+        // A refused topic opens none of its partitions: one that raises an alarm later
+        // was opened again.
+        let reopened = self.facts.alarms.last_opened(tp, after);
         let topic = self.facts.alarms.store.iter().find(|a| {
             a.index > after
+                && reopened.is_none_or(|o| a.incarnation > o)
                 && matches!(&a.alarm, crate::history::Alarm::TopicRefused { topic } if *topic == tp.topic)
         })?;
         Some(Excuse::new(

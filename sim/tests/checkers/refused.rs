@@ -119,3 +119,71 @@ fn a_refusal_takes_what_a_fault_damaged_by_identity_else_by_offset() {
     let report = refused_at_2(Some((vec![1], vec![])), Some(&[(2, 2)])).report();
     assert!(refused(&report, 3));
 }
+
+#[test]
+fn a_refusal_a_later_open_got_past_excuses_nothing() {
+    // The open after the next power loss found the partition whole and opened it: the
+    // refused open changed nothing on disk, so ids 1..=3, never delivered, are that
+    // open's to keep.
+    let mut run = refused_at_2(None, None);
+    run.crash(&[(0, 3, 3, 3)]).restart().open_clean(0, 3, 3);
+    let report = run.report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::NoLostAck),
+        &["id 1 at offset 0"],
+    );
+    assert!(!refused(&report, 1) && !refused(&report, 2));
+    // Refused again at every open after it, the partition never came back: the first
+    // refusal stands.
+    let mut run = refused_at_2(None, None);
+    run.crash(&[(0, 3, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::Refuse, 3, 2, Some(2))
+        .alarm(
+            Some(0),
+            Alarm::Refused {
+                segment: "00000000000000000000.log".into(),
+                position: 200,
+            },
+        );
+    let report = run.report();
+    assert_clean(&report);
+    assert!((1..=3).all(|id| refused(&report, id)));
+}
+
+#[test]
+fn a_refused_topic_opened_again_later_excuses_nothing() {
+    let run = |reopened: bool| {
+        let mut r = Run::new();
+        r.produced(1).crash(&[(0, 1, 1, 1)]).with(|t, h| {
+            h.fault(
+                t,
+                FaultKind::Misdirected {
+                    file: FileKind::Other,
+                    offsets: None,
+                    below_hwm: None,
+                    parts: None,
+                },
+                None,
+                Some("/data/topics/orders/topic.conf"),
+            );
+        });
+        r.restart().alarm(
+            None,
+            Alarm::TopicRefused {
+                topic: "orders".into(),
+            },
+        );
+        if reopened {
+            r.crash(&[(0, 1, 1, 1)]).restart().open_clean(0, 1, 1);
+        }
+        r.report()
+    };
+    assert!(refused(&run(false), 1));
+    let report = run(true);
+    assert!(!refused(&report, 1));
+    assert_mentions(
+        &messages_of(&report, CheckerName::NoLostAck),
+        &["id 1 at offset 0"],
+    );
+}

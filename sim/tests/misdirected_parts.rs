@@ -9,7 +9,7 @@ use cafelog_engine::clock::ManualClock;
 use cafelog_engine::format::Codec;
 use cafelog_engine::log::{Log, LogConfig};
 use cafelog_sim::fs::{FaultOptions, SimFs};
-use cafelog_sim::history::{EventKind, FaultKind, FileKind, OffsetRange};
+use cafelog_sim::history::{EventKind, FaultKind, FileKind, OffsetRange, encode_payload};
 use cafelog_sim::world::damage::segment_headers;
 use cafelog_sim::world::recorder::Shared;
 use std::collections::BTreeSet;
@@ -30,6 +30,38 @@ fn differing_frames(visible: &[u8], durable: &[u8]) -> BTreeSet<u64> {
         .collect()
 }
 
+/// What the world recorded of a misdirected segment write, and the disk after it.
+struct Misdirected {
+    kind: FaultKind,
+    /// The frames whose durable bytes differ from the page cache's.
+    differing: BTreeSet<u64>,
+    /// Whether the write changed the durable bytes of the frame at 41.
+    changed_41: bool,
+    /// The copies the world named in its reach (`ReachHeld`): (offset, id).
+    named: BTreeSet<(u64, u64)>,
+    /// The same for the lost fsync that made the hole, when there is one.
+    hole_named: BTreeSet<(u64, u64)>,
+}
+
+/// The copies the `ReachHeld` right after the first fault `is_it` picks names.
+fn named_after(
+    events: &[cafelog_sim::history::Event],
+    is_it: impl Fn(&FaultKind) -> bool,
+) -> BTreeSet<(u64, u64)> {
+    let Some(fault) = events
+        .iter()
+        .position(|e| matches!(&e.kind, EventKind::Fault { kind, .. } if is_it(kind)))
+    else {
+        return BTreeSet::new();
+    };
+    match events.get(fault + 1).map(|e| &e.kind) {
+        Some(EventKind::ReachHeld {
+            fault_index, held, ..
+        }) if *fault_index == fault => held.iter().map(|c| (c.offset, c.id)).collect(),
+        _ => BTreeSet::new(),
+    }
+}
+
 fn options(f: impl FnOnce(&mut FaultOptions)) -> FaultOptions {
     let mut options = FaultOptions::none();
     f(&mut options);
@@ -39,10 +71,8 @@ fn options(f: impl FnOnce(&mut FaultOptions)) -> FaultOptions {
 /// 40 records of one frame each committed; with `hole`, one more whose fsync the disk
 /// loses (a hole on the platter at 40) and one fsynced past it (41); then a batch of
 /// `batch` records whose write the disk sends astray (up to 8 sectors either way).
-/// Returns the segment fault the world recorded (`None` when the disk misdirected
-/// another file's write), the frames whose durable bytes differ from the page cache's,
-/// and whether the misdirected write changed the durable bytes of the frame at 41.
-fn misdirect(seed: u64, hole: bool, batch: usize) -> Option<(FaultKind, BTreeSet<u64>, bool)> {
+/// Returns `None` when the disk misdirected another file's write.
+fn misdirect(seed: u64, hole: bool, batch: usize) -> Option<Misdirected> {
     let fs = SimFs::new(seed, FaultOptions::none()).expect("options");
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async move {
@@ -53,10 +83,13 @@ fn misdirect(seed: u64, hole: bool, batch: usize) -> Option<(FaultKind, BTreeSet
         let (log, _) = Log::open(fs.clone(), ManualClock::new(0), DIR, config)
             .await
             .expect("open");
-        let body = [b'a'; 100];
-        let one = [(&b"k"[..], &body[..])];
-        for _ in 0..40 {
-            log.commit(one).await.expect("commit");
+        // The record at offset `o` carries produce id `o + 1`.
+        let payloads: Vec<Vec<u8>> = (0..42 + batch as u64)
+            .map(|o| encode_payload(o + 1, &[b'a'; 100]))
+            .collect();
+        let one = |o: usize| [(&b"k"[..], &payloads[o][..])];
+        for o in 0..40 {
+            log.commit(one(o)).await.expect("commit");
         }
         let rec = Shared::new(fs.clone());
         let path = Path::new(SEGMENT);
@@ -67,9 +100,9 @@ fn misdirect(seed: u64, hole: bool, batch: usize) -> Option<(FaultKind, BTreeSet
                 o.fsync_fault_path = Some(SEGMENT.into());
             }))
             .expect("options");
-            log.commit(one).await.expect("commit 40");
+            log.commit(one(40)).await.expect("commit 40");
             fs.set_options(FaultOptions::none()).expect("options");
-            log.commit(one).await.expect("commit 41");
+            log.commit(one(41)).await.expect("commit 41");
             rec.lock().drain_fs();
         }
         let before = fs.durable_bytes(path).unwrap_or_default();
@@ -79,31 +112,54 @@ fn misdirect(seed: u64, hole: bool, batch: usize) -> Option<(FaultKind, BTreeSet
             o.misdirect_shift_sectors_max = 8;
         }))
         .expect("options");
-        log.commit(vec![one[0]; batch]).await.expect("commit");
+        let first = if hole { 42 } else { 40 };
+        log.commit((first..first + batch).map(|o| one(o)[0]))
+            .await
+            .expect("commit");
         rec.lock().drain_fs();
-        let kind = rec
-            .lock()
-            .history
-            .events()
-            .iter()
-            .find_map(|e| match &e.kind {
-                EventKind::Fault {
-                    kind:
-                        kind @ FaultKind::Misdirected {
-                            file: FileKind::Segment,
-                            ..
-                        },
+        let events = rec.lock().history.events().to_vec();
+        let named = named_after(&events, |k| {
+            matches!(
+                k,
+                FaultKind::Misdirected {
+                    file: FileKind::Segment,
                     ..
-                } => Some(kind.clone()),
-                _ => None,
-            })?;
+                }
+            )
+        });
+        let hole_named = named_after(&events, |k| {
+            matches!(
+                k,
+                FaultKind::LostFsync {
+                    file: FileKind::Segment,
+                    ..
+                }
+            )
+        });
+        let kind = events.iter().find_map(|e| match &e.kind {
+            EventKind::Fault {
+                kind:
+                    kind @ FaultKind::Misdirected {
+                        file: FileKind::Segment,
+                        ..
+                    },
+                ..
+            } => Some(kind.clone()),
+            _ => None,
+        })?;
         let visible = fs.visible_bytes(path).expect("segment");
         let durable = fs.durable_bytes(path).unwrap_or_default();
         let at_41 = segment_headers(&visible, 0, 0)
             .find(|(_, h)| h.base_offset == 41)
             .map(|(at, h)| at as usize..(at + h.frame_len()) as usize);
         let changed_41 = at_41.is_some_and(|r| before.get(r.clone()) != durable.get(r));
-        Some((kind, differing_frames(&visible, &durable), changed_41))
+        Some(Misdirected {
+            kind,
+            differing: differing_frames(&visible, &durable),
+            changed_41,
+            named,
+            hole_named,
+        })
     })
 }
 
@@ -111,10 +167,20 @@ fn misdirect(seed: u64, hole: bool, batch: usize) -> Option<(FaultKind, BTreeSet
 fn a_misdirected_segment_write_is_recorded_as_the_frames_it_changed() {
     let (mut seen, mut split, mut hull_wider) = (0, 0, 0);
     for seed in 1..60 {
-        let Some((kind, differing, _)) = misdirect(seed, false, 1) else {
+        let Some(Misdirected {
+            kind,
+            differing,
+            named: copies,
+            ..
+        }) = misdirect(seed, false, 1)
+        else {
             continue;
         };
         seen += 1;
+        // By identity: the record of each frame it changed, whether it landed there
+        // (the platter's copy) or was meant for it (the cache's).
+        let expected: BTreeSet<(u64, u64)> = differing.iter().map(|&o| (o, o + 1)).collect();
+        assert_eq!(copies, expected, "seed {seed}: copies named");
         let FaultKind::Misdirected { offsets, parts, .. } = kind else {
             unreachable!()
         };
@@ -146,9 +212,17 @@ fn a_misdirected_segment_write_is_recorded_as_the_frames_it_changed() {
 fn a_misdirected_write_over_a_frame_past_a_hole_keeps_its_hull() {
     let mut past_hole = 0;
     for seed in 1..25 {
-        let Some((kind, _, changed_41)) = misdirect(seed, true, 40) else {
+        let Some(Misdirected {
+            kind,
+            changed_41,
+            hole_named,
+            ..
+        }) = misdirect(seed, true, 40)
+        else {
             continue;
         };
+        // The lost fsync left offset 40's frame (id 41) undurable.
+        assert_eq!(hole_named, BTreeSet::from([(40, 41)]), "seed {seed}");
         let FaultKind::Misdirected { offsets, parts, .. } = kind else {
             unreachable!()
         };

@@ -35,8 +35,8 @@ use std::collections::BTreeSet;
 
 use super::facts::Facts;
 use crate::history::{
-    Alarm, Event, EventKind, FaultKind, FileKind, Incarnation, Offset, OffsetRange, ProduceId,
-    TopicPartition,
+    Alarm, Event, EventKind, FaultKind, FileKind, HeldCopy, Incarnation, Offset, OffsetRange,
+    ProduceId, TopicPartition,
 };
 
 /// Files whose faults can lose or damage a partition's log frames: its segments, and its
@@ -86,6 +86,10 @@ pub struct Reach {
     pub offsets: Option<OffsetRange>,
     /// The produce ids whose WAL entries it destroyed or left undurable.
     pub ids: BTreeSet<ProduceId>,
+    /// The produce ids whose segment copies at `offsets` it reached, as the world named
+    /// them (`ReachHeld`): a WAL replay can have moved a record above the offset it was
+    /// acknowledged at, into the fault's frames.
+    pub copies: BTreeSet<ProduceId>,
     /// For a reach of unknown offsets: acknowledgements up to this history index (the
     /// next crash after the fault).
     pub window_end: usize,
@@ -108,6 +112,11 @@ impl Reach {
         id: Option<ProduceId>,
         seen: Option<usize>,
     ) -> bool {
+        // A copy the world saw in the frames it reached is reached whenever its record
+        // was acknowledged (a replay may have written it there long after).
+        if id.is_some_and(|id| self.holds_copy(tp, id)) {
+            return true;
+        }
         if self.after_only() && seen.is_some_and(|s| s < self.fault_index) {
             return false;
         }
@@ -279,6 +288,13 @@ impl Reach {
         )
     }
 
+    /// Whether the world named a copy of `id` on `tp` in the frames the fault reached.
+    /// Like an offset of the reach, it stays reached after a cut there: the cut may be
+    /// the fault's own doing.
+    pub fn holds_copy(&self, tp: &TopicPartition, id: ProduceId) -> bool {
+        self.tp.as_ref() == Some(tp) && self.copies.contains(&id)
+    }
+
     /// Whether the reach includes the offset `offset` of `tp`, or everything there.
     pub fn reaches_offset(&self, tp: &TopicPartition, offset: Offset) -> bool {
         self.tp.as_ref() == Some(tp) && self.offsets.is_none_or(|r| r.contains(offset))
@@ -310,10 +326,24 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
             .get(&index)
             .cloned()
             .unwrap_or_default();
+        // The world's listing follows its fault directly.
+        let held: &[HeldCopy] = match events.get(index + 1).map(|e| &e.kind) {
+            Some(EventKind::ReachHeld {
+                fault_index, held, ..
+            }) if *fault_index == index => held,
+            _ => &[],
+        };
+        let copies_at = |offsets: Option<OffsetRange>| -> BTreeSet<ProduceId> {
+            held.iter()
+                .filter(|c| offsets.is_none_or(|r| r.contains(c.offset)))
+                .map(|c| c.id)
+                .collect()
+        };
         let reach = Reach {
             fault_index: index,
             file,
             tp: tp.clone(),
+            copies: copies_at(offsets),
             topic: path.as_deref().and_then(config_topic),
             offsets,
             ids,
@@ -377,6 +407,7 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
                 parts: Some(parts), ..
             } => out.extend(parts.iter().map(|&part| Reach {
                 offsets: Some(part),
+                copies: copies_at(Some(part)),
                 ..reach.clone()
             })),
             _ => out.push(reach),

@@ -421,6 +421,9 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 && self.wal_entry_needed(r, tp, offset, id, ack_index)
         })?;
         let what = match (r.offsets, r.ids.is_empty()) {
+            (Some(range), _) if id.is_some_and(|id| r.holds_copy(tp, id)) => {
+                format!("{tp} offsets {range}, where the world saw its copy")
+            }
             (Some(range), _) => format!("{tp} offsets {range}"),
             (None, false) => format!("{} WAL entries", r.ids.len()),
             (None, true) => format!("{tp} acknowledgements until the next crash"),

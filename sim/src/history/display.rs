@@ -96,6 +96,15 @@ impl fmt::Display for Event {
                 "damage_held by event #{fault_index}: {tp} records={}",
                 held.len()
             ),
+            EventKind::ReachHeld {
+                fault_index,
+                tp,
+                held,
+            } => write!(
+                f,
+                "reach_held by event #{fault_index}: {tp} records={}",
+                held.len()
+            ),
             EventKind::HiddenAtOpen { tp, from, to, held } => write!(
                 f,
                 "hidden_at_open {tp} [{from}, {to}) records={}",

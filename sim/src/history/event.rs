@@ -289,6 +289,17 @@ pub enum EventKind {
         tp: TopicPartition,
         held: Vec<HeldCopy>,
     },
+    /// World, right after an out-of-contract fault on a partition's segment (a
+    /// misdirected write, a lost fsync): the record copies it reached, by identity. The
+    /// frames a misdirected write landed on, as the durable image held them before it,
+    /// and the frames it (or a lost fsync) left undurable, as the page cache holds
+    /// them. A WAL replay can have moved a record above its acknowledged offset; this is
+    /// where its copy was.
+    ReachHeld {
+        fault_index: usize,
+        tp: TopicPartition,
+        held: Vec<HeldCopy>,
+    },
     /// World, when it kills the node (just before the `Crash`): a receive asked at
     /// `asked_at_ms` was still waiting, and dies unanswered.
     ReceiveKilled {

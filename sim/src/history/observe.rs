@@ -55,6 +55,23 @@ impl History {
         )
     }
 
+    pub fn reach_held(
+        &mut self,
+        at_ms: u64,
+        fault_index: usize,
+        tp: &TopicPartition,
+        held: Vec<HeldCopy>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::ReachHeld {
+                fault_index,
+                tp: tp.clone(),
+                held,
+            },
+        )
+    }
+
     pub fn wal_cached_at_kill(&mut self, at_ms: u64, entries: Vec<DamagedWalEntry>) -> &mut Self {
         self.record(at_ms, EventKind::WalCachedAtKill { entries })
     }

@@ -3,6 +3,34 @@
 //! lost fsync took).
 
 use super::*;
+use crate::history::HeldCopy;
+use crate::reference;
+
+/// A misdirected segment write's reach, as `FaultKind::Misdirected` records it, and
+/// the record copies it reached by identity.
+#[derive(Default)]
+struct MisdirectedReach {
+    /// The hull of the parts; `None` when unknown or when it hit no frame.
+    offsets: Option<OffsetRange>,
+    /// Whether the hull starts below the persisted HWM.
+    below_hwm: Option<bool>,
+    /// The frames it landed on and those it was meant to write (empty: it hit none);
+    /// `None` when the world cannot name both.
+    parts: Option<Vec<OffsetRange>>,
+    held: Vec<HeldCopy>,
+}
+
+/// The records the frames of segment image `bytes` (file `path`) hold at `offsets`.
+fn segment_held(path: &Path, bytes: &[u8], offsets: Option<OffsetRange>) -> Vec<HeldCopy> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let (Some(range), Some(base)) = (offsets, reference::partition::segment_base(name)) else {
+        return Vec::new();
+    };
+    reference::partition::held_records_in(name, base, bytes, range.start..range.end)
+        .into_iter()
+        .filter_map(crate::world::disk::held_copy)
+        .collect()
+}
 
 impl Recorder {
     /// What a misdirected write into a segment overwrote: the offsets of the frames it
@@ -10,12 +38,9 @@ impl Recorder {
     /// them starts below the persisted HWM (the durable `hwm` file now; a missing one
     /// means 0), and the two as ranges of their own (empty when it hit no frame) when
     /// the world can name both. `(None, None, _)` when unknown or when it hit no frame.
-    fn misdirected_segment(
-        &self,
-        event: &FsEvent,
-    ) -> (Option<OffsetRange>, Option<bool>, Option<Vec<OffsetRange>>) {
+    fn misdirected_segment(&self, event: &FsEvent) -> MisdirectedReach {
         let Some(over) = &event.overwritten else {
-            return (None, None, None);
+            return MisdirectedReach::default();
         };
         let landed = damage::segment_offsets_hit(&event.path, &over.durable_before, &over.landed);
         // Known only when the walk saw every frame the bytes touched: one past a hole
@@ -26,22 +51,41 @@ impl Recorder {
         // where they belong either: those whose bytes there differ from the cache (a
         // later write may have covered part of the range).
         let meant = self.meant_offsets(&event.path, event.position, event.len);
-        let parts = (landed_known && meant.is_some())
+        let parts: Option<Vec<OffsetRange>> = (landed_known && meant.is_some())
             .then(|| [landed, meant.flatten()].into_iter().flatten().collect());
+        // By identity: what the landed frames held on the platter, and what the meant
+        // ones hold in the page cache (the copies the write carried).
+        let mut held = Vec::new();
+        if parts.is_some() {
+            held.extend(segment_held(&event.path, &over.durable_before, landed));
+            if let Some(visible) = self.fs.visible_bytes(&event.path) {
+                held.extend(segment_held(&event.path, &visible, meant.flatten()));
+            }
+        }
         let offsets = match (landed, meant.flatten()) {
             (Some(a), Some(b)) => OffsetRange {
                 start: a.start.min(b.start),
                 end: a.end.max(b.end),
             },
             (Some(r), None) | (None, Some(r)) => r,
-            (None, None) => return (None, None, parts),
+            (None, None) => {
+                return MisdirectedReach {
+                    parts,
+                    ..MisdirectedReach::default()
+                };
+            }
         };
         let persisted = event
             .path
             .parent()
             .and_then(|dir| self.fs.durable_bytes(&dir.join(layout::HWM_FILE)))
             .map_or(Some(0), |bytes| word::decode(&bytes));
-        (Some(offsets), persisted.map(|p| offsets.start < p), parts)
+        MisdirectedReach {
+            offsets: Some(offsets),
+            below_hwm: persisted.map(|p| offsets.start < p),
+            parts,
+            held,
+        }
     }
 
     /// What the engine believes durable in `path` but the disk does not hold: the byte
@@ -77,6 +121,19 @@ impl Recorder {
             .collect();
         let hit = damage::segment_offsets_hit(path, &visible, &within);
         (!damage::segment_hit_unseen(path, &visible, &within)).then_some(hit)
+    }
+
+    /// The record copies a lost fsync of the segment at `path` left undurable: those of
+    /// the page cache's frames the platter does not hold byte for byte.
+    fn lost_fsync_held(&self, path: &Path) -> Vec<HeldCopy> {
+        let Some((visible, ranges)) = self.undurable(path) else {
+            return Vec::new();
+        };
+        segment_held(
+            path,
+            &visible,
+            damage::segment_offsets_hit(path, &visible, &ranges),
+        )
     }
 
     /// The offsets a lost fsync of `path` (of `file` kind) left undurable: a segment's
@@ -129,24 +186,32 @@ impl Recorder {
                 continue;
             }
             let file = file_kind(&event.path);
+            // The record copies an out-of-contract fault on a segment reached.
+            let mut held: Vec<HeldCopy> = Vec::new();
             let kind = match event.kind {
                 FsEventKind::FsyncEio => FaultKind::FsyncEio { file },
-                FsEventKind::LostFsync => FaultKind::LostFsync {
-                    file,
-                    offsets: self.lost_fsync_offsets(&event.path, file),
-                },
+                FsEventKind::LostFsync => {
+                    if file == FileKind::Segment {
+                        held = self.lost_fsync_held(&event.path);
+                    }
+                    FaultKind::LostFsync {
+                        file,
+                        offsets: self.lost_fsync_offsets(&event.path, file),
+                    }
+                }
                 FsEventKind::Enospc => FaultKind::Enospc { file },
                 FsEventKind::MisdirectedWrite => {
-                    let (offsets, below_hwm, parts) = if file == FileKind::Segment {
+                    let reach = if file == FileKind::Segment {
                         self.misdirected_segment(&event)
                     } else {
-                        (None, None, None)
+                        MisdirectedReach::default()
                     };
+                    held = reach.held;
                     FaultKind::Misdirected {
                         file,
-                        offsets,
-                        below_hwm,
-                        parts,
+                        offsets: reach.offsets,
+                        below_hwm: reach.below_hwm,
+                        parts: reach.parts,
                     }
                 }
                 FsEventKind::CrashWriteTorn => FaultKind::TornWrite { file },
@@ -162,6 +227,12 @@ impl Recorder {
             let path = event.path.display().to_string();
             let lost_fsync = matches!(kind, FaultKind::LostFsync { .. });
             let fault_index = self.fault(kind, tp.as_ref(), Some(&path));
+            if let Some(tp) = &tp
+                && !held.is_empty()
+            {
+                let now = self.now_ms();
+                self.history.reach_held(now, fault_index, tp, held);
+            }
             if file == FileKind::Wal {
                 if let Some(over) = &event.overwritten {
                     // What it landed on, and what it was meant to write where it belongs.

@@ -1520,3 +1520,73 @@ fn a_later_flip_that_found_the_engines_own_word_proves_no_write_undone() {
         );
     }
 }
+
+/// Id 1 at offset 0 of orders/0; at rest a flip moves `hwm` up to `BIG`; the open clamps
+/// it back to 1 and rewrites the word, whose fsync is lost; the power loss after it
+/// leaves the flipped word, the open after that is killed before its clamp, and the
+/// next power loss finds the word still past the log. With `rewritten`, an open clamps
+/// and rewrites the word before that last power loss, which then finds `BIG` again.
+fn flip_clamped_then_write_lost(rewritten: bool) -> Run {
+    const BIG: u64 = 1 << 24;
+    let gap = Some(OffsetRange { start: 1, end: BIG });
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .deliver(1, 0, 0, 1_000)
+        .hwm(0, 1, 1, 1)
+        .crash(&[(0, 1, 1, 1)])
+        .fault(
+            FaultKind::BitFlip {
+                file: FileKind::Hwm,
+                offsets: gap,
+                below_hwm: None,
+            },
+            Some(0),
+        )
+        .restart()
+        .alarm(Some(0), clamp(BIG, 1))
+        .counters(0, BIG - 1, 0)
+        .opened(0, 1, 1)
+        .fault(lost_fsync(FileKind::Hwm, gap), Some(0))
+        .hwm(0, 1, 1, 1)
+        .crash(&[(0, BIG, 1, 1)])
+        .restart();
+    if rewritten {
+        r.alarm(Some(0), clamp(BIG, 1))
+            .counters(0, BIG - 1, 0)
+            .opened(0, 1, 1)
+            .hwm(0, 1, 1, 1);
+    }
+    r.crash(&[(0, BIG, 1, 1)]);
+    r
+}
+
+#[test]
+fn a_lost_fsync_of_a_clamps_hwm_write_lasts_until_the_word_is_rewritten() {
+    // Fresh quick 3912000110: the open between the two power losses was killed before
+    // its clamp, so the platter still held the flipped word the lost fsync left.
+    let report = flip_clamped_then_write_lost(false).report();
+    assert!(
+        report.stable_offsets.violations.is_empty(),
+        "{:?}",
+        report.stable_offsets.violations
+    );
+    assert!(
+        report
+            .stable_offsets
+            .excused
+            .iter()
+            .any(|e| e.excuse.kind == ExcuseKind::OutOfContract
+                && e.excuse.covers.contains("lost fsync")),
+        "{:?}",
+        report.stable_offsets.excused
+    );
+    // Once an open rewrote the word, a word past the log at the next power loss is the
+    // engine's.
+    assert_mentions(
+        &messages_of(
+            &flip_clamped_then_write_lost(true).report(),
+            CheckerName::StableOffsets,
+        ),
+        &["persisted HWM of orders/0 is 16777216, beyond the durable tail 1"],
+    );
+}

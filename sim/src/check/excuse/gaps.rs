@@ -89,11 +89,19 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 GapLasts::UntilHwmRewritten => true,
                 GapLasts::UntilCrash => true,
             };
+            // A word a lost fsync or a misdirected write left on the platter is read
+            // by every open after the power loss that sealed it, until the engine
+            // writes the word again (an open killed before its clamp writes nothing).
+            let live = r.until_crash() && r.live_at(self.facts, index, None);
             // A platter-only fault shows in the page cache only after a power loss.
             let shown = !self.reads_cache
                 || !r.platter_only()
                 || self.facts.power_loss_between(r.fault_index, index);
-            r.on(files) && begun && shown && index <= end && self.lowers_tail_to(r, tp, gap, index)
+            r.on(files)
+                && begun
+                && shown
+                && (index <= end || live)
+                && self.lowers_tail_to(r, tp, gap, index)
         })?;
         Some(Excuse::new(
             ExcuseKind::OutOfContract,

@@ -18,8 +18,9 @@
 //!   its first frame was then written into a segment that already existed, with no
 //!   roll to judge;
 //! - S2, S3: the decoder stopped inside the segment (damage): not judged, counted;
-//! - S3: a lost fsync or a misdirected write named the segment's file, a power loss
-//!   followed, and no open of the partition succeeded after that power loss
+//! - S3: a lost fsync, a misdirected write or a failed fsync (EIO) named the segment's
+//!   file, a power loss followed, and no open of the partition succeeded after that
+//!   power loss
 //!   (`log_opened`): the platter kept bytes past the trim, and the page cache took them
 //!   back at the power loss (a process crash leaves the cache), with no open to trim them
 //!   again (a refusal, a run that ended with the node down);
@@ -52,9 +53,9 @@ pub struct LayoutReport {
     /// `(partition, successor's base, DiskAtOpen index)`: S2 excused by an open that
     /// found the successor empty.
     pub rolls_excused: Vec<(TopicPartition, Offset, usize)>,
-    /// `(partition, base, event index)`: S3 excused by a lost fsync or misdirected
-    /// write on the file that no successful open followed, or by the refusal of every
-    /// open since the last power loss.
+    /// `(partition, base, event index)`: S3 excused by a lost fsync, misdirected write
+    /// or failed fsync on the file that no successful open followed, or by the refusal
+    /// of every open since the last power loss.
     pub tails_excused: Vec<(TopicPartition, Offset, usize)>,
     /// Segments the decoder stopped inside (damage), not judged by S2 and S3.
     pub damaged: u64,
@@ -247,17 +248,21 @@ impl Judge<'_, '_> {
         );
     }
 
-    /// The last lost fsync or misdirected write on segment `base`'s file, when no open
-    /// of the partition succeeded after it showed: the only faults that leave the
-    /// platter longer than the engine's trim, with nothing since to trim it again. Such
-    /// a fault shows at the next power loss (a process crash leaves the page cache,
-    /// which holds the engine's bytes): with none before the observation it excuses
-    /// nothing, and only an open after it counts.
+    /// The last lost fsync, misdirected write or failed fsync (EIO) on segment
+    /// `base`'s file, when no open of the partition succeeded after it showed: the only
+    /// faults that leave the platter longer than the engine's trim, with nothing since
+    /// to trim it again (after an EIO the page cache shows the trim, so no later open
+    /// sees anything to trim). Such a fault shows at the next power loss (a process
+    /// crash leaves the page cache, which holds the engine's bytes): with none before
+    /// the observation it excuses nothing, and only an open after it counts.
     fn untrimmed_by(&self, base: Offset) -> Option<usize> {
         let events = self.facts.history.events();
         let fault = (0..self.index).rev().find(|&i| match &events[i].kind {
             EventKind::Fault {
-                kind: FaultKind::LostFsync { .. } | FaultKind::Misdirected { .. },
+                kind:
+                    FaultKind::LostFsync { .. }
+                    | FaultKind::Misdirected { .. }
+                    | FaultKind::FsyncEio { .. },
                 tp: Some(tp),
                 path: Some(path),
             } => {

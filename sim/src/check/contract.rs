@@ -112,11 +112,6 @@ impl Reach {
         id: Option<ProduceId>,
         seen: Option<usize>,
     ) -> bool {
-        // A copy the world saw in the frames it reached is reached whenever its record
-        // was acknowledged (a replay may have written it there long after).
-        if id.is_some_and(|id| self.holds_copy(tp, id)) {
-            return true;
-        }
         if self.after_only() && seen.is_some_and(|s| s < self.fault_index) {
             return false;
         }
@@ -289,8 +284,9 @@ impl Reach {
     }
 
     /// Whether the world named a copy of `id` on `tp` in the frames the fault reached.
-    /// Like an offset of the reach, it stays reached after a cut there: the cut may be
-    /// the fault's own doing.
+    /// Only rows that rest on an engine alarm read it (a refusal's, a clamp's by copy):
+    /// above the persisted HWM the WAL replay restores such a copy, and a copy the
+    /// engine wrote back or committed again since is no longer the fault's.
     pub fn holds_copy(&self, tp: &TopicPartition, id: ProduceId) -> bool {
         self.tp.as_ref() == Some(tp) && self.copies.contains(&id)
     }
@@ -677,8 +673,11 @@ fn flip_of(event: &Event, file: FileKind, tp: &TopicPartition) -> Option<OffsetR
 
 /// When the engine had `tp`'s `hwm` in hand again after the crash at history index
 /// `crash`: the first persisted HWM observed after it that differs from the one the
-/// crash left (an advance), or the completion of the first open after it that came up
-/// on `tp`, which has clamped and rewritten (and synced) any word past its log.
+/// crash left (an advance), or the first open after it that came up on `tp`. One that
+/// clamped a word past its log wrote and synced the clamped word before its
+/// `log_opened`, whether or not the store's open completed after; one that kept the
+/// word it read built on it (a low word clamps the frontier after `log_opened`) until
+/// the store's open completed.
 pub fn hwm_rewritten_after_crash(
     facts: &Facts<'_>,
     tp: &TopicPartition,
@@ -700,14 +699,25 @@ pub fn hwm_rewritten_after_crash(
             _ => None,
         });
     let opened = facts
-        .opened_at
-        .range(c.incarnation + 1..)
-        .find(|&(&inc, &done)| {
-            facts.alarms.of(tp).iter().any(|a| {
-                a.incarnation == inc && a.index < done && matches!(a.alarm, Alarm::LogOpened { .. })
-            })
-        })
-        .map(|(_, &done)| done);
+        .alarms
+        .of(tp)
+        .iter()
+        .filter(|a| a.incarnation > c.incarnation && matches!(a.alarm, Alarm::LogOpened { .. }))
+        .find_map(|a| {
+            if facts
+                .alarms
+                .clamps(tp)
+                .any(|k| k.incarnation == a.incarnation)
+            {
+                Some(a.index)
+            } else {
+                facts
+                    .opened_at
+                    .get(&a.incarnation)
+                    .filter(|&&done| a.index < done)
+                    .copied()
+            }
+        });
     moved.into_iter().chain(opened).min()
 }
 

@@ -327,12 +327,12 @@ impl<'f, 'h> Excuses<'f, 'h> {
             })
         };
         // Out of contract (a lost fsync or a misdirected write of a segment): its
-        // reach, a part at a time.
+        // reach, a part at a time, or a copy of the record the world named in it.
         let reached = || {
             self.facts.reaches.iter().any(|r| {
                 r.file == FileKind::Segment
                     && between(r.fault_index)
-                    && r.reaches_offset(tp, offset)
+                    && (r.reaches_offset(tp, offset) || r.holds_copy(tp, id))
             })
         };
         let damaged = || damaged_at_rest() || reached();
@@ -421,9 +421,6 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 && self.wal_entry_needed(r, tp, offset, id, ack_index)
         })?;
         let what = match (r.offsets, r.ids.is_empty()) {
-            (Some(range), _) if id.is_some_and(|id| r.holds_copy(tp, id)) => {
-                format!("{tp} offsets {range}, where the world saw its copy")
-            }
             (Some(range), _) => format!("{tp} offsets {range}"),
             (None, false) => format!("{} WAL entries", r.ids.len()),
             (None, true) => format!("{tp} acknowledgements until the next crash"),

@@ -207,7 +207,7 @@ impl Judge<'_, '_> {
             return;
         }
         if let Some(fault) = self
-            .untrimmed_by(segment.base)
+            .untrimmed_by(segment.base, segment.end)
             .or_else(|| self.refused_since_power_loss(segment.end))
         {
             report
@@ -249,24 +249,30 @@ impl Judge<'_, '_> {
     }
 
     /// The last lost fsync, misdirected write or failed fsync (EIO) on segment
-    /// `base`'s file, when no open of the partition succeeded after it showed: the only
-    /// faults that leave the platter longer than the engine's trim, with nothing since
-    /// to trim it again (after an EIO the page cache shows the trim, so no later open
-    /// sees anything to trim). Such a fault shows at the next power loss (a process
-    /// crash leaves the page cache, which holds the engine's bytes): with none before
-    /// the observation it excuses nothing, and only an open after it counts.
-    fn untrimmed_by(&self, base: Offset) -> Option<usize> {
+    /// `base`'s file (ending at offset `end`), when no open of the partition succeeded
+    /// after it showed: the only faults that leave the platter longer than the engine's
+    /// trim, with nothing since to trim it again (after an EIO the page cache shows the
+    /// trim, so no later open sees anything to trim; a trim exists only once the
+    /// segment was sealed, its successor created). Such a fault shows at the next power
+    /// loss (a process crash leaves the page cache, which holds the engine's bytes):
+    /// with none before the observation it excuses nothing, and only an open after it
+    /// counts.
+    fn untrimmed_by(&self, base: Offset, end: Offset) -> Option<usize> {
         let events = self.facts.history.events();
+        let sealed = events[..self.index].iter().position(|e| {
+            matches!(&e.kind, EventKind::SegmentCreated { tp, base } if tp == self.tp && *base == end)
+        });
         let fault = (0..self.index).rev().find(|&i| match &events[i].kind {
             EventKind::Fault {
                 kind:
-                    FaultKind::LostFsync { .. }
+                    kind @ (FaultKind::LostFsync { .. }
                     | FaultKind::Misdirected { .. }
-                    | FaultKind::FsyncEio { .. },
+                    | FaultKind::FsyncEio { .. }),
                 tp: Some(tp),
                 path: Some(path),
             } => {
-                tp == self.tp
+                (!matches!(kind, FaultKind::FsyncEio { .. }) || sealed.is_some_and(|s| s < i))
+                    && tp == self.tp
                     && std::path::Path::new(path)
                         .file_name()
                         .and_then(|n| n.to_str())

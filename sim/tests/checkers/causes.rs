@@ -1525,7 +1525,8 @@ fn a_later_flip_that_found_the_engines_own_word_proves_no_write_undone() {
 /// it back to 1 and rewrites the word, whose fsync is lost; the power loss after it
 /// leaves the flipped word, the open after that is killed before its clamp, and the
 /// next power loss finds the word still past the log. With `rewritten`, an open clamps
-/// and rewrites the word before that last power loss, which then finds `BIG` again.
+/// and rewrites the word before that last power loss (and is killed before the store's
+/// open completes), which then finds `BIG` again.
 fn flip_clamped_then_write_lost(rewritten: bool) -> Run {
     const BIG: u64 = 1 << 24;
     let gap = Some(OffsetRange { start: 1, end: BIG });
@@ -1551,10 +1552,11 @@ fn flip_clamped_then_write_lost(rewritten: bool) -> Run {
         .crash(&[(0, BIG, 1, 1)])
         .restart();
     if rewritten {
+        // The partition's open wrote and synced the word before `log_opened`; the rest
+        // of the store's open is killed.
         r.alarm(Some(0), clamp(BIG, 1))
             .counters(0, BIG - 1, 0)
-            .opened(0, 1, 1)
-            .hwm(0, 1, 1, 1);
+            .opened(0, 1, 1);
     }
     r.crash(&[(0, BIG, 1, 1)]);
     r

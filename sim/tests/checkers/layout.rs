@@ -238,7 +238,13 @@ fn a_sealed_tail_is_excused_by_a_failed_fsync_on_its_file_no_open_followed() {
     let eio = FaultKind::FsyncEio {
         file: FileKind::Segment,
     };
+    let sealed = |r: &mut Run| {
+        r.with(|t, h| {
+            h.segment_created(t, &tp(0), 10);
+        });
+    };
     let story = |r: &mut Run, open_after: bool| {
+        sealed(r);
         fault_on(r, eio.clone(), "00000000000000000000.log");
         r.process_crash(&[(0, 0, 23, 23)]).restart();
         opened(r);
@@ -256,6 +262,16 @@ fn a_sealed_tail_is_excused_by_a_failed_fsync_on_its_file_no_open_followed() {
     // An open after the power loss would have trimmed it.
     let mut r = Run::new();
     story(&mut r, true);
+    fires_only(&r.report(), CheckerName::Layout);
+    // An EIO before the segment was sealed left no trim pending: the seal's own trim
+    // came after it.
+    let mut r = Run::new();
+    fault_on(&mut r, eio.clone(), "00000000000000000000.log");
+    sealed(&mut r);
+    r.process_crash(&[(0, 0, 23, 23)]).restart();
+    opened(&mut r);
+    r.crash(&[(0, 0, 23, 23)]).restart();
+    observed(&mut r, long_tail());
     fires_only(&r.report(), CheckerName::Layout);
 }
 

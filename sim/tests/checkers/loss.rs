@@ -86,17 +86,6 @@ fn lost_fsync_run(before_ack: bool) -> Run {
 /// (offset, commit time: 1003 is its hidden copy exposed, a later one a replay after
 /// a cut); id 3 never does.
 fn double_damage_run(segment: Option<FaultKind>, wal_damaged: bool, id4: (u64, u64)) -> Run {
-    double_damage_named(segment, &[], wal_damaged, id4)
-}
-
-/// [`double_damage_run`], with the copies the world `named` in the segment fault's
-/// reach (`ReachHeld`).
-fn double_damage_named(
-    segment: Option<FaultKind>,
-    named: &[HeldCopy],
-    wal_damaged: bool,
-    id4: (u64, u64),
-) -> Run {
     let mut r = Run::new();
     r.produced(4).hwm(0, 4, 1, 4).delivered(2);
     // Segment damage makes the open cut the hidden tail at the damaged frame (R2).
@@ -107,12 +96,6 @@ fn double_damage_named(
         .map(|o| o.start);
     if let Some(kind) = segment {
         r.fault(kind, Some(0));
-        if !named.is_empty() {
-            r.with(|t, h| {
-                let fault = h.len() - 1;
-                h.reach_held(t, fault, &tp(0), named.to_vec());
-            });
-        }
     }
     r.crash(&[(0, 1, 4, 4)]);
     if wal_damaged {
@@ -501,29 +484,6 @@ fn a_misdirected_write_excuses_the_records_of_the_frames_it_reached_and_no_other
     assert_eq!(
         report.no_lost_ack.excuse_of(3).map(|e| e.kind),
         Some(ExcuseKind::OutOfContract)
-    );
-}
-
-#[test]
-fn a_misdirected_write_reaches_the_copies_the_world_named_in_its_frames() {
-    // Fresh quick 3912002895: a WAL replay had re-committed ids 87..93 above their
-    // acknowledged offsets, into the frames a misdirected write was meant for. Here the
-    // world names id 3's copy at 3, where the write was meant to go.
-    let named = |id| {
-        double_damage_named(Some(segment_misdirect(3)), &[held(3, id)], true, (3, 1_100)).report()
-    };
-    let report = named(3);
-    assert_clean(&report);
-    let excuse = report.no_lost_ack.excuse_of(3).expect("id 3 excused");
-    assert_eq!(excuse.kind, ExcuseKind::OutOfContract);
-    assert!(
-        excuse.covers.contains("where the world saw its copy"),
-        "{excuse:?}"
-    );
-    // Another record's copy there says nothing of id 3.
-    assert_mentions(
-        &fires_only(&named(4), CheckerName::NoLostAck),
-        &["id 3 at offset 2"],
     );
 }
 

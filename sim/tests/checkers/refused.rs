@@ -13,6 +13,16 @@ use cafelog_sim::check::explain::{Answer, explain, subjects};
 /// loss, and the open refuses the partition at 2, with the world's listing `held` when
 /// given: (log ids, WAL ids).
 fn refused_at_2(held: Option<(Vec<u64>, Vec<u64>)>, damaged: Option<&[(ProduceId, u64)]>) -> Run {
+    refused_at_2_reached(held, damaged, &[])
+}
+
+/// [`refused_at_2`], with a misdirected write of the frame at 5 before the flip, in
+/// which the world named the copies `reached` (a replay may put a record there).
+fn refused_at_2_reached(
+    held: Option<(Vec<u64>, Vec<u64>)>,
+    damaged: Option<&[(ProduceId, u64)]>,
+    reached: &[HeldCopy],
+) -> Run {
     let mut r = Run::new();
     let damaged: Option<Vec<HeldCopy>> = damaged.map(|d| {
         d.iter()
@@ -23,34 +33,49 @@ fn refused_at_2(held: Option<(Vec<u64>, Vec<u64>)>, damaged: Option<&[(ProduceId
             })
             .collect()
     });
-    r.produced(3)
-        .hwm(0, 3, 3, 3)
-        .fault(
-            segment_flip(OffsetRange { start: 2, end: 3 }, Some(true)),
+    r.produced(3).hwm(0, 3, 3, 3);
+    if !reached.is_empty() {
+        let part = OffsetRange { start: 5, end: 6 };
+        r.fault(
+            FaultKind::Misdirected {
+                file: FileKind::Segment,
+                offsets: Some(part),
+                below_hwm: Some(false),
+                parts: Some(vec![part]),
+            },
             Some(0),
         )
         .with(|t, h| {
             let fault = h.len() - 1;
-            if let Some(damaged) = damaged {
-                h.damage_held(t, fault, &tp(0), damaged);
-            }
-        })
-        .crash(&[(0, 3, 3, 3)])
-        .restart()
-        .disk(0, OpenRule::Refuse, 3, 2, Some(2))
-        .alarm(
-            Some(0),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 200,
-            },
-        )
-        .with(|t, h| {
-            if let Some((log, wal)) = held {
-                h.held_at_refusal(t, &tp(0), Some(2), log, wal);
-            }
-            h.partition_refused(t, &tp(0), "crc mismatch in 00000000000000000000.log at 200");
+            h.reach_held(t, fault, &tp(0), reached.to_vec());
         });
+    }
+    r.fault(
+        segment_flip(OffsetRange { start: 2, end: 3 }, Some(true)),
+        Some(0),
+    )
+    .with(|t, h| {
+        let fault = h.len() - 1;
+        if let Some(damaged) = damaged {
+            h.damage_held(t, fault, &tp(0), damaged);
+        }
+    })
+    .crash(&[(0, 3, 3, 3)])
+    .restart()
+    .disk(0, OpenRule::Refuse, 3, 2, Some(2))
+    .alarm(
+        Some(0),
+        Alarm::Refused {
+            segment: "00000000000000000000.log".into(),
+            position: 200,
+        },
+    )
+    .with(|t, h| {
+        if let Some((log, wal)) = held {
+            h.held_at_refusal(t, &tp(0), Some(2), log, wal);
+        }
+        h.partition_refused(t, &tp(0), "crc mismatch in 00000000000000000000.log at 200");
+    });
     r
 }
 
@@ -185,5 +210,21 @@ fn a_refused_topic_opened_again_later_excuses_nothing() {
     assert_mentions(
         &messages_of(&report, CheckerName::NoLostAck),
         &["id 1 at offset 0"],
+    );
+}
+
+#[test]
+fn a_refusal_takes_a_copy_an_out_of_contract_fault_reached_by_identity() {
+    // Fresh quick 3912002895: a replay had moved ids 87-93 above their acknowledged
+    // offsets, into the frame a misdirected write was meant for, and the refusal came
+    // at that frame. Here id 2 (acknowledged at 1, listed nowhere) had its copy at 5.
+    let report = refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)]).report();
+    assert!(refused(&report, 2));
+    // A copy of another record there says nothing of id 2.
+    let report = refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 3)]).report();
+    assert!(!refused(&report, 2));
+    assert_mentions(
+        &messages_of(&report, CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
     );
 }

@@ -104,7 +104,8 @@ impl Excuses<'_, '_> {
     }
 
     /// Every copy of `id` the world named on `tp` after `after`, in an open's hidden
-    /// tail or in the frames a damage hit (decoded before it): (the listing's history
+    /// tail, in the frames a damage hit (decoded before it) or in those an
+    /// out-of-contract segment fault reached (`ReachHeld`): (the listing's history
     /// index, the copy's offset).
     pub(super) fn listed_copies(
         &self,
@@ -121,6 +122,7 @@ impl Excuses<'_, '_> {
             .filter_map(|(index, e)| match &e.kind {
                 EventKind::HiddenAtOpen { tp: t, held, .. }
                 | EventKind::DamageHeld { tp: t, held, .. }
+                | EventKind::ReachHeld { tp: t, held, .. }
                     if t == tp =>
                 {
                     Some((index, held))

@@ -181,6 +181,13 @@ impl AlarmIndex {
         })
     }
 
+    /// Whether the open of `incarnation` refused `tp` (R3).
+    pub fn refused_in(&self, tp: &TopicPartition, incarnation: Incarnation) -> bool {
+        self.of(tp)
+            .iter()
+            .any(|a| a.incarnation == incarnation && matches!(a.alarm, Alarm::Refused { .. }))
+    }
+
     /// The last incarnation that raised an alarm of `tp` after history index `after`
     /// without refusing it: one that had `tp` open.
     pub fn last_opened(&self, tp: &TopicPartition, after: usize) -> Option<Incarnation> {

@@ -2287,3 +2287,61 @@ fn a_salvage_killed_before_its_alarm_wrote_only_what_was_past_its_hole() {
         refuses_both_copies(&report, 1, "");
     }
 }
+
+/// Ids 1-3 at offsets 0-2 of orders/0, ids 1 and 2 delivered; a power loss hides
+/// offsets 1-2 and a flip below the HWM makes the open of incarnation 1 refuse the
+/// partition; a flip destroys id 3's WAL entry; another power loss, and a flip takes
+/// id 3's frame. The open of incarnation 2 finds nothing valid from 0 on, cuts there
+/// (R1) and clamps to 0; with `refused_twice`, it refuses the partition again and the
+/// open of incarnation 3 is the one that cuts.
+fn both_copies_damaged_while_refused(refused_twice: bool) -> Run {
+    let refuse = |r: &mut Run| {
+        r.alarm(
+            Some(0),
+            Alarm::Refused {
+                segment: "00000000000000000000.log".into(),
+                position: 0,
+            },
+        )
+        .with(|t, h| {
+            h.partition_refused(t, &tp(0), "crc mismatch at 0");
+        });
+    };
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 1, 3)
+        .delivered(2)
+        .crash(&[(0, 1, 3, 3)])
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 1 }, Some(true)),
+            Some(0),
+        )
+        .restart();
+    refuse(&mut r);
+    r.wal_entry_flipped(2, 3, 2)
+        .crash(&[(0, 1, 3, 3)])
+        .fault(flip_above_hwm(2), Some(0))
+        .restart();
+    if refused_twice {
+        refuse(&mut r);
+        r.crash(&[(0, 1, 3, 3)]).restart();
+    }
+    r.alarm(Some(0), torn_tail(0))
+        .alarm(Some(0), clamp(1, 0))
+        .counters(0, 1, 0)
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+    r
+}
+
+#[test]
+fn both_copies_destroyed_while_every_open_refused_the_partition_are_excused() {
+    // Fresh quick 3913011770: the opens that refused the partition used neither copy,
+    // so the open that first got past the damage is the one that needed them.
+    for twice in [false, true] {
+        let report = both_copies_damaged_while_refused(twice).report();
+        assert_both_copies_excused(&report, 3, "in the frame the bit flip");
+    }
+}

@@ -16,8 +16,9 @@ impl Excuses<'_, '_> {
     /// - the first crash after the ack finds `offset` at or above the persisted HWM:
     ///   from the open after it the WAL entry is what restores the record;
     /// - a `WalEntriesDamaged` event names `id` on `tp` with a `first_replay` no later
-    ///   than the first open after that crash that completed, and every open in
-    ///   between (killed or failed, so the world saw no frontier) left `tp`'s durable
+    ///   than the first open after that crash that completed with `tp` open (not
+    ///   refused), and every open in between (killed or failed, so the world saw no
+    ///   frontier, or one that refused `tp` and so used neither copy) left `tp`'s durable
     ///   tail where it was, or the next open found no copy of `id` where a replay of
     ///   that open could have put one (its hidden tail, held by identity): no replay
     ///   copied the record while its entry was readable;
@@ -103,7 +104,10 @@ impl Excuses<'_, '_> {
         // The tail the open of `completed` found.
         let mut tail = first.partitions.get(tp)?.durable_tail;
         let mut completed = first.incarnation + 1;
-        while !facts.opened.contains(&completed) {
+        // An open that refused `tp` left it as it was: its log untouched and no replay
+        // into it, whatever the rest of the store did.
+        let refused = |inc: Incarnation| facts.alarms.refused_in(tp, inc);
+        while !facts.opened.contains(&completed) || refused(completed) {
             let lowest_cut = facts
                 .alarms
                 .cuts(tp)
@@ -111,6 +115,7 @@ impl Excuses<'_, '_> {
                 .map(|cut| cut.offset)
                 .min();
             if completed >= first_replay
+                && !refused(completed)
                 && facts.alarms.wal_damaged_in(completed)
                 && !self.found_no_copy(tp, id, completed, offset)
                 && !frame_damage(usize::MAX).any(|d| cut_after(d, completed))

@@ -24,6 +24,7 @@ mod clamped;
 mod copies;
 mod gaps;
 mod gone;
+mod replayed;
 mod skipped;
 
 use super::contract::{LOG_FILES, Reach};
@@ -419,6 +420,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
             r.fault_index < before
                 && r.covers(tp, offset, id, ack_index)
                 && self.wal_entry_needed(r, tp, offset, id, ack_index)
+                && !self.replay_restores(r, tp, offset, id, ack_index)
         })?;
         let what = match (r.offsets, r.ids.is_empty()) {
             (Some(range), _) => format!("{tp} offsets {range}"),

@@ -160,13 +160,7 @@ fn refusal_run(damage: Option<(FaultKind, u32)>) -> Run {
     r.crash(&[(0, 2, 2, 2)])
         .restart()
         .disk(0, OpenRule::Refuse, 2, 0, Some(0))
-        .alarm(
-            Some(0),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 0,
-            },
-        );
+        .alarm(Some(0), refused_alarm(0));
     r
 }
 

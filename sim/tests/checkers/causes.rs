@@ -506,13 +506,7 @@ fn refused_at_a_hole_after(fault: FaultKind) -> Run {
         .fault(fault, Some(0))
         .restart()
         .disk(0, OpenRule::Refuse, 9, 2, Some(2))
-        .alarm(
-            Some(0),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 200,
-            },
-        );
+        .alarm(Some(0), refused_alarm(200));
     r
 }
 
@@ -622,13 +616,9 @@ fn hole_left_by_an_open_that_read_a_raised_hwm(story: HoleStory) -> Run {
             .open_clean(0, 4, 4)
             .process_crash(&[(0, 4, 4, 4)]);
     }
-    r.restart().disk(0, OpenRule::Refuse, 4, 1, Some(1)).alarm(
-        Some(0),
-        Alarm::Refused {
-            segment: "00000000000000000000.log".into(),
-            position: 100,
-        },
-    );
+    r.restart()
+        .disk(0, OpenRule::Refuse, 4, 1, Some(1))
+        .alarm(Some(0), refused_alarm(100));
     r
 }
 

@@ -465,13 +465,7 @@ fn misdirected_partly_repaired(views: &[u64]) -> Run {
     for &tail in views {
         r.disk(0, OpenRule::Refuse, 2, tail, Some(tail));
     }
-    r.alarm(
-        Some(0),
-        Alarm::Refused {
-            segment: "00000000000000000000.log".into(),
-            position: 100,
-        },
-    );
+    r.alarm(Some(0), refused_alarm(100));
     r
 }
 

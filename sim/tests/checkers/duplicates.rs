@@ -180,13 +180,7 @@ fn recommitted_after_a_refusal_seen(cut: bool, seen: bool) -> Run {
         .delivered(3)
         .crash(&[(0, 1, 3, 3)])
         .restart()
-        .alarm(
-            Some(0),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 100,
-            },
-        );
+        .alarm(Some(0), refused_alarm(100));
     if seen {
         r.with(|t, h| {
             h.partition_refused(t, &tp(0), "bad frame below the HWM");
@@ -977,13 +971,7 @@ fn shown_hwm_lost(before: Before, twice: bool) -> Run {
         })
         .restart()
         .disk(0, OpenRule::Refuse, 8, 5, Some(5))
-        .alarm(
-            Some(0),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 500,
-            },
-        );
+        .alarm(Some(0), refused_alarm(500));
     }
     r.with(|t, h| {
         h.crash(t, vec![part(0, 5)]);
@@ -1302,13 +1290,7 @@ fn a_refusal_between_two_crashes_leaves_them_one_replay() {
         .delivered(2)
         .crash(&[(0, 0, 2, 2)])
         .restart()
-        .alarm(
-            Some(0),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 100,
-            },
-        )
+        .alarm(Some(0), refused_alarm(100))
         .with(|t, h| {
             h.partition_refused(t, &tp(0), "bad frame below the HWM");
         })

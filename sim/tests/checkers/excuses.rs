@@ -38,13 +38,7 @@ fn refused_on(p: u32) -> Run {
         .crash(&[(0, 1, 1, 1), (1, 1, 1, 1)])
         .restart()
         .disk(p, OpenRule::Refuse, 1, 0, Some(0))
-        .alarm(
-            Some(p),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 0,
-            },
-        );
+        .alarm(Some(p), refused_alarm(0));
     // orders/1 opened when orders/0 was refused: its record is delivered.
     if p == 0 {
         r.deliver(2, 1, 0, 1_000);

@@ -358,13 +358,7 @@ fn a_refusal_excuses_loss_and_is_reported_as_refused_by_liveness() {
         .crash(&[(0, 1, 1, 1), (1, 1, 1, 1)])
         .restart()
         .disk(0, OpenRule::Refuse, 1, 0, Some(0))
-        .alarm(
-            Some(0),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 0,
-            },
-        )
+        .alarm(Some(0), refused_alarm(0))
         .with(|t, h| {
             h.partition_refused(t, &tp(0), "crc mismatch in 00000000000000000000.log at 0");
             h.heal(t);
@@ -1374,10 +1368,7 @@ fn a_refusal_after_the_ack_excuses_it_even_after_an_earlier_refusal_and_reopen()
     // Quick seed 519910: orders/0 was refused, an `hwm` flip then let it open again (the
     // damage now above the HWM), records were acknowledged, and a later open refused it
     // again. Only the later refusal covers them; the first came before their ack.
-    let refusal = || Alarm::Refused {
-        segment: "00000000000000000000.log".into(),
-        position: 0,
-    };
+    let refusal = || refused_alarm(0);
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000)
         .delivered(1)
@@ -2296,14 +2287,7 @@ fn a_salvage_killed_before_its_alarm_wrote_only_what_was_past_its_hole() {
 /// open of incarnation 3 is the one that cuts.
 fn both_copies_damaged_while_refused(refused_twice: bool) -> Run {
     let refuse = |r: &mut Run| {
-        r.alarm(
-            Some(0),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 0,
-            },
-        )
-        .with(|t, h| {
+        r.alarm(Some(0), refused_alarm(0)).with(|t, h| {
             h.partition_refused(t, &tp(0), "crc mismatch at 0");
         });
     };

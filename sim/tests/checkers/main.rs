@@ -618,6 +618,13 @@ fn torn_tail(offset: u64) -> Alarm {
         bytes: 100,
     }
 }
+/// An R3 refusal at byte `position` of orders' first segment.
+fn refused_alarm(position: u64) -> Alarm {
+    Alarm::Refused {
+        segment: "00000000000000000000.log".into(),
+        position,
+    }
+}
 /// An R4 clamp of the persisted HWM `persisted_hwm` down to `hwm`.
 fn clamp(persisted_hwm: u64, hwm: u64) -> Alarm {
     Alarm::Clamp {

@@ -63,13 +63,7 @@ fn refused_at_2_reached(
     .crash(&[(0, 3, 3, 3)])
     .restart()
     .disk(0, OpenRule::Refuse, 3, 2, Some(2))
-    .alarm(
-        Some(0),
-        Alarm::Refused {
-            segment: "00000000000000000000.log".into(),
-            position: 200,
-        },
-    )
+    .alarm(Some(0), refused_alarm(200))
     .with(|t, h| {
         if let Some((log, wal)) = held {
             h.held_at_refusal(t, &tp(0), Some(2), log, wal);
@@ -164,13 +158,7 @@ fn a_refusal_a_later_open_got_past_excuses_nothing() {
     run.crash(&[(0, 3, 3, 3)])
         .restart()
         .disk(0, OpenRule::Refuse, 3, 2, Some(2))
-        .alarm(
-            Some(0),
-            Alarm::Refused {
-                segment: "00000000000000000000.log".into(),
-                position: 200,
-            },
-        );
+        .alarm(Some(0), refused_alarm(200));
     let report = run.report();
     assert_clean(&report);
     assert!((1..=3).all(|id| refused(&report, id)));

@@ -462,19 +462,7 @@ fn a_refused_topic_needs_a_fault_on_its_topic_conf() {
         let mut r = Run::new();
         r.produced(1).crash(&[(0, 1, 1, 1)]);
         if let Some(path) = path {
-            r.with(|t, h| {
-                h.fault(
-                    t,
-                    FaultKind::Misdirected {
-                        file: FileKind::Other,
-                        offsets: None,
-                        below_hwm: None,
-                        parts: None,
-                    },
-                    None,
-                    Some(path),
-                );
-            });
+            r.misdirected_store_file(path);
         }
         r.restart().alarm(
             None,

@@ -298,6 +298,19 @@ impl Run {
         })
     }
 
+    /// A misdirected write of the store file at `path` (a `topic.conf`, say).
+    fn misdirected_store_file(&mut self, path: &str) -> &mut Self {
+        let t = self.now();
+        let kind = FaultKind::Misdirected {
+            file: FileKind::Other,
+            offsets: None,
+            below_hwm: None,
+            parts: None,
+        };
+        self.h.fault(t, kind, None, Some(path));
+        self
+    }
+
     /// An alarm the engine raised on orders/`p` (`None`: store-wide).
     /// An R2 salvage on orders/`p` that wrote `kept` as plain WAL entries and `copied` as
     /// salvage copies (produce ids), at seqs from 9: its alarm and what the world found.

@@ -168,19 +168,9 @@ fn a_refusal_a_later_open_got_past_excuses_nothing() {
 fn a_refused_topic_opened_again_later_excuses_nothing() {
     let run = |reopened: bool| {
         let mut r = Run::new();
-        r.produced(1).crash(&[(0, 1, 1, 1)]).with(|t, h| {
-            h.fault(
-                t,
-                FaultKind::Misdirected {
-                    file: FileKind::Other,
-                    offsets: None,
-                    below_hwm: None,
-                    parts: None,
-                },
-                None,
-                Some("/data/topics/orders/topic.conf"),
-            );
-        });
+        r.produced(1)
+            .crash(&[(0, 1, 1, 1)])
+            .misdirected_store_file("/data/topics/orders/topic.conf");
         r.restart().alarm(
             None,
             Alarm::TopicRefused {

@@ -59,6 +59,20 @@ fn inputs_the_layout_cannot_say_are_refused_not_mangled() {
     assert_eq!(ScanInput::default().encode(), None);
 }
 
+#[test]
+fn the_largest_inputs_the_layout_can_say_round_trip() {
+    // Four segments and a 16-byte `hwm` file: the bounds `encode` accepts, at the edge
+    // (the mutation run found both edges untested).
+    let input = ScanInput {
+        hwm: Some((1..=16).collect()),
+        segments: (0..4).map(|base| (base, vec![base; 3])).collect(),
+    };
+    let bytes = input
+        .encode()
+        .expect("four segments and 16 bytes of hwm fit");
+    assert_eq!(ScanInput::decode(&bytes), input);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 

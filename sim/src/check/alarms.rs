@@ -181,11 +181,16 @@ impl AlarmIndex {
         })
     }
 
-    /// Whether the open of `incarnation` refused `tp` (R3).
+    /// Whether the open of `incarnation` refused `tp` (R3) or its whole topic (its
+    /// `topic.conf` unreadable).
     pub fn refused_in(&self, tp: &TopicPartition, incarnation: Incarnation) -> bool {
         self.of(tp)
             .iter()
             .any(|a| a.incarnation == incarnation && matches!(a.alarm, Alarm::Refused { .. }))
+            || self.store.iter().any(|a| {
+                a.incarnation == incarnation
+                    && matches!(&a.alarm, Alarm::TopicRefused { topic } if *topic == tp.topic)
+            })
     }
 
     /// The last incarnation that raised an alarm of `tp` after history index `after`

@@ -86,10 +86,10 @@ pub struct Reach {
     pub offsets: Option<OffsetRange>,
     /// The produce ids whose WAL entries it destroyed or left undurable.
     pub ids: BTreeSet<ProduceId>,
-    /// The produce ids whose segment copies at `offsets` it reached, as the world named
-    /// them (`ReachHeld`): a WAL replay can have moved a record above the offset it was
-    /// acknowledged at, into the fault's frames.
-    pub copies: BTreeSet<ProduceId>,
+    /// The segment copies at `offsets` it reached, as the world named them
+    /// (`ReachHeld`), by produce id and offset: a WAL replay can have moved a record
+    /// above the offset it was acknowledged at, into the fault's frames.
+    pub copies: Vec<(ProduceId, Offset)>,
     /// For a reach of unknown offsets: acknowledgements up to this history index (the
     /// next crash after the fault).
     pub window_end: usize,
@@ -283,12 +283,16 @@ impl Reach {
         )
     }
 
-    /// Whether the world named a copy of `id` on `tp` in the frames the fault reached.
+    /// The offset of a copy of `id` on `tp` the world named in the frames the fault
+    /// reached.
     /// Only rows that rest on an engine alarm read it (a refusal's, a clamp's by copy):
     /// above the persisted HWM the WAL replay restores such a copy, and a copy the
     /// engine wrote back or committed again since is no longer the fault's.
-    pub fn holds_copy(&self, tp: &TopicPartition, id: ProduceId) -> bool {
-        self.tp.as_ref() == Some(tp) && self.copies.contains(&id)
+    pub fn copy_at(&self, tp: &TopicPartition, id: ProduceId) -> Option<Offset> {
+        (self.tp.as_ref() == Some(tp))
+            .then(|| self.copies.iter().find(|&&(copy, _)| copy == id))
+            .flatten()
+            .map(|&(_, at)| at)
     }
 
     /// Whether the reach includes the offset `offset` of `tp`, or everything there.
@@ -329,10 +333,10 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
             }) if *fault_index == index => held,
             _ => &[],
         };
-        let copies_at = |offsets: Option<OffsetRange>| -> BTreeSet<ProduceId> {
+        let copies_at = |offsets: Option<OffsetRange>| -> Vec<(ProduceId, Offset)> {
             held.iter()
                 .filter(|c| offsets.is_none_or(|r| r.contains(c.offset)))
-                .map(|c| c.id)
+                .map(|c| (c.id, c.offset))
                 .collect()
         };
         let reach = Reach {

@@ -328,12 +328,20 @@ impl<'f, 'h> Excuses<'f, 'h> {
             })
         };
         // Out of contract (a lost fsync or a misdirected write of a segment): its
-        // reach, a part at a time, or a copy of the record the world named in it.
+        // reach, a part at a time, or a copy of the record the world named in it; not
+        // once an open came up with its HWM at or below that copy before the refusal
+        // (its write-back rewrote the frame from the page cache, or its replay
+        // committed the record again).
         let reached = || {
             self.facts.reaches.iter().any(|r| {
+                let at = if r.reaches_offset(tp, offset) {
+                    Some(offset)
+                } else {
+                    r.copy_at(tp, id)
+                };
                 r.file == FileKind::Segment
                     && between(r.fault_index)
-                    && (r.reaches_offset(tp, offset) || r.holds_copy(tp, id))
+                    && at.is_some_and(|o| !self.opened_below(tp, o, r.fault_index, refusal))
             })
         };
         let damaged = || damaged_at_rest() || reached();

@@ -13,15 +13,17 @@ use cafelog_sim::check::explain::{Answer, explain, subjects};
 /// loss, and the open refuses the partition at 2, with the world's listing `held` when
 /// given: (log ids, WAL ids).
 fn refused_at_2(held: Option<(Vec<u64>, Vec<u64>)>, damaged: Option<&[(ProduceId, u64)]>) -> Run {
-    refused_at_2_reached(held, damaged, &[])
+    refused_at_2_reached(held, damaged, &[], None)
 }
 
 /// [`refused_at_2`], with a misdirected write of the frame at 5 before the flip, in
-/// which the world named the copies `reached` (a replay may put a record there).
+/// which the world named the copies `reached` (a replay may put a record there); with
+/// `reopened_at`, a process crash after it and an open that came up with that HWM.
 fn refused_at_2_reached(
     held: Option<(Vec<u64>, Vec<u64>)>,
     damaged: Option<&[(ProduceId, u64)]>,
     reached: &[HeldCopy],
+    reopened_at: Option<u64>,
 ) -> Run {
     let mut r = Run::new();
     let damaged: Option<Vec<HeldCopy>> = damaged.map(|d| {
@@ -49,6 +51,14 @@ fn refused_at_2_reached(
             let fault = h.len() - 1;
             h.reach_held(t, fault, &tp(0), reached.to_vec());
         });
+    }
+    if let Some(hwm) = reopened_at {
+        r.process_crash(&[(0, 3, 3, 3)])
+            .restart()
+            .opened(0, hwm, 6)
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 0);
+            });
     }
     r.fault(
         segment_flip(OffsetRange { start: 2, end: 3 }, Some(true)),
@@ -196,10 +206,19 @@ fn a_refusal_takes_a_copy_an_out_of_contract_fault_reached_by_identity() {
     // Fresh quick 3912002895: a replay had moved ids 87-93 above their acknowledged
     // offsets, into the frame a misdirected write was meant for, and the refusal came
     // at that frame. Here id 2 (acknowledged at 1, listed nowhere) had its copy at 5.
-    let report = refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)]).report();
+    let report = refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)], None).report();
+    assert!(refused(&report, 2));
+    // An open after a process crash came up with its HWM at 5 and wrote the frame
+    // there back from the page cache: the copy was whole again before the refusal.
+    let report =
+        refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)], Some(5)).report();
+    assert!(!refused(&report, 2));
+    // An HWM above it leaves the damaged frame where it was.
+    let report =
+        refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)], Some(6)).report();
     assert!(refused(&report, 2));
     // A copy of another record there says nothing of id 2.
-    let report = refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 3)]).report();
+    let report = refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 3)], None).report();
     assert!(!refused(&report, 2));
     assert_mentions(
         &messages_of(&report, CheckerName::NoLostAck),

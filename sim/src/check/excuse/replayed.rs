@@ -1,17 +1,18 @@
 //! A segment fault's reach covers a record only while the record may have needed the
 //! frames it took: not once the first power loss after the fault and the ack found the
 //! record at or above the persisted HWM, with its WAL entry intact up to an open that
-//! completed. The checkpoint never passes an entry above the persisted HWM, so that
-//! open's replay re-commits the record, and a loss after it is not the fault's.
+//! completed with the partition open. The checkpoint never passes an entry above the
+//! persisted HWM, so that open's replay re-commits the record, and a loss after it is
+//! not the fault's.
 //!
-//! "Intact": no damage named the entry, and no out-of-contract fault on the WAL, on a
-//! directory, on another store file or on the partition's `hwm` came before that open
-//! (each can spend or take the entry, or move the persisted HWM, and has a reach of its
-//! own).
+//! "Intact": no damage named the entry before that open completed, and no
+//! out-of-contract fault that could spend or take it came first: one on the WAL that
+//! named the entry or named none, one on the partition's `hwm` or on another file of
+//! its own or of its topic (each has a reach of its own).
 
 use super::Excuses;
 use crate::check::contract::Reach;
-use crate::history::{EventKind, FileKind, Offset, ProduceId, TopicPartition};
+use crate::history::{Alarm, EventKind, FileKind, Offset, ProduceId, TopicPartition};
 
 impl Excuses<'_, '_> {
     /// Whether the WAL replay of an open after the segment fault `r` had record `id`
@@ -28,10 +29,11 @@ impl Excuses<'_, '_> {
             return false;
         };
         let facts = self.facts;
-        // A crash between the ack and the fault may have moved the record.
+        // Between the ack and the fault, an open may have put the record elsewhere.
         if r.file != FileKind::Segment
             || r.tp.as_ref() != Some(tp)
-            || facts.crash_between(ack, r.fault_index)
+            || self.moved(tp, offset, ack, r.fault_index)
+            || self.opened_below(tp, offset, ack, r.fault_index)
         {
             return false;
         }
@@ -46,30 +48,57 @@ impl Excuses<'_, '_> {
             .partitions
             .get(tp)
             .is_some_and(|p| offset >= p.persisted_hwm);
+        // A clamp down to the record since the ack lowers the word but not the
+        // checkpoint, which the word past the record may have let spend its entry.
+        let clamped = facts
+            .alarms
+            .clamps(tp)
+            .any(|c| ack < c.index && c.index < loss.index && c.hwm <= offset);
         // The first open after it that completed with `tp` open (one that refused it
-        // replayed nothing into it).
-        let Some(&restart) = facts
-            .opened
+        // replayed nothing into it); the WAL is read while it runs.
+        let Some(&done) = facts
+            .opened_at
             .range(loss.incarnation + 1..)
-            .find(|&&inc| !facts.alarms.refused_in(tp, inc))
-            .and_then(|inc| facts.restarts.get(inc))
+            .find(|&(&inc, _)| !facts.alarms.refused_in(tp, inc))
+            .map(|(_, done)| done)
         else {
             return false;
         };
         let events = facts.history.events();
         let entry_damaged = facts.wal_damage.get(&id).is_some_and(|damage| {
             damage.iter().any(|&e| match &events[e].kind {
-                EventKind::WalEntriesDamaged { fault_index, .. } => *fault_index < restart,
+                EventKind::WalEntriesDamaged { fault_index, .. } => *fault_index < done,
                 _ => false,
             })
         });
         let other_fault = facts.reaches.iter().any(|o| {
-            o.fault_index < restart
-                && (matches!(
-                    o.file,
-                    FileKind::Wal | FileKind::Directory | FileKind::Other
-                ) || (o.file == FileKind::Hwm && o.tp.as_ref() == Some(tp)))
+            o.fault_index < done
+                && match o.file {
+                    FileKind::Wal => {
+                        o.ids.contains(&id) || (o.ids.is_empty() && o.fault_index > ack)
+                    }
+                    FileKind::Hwm => o.tp.as_ref() == Some(tp),
+                    FileKind::Segment => false,
+                    _ => o.tp.as_ref() == Some(tp) || o.topic.as_deref() == Some(tp.topic.as_str()),
+                }
         });
-        above && !entry_damaged && !other_fault
+        above && !clamped && !entry_damaged && !other_fault
+    }
+
+    /// Whether an open of `tp` between history indices `from` and `to` came up with its
+    /// HWM at or below `offset`: its replay re-commits elsewhere a record its hidden
+    /// tail holds there.
+    pub(super) fn opened_below(
+        &self,
+        tp: &TopicPartition,
+        offset: Offset,
+        from: usize,
+        to: usize,
+    ) -> bool {
+        self.facts.alarms.of(tp).iter().any(|a| {
+            from < a.index
+                && a.index < to
+                && matches!(a.alarm, Alarm::LogOpened { hwm, .. } if hwm <= offset)
+        })
     }
 }

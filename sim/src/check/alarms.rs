@@ -184,25 +184,26 @@ impl AlarmIndex {
     /// Whether the open of `incarnation` refused `tp` (R3) or its whole topic (its
     /// `topic.conf` unreadable).
     pub fn refused_in(&self, tp: &TopicPartition, incarnation: Incarnation) -> bool {
-        self.of(tp)
+        self.refusals(tp).any(|inc| inc == incarnation)
+    }
+
+    /// The incarnations whose open refused `tp` or its whole topic.
+    fn refusals<'a>(&'a self, tp: &'a TopicPartition) -> impl Iterator<Item = Incarnation> + 'a {
+        let own = self
+            .of(tp)
             .iter()
-            .any(|a| a.incarnation == incarnation && matches!(a.alarm, Alarm::Refused { .. }))
-            || self.store.iter().any(|a| {
-                a.incarnation == incarnation
-                    && matches!(&a.alarm, Alarm::TopicRefused { topic } if *topic == tp.topic)
-            })
+            .filter(|a| matches!(a.alarm, Alarm::Refused { .. }));
+        let topic = self.store.iter().filter(
+            move |a| matches!(&a.alarm, Alarm::TopicRefused { topic } if *topic == tp.topic),
+        );
+        own.chain(topic).map(|a| a.incarnation)
     }
 
     /// The last incarnation that raised an alarm of `tp` after history index `after`
     /// without refusing it: one that had `tp` open.
     pub fn last_opened(&self, tp: &TopicPartition, after: usize) -> Option<Incarnation> {
-        let alarms = self.of(tp);
-        let refused: Vec<Incarnation> = alarms
-            .iter()
-            .filter(|a| matches!(a.alarm, Alarm::Refused { .. }))
-            .map(|a| a.incarnation)
-            .collect();
-        alarms
+        let refused: Vec<Incarnation> = self.refusals(tp).collect();
+        self.of(tp)
             .iter()
             .filter(|a| a.index > after && !refused.contains(&a.incarnation))
             .map(|a| a.incarnation)

@@ -289,9 +289,12 @@ impl Reach {
     /// above the persisted HWM the WAL replay restores such a copy, and a copy the
     /// engine wrote back or committed again since is no longer the fault's.
     pub fn copy_at(&self, tp: &TopicPartition, id: ProduceId) -> Option<Offset> {
-        (self.tp.as_ref() == Some(tp))
-            .then(|| self.copies.iter().find(|&&(copy, _)| copy == id))
-            .flatten()
+        if self.tp.as_ref() != Some(tp) {
+            return None;
+        }
+        self.copies
+            .iter()
+            .find(|&&(copy, _)| copy == id)
             .map(|&(_, at)| at)
     }
 

@@ -73,18 +73,22 @@ pub fn held_in(image: &DirImage, range: std::ops::Range<u64>) -> Vec<HeldCopy> {
     if range.is_empty() {
         return Vec::new();
     }
-    let mut out = Vec::new();
-    for (name, bytes) in &image.segments {
-        let Some(base) = reference::partition::segment_base(name) else {
-            continue;
-        };
-        out.extend(
-            reference::partition::held_records_in(name, base, bytes, range.clone())
-                .into_iter()
-                .filter_map(held_copy),
-        );
-    }
-    out
+    image
+        .segments
+        .iter()
+        .flat_map(|(name, bytes)| held_in_segment(name, bytes, range.clone()))
+        .collect()
+}
+
+/// [`held_in`] for one segment file, `name`, holding `bytes`.
+pub fn held_in_segment(name: &str, bytes: &[u8], range: std::ops::Range<u64>) -> Vec<HeldCopy> {
+    let Some(base) = reference::partition::segment_base(name) else {
+        return Vec::new();
+    };
+    reference::partition::held_records_in(name, base, bytes, range)
+        .into_iter()
+        .filter_map(held_copy)
+        .collect()
 }
 
 /// The readable records past the bad region `bad` of `image` that an R2 cut there

@@ -4,7 +4,6 @@
 
 use super::*;
 use crate::history::HeldCopy;
-use crate::reference;
 
 /// A misdirected segment write's reach, as `FaultKind::Misdirected` records it, and
 /// the record copies it reached by identity.
@@ -23,13 +22,9 @@ struct MisdirectedReach {
 /// The records the frames of segment image `bytes` (file `path`) hold at `offsets`.
 fn segment_held(path: &Path, bytes: &[u8], offsets: Option<OffsetRange>) -> Vec<HeldCopy> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let (Some(range), Some(base)) = (offsets, reference::partition::segment_base(name)) else {
-        return Vec::new();
-    };
-    reference::partition::held_records_in(name, base, bytes, range.start..range.end)
-        .into_iter()
-        .filter_map(crate::world::disk::held_copy)
-        .collect()
+    offsets.map_or_else(Vec::new, |r| {
+        crate::world::disk::held_in_segment(name, bytes, r.start..r.end)
+    })
 }
 
 impl Recorder {
@@ -124,7 +119,8 @@ impl Recorder {
     }
 
     /// The record copies a lost fsync of the segment at `path` left undurable: those of
-    /// the page cache's frames the platter does not hold byte for byte.
+    /// the page cache's frames the platter does not hold byte for byte (not the hull to
+    /// past the last frame its offsets take when a truncation was lost too).
     fn lost_fsync_held(&self, path: &Path) -> Vec<HeldCopy> {
         let Some((visible, ranges)) = self.undurable(path) else {
             return Vec::new();

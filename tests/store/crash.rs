@@ -4,6 +4,7 @@
 use crate::common::*;
 use cafelog_engine::clock::ManualClock;
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 
 /// Produces `n` records with payloads `id:<n>` and returns the acknowledged ids.
 fn produce_ids(store: &TestStore, from: u64, n: u64) -> Vec<u64> {
@@ -262,6 +263,29 @@ fn an_r2_cut_keeps_a_record_whose_wal_entry_was_damaged_too() {
     assert!(delivered(&store).contains_key(&4));
 }
 
+/// A bit flip at rest in the WAL's last frame: the replay skips its bytes, and no later
+/// entry shows a gap in the seqs, so no entry is counted corrupt. The only copy of the
+/// record left is in the log's hidden tail, which the open must expose for any
+/// unreadable WAL region, not only one that shows lost entries.
+#[test]
+fn a_flip_in_the_wal_tail_exposes_the_hidden_copy_of_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    let acked = produce_ids(&store, 0, 6);
+    drop(store); // the HWM was never persisted: all six sit in the hidden tail
+    flip_inside(&dir.path().join("wal/00000000000000000000.wal"), b"id:5");
+    let (store, report) = open(dir.path(), &clock);
+    assert_eq!(report.wal.corrupt_entries, 0, "no later seq shows the gap");
+    assert!(report.wal.skipped_bytes > 0, "the flipped frame is skipped");
+    assert_eq!(report.hidden_exposed, 6);
+    let seen = delivered(&store);
+    for id in &acked {
+        assert_eq!(seen.get(id), Some(&1), "id {id} exactly once: {seen:?}");
+    }
+}
+
 /// Found by the simulator (quick seed 506647, a fresh range): the WAL checkpoint was
 /// lost, so the next open replayed every WAL entry. Entries whose log copies retention
 /// had reaped were committed again at new offsets above later entries' copies, so WAL
@@ -320,7 +344,17 @@ fn a_checkpoint_after_a_full_replay_stays_below_the_copies_it_relies_on() {
     );
     // The persisted HWM (25) is below the re-committed entries at 25.., so the
     // checkpoint stays at entry 0, and must not rise above the copies of 3..25.
+    let written = |store: &TestStore| store.metrics().wal_checkpoints.load(Ordering::Relaxed);
+    let before = written(&store);
     block(store.checkpoint_wal()).unwrap();
+    // Its offset still rises, from 0 to the lowest of those copies, with its seq
+    // unchanged: that alone is a new checkpoint, written (the retention floor and
+    // the next replay's start both read it).
+    assert_eq!(
+        written(&store),
+        before + 1,
+        "the checkpoint's offset moved alone"
+    );
     drop(store);
 
     let (store, _) = open(dir.path(), &clock);

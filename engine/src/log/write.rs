@@ -540,3 +540,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "write_tests.rs"]
+mod tests;

@@ -29,13 +29,22 @@ pub struct Args {
     /// Also write the report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Exit 3 when a mutant was missed: the report as a CI gate. Timeouts, inconclusive
+    /// sweeps and failures of the run are reported but do not fail it; only a mutant
+    /// every test and the whole sweep passed on does.
+    #[arg(long)]
+    pub gate: bool,
 }
 
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
-  0  the report was printed (whatever the score)
+  0  the report was printed (whatever the score, without --gate)
   1  the directory holds no readable outcomes.json
-  2  usage error";
+  2  usage error
+  3  with --gate: the report was printed and names at least one missed mutant";
+
+/// What `--gate` exits with when a mutant was missed.
+pub const EXIT_MISSED: u8 = 3;
 
 /// What became of one mutant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -162,7 +171,34 @@ pub fn run_command(args: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     }
+    if args.gate
+        && let Some(why) = gate_failure(&report)
+    {
+        eprintln!("cafelog: gate: {why}");
+        return ExitCode::from(EXIT_MISSED);
+    }
     ExitCode::SUCCESS
+}
+
+/// Why the report fails `--gate`, if it does: a missed mutant, which a test or checker
+/// must kill or `.cargo/mutants.toml` must list as equivalent, with its reason.
+pub fn gate_failure(report: &Report) -> Option<String> {
+    let missed: Vec<&str> = report
+        .mutants
+        .iter()
+        .filter(|m| m.fate == Fate::Missed)
+        .map(|m| m.name.as_str())
+        .collect();
+    if missed.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{} missed mutant(s): {}. Kill each with a test, a checker, a workload or a \
+         fault that fails on it, or list it in .cargo/mutants.toml as equivalent with \
+         the reason no behaviour can differ",
+        missed.len(),
+        missed.join("; ")
+    ))
 }
 
 /// Reads `mutants.out` directories (the shards of one run) into one report.
@@ -637,6 +673,17 @@ mod tests {
         assert_eq!(r.total.caught_by_tests_only, 1);
         assert_eq!((r.total.caught_by_sweep_only, r.total.equivalent), (2, 1));
         assert_eq!(r.total.score(), Some(1.0));
+        assert_eq!(
+            gate_failure(&r),
+            None,
+            "a timeout or an inconclusive sweep passes"
+        );
+        let first = read(&[root.path().join("a/mutants.out")]).unwrap();
+        let why = gate_failure(&first).expect("a missed mutant fails the gate");
+        assert!(
+            why.starts_with("2 missed mutant(s): x.rs:3:1: m1; x.rs:3:3: eq"),
+            "{why}"
+        );
         let missing = read(&[root.path().join("nowhere")]).unwrap_err();
         assert!(missing.contains("outcomes.json"), "{missing}");
     }

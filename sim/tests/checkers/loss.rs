@@ -49,7 +49,7 @@ pub(super) fn clamped_run_after(damage: FaultKind, clamped_to: u64) -> Run {
     r
 }
 
-fn lost_fsync(offsets: Option<OffsetRange>) -> FaultKind {
+pub(super) fn lost_fsync(offsets: Option<OffsetRange>) -> FaultKind {
     FaultKind::LostFsync {
         file: FileKind::Segment,
         offsets,
@@ -2328,54 +2328,4 @@ fn both_copies_destroyed_while_every_open_refused_the_partition_are_excused() {
         let report = both_copies_damaged_while_refused(twice).report();
         assert_both_copies_excused(&report, 3, "in the frame the bit flip");
     }
-}
-
-#[test]
-fn a_segment_fault_does_not_excuse_a_record_the_next_replay_had_to_restore() {
-    // The lost fsync took id 2's frame at 1, but the power loss found offset 1 at or
-    // above the persisted HWM: its WAL entry was live, and the open that completed
-    // after it had to replay it.
-    let run_with = |persisted: u64, between: fn(&mut Run)| {
-        let mut r = Run::new();
-        r.produce(1, 0, 0, 1_000)
-            .fault(lost_fsync(Some(OffsetRange { start: 1, end: 2 })), Some(0))
-            .produce(2, 0, 1, 1_001)
-            .hwm(0, 2, persisted, 2)
-            .deliver(1, 0, 0, 1_000);
-        between(&mut r);
-        r.crash(&[(0, persisted, 1, 2)]).restart().with(|t, h| {
-            h.frontier_observed(t, &tp(0), 1);
-        });
-        r.report()
-    };
-    let run = |persisted: u64| run_with(persisted, |_| {});
-    assert_mentions(
-        &messages_of(&run(1), CheckerName::NoLostAck),
-        &["id 2 at offset 1"],
-    );
-    // A fault on another topic's `topic.conf` touches neither the entry nor the HWM.
-    let other_topic = run_with(1, |r| {
-        r.misdirected_store_file("/data/topics/audit/topic.conf");
-    });
-    assert_mentions(
-        &messages_of(&other_topic, CheckerName::NoLostAck),
-        &["id 2 at offset 1"],
-    );
-    // A lost fsync of the partition's `hwm` may have moved the word the checkpoint
-    // followed: the segment fault's reach stands.
-    let hwm_fault = run_with(1, |r| {
-        r.fault(
-            FaultKind::LostFsync {
-                file: FileKind::Hwm,
-                offsets: Some(OffsetRange { start: 1, end: 2 }),
-            },
-            Some(0),
-        );
-    });
-    assert!(hwm_fault.no_lost_ack.excuse_of(2).is_some());
-    // With the HWM persisted past it, the checkpoint may have spent the entry: the
-    // lost frame was its last copy.
-    let report = run(2);
-    let excuse = report.no_lost_ack.excuse_of(2).expect("excused");
-    assert_eq!(excuse.kind, ExcuseKind::OutOfContract);
 }

@@ -117,6 +117,7 @@ mod poison;
 mod reach_and_cuts;
 mod redelivery;
 mod refused;
+mod replayed;
 mod retention_safe;
 mod skipped;
 mod sweep_regressions;

@@ -7,8 +7,18 @@
 //!
 //! "Intact": no damage named the entry before that open completed, and no
 //! out-of-contract fault that could spend or take it came first: one on the WAL that
-//! named the entry or named none, one on the partition's `hwm` or on another file of
-//! its own or of its topic (each has a reach of its own).
+//! named the entry, or one on the partition's `hwm` between the ack and the power loss
+//! whose words span the record's offset (the word the checkpoint followed may then
+//! have passed it while the durable one stayed at or below it). Nothing else can: a WAL fault that named no entry destroyed none (the
+//! checkpoint's own file "loses nothing"), a fault on `consumer.offset` strands
+//! deliveries but spends no entry (its own rows judge it), a `topic.conf` fault refuses
+//! the topic (such an open is not the one that completes), and an `hwm` fault before
+//! the ack was overwritten by the word the engine wrote after it.
+//!
+//! An open between the ack and the fault that hid the record (its HWM at or below the
+//! offset) does not void the rule: its replay committed the record at or above its
+//! tail, so every copy still sits at or above the offset, and a word at or below the
+//! offset at the power loss still means the entry was live.
 
 use super::Excuses;
 use crate::check::contract::Reach;
@@ -29,11 +39,10 @@ impl Excuses<'_, '_> {
             return false;
         };
         let facts = self.facts;
-        // Between the ack and the fault, an open may have put the record elsewhere.
+        // Between the ack and the fault, a cut or clamp may have put the record elsewhere.
         if r.file != FileKind::Segment
             || r.tp.as_ref() != Some(tp)
             || self.moved(tp, offset, ack, r.fault_index)
-            || self.opened_below(tp, offset, ack, r.fault_index)
         {
             return false;
         }
@@ -71,16 +80,15 @@ impl Excuses<'_, '_> {
                 _ => false,
             })
         });
-        let other_fault = facts.reaches.iter().any(|o| {
-            o.fault_index < done
-                && match o.file {
-                    FileKind::Wal => {
-                        o.ids.contains(&id) || (o.ids.is_empty() && o.fault_index > ack)
-                    }
-                    FileKind::Hwm => o.tp.as_ref() == Some(tp),
-                    FileKind::Segment => false,
-                    _ => o.tp.as_ref() == Some(tp) || o.topic.as_deref() == Some(tp.topic.as_str()),
-                }
+        let other_fault = facts.reaches.iter().any(|o| match o.file {
+            FileKind::Wal => o.ids.contains(&id) && o.fault_index < done,
+            FileKind::Hwm => {
+                o.tp.as_ref() == Some(tp)
+                    && ack < o.fault_index
+                    && o.fault_index < loss.index
+                    && o.offsets.is_none_or(|w| w.contains(offset))
+            }
+            _ => false,
         });
         above && !clamped && !entry_damaged && !other_fault
     }

@@ -104,6 +104,13 @@ fn the_shrink_cuts_the_records_a_cap_cannot() {
     );
     assert_eq!(shrunk.after.records_produced, 1);
     assert!(
+        shrunk.notes.iter().any(|n| n.starts_with(
+            "the failure needs every fault and record it keeps (0 faults, 1 records)"
+        )),
+        "{:?}",
+        shrunk.notes
+    );
+    assert!(
         shrunk
             .steps
             .iter()

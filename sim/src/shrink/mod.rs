@@ -18,6 +18,8 @@
 //!    more, and if it repeats, steps 2 and 3 run again.
 //! 4. Delta debugging over the records produced (`Profile::only_ids`: the producers
 //!    draw every record and send only those ids), then the greedy pass again.
+//! 5. The run without each fault and each record, one at a time: a note in the file
+//!    when every one of them is needed, else the cut, and steps 3 and 4 again.
 //!
 //! "The same way" ([`Target`]): the same verdict and checker, and the first violation
 //! names a record on the same partition, so the shrink cannot slide to another bug.
@@ -236,6 +238,31 @@ pub fn shrink(
     // Each greedy cut moves the timing, so the records may cut again after it.
     while !stopped && steps::cut_records(&mut runner, &mut best, &mut steps, progress) {
         stopped = steps::greedy(&mut runner, &mut best, &mut steps, progress);
+    }
+    // A delta debugging cut the limits ended early is no cut, and leaves no sign.
+    stopped |= runner.spent();
+    while !stopped {
+        match steps::each_needed(&mut runner, &best) {
+            steps::Needed::Each { faults, records } => {
+                notes.push(format!(
+                    "the failure needs every fault and record it keeps ({faults} faults, \
+                     {records} records): without any one of them the run does not fail this \
+                     way (each tried)"
+                ));
+                break;
+            }
+            steps::Needed::Cut(label, cut) => {
+                progress(&format!("{} kept: {label}", runner.tag()));
+                steps.push(label);
+                best = *cut;
+                stopped = steps::greedy(&mut runner, &mut best, &mut steps, progress);
+                while !stopped && steps::cut_records(&mut runner, &mut best, &mut steps, progress) {
+                    stopped = steps::greedy(&mut runner, &mut best, &mut steps, progress);
+                }
+                stopped |= runner.spent();
+            }
+            steps::Needed::Stopped => stopped = true,
+        }
     }
     if stopped {
         notes.push(format!(

@@ -26,7 +26,7 @@ impl Runner<'_> {
         Some(((self.keep)(&outcome), outcome))
     }
 
-    fn spent(&self) -> bool {
+    pub(super) fn spent(&self) -> bool {
         self.attempts >= self.limits.runs
             || self
                 .limits
@@ -110,6 +110,74 @@ pub(super) fn cut_schedule(
     *best = cut;
 }
 
+/// What trying the run without each of its faults and records, one at a time, found.
+pub(super) enum Needed {
+    /// None can go: without any one of them the run passes or fails another way.
+    Each { faults: usize, records: usize },
+    /// One can go: the run without it (labelled), which still fails the same way.
+    Cut(String, Box<(RunSpec, RunOutcome)>),
+    /// The limits stopped the check before every one was tried.
+    Stopped,
+}
+
+/// Tries `best` without each of its faults (schedule entries, or the swarm's numbered
+/// faults) and each of its records, one at a time. The passes before should leave
+/// nothing to cut here; this asks the runs instead of trusting that, so the file's
+/// header can say that the failure needs every one of them.
+pub(super) fn each_needed(runner: &mut Runner<'_>, best: &(RunSpec, RunOutcome)) -> Needed {
+    let (spec, outcome) = best;
+    let mut tries: Vec<(String, RunSpec)> = Vec::new();
+    if let Some(schedule) = &spec.schedule {
+        for i in 0..schedule.len() {
+            let mut c = spec.clone();
+            c.schedule.as_mut().expect("a schedule").remove(i);
+            tries.push((format!("drop schedule entry {i}"), c));
+        }
+    } else {
+        let numbers = spec.mix.only.as_ref().unwrap_or(&outcome.swarm_faults);
+        for (i, n) in numbers.iter().enumerate() {
+            let mut c = spec.clone();
+            let mut only = numbers.clone();
+            only.remove(i);
+            c.mix.only = Some(only);
+            tries.push((format!("drop the swarm's fault {n}"), c));
+        }
+    }
+    let faults = tries.len();
+    let ids = produced_ids(outcome);
+    for (i, id) in ids.iter().enumerate() {
+        let mut c = spec.clone();
+        let mut only = ids.clone();
+        only.remove(i);
+        c.profile.only_ids = Some(only);
+        tries.push((format!("drop record id {id}"), c));
+    }
+    for (label, candidate) in tries {
+        match runner.try_run(&candidate) {
+            None => return Needed::Stopped,
+            Some((true, outcome)) => return Needed::Cut(label, Box::new((candidate, outcome))),
+            Some((false, _)) => {}
+        }
+    }
+    Needed::Each {
+        faults,
+        records: ids.len(),
+    }
+}
+
+/// The ids the run's producers sent, in order.
+fn produced_ids(outcome: &RunOutcome) -> Vec<u64> {
+    outcome
+        .history
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ProduceAttempt { id, .. } => Some(*id),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Delta debugging over the records the run produced (`Profile::only_ids`): the
 /// producers still draw every record, so those kept go out with their ids, keys and
 /// bodies, at about the times they did. Says whether it cut any.
@@ -119,16 +187,7 @@ pub(super) fn cut_records(
     steps: &mut Vec<String>,
     progress: &mut dyn FnMut(&str),
 ) -> bool {
-    let produced: Vec<u64> = best
-        .1
-        .history
-        .events()
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ProduceAttempt { id, .. } => Some(*id),
-            _ => None,
-        })
-        .collect();
+    let produced = produced_ids(&best.1);
     let Some(cut) = ddmin_run(runner, &best.0, &produced, &|spec, mut ids| {
         ids.sort_unstable();
         spec.profile.only_ids = Some(ids);
@@ -197,5 +256,54 @@ pub(super) fn greedy(
             }
         }
         return false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+
+    fn acked(outcome: &RunOutcome, needed: u64) -> bool {
+        outcome
+            .history
+            .events()
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::ProduceAck { id, .. } if *id == needed))
+    }
+
+    #[test]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the runner's clock is the host's, as in `shrink`"
+    )]
+    fn each_needed_takes_what_can_go_and_counts_what_cannot() {
+        let mut spec = RunSpec::from_seed(7, &Profile::quick());
+        spec.profile.only_ids = Some(vec![5, 20]);
+        spec.schedule = Some(Vec::new());
+        let keep = |o: &RunOutcome| acked(o, 20);
+        let mut runner = Runner {
+            keep: &keep,
+            limits: Limits::runs(100),
+            started: Instant::now(),
+            attempts: 0,
+        };
+        let best = (spec.clone(), run(&spec));
+        assert!(keep(&best.1), "id 20 is acknowledged with no faults");
+        let Needed::Cut(label, cut) = each_needed(&mut runner, &best) else {
+            panic!("id 5 can go");
+        };
+        assert_eq!(label, "drop record id 5");
+        assert_eq!(cut.0.profile.only_ids, Some(vec![20]));
+        assert!(matches!(
+            each_needed(&mut runner, &cut),
+            Needed::Each {
+                faults: 0,
+                records: 1
+            }
+        ));
+        // With no run left, nothing is claimed.
+        runner.limits = Limits::runs(runner.attempts);
+        assert!(matches!(each_needed(&mut runner, &cut), Needed::Stopped));
     }
 }

@@ -25,6 +25,7 @@ mod copies;
 mod gaps;
 mod gone;
 mod replayed;
+mod showed;
 mod skipped;
 
 use super::contract::{LOG_FILES, Reach};
@@ -428,6 +429,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
             r.fault_index < before
                 && r.covers(tp, offset, id, ack_index)
                 && self.wal_entry_needed(r, tp, offset, id, ack_index)
+                && self.showed(r, tp, offset, ack_index, before)
                 && !self.replay_restores(r, tp, offset, id, ack_index)
         })?;
         let what = match (r.offsets, r.ids.is_empty()) {

@@ -119,6 +119,7 @@ mod redelivery;
 mod refused;
 mod replayed;
 mod retention_safe;
+mod showed;
 mod skipped;
 mod sweep_regressions;
 mod timeline;
@@ -647,6 +648,17 @@ fn clamp(persisted_hwm: u64, hwm: u64) -> Alarm {
         lost: persisted_hwm - hwm,
     }
 }
+/// A misdirected write of a segment above the HWM, split by the world into one part:
+/// the frames of `part`.
+fn misdirected_segment(part: OffsetRange) -> FaultKind {
+    FaultKind::Misdirected {
+        file: FileKind::Segment,
+        offsets: Some(part),
+        below_hwm: Some(false),
+        parts: Some(vec![part]),
+    }
+}
+
 /// A bit flip in partition `hwm` file (8 bare bytes: undetectable).
 /// A flip of orders' `consumer.offset` between `start` and `end`.
 fn offset_flip(start: u64, end: u64) -> FaultKind {

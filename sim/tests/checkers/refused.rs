@@ -38,16 +38,7 @@ fn refused_at_2_reached(
     r.produced(3).hwm(0, 3, 3, 3);
     if !reached.is_empty() {
         let part = OffsetRange { start: 5, end: 6 };
-        r.fault(
-            FaultKind::Misdirected {
-                file: FileKind::Segment,
-                offsets: Some(part),
-                below_hwm: Some(false),
-                parts: Some(vec![part]),
-            },
-            Some(0),
-        )
-        .with(|t, h| {
+        r.fault(misdirected_segment(part), Some(0)).with(|t, h| {
             let fault = h.len() - 1;
             h.reach_held(t, fault, &tp(0), reached.to_vec());
         });

@@ -39,13 +39,22 @@ impl Excuses<'_, '_> {
             return false;
         };
         let facts = self.facts;
-        // Between the ack and the fault, a cut or clamp may have put the record elsewhere.
-        if r.file != FileKind::Segment
-            || r.tp.as_ref() != Some(tp)
-            || self.moved(tp, offset, ack, r.fault_index)
-        {
+        if r.file != FileKind::Segment || r.tp.as_ref() != Some(tp) {
             return false;
         }
+        // A cut or clamp between the ack and the fault put the record elsewhere (the
+        // next replay committed it again): the fault's offsets then say nothing of it,
+        // only a copy the world named in the frames it reached does. None named among
+        // copies it did name: the fault took none of the record's.
+        let offset = if self.moved(tp, offset, ack, r.fault_index) {
+            match r.copy_at(tp, id) {
+                Some(copy) => copy,
+                None if !r.copies.is_empty() => return true,
+                None => return false,
+            }
+        } else {
+            offset
+        };
         let Some(loss) = facts
             .crashes
             .iter()

@@ -116,23 +116,37 @@ pub(super) fn excusals(
                 ) else {
                     continue;
                 };
-                let Some(crash) = crash_showing(facts, excuse.causes[0]) else {
+                let Some(first) = crash_showing(facts, excuse.causes[0]) else {
                     continue;
                 };
+                // A lowered `hwm` word stays wrong until the engine writes it again, and
+                // every open while it lasts finds what lies above it unacknowledged: a
+                // later open's cut there salvages and re-commits it too, not only the
+                // first open's replay.
+                let lasting = facts
+                    .reaches
+                    .iter()
+                    .find(|r| r.fault_index == excuse.causes[0] && r.file == FileKind::Hwm);
+                let later = facts.crashes.iter().filter(|crash| {
+                    crash.index > first.index
+                        && lasting.is_some_and(|r| r.live_at(facts, crash.index, Some(c.offset)))
+                });
                 // The repeat lies where that replay commits (helper-50: a copy below the
                 // log the crash left was there before it).
-                let fresh = crash
-                    .partitions
-                    .get(&c.tp)
-                    .map_or(0, |p| super::tail::fresh_from(facts, crash, p));
-                if c.first_delivery > crash.index
-                    || copies[repeat].first_delivery < crash.index
-                    || copies[repeat].offset < fresh
-                {
-                    continue;
-                }
-                let Some(replay) = super::place::replay_writing(facts, crash, copies, repeat)
-                else {
+                let placed = std::iter::once(first).chain(later).find_map(|crash| {
+                    let fresh = crash
+                        .partitions
+                        .get(&c.tp)
+                        .map_or(0, |p| super::tail::fresh_from(facts, crash, p));
+                    if c.first_delivery > crash.index
+                        || copies[repeat].first_delivery < crash.index
+                        || copies[repeat].offset < fresh
+                    {
+                        return None;
+                    }
+                    super::place::replay_writing(facts, crash, copies, repeat)
+                });
+                let Some(replay) = placed else {
                     continue;
                 };
                 out.push(Excusal {

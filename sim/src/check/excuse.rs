@@ -332,7 +332,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
         // reach, a part at a time, or a copy of the record the world named in it; not
         // once an open came up with its HWM at or below that copy before the refusal
         // (its write-back rewrote the frame from the page cache, or its replay
-        // committed the record again).
+        // committed the record again), and only once a power loss showed it.
         let reached = || {
             self.facts.reaches.iter().any(|r| {
                 let at = if r.reaches_offset(tp, offset) {
@@ -342,7 +342,10 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 };
                 r.file == FileKind::Segment
                     && between(r.fault_index)
-                    && at.is_some_and(|o| !self.opened_below(tp, o, r.fault_index, refusal))
+                    && at.is_some_and(|o| {
+                        !self.opened_below(tp, o, r.fault_index, refusal)
+                            && self.showed(r, tp, Some(o), None, refusal)
+                    })
             })
         };
         let damaged = || damaged_at_rest() || reached();

@@ -13,17 +13,19 @@ use cafelog_sim::check::explain::{Answer, explain, subjects};
 /// loss, and the open refuses the partition at 2, with the world's listing `held` when
 /// given: (log ids, WAL ids).
 fn refused_at_2(held: Option<(Vec<u64>, Vec<u64>)>, damaged: Option<&[(ProduceId, u64)]>) -> Run {
-    refused_at_2_reached(held, damaged, &[], None)
+    refused_at_2_reached(held, damaged, &[], None, true)
 }
 
 /// [`refused_at_2`], with a misdirected write of the frame at 5 before the flip, in
 /// which the world named the copies `reached` (a replay may put a record there); with
-/// `reopened_at`, a process crash after it and an open that came up with that HWM.
+/// `reopened_at`, a process crash after it and an open that came up with that HWM;
+/// the crash before the refusing open a power loss, or a process crash.
 fn refused_at_2_reached(
     held: Option<(Vec<u64>, Vec<u64>)>,
     damaged: Option<&[(ProduceId, u64)]>,
     reached: &[HeldCopy],
     reopened_at: Option<u64>,
+    power_loss: bool,
 ) -> Run {
     let mut r = Run::new();
     let damaged: Option<Vec<HeldCopy>> = damaged.map(|d| {
@@ -60,17 +62,21 @@ fn refused_at_2_reached(
         if let Some(damaged) = damaged {
             h.damage_held(t, fault, &tp(0), damaged);
         }
-    })
-    .crash(&[(0, 3, 3, 3)])
-    .restart()
-    .disk(0, OpenRule::Refuse, 3, 2, Some(2))
-    .alarm(Some(0), refused_alarm(200))
-    .with(|t, h| {
-        if let Some((log, wal)) = held {
-            h.held_at_refusal(t, &tp(0), Some(2), log, wal);
-        }
-        h.partition_refused(t, &tp(0), "crc mismatch in 00000000000000000000.log at 200");
     });
+    if power_loss {
+        r.crash(&[(0, 3, 3, 3)]);
+    } else {
+        r.process_crash(&[(0, 3, 3, 3)]);
+    }
+    r.restart()
+        .disk(0, OpenRule::Refuse, 3, 2, Some(2))
+        .alarm(Some(0), refused_alarm(200))
+        .with(|t, h| {
+            if let Some((log, wal)) = held {
+                h.held_at_refusal(t, &tp(0), Some(2), log, wal);
+            }
+            h.partition_refused(t, &tp(0), "crc mismatch in 00000000000000000000.log at 200");
+        });
     r
 }
 
@@ -197,19 +203,26 @@ fn a_refusal_takes_a_copy_an_out_of_contract_fault_reached_by_identity() {
     // Fresh quick 3912002895: a replay had moved ids 87-93 above their acknowledged
     // offsets, into the frame a misdirected write was meant for, and the refusal came
     // at that frame. Here id 2 (acknowledged at 1, listed nowhere) had its copy at 5.
-    let report = refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)], None).report();
+    let report =
+        refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)], None, true).report();
     assert!(refused(&report, 2));
     // An open after a process crash came up with its HWM at 5 and wrote the frame
     // there back from the page cache: the copy was whole again before the refusal.
     let report =
-        refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)], Some(5)).report();
+        refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)], Some(5), true).report();
     assert!(!refused(&report, 2));
     // An HWM above it leaves the damaged frame where it was.
     let report =
-        refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)], Some(6)).report();
+        refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)], Some(6), true).report();
     assert!(refused(&report, 2));
+    // With no power loss between the fault and the refusal, the page cache still
+    // served the frame the engine wrote: the fault took no copy (helper-67).
+    let report =
+        refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 2)], None, false).report();
+    assert!(!refused(&report, 2));
     // A copy of another record there says nothing of id 2.
-    let report = refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 3)], None).report();
+    let report =
+        refused_at_2_reached(Some((vec![1], vec![])), None, &[held(5, 3)], None, true).report();
     assert!(!refused(&report, 2));
     assert_mentions(
         &messages_of(&report, CheckerName::NoLostAck),

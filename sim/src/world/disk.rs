@@ -118,12 +118,14 @@ pub fn decode_durable(fs: &SimFs, dir: &Path) -> Option<Decoded> {
 /// The state of each partition right after a crash, in the view the next open reads
 /// (`which`: durable after a power loss, visible after a process crash). `damaged`
 /// names the partitions whose segments took damage at rest, `memory` the HWMs the
-/// engine had.
+/// engine had, `carried` the tails certainly durable at the kill before, of the
+/// partitions every open since refused.
 pub fn crash_partitions(
     fs: &SimFs,
     dirs: &[(TopicPartition, PathBuf)],
     damaged: &std::collections::BTreeSet<TopicPartition>,
     memory: &BTreeMap<TopicPartition, u64>,
+    carried: &BTreeMap<TopicPartition, u64>,
     which: Image,
 ) -> Vec<CrashPartition> {
     let mut out = Vec::new();
@@ -134,12 +136,14 @@ pub fn crash_partitions(
         let persisted_hwm = decoded.persisted_hwm.unwrap_or(0);
         // Damage at rest ends the extent early, hiding the true durable tail. The tail
         // is then at least what was durable for certain: the persisted HWM and the HWM
-        // the engine had in memory (it only covers fsynced, verified frames).
+        // the engine had in memory (it only covers fsynced, verified frames), or, for a
+        // partition only refused since the last kill, what was certain then.
         let durable_tail = if damaged.contains(tp) || decoded.rule() == Rule::Refuse {
             decoded
                 .tail_offset
                 .max(persisted_hwm)
                 .max(memory.get(tp).copied().unwrap_or(0))
+                .max(carried.get(tp).copied().unwrap_or(0))
         } else {
             decoded.tail_offset
         };

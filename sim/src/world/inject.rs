@@ -96,11 +96,39 @@ pub(super) async fn kill(
             disk::Image::Visible
         }
     };
+    // A partition only refused since the last kill kept its disk as it was: what was
+    // certainly durable then still is.
+    let carried: BTreeMap<TopicPartition, u64> = {
+        let mut rec = world.recorder.lock();
+        let refused = std::mem::take(&mut rec.refused_now);
+        refused
+            .into_iter()
+            .filter(|tp| !memory.contains_key(tp))
+            .filter_map(|tp| Some((tp.clone(), *rec.durable_floor.get(&tp)?)))
+            .collect()
+    };
     let partitions = {
         let damaged = world.damaged.lock().unwrap_or_else(|e| e.into_inner());
-        disk::crash_partitions(&world.fs, &partition_dirs(world), &damaged, &memory, image)
+        disk::crash_partitions(
+            &world.fs,
+            &partition_dirs(world),
+            &damaged,
+            &memory,
+            &carried,
+            image,
+        )
     };
     let mut rec = world.recorder.lock();
+    for p in &partitions {
+        let certain = match image {
+            disk::Image::Durable => p.durable_tail,
+            disk::Image::Visible => p
+                .memory_hwm
+                .unwrap_or(0)
+                .max(carried.get(&p.tp).copied().unwrap_or(0)),
+        };
+        rec.durable_floor.insert(p.tp.clone(), certain);
+    }
     rec.drain_fs();
     rec.paths.crashes += 1;
     if kind == Kill::Process {

@@ -269,8 +269,9 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     let mut rec = ctx.recorder.lock();
     let now = rec.now_ms();
     for ((topic, partition), reason) in &report.refused {
-        rec.history
-            .partition_refused(now, &TopicPartition::new(topic.clone(), *partition), reason);
+        let tp = TopicPartition::new(topic.clone(), *partition);
+        rec.history.partition_refused(now, &tp, reason);
+        rec.refused_now.insert(tp);
         rec.paths.refusals += 1;
     }
     rec.paths.topics_refused += report.refused_topics.len() as u64;

@@ -92,6 +92,13 @@ pub struct Recorder {
     /// Fault counts by kind name, for reports.
     pub faults: BTreeMap<String, u64>,
     pub poisoned_seen: BTreeSet<TopicPartition>,
+    /// Partitions the store's open refused in this incarnation (cleared at each kill):
+    /// a refusing open changes nothing on the partition's disk.
+    pub refused_now: BTreeSet<TopicPartition>,
+    /// Per partition, the tail certainly durable at the last kill: after a power loss
+    /// the durable tail, after a process crash the HWM the engine had (it covers only
+    /// fsynced frames). An incarnation that only refused the partition keeps it.
+    pub durable_floor: BTreeMap<TopicPartition, u64>,
     /// The store's open in this incarnation has returned (cleared at each kill).
     pub store_open: bool,
     pub healed: bool,
@@ -144,6 +151,8 @@ impl Shared {
             next_receive: 0,
             faults: BTreeMap::new(),
             poisoned_seen: BTreeSet::new(),
+            refused_now: BTreeSet::new(),
+            durable_floor: BTreeMap::new(),
             store_open: false,
             healed: false,
             node_down: false,

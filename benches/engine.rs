@@ -152,14 +152,49 @@ fn main() {
         scale,
         next_dir: 0,
     };
-    bench.commit_latency();
-    let busy_dir = bench.throughput();
-    bench.producers();
-    bench.pipelined_batches();
-    bench.reads(&busy_dir);
+    // `CAFELOG_BENCH_ONLY=producers,reads` runs only the named sections (the names
+    // below), for a quick look at one figure; a full run is what BENCHMARKS.md quotes.
+    let only = std::env::var("CAFELOG_BENCH_ONLY").ok();
+    let wanted = |name: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|w| w == name))
+    };
+    if let Some(only) = &only {
+        const SECTIONS: [&str; 7] = [
+            "latency",
+            "throughput",
+            "producers",
+            "batches",
+            "reads",
+            "peers",
+            "simulator",
+        ];
+        if let Some(bad) = only.split(',').find(|w| !SECTIONS.contains(w)) {
+            eprintln!("CAFELOG_BENCH_ONLY: no section {bad:?}; the sections are {SECTIONS:?}");
+            std::process::exit(2);
+        }
+    }
+    if wanted("latency") {
+        bench.commit_latency();
+    }
+    // The read section reads the busy log the throughput section writes.
+    let busy_dir = (wanted("throughput") || wanted("reads")).then(|| bench.throughput());
+    if wanted("producers") {
+        bench.producers();
+    }
+    if wanted("batches") {
+        bench.pipelined_batches();
+    }
+    if let Some(busy_dir) = busy_dir.filter(|_| wanted("reads")) {
+        bench.reads(&busy_dir);
+    }
     #[cfg(feature = "peers")]
-    bench.peers();
-    bench.simulator();
+    if wanted("peers") {
+        bench.peers();
+    }
+    if wanted("simulator") {
+        bench.simulator();
+    }
     println!("\ntotal wall time {:.1} s", started.elapsed().as_secs_f64());
 }
 

@@ -428,8 +428,23 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ack_index: Option<usize>,
         before: usize,
     ) -> Option<Excuse> {
+        self.out_of_contract_on(&[], tp, offset, id, ack_index, before)
+    }
+
+    /// [`Excuses::out_of_contract`] for faults on one of `files` only (none: any file),
+    /// for a question only some files can answer.
+    pub fn out_of_contract_on(
+        &self,
+        files: &[FileKind],
+        tp: &TopicPartition,
+        offset: Option<Offset>,
+        id: Option<ProduceId>,
+        ack_index: Option<usize>,
+        before: usize,
+    ) -> Option<Excuse> {
         let r: &Reach = self.facts.reaches.iter().find(|r| {
             r.fault_index < before
+                && (files.is_empty() || r.on(files))
                 && r.covers(tp, offset, id, ack_index)
                 && self.wal_entry_needed(r, tp, offset, id, ack_index)
                 && self.showed(r, tp, offset, ack_index, before)

@@ -238,3 +238,40 @@ fn an_earlier_consumer_offset_flip_hides_the_hwm_fault() {
     let m = duplicate_messages(&r);
     assert!(m.is_empty(), "{m:#?}");
 }
+
+/// The first-crash row reads only faults that can destroy a copy (helper-68 F5): a
+/// `consumer.offset` flip moves a delivery frontier and makes no copy, though its reach
+/// names offsets. Ids 1 and 2 at 0 and 1, persisted; the flip; power loss A
+/// with nothing hidden; the open finds the log clean; the engine (bug) commits id 1 again.
+fn consumer_offset_flip_then_double_commit(fault: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(2)
+        .hwm(0, 2, 2, 2)
+        .delivered(2)
+        .consume(0, 0)
+        .consume(0, 1);
+    r.frontier_written(0, 2);
+    if fault {
+        r.fault(offset_flip(0, 2), Some(0));
+    }
+    r.crash(&[(0, 2, 2, 2)]).restart().open_clean(0, 2, 2);
+    r.frontier_seen(0, 2);
+    r.alarm(Some(0), Alarm::ReplayCommitting { records: 1 })
+        .hwm(0, 3, 3, 3)
+        .deliver(1, 0, 2, 1_000);
+    r
+}
+
+#[test]
+fn consumer_offset_flip_makes_no_copy() {
+    assert_eq!(
+        duplicate_messages(&consumer_offset_flip_then_double_commit(false)).len(),
+        1
+    );
+    let m = duplicate_messages(&consumer_offset_flip_then_double_commit(true));
+    assert_eq!(
+        m.len(),
+        1,
+        "a consumer.offset flip cannot commit id 1 twice: {m:#?}"
+    );
+}

@@ -5,6 +5,17 @@ use super::super::alarms::AlarmFact;
 use super::tail::{clamped_at, crash_showing, log_ended_at, refused_in};
 use super::*;
 
+/// The files whose faults can destroy a log copy that a replay then repeats: a
+/// segment's bytes, the directory entry that names a segment (a lost directory fsync is
+/// recorded as `Other`), and the `hwm` word, which hides what lies above it. A fault on
+/// `consumer.offset` or the WAL leaves every copy where it was.
+const DESTROYS_COPIES: &[FileKind] = &[
+    FileKind::Segment,
+    FileKind::Directory,
+    FileKind::Other,
+    FileKind::Hwm,
+];
+
 /// One row's account of a pair of an id's copies: which of the two it explains as a
 /// repeat, and the event it rests on.
 pub(super) struct Excusal {
@@ -100,14 +111,16 @@ pub(super) fn excusals(
             // destroyed copy's partition (a WAL entry names it), so a fault excuses a
             // pair on one partition only; a fault after the later copy's first
             // delivery made no part of it (helper-48); and a copy the replay wrote
-            // where the reach lies is no copy the fault destroyed (helper-49).
+            // where the reach lies is no copy the fault destroyed (helper-49); only a
+            // fault on [`DESTROYS_COPIES`] can destroy one (helper-68 F5).
             if a.tp != b.tp {
                 continue;
             }
             let before = a.first_delivery.max(b.first_delivery);
             for (destroyed, repeat) in [(j, k), (k, j)] {
                 let c = &copies[destroyed];
-                let Some(excuse) = excuses.out_of_contract(
+                let Some(excuse) = excuses.out_of_contract_on(
+                    DESTROYS_COPIES,
                     &c.tp,
                     Some(c.offset),
                     None,

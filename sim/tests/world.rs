@@ -188,3 +188,41 @@ fn a_durable_salvage_entry_that_reuses_a_flipped_seq_is_seen_at_the_kill() {
     assert!(!named_at_kill(false, false), "no hole was announced");
     assert!(!named_at_kill(true, true), "the open had completed");
 }
+
+/// The faults the disk injected into the engine's own calls (the fault that made the
+/// engine ask for a restart, or one whose call was still in its pause after the
+/// operation) are in the history before the crash that ended the incarnation, never
+/// between it and the next restart: checkers order a fault and a crash by their place
+/// in the history (helper-66 #6c). In quick 2645 a WAL fsync error that made the engine
+/// ask for a restart was recorded after the crash it caused.
+#[test]
+fn a_disk_fault_is_recorded_before_the_crash_that_follows_it() {
+    use cafelog_sim::history::FaultKind;
+    let profile = Profile::quick();
+    for seed in [2645u64, 0, 1, 2, 3, 4, 5, 6, 7] {
+        let outcome = run(&RunSpec::from_seed(seed, &profile));
+        let mut down = false;
+        for event in outcome.history.events() {
+            match &event.kind {
+                EventKind::Fault {
+                    kind: FaultKind::Crash | FaultKind::ProcessCrash,
+                    ..
+                } => down = true,
+                EventKind::Restart => down = false,
+                EventKind::Fault {
+                    kind:
+                        kind @ (FaultKind::FsyncEio { .. }
+                        | FaultKind::LostFsync { .. }
+                        | FaultKind::Enospc { .. }
+                        | FaultKind::Misdirected { .. }),
+                    ..
+                } => assert!(
+                    !down,
+                    "seed {seed}: {kind:?} at {} ms recorded while the node was down",
+                    event.at_ms
+                ),
+                _ => {}
+            }
+        }
+    }
+}

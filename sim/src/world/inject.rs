@@ -76,6 +76,10 @@ pub(super) async fn kill(
         .unwrap_or_default();
     {
         let mut rec = world.recorder.lock();
+        // Faults the disk logged before the kill (a sync still in its pause after the
+        // operation) go in before the crash, and are read off the disk as it is before
+        // the crash resets it (helper-66 #6c).
+        rec.drain_fs();
         if !rec.healed {
             let fault = match kind {
                 Kill::PowerLoss => FaultKind::Crash,

@@ -564,10 +564,17 @@ pub fn word_rewritten(
                     FileKind::Hwm,
                 ) if t == tp => {
                     // A report of a flip's end is the word written before the flip,
-                    // reported late (the engine's report trails its writes).
-                    let moved = persisted
-                        .is_some_and(|(inc, before)| inc == e.incarnation && before != *p)
-                        && !held.contains(p)
+                    // reported late (the engine's report trails its writes); only the
+                    // incarnation that wrote it can report it late. An incarnation's
+                    // first report is measured against the word its open wrote: the
+                    // persister may have written another before the first sample
+                    // (helper-68 F2).
+                    let before = persisted
+                        .filter(|&(inc, _)| inc == e.incarnation)
+                        .map(|(_, before)| before)
+                        .or_else(|| opened_word(facts, tp, e.incarnation, i));
+                    let moved = before.is_some_and(|before| before != *p)
+                        && (Some(e.incarnation) != fault_inc || !held.contains(p))
                         && late_to.is_none_or(|top| {
                             *p > top || Some(e.incarnation) != fault_inc || opened_after_fault
                         });
@@ -676,6 +683,20 @@ fn flip_of(event: &Event, file: FileKind, tp: &TopicPartition) -> Option<OffsetR
         } if *f == file && t == tp => Some(*r),
         _ => None,
     }
+}
+
+/// The `hwm` word the open of `tp` in incarnation `inc` wrote and synced, from its
+/// `LogOpened` alarm, when that came before history index `before`.
+fn opened_word(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    inc: Incarnation,
+    before: usize,
+) -> Option<Offset> {
+    facts.alarms.of(tp).iter().find_map(|a| match a.alarm {
+        Alarm::LogOpened { hwm, .. } if a.incarnation == inc && a.index < before => Some(hwm),
+        _ => None,
+    })
 }
 
 /// When the engine had `tp`'s `hwm` in hand again after the crash at history index

@@ -143,3 +143,47 @@ fn a_later_incarnations_rewrite_below_the_flip_ends_it() {
 fn an_open_that_clamped_the_flipped_word_ends_the_flip() {
     assert!(clamp_uncaused(&clamp_after_a_clamp_rewrote_the_flip(None)));
 }
+
+/// helper-68 F2: inc 0 holds 10 records with the word at 4 (4..10 hidden); a flip
+/// raises the word to 10 at inc 1's restart, before its open read it. The open reads
+/// 10 over a tail of 10 (no clamp) and writes 10 back (`LogOpened`); the engine commits
+/// two more records and its persister writes 12 before the first sample, which reports
+/// `first_report`. DEFECT: only 8 records survive the power loss that follows while the
+/// word says 12; inc 2 clamps 12 to 8. A first report that differs from what the
+/// incarnation's open wrote is a rewrite: the flip ends at the crash after it.
+fn first_report_after_the_open(first_report: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(10).delivered(10).hwm(0, 10, 4, 10);
+    r.crash(&[(0, 4, 10, 10)])
+        .restart()
+        .fault(hwm_flip(4, 10), Some(0))
+        .disk(0, OpenRule::Clean, 10, 10, None)
+        .opened(0, 10, 10);
+    r.produce(100, 0, 10, 2_000)
+        .produce(101, 0, 11, 2_001)
+        .deliver(100, 0, 10, 2_000)
+        .deliver(101, 0, 11, 2_001)
+        .hwm(0, 12, first_report, 12)
+        .crash(&[(0, 12, 8, 12)])
+        .restart()
+        .disk(0, OpenRule::Clean, 12, 8, None)
+        .alarm(
+            Some(0),
+            Alarm::Clamp {
+                persisted_hwm: 12,
+                hwm: 8,
+                lost: 4,
+            },
+        )
+        .opened(0, 8, 8)
+        .counters(0, 4, 0);
+    r
+}
+
+#[test]
+fn a_first_report_unlike_the_word_the_open_wrote_ends_the_flip() {
+    assert!(clamp_uncaused(&first_report_after_the_open(12)));
+    // Control: a first report of the word the open wrote says nothing of a rewrite,
+    // and the flip still explains the clamp.
+    assert!(!clamp_uncaused(&first_report_after_the_open(10)));
+}

@@ -70,6 +70,11 @@ pub struct FsEvent {
     pub detail: String,
     /// For a [`FsEventKind::MisdirectedWrite`]: where it landed and what was there.
     pub overwritten: Option<Overwritten>,
+    /// For a [`FsEventKind::LostFsync`]: the byte ranges of the pending operations it
+    /// dropped (a write's bytes; a truncation's, from the lower of its length and the
+    /// durable length on), so a caller can tell its loss from older divergence of the
+    /// same file. Empty for other events.
+    pub lost_ranges: Vec<Range<u64>>,
 }
 
 /// What a misdirected write destroyed: the bytes it landed on, in the durable image
@@ -135,7 +140,18 @@ impl FsEventLog {
             len,
             detail,
             overwritten: None,
+            lost_ranges: Vec::new(),
         });
+    }
+
+    /// Attaches to the event just recorded (a lost fsync) the ranges it dropped;
+    /// nothing when that event was not stored (the buffer was full).
+    pub(crate) fn lost(&mut self, ranges: Vec<Range<u64>>) {
+        if let Some(last) = self.events.last_mut()
+            && last.seq + 1 == self.next_seq
+        {
+            last.lost_ranges = ranges;
+        }
     }
 
     /// Attaches to the event just recorded (a misdirected write) what it overwrote;

@@ -90,7 +90,15 @@ impl Faults<'_> {
                 options.lost_fsync_max,
             )
         {
-            inode.pending.clear();
+            let durable_len = inode.durable.len() as u64;
+            let lost: Vec<std::ops::Range<u64>> = inode
+                .pending
+                .drain(..)
+                .map(|op| match op {
+                    Pending::Write { position, data } => position..position + data.len() as u64,
+                    Pending::SetLen(len) => len.min(durable_len)..u64::MAX,
+                })
+                .collect();
             inode.diverged = true;
             self.record(
                 FsEventKind::LostFsync,
@@ -99,6 +107,7 @@ impl Faults<'_> {
                 pending_bytes,
                 format!("reported success, persisted none of {count} pending operations"),
             );
+            self.log.lost(lost);
             return SyncOutcome::Lost;
         }
         for op in std::mem::take(&mut inode.pending) {

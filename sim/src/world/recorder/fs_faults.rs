@@ -118,17 +118,25 @@ impl Recorder {
         (!damage::segment_hit_unseen(path, &visible, &within)).then_some(hit)
     }
 
-    /// The record copies a lost fsync of the segment at `path` left undurable: those of
+    /// [`Recorder::undurable`] within the ranges the lost fsync `event` dropped: what
+    /// this fault left undurable, not older divergence of the same file (an earlier
+    /// lost fsync's hole, a misdirected write's landing, a flip at rest; helper-66 #6b).
+    fn lost_by(&self, event: &FsEvent) -> Option<(Vec<u8>, Vec<Range<u64>>)> {
+        let (visible, ranges) = self.undurable(&event.path)?;
+        Some((visible, intersect(&ranges, &event.lost_ranges)))
+    }
+
+    /// The record copies the lost fsync `event` of a segment left undurable: those of
     /// the page cache's frames the platter does not hold byte for byte (not the hull to
     /// past the last frame its offsets take when a truncation was lost too).
-    fn lost_fsync_held(&self, path: &Path) -> Vec<HeldCopy> {
-        let Some((visible, ranges)) = self.undurable(path) else {
+    fn lost_fsync_held(&self, event: &FsEvent) -> Vec<HeldCopy> {
+        let Some((visible, ranges)) = self.lost_by(event) else {
             return Vec::new();
         };
         segment_held(
-            path,
+            &event.path,
             &visible,
-            damage::segment_offsets_hit(path, &visible, &ranges),
+            damage::segment_offsets_hit(&event.path, &visible, &ranges),
         )
     }
 
@@ -137,12 +145,13 @@ impl Recorder {
     /// past its last frame (the platter keeps what lay beyond, which a later open reads
     /// there); for `hwm` and `consumer.offset` the offsets between the durable value and
     /// the one the engine wrote.
-    fn lost_fsync_offsets(&self, path: &Path, file: FileKind) -> Option<OffsetRange> {
+    fn lost_fsync_offsets(&self, event: &FsEvent, file: FileKind) -> Option<OffsetRange> {
+        let path = event.path.as_path();
         match file {
             FileKind::Segment => {
                 // No frame byte left undurable (e.g. the lost fsync was of a write-back
                 // of bytes the platter already held): the fault reached no offset.
-                let (visible, ranges) = self.undurable(path)?;
+                let (visible, ranges) = self.lost_by(event)?;
                 let durable_len = self.fs.durable_bytes(path).map_or(0, |b| b.len());
                 Some(
                     damage::lost_fsync_reach(path, &visible, &ranges, durable_len)
@@ -188,11 +197,11 @@ impl Recorder {
                 FsEventKind::FsyncEio => FaultKind::FsyncEio { file },
                 FsEventKind::LostFsync => {
                     if file == FileKind::Segment {
-                        held = self.lost_fsync_held(&event.path);
+                        held = self.lost_fsync_held(&event);
                     }
                     FaultKind::LostFsync {
                         file,
-                        offsets: self.lost_fsync_offsets(&event.path, file),
+                        offsets: self.lost_fsync_offsets(&event, file),
                     }
                 }
                 FsEventKind::Enospc => FaultKind::Enospc { file },
@@ -249,10 +258,32 @@ impl Recorder {
                         self.wal_damaged(fault_index, &event.path, &visible, &within, false);
                     }
                 }
-                if lost_fsync && let Some((visible, ranges)) = self.undurable(&event.path) {
+                if lost_fsync && let Some((visible, ranges)) = self.lost_by(&event) {
                     self.wal_damaged(fault_index, &event.path, &visible, &ranges, false);
                 }
             }
         }
     }
+}
+
+/// The parts of `ranges` inside one of `within`, ascending and merged.
+fn intersect(ranges: &[Range<u64>], within: &[Range<u64>]) -> Vec<Range<u64>> {
+    let mut out: Vec<Range<u64>> = ranges
+        .iter()
+        .flat_map(|r| {
+            within
+                .iter()
+                .map(|w| r.start.max(w.start)..r.end.min(w.end))
+                .filter(|r| r.start < r.end)
+        })
+        .collect();
+    out.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<u64>> = Vec::with_capacity(out.len());
+    for r in out {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
 }

@@ -226,3 +226,128 @@ fn a_disk_fault_is_recorded_before_the_crash_that_follows_it() {
         }
     }
 }
+
+/// helper-69: `Recorder::durable_floor` (e62f233) carries the tail certain at the kill
+/// before across an incarnation that only refused the partition, but `refused_now` is
+/// filled only once `try_open` returns: an open that refused the partition (its
+/// `r3_refused` alarm raised, nothing written to the partition) and was then killed, or
+/// failed later in the store's open, counts as one that touched it. The floor it leaves
+/// is 0 after a process crash (no in-memory HWM, nothing carried), so a later
+/// refused-only incarnation carries 0 and the lower bound at the next power loss falls
+/// back to the persisted word: the false alarm of default 3908137280, one kill later.
+///
+/// Same schedule twice: a process crash right after an ack (the `hwm` word lags the
+/// in-memory HWM) with a flip in frame 0 (R3 at every later open), a second process
+/// crash, a power loss. In `control` the second crash comes after the refusing open
+/// returned; in the other run right after its `r3_refused` alarm. The disk of the
+/// partition is the same in both (no open wrote to it), so the power loss's durable
+/// tail on it must be the same: the HWM the engine had at the first crash.
+#[test]
+fn a_refusing_open_killed_before_it_returned_keeps_the_carried_tail() {
+    use cafelog_sim::history::CrashPartition;
+    use cafelog_sim::scenario::Scenario;
+    let scenario = |second: &str| {
+        format!(
+            r#"
+seed = 5
+[expect]
+verdict = "pass"
+
+[[topics]]
+name = "orders"
+codec = "none"
+fsync = "per_write"
+flush_records = 3
+flush_interval_ms = 5
+hwm_persist_interval_ms = 100
+
+[[producers]]
+topic = "orders"
+gap_ms = [2, 10]
+payload_bytes = [300, 300]
+
+[[consumers]]
+topic = "orders"
+
+[disk]
+latency_probability = 1.0
+latency_min_us = 1000
+latency_max_us = 2000
+
+[[schedule]]
+after_acks = 60
+action = "process_crash_with_bit_flip"
+file = "segment"
+path = "/data/topics/orders/p00000/00000000000000000000.log"
+position = 40
+bit = 0
+
+[[schedule]]
+{second}
+action = "process_crash"
+
+[[schedule]]
+at_ms = 2500
+action = "crash"
+"#
+        )
+    };
+    let crashes = |second: &str| {
+        let spec = Scenario::parse("h69", &scenario(second))
+            .expect("parses")
+            .spec();
+        let outcome = run(&spec);
+        let mut out: Vec<(bool, CrashPartition)> = Vec::new();
+        for event in outcome.history.events() {
+            match &event.kind {
+                EventKind::Crash {
+                    partitions,
+                    process,
+                } => {
+                    println!(
+                        "t={} inc {} crash process={process} {partitions:?}",
+                        event.at_ms, event.incarnation
+                    );
+                    out.extend(partitions.iter().map(|p| (*process, p.clone())));
+                }
+                EventKind::EngineAlarm { tp, alarm, .. } => {
+                    println!(
+                        "t={} inc {} alarm {tp:?} {alarm:?}",
+                        event.at_ms, event.incarnation
+                    )
+                }
+                EventKind::PartitionRefused { .. } | EventKind::Restart => {
+                    println!(
+                        "t={} inc {} {:?}",
+                        event.at_ms, event.incarnation, event.kind
+                    )
+                }
+                _ => {}
+            }
+        }
+        println!("verdict {}", outcome.verdict);
+        out
+    };
+    let control = crashes("at_ms = 1500");
+    println!("----");
+    let killed = crashes("after_alarm = \"r3_refused\"");
+    assert_eq!(control.len(), 3, "three crashes of one partition");
+    assert_eq!(killed.len(), 3, "three crashes of one partition");
+    let first_memory = control[0]
+        .1
+        .memory_hwm
+        .expect("the engine had the partition open");
+    assert!(
+        control[0].1.persisted_hwm < first_memory,
+        "the word lags the HWM at the first crash"
+    );
+    assert_eq!(killed[0].1, control[0].1, "the same first crash");
+    assert_eq!(
+        control[2].1.durable_tail, first_memory,
+        "control: the refused-only incarnations carry the first crash's HWM"
+    );
+    assert_eq!(
+        killed[2].1.durable_tail, control[2].1.durable_tail,
+        "an open killed after refusing the partition changed nothing on its disk"
+    );
+}

@@ -214,6 +214,9 @@ impl Subscriber for AlarmSubscriber {
             }
             if let Some((tp, dir)) = refused {
                 rec.held_at_refusal(&dir, &tp);
+                // The refusal left the partition as it was (nothing is written before
+                // it), whether or not this open gets to return.
+                rec.refused_now.insert(tp);
             }
             if let Some((tp, seqs)) = salvaged {
                 rec.salvage_wrote(&tp, seqs);

@@ -98,6 +98,7 @@ mod corruption;
 mod corruption_while_open;
 mod delay_gate;
 mod duplicates;
+mod duplicates_carried_tail;
 mod duplicates_hwm_word;
 mod duplicates_lost_from;
 mod duplicates_reach;

@@ -142,8 +142,10 @@ pub(crate) fn replay_committing(dir: &Path, records: u64) {
         "WAL replay committing entries");
 }
 
-pub(crate) fn frame_skipped(dir: &Path, base: u64, records: u64) {
-    tracing::error!(alarm = FRAME_SKIPPED, dir = %dir.display(), base, records,
+/// `position`: where in its segment the reader looked for the frame, so an observer can
+/// read the same bytes.
+pub(crate) fn frame_skipped(dir: &Path, base: u64, records: u64, position: u64) {
+    tracing::error!(alarm = FRAME_SKIPPED, dir = %dir.display(), base, records, position,
         "frame unreadable at consume time; records skipped");
 }
 

@@ -246,6 +246,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 &self.inner.dir,
                 entry.base_offset,
                 u64::from(entry.record_count),
+                entry.position,
             );
         }
     }

@@ -197,7 +197,8 @@ impl Subscriber for AlarmSubscriber {
             let current = RAISING.get().is_none_or(|i| i == rec.history.incarnation());
             let skipped = match (&alarm, &tp, fields.text.get("dir")) {
                 (Alarm::FrameSkipped { base, records }, Some(tp), Some(dir)) if current => {
-                    Some((tp.clone(), PathBuf::from(dir), *base, *records))
+                    let position = fields.numbers.get("position").copied();
+                    Some((tp.clone(), PathBuf::from(dir), *base, *records, position))
                 }
                 _ => None,
             };
@@ -209,8 +210,8 @@ impl Subscriber for AlarmSubscriber {
             };
             rec.history
                 .engine_alarm(now, tp.as_ref(), alarm, RAISING.get());
-            if let Some((tp, dir, base, records)) = skipped {
-                rec.frame_at_skip(&dir, &tp, base, records);
+            if let Some((tp, dir, base, records, position)) = skipped {
+                rec.frame_at_skip(&dir, &tp, base, records, position);
             }
             if let Some((tp, dir)) = refused {
                 rec.held_at_refusal(&dir, &tp);

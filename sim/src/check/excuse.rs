@@ -332,7 +332,9 @@ impl<'f, 'h> Excuses<'f, 'h> {
         // reach, a part at a time, or a copy of the record the world named in it; not
         // once an open came up with its HWM at or below that copy before the refusal
         // (its write-back rewrote the frame from the page cache, or its replay
-        // committed the record again), and only once a power loss showed it.
+        // committed the record again), nor when an open before the fault had hidden
+        // that copy and its replay committed the record again elsewhere (helper-66
+        // #5), and only once a power loss showed it.
         let reached = || {
             self.facts.reaches.iter().any(|r| {
                 let at = if r.reaches_offset(tp, offset) {
@@ -344,6 +346,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
                     && between(r.fault_index)
                     && at.is_some_and(|o| {
                         !self.opened_below(tp, o, r.fault_index, refusal)
+                            && !self.hidden_and_replayed(tp, id, o, since, r.fault_index)
                             && self.showed(r, tp, Some(o), None, refusal)
                     })
             })

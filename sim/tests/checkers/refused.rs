@@ -229,3 +229,70 @@ fn a_refusal_takes_a_copy_an_out_of_contract_fault_reached_by_identity() {
         &["id 2 at offset 1"],
     );
 }
+
+/// helper-66 #5: a copy a fault reached that was already a stale hidden duplicate. Ids
+/// 1-3 at 0-2 (id 2 acked at 1); a flip at 0 and a power loss; the open cuts at 0 (R2
+/// above P 0) and its replay puts ids 1, 3, 2 at 0, 1, 2 (WAL order); a process crash
+/// hides 0-3 (P 0); the next open's replay commits them again at 3-5 (id 2 at 5), HWM
+/// persisted 6; a misdirected write lands on the stale copy at 2 (named, with
+/// `named`); a power loss; the open refuses at 2. Id 2's live copy at 5 is gone
+/// (engine bug) and not listed: the fault destroyed only a copy the record had left.
+fn stale_named(named: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(3)
+        .hwm(0, 3, 0, 3)
+        .fault(
+            segment_flip(OffsetRange { start: 0, end: 1 }, Some(false)),
+            Some(0),
+        )
+        .crash(&[(0, 0, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::Hole, 0, 0, Some(0))
+        .alarm(Some(0), super::loss::hole_at(0))
+        .opened(0, 0, 0)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .hwm(0, 3, 0, 3)
+        .process_crash(&[(0, 0, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::Clean, 0, 3, None)
+        .with(|t, h| {
+            h.hidden_at_open(t, &tp(0), 0, 3, vec![held(0, 1), held(1, 3), held(2, 2)]);
+        })
+        .opened(0, 0, 3)
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        })
+        .hwm(0, 6, 6, 6)
+        .fault(
+            misdirected_segment(OffsetRange { start: 2, end: 3 }),
+            Some(0),
+        )
+        .with(|t, h| {
+            let fault = h.len() - 1;
+            if named {
+                h.reach_held(t, fault, &tp(0), vec![held(2, 2)]);
+            }
+        })
+        .crash(&[(0, 6, 2, 6)])
+        .restart()
+        .disk(0, OpenRule::Refuse, 6, 2, Some(2))
+        .alarm(Some(0), refused_alarm(200))
+        .with(|t, h| {
+            h.held_at_refusal(t, &tp(0), Some(2), vec![1, 3], vec![]);
+        })
+        .with(|t, h| {
+            h.partition_refused(t, &tp(0), "corrupt at 2");
+        });
+    r
+}
+
+#[test]
+fn a_refusal_does_not_take_a_stale_hidden_copy_a_fault_reached() {
+    assert!(!refused(&stale_named(false).report(), 2));
+    assert!(
+        !refused(&stale_named(true).report(), 2),
+        "the copy at 2 was hidden and committed again at 5 before the fault"
+    );
+}

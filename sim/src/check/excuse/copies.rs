@@ -39,6 +39,31 @@ impl Excuses<'_, '_> {
         })
     }
 
+    /// Whether an open restarted between history indices `from` and `to` listed the copy
+    /// of `id` at `offset` of `tp` in its hidden tail and did not expose it there: its
+    /// WAL replay committed the record again elsewhere, and that copy is a stale
+    /// duplicate whose loss takes nothing.
+    pub(super) fn hidden_and_replayed(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        offset: Offset,
+        from: usize,
+        to: usize,
+    ) -> bool {
+        self.facts
+            .restarts
+            .iter()
+            .filter(|&(_, &restart)| from < restart && restart < to)
+            .any(|(&inc, _)| {
+                self.facts
+                    .held_at_open(tp, inc)
+                    .iter()
+                    .any(|c| c.id == id && c.offset == offset)
+                    && !self.exposed(tp, inc, offset)
+            })
+    }
+
     /// Whether the open of `incarnation` exposed its hidden tail at `offset` (the WAL
     /// replay then leaves the record there and commits it nowhere else).
     fn exposed(&self, tp: &TopicPartition, incarnation: Incarnation, offset: Offset) -> bool {

@@ -445,26 +445,49 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ack_index: Option<usize>,
         before: usize,
     ) -> Option<Excuse> {
-        let r: &Reach = self.facts.reaches.iter().find(|r| {
-            r.fault_index < before
-                && (files.is_empty() || r.on(files))
-                && r.covers(tp, offset, id, ack_index)
-                && self.wal_entry_needed(r, tp, offset, id, ack_index)
-                && self.showed(r, tp, offset, ack_index, before)
-                && !self.replay_restores(r, tp, offset, id, ack_index)
-        })?;
+        self.out_of_contract_each_on(files, tp, offset, id, ack_index, before)
+            .next()
+    }
+
+    /// Every fault [`Excuses::out_of_contract_on`] could name, in history order: for a row
+    /// that asks more of the fault than its reach (helper-70: an earlier fault that
+    /// covers the record but fails the row must not hide a later one).
+    pub fn out_of_contract_each_on<'s>(
+        &'s self,
+        files: &'s [FileKind],
+        tp: &'s TopicPartition,
+        offset: Option<Offset>,
+        id: Option<ProduceId>,
+        ack_index: Option<usize>,
+        before: usize,
+    ) -> impl Iterator<Item = Excuse> + 's {
+        self.facts
+            .reaches
+            .iter()
+            .filter(move |r| {
+                r.fault_index < before
+                    && (files.is_empty() || r.on(files))
+                    && r.covers(tp, offset, id, ack_index)
+                    && self.wal_entry_needed(r, tp, offset, id, ack_index)
+                    && self.showed(r, tp, offset, ack_index, before)
+                    && !self.replay_restores(r, tp, offset, id, ack_index)
+            })
+            .map(move |r| self.excuse_of(r, tp))
+    }
+
+    fn excuse_of(&self, r: &Reach, tp: &TopicPartition) -> Excuse {
         let what = match (r.offsets, r.ids.is_empty()) {
             (Some(range), _) => format!("{tp} offsets {range}"),
             (None, false) => format!("{} WAL entries", r.ids.len()),
             (None, true) => format!("{tp} acknowledgements until the next crash"),
         };
-        Some(Excuse::new(
+        Excuse::new(
             ExcuseKind::OutOfContract,
             vec![r.fault_index],
             format!(
                 "{} reaching {what}",
                 self.facts.describe_fault(r.fault_index)
             ),
-        ))
+        )
     }
 }

@@ -104,6 +104,7 @@ mod duplicates_lost_from;
 mod duplicates_reach;
 mod duplicates_replays;
 mod duplicates_rows;
+mod duplicates_word_direction;
 mod excuses;
 mod explain;
 mod flip_window;

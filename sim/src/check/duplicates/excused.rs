@@ -119,73 +119,91 @@ pub(super) fn excusals(
             let before = a.first_delivery.max(b.first_delivery);
             for (destroyed, repeat) in [(j, k), (k, j)] {
                 let c = &copies[destroyed];
-                let Some(excuse) = excuses.out_of_contract_on(
+                for excuse in excuses.out_of_contract_each_on(
                     DESTROYS_COPIES,
                     &c.tp,
                     Some(c.offset),
                     None,
                     Some(c.first_delivery),
                     before,
-                ) else {
-                    continue;
-                };
-                let Some(first) = crash_showing(facts, excuse.causes[0]) else {
-                    continue;
-                };
-                // A lowered `hwm` word stays wrong until the engine writes another value
-                // (an open that read it writes the same word back, whether a flip or a
-                // lost fsync left it), and every open while it lasts finds what lies
-                // above it unacknowledged: a later open's R2 cut below it salvages it and
-                // that replay re-commits it, not only the first open's replay. Only what
-                // that open was offered counts: the destroyed copy itself, listed past its
-                // hole (`PastHoleAtOpen`) by an open from the crash up to the replay; its
-                // spent WAL entry gives no replay anything else (helper-68). Any `hwm`
-                // fault that reaches the copy tells the story, not only the first reach.
-                let lasting = facts.reaches.iter().any(|r| {
-                    r.file == FileKind::Hwm
-                        && r.fault_index < before
-                        && r.covers(&c.tp, Some(c.offset), None, Some(c.first_delivery))
-                });
-                let later = facts
-                    .crashes
-                    .iter()
-                    .filter(|crash| lasting && crash.index > first.index);
-                let listed = |crash: &CrashFact, replay: Option<Incarnation>| {
-                    (crash.incarnation + 1..=replay.unwrap_or(Incarnation::MAX))
-                        .take_while(|inc| facts.restarts.contains_key(inc))
-                        .any(|inc| {
-                            facts.past_hole_at_open(&c.tp, inc).is_some_and(|held| {
-                                held.iter().any(|h| h.id == id && h.offset == c.offset)
-                            })
-                        })
-                };
-                // The repeat lies where that replay commits (helper-50: a copy below the
-                // log the crash left was there before it).
-                let placed = std::iter::once((true, first))
-                    .chain(later.map(|crash| (false, crash)))
-                    .find_map(|(showing, crash)| {
-                        let fresh = crash
-                            .partitions
-                            .get(&c.tp)
-                            .map_or(0, |p| super::tail::fresh_from(facts, crash, p));
-                        if c.first_delivery > crash.index
-                            || copies[repeat].first_delivery < crash.index
-                            || copies[repeat].offset < fresh
-                        {
-                            return None;
-                        }
-                        let replay = super::place::replay_writing(facts, crash, copies, repeat)?;
-                        (showing || listed(crash, replay)).then_some(replay)
+                ) {
+                    let Some(first) = crash_showing(facts, excuse.causes[0]) else {
+                        continue;
+                    };
+                    // A lowered `hwm` word stays wrong until the engine writes another value
+                    // (an open that read it writes the same word back, whether a flip or a
+                    // lost fsync left it), and every open while it lasts finds what lies
+                    // above it unacknowledged: a later open's R2 cut below it salvages it and
+                    // that replay re-commits it, not only the first open's replay. Only what
+                    // that open was offered counts: the destroyed copy itself, listed past its
+                    // hole (`PastHoleAtOpen`) by an open from the crash up to the replay; its
+                    // spent WAL entry gives no replay anything else (helper-68). Any `hwm`
+                    // fault that reaches the copy tells the story, not only the first reach.
+                    let lasting = facts.reaches.iter().any(|r| {
+                        r.file == FileKind::Hwm
+                            && r.fault_index < before
+                            && r.covers(&c.tp, Some(c.offset), None, Some(c.first_delivery))
                     });
-                let Some(replay) = placed else {
-                    continue;
-                };
-                out.push(Excusal {
-                    slot: (excuse.causes.clone(), repeat),
-                    excuse,
-                    repeat,
-                    replay: Some((c.tp.clone(), replay)),
-                });
+                    let later = facts
+                        .crashes
+                        .iter()
+                        .filter(|crash| lasting && crash.index > first.index);
+                    let listed = |crash: &CrashFact, replay: Option<Incarnation>| {
+                        (crash.incarnation + 1..=replay.unwrap_or(Incarnation::MAX))
+                            .take_while(|inc| facts.restarts.contains_key(inc))
+                            .any(|inc| {
+                                facts.past_hole_at_open(&c.tp, inc).is_some_and(|held| {
+                                    held.iter().any(|h| h.id == id && h.offset == c.offset)
+                                })
+                            })
+                    };
+                    // A fault on the `hwm` word destroys a copy only by hiding it: the open
+                    // after the crash read a word at or below the copy (helper-70: a flip
+                    // that raised the word over the copy showed it, and the replay skips a
+                    // visible copy).
+                    let on_word = facts
+                        .reaches
+                        .iter()
+                        .any(|r| r.fault_index == excuse.causes[0] && r.file == FileKind::Hwm);
+                    let hid = |crash: &CrashFact| {
+                        !on_word
+                            || facts
+                                .alarms
+                                .disk_at(&c.tp, crash.incarnation + 1)
+                                .and_then(|v| v.persisted_hwm)
+                                .is_none_or(|p| p <= c.offset)
+                    };
+                    // The repeat lies where that replay commits (helper-50: a copy below the
+                    // log the crash left was there before it).
+                    let placed = std::iter::once((true, first))
+                        .chain(later.map(|crash| (false, crash)))
+                        .find_map(|(showing, crash)| {
+                            let fresh = crash
+                                .partitions
+                                .get(&c.tp)
+                                .map_or(0, |p| super::tail::fresh_from(facts, crash, p));
+                            if c.first_delivery > crash.index
+                                || copies[repeat].first_delivery < crash.index
+                                || copies[repeat].offset < fresh
+                                || !hid(crash)
+                            {
+                                return None;
+                            }
+                            let replay =
+                                super::place::replay_writing(facts, crash, copies, repeat)?;
+                            (showing || listed(crash, replay)).then_some(replay)
+                        });
+                    let Some(replay) = placed else {
+                        continue;
+                    };
+                    out.push(Excusal {
+                        slot: (excuse.causes.clone(), repeat),
+                        excuse,
+                        repeat,
+                        replay: Some((c.tp.clone(), replay)),
+                    });
+                    break;
+                }
             }
         }
     }

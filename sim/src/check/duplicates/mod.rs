@@ -14,8 +14,8 @@
 //! id are placed at once, as a maximum flow ([`super::flow`]), so no crash's budget goes
 //! to a copy another crash could explain while a copy only it explains goes without. A
 //! crash explains at most its bound `sum over partitions of (durable_tail -
-//! persisted_hwm)`, with the persisted HWM the next open read when that is lower (a
-//! flipped `hwm` file hides more), and up to the engine's HWM when an out-of-contract
+//! persisted_hwm)`, with the persisted HWM the next open read where it read one (a
+//! flipped `hwm` file hides more or less), and up to the engine's HWM when an out-of-contract
 //! fault left a hole below it. When that open cut the log (its R1/R2 alarm), the
 //! re-commits land from the cut on, which may be below the hidden copy.
 //!

@@ -5,9 +5,9 @@
 use super::*;
 use crate::check::contract::LOG_FILES;
 
-/// The hidden tail a crash left on a partition: `[P, durable_tail)`, with `P` the lower
-/// of the persisted HWM at the crash and the one the next open read (a flip in `hwm`
-/// while the node was down hides more). When an out-of-contract fault before the crash
+/// The hidden tail a crash left on a partition: `[P, durable_tail)`, with `P` the
+/// persisted HWM the next open read (the lowest of its views), else the one at the
+/// crash (a flip in `hwm` while the node was down hides more or less). When an out-of-contract fault before the crash
 /// left frames below the engine's HWM undurable (a lost fsync, a misdirected write),
 /// the valid extent stops at the hole while records the engine had made visible lie
 /// beyond it: the tail then runs to the HWM the engine had. So it does when in-contract
@@ -20,15 +20,17 @@ pub(super) fn hidden_tail(
     crash: &CrashFact,
     p: &CrashPartition,
 ) -> (Offset, Offset) {
-    // Every view the next open may have read (a flip may land while it runs).
-    let read = facts
+    // Every view the next open may have read (a flip may land while it runs). The open
+    // hid from the word it read: lower than the crash's when a flip lowered it while
+    // the node was down, higher when one raised it (helper-70: the copies between were
+    // shown, and a replay that commits them again is not the crash's doing).
+    let start = facts
         .alarms
         .views_before(&p.tp, crash.incarnation + 1, usize::MAX)
         .iter()
         .filter_map(|d| d.persisted_hwm)
         .min()
         .unwrap_or(p.persisted_hwm);
-    let start = p.persisted_hwm.min(read);
     // The last shown HWM widens this crash's tail only past what the crash before it
     // already hid, when no open completed in between (the one replay after both
     // re-commits those entries once): up to the shown HWM when that crash's tail ends

@@ -71,9 +71,9 @@ pub struct FsEvent {
     /// For a [`FsEventKind::MisdirectedWrite`]: where it landed and what was there.
     pub overwritten: Option<Overwritten>,
     /// For a [`FsEventKind::LostFsync`]: the byte ranges of the pending operations it
-    /// dropped (a write's bytes; a truncation's, from the lower of its length and the
-    /// durable length on), so a caller can tell its loss from older divergence of the
-    /// same file. Empty for other events.
+    /// dropped (a write's bytes; a `set_len`'s, between its length and the durable
+    /// length), so a caller can tell its loss from older divergence of the same file.
+    /// Empty for other events.
     pub lost_ranges: Vec<Range<u64>>,
 }
 

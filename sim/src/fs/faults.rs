@@ -96,7 +96,7 @@ impl Faults<'_> {
                 .drain(..)
                 .map(|op| match op {
                     Pending::Write { position, data } => position..position + data.len() as u64,
-                    Pending::SetLen(len) => len.min(durable_len)..u64::MAX,
+                    Pending::SetLen(len) => len.min(durable_len)..len.max(durable_len),
                 })
                 .collect();
             inode.diverged = true;

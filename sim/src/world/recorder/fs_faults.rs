@@ -152,7 +152,14 @@ impl Recorder {
                 // No frame byte left undurable (e.g. the lost fsync was of a write-back
                 // of bytes the platter already held): the fault reached no offset.
                 let (visible, ranges) = self.lost_by(event)?;
-                let durable_len = self.fs.durable_bytes(path).map_or(0, |b| b.len());
+                // A truncation this fault did not persist shows as dropped bytes past the
+                // page cache's end; an older fault's lost truncation is not its own.
+                let truncation_lost = ranges.iter().any(|r| r.end > visible.len() as u64);
+                let durable_len = if truncation_lost {
+                    self.fs.durable_bytes(path).map_or(0, |b| b.len())
+                } else {
+                    0
+                };
                 Some(
                     damage::lost_fsync_reach(path, &visible, &ranges, durable_len)
                         .unwrap_or(OffsetRange { start: 0, end: 0 }),

@@ -4,32 +4,19 @@
 //! valid extent the walk from byte 0 reaches; it is judged at the position the engine
 //! says it read (helper-57), so a skip of it is not taken for damage.
 
-use cafelog_engine::clock::ManualClock;
-use cafelog_engine::format::Codec;
-use cafelog_engine::log::{Log, LogConfig};
-use cafelog_sim::fs::{FaultOptions, SimFs};
 use cafelog_sim::history::{EventKind, TopicPartition, encode_payload};
 use cafelog_sim::world::damage::segment_headers;
 use cafelog_sim::world::recorder::Shared;
 use std::path::Path;
 
-const DIR: &str = "/data/topics/t/p00000";
-const SEGMENT: &str = "/data/topics/t/p00000/00000000000000000000.log";
+mod common;
+use common::{DIR, SEGMENT, with_raw_log};
 
 /// Three one-record frames at offsets 0, 1, 2 with a bit of frame 1's payload flipped
 /// at rest; then the world's record of a skip of frame `skipped` as the engine reports
 /// it (`position` given or not). Returns the `whole` it recorded.
 fn whole_at_skip(skipped: u64, with_position: bool) -> bool {
-    let fs = SimFs::new(1, FaultOptions::none()).expect("options");
-    let runtime = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
-    runtime.block_on(async move {
-        let config = LogConfig {
-            codec: Codec::None,
-            ..LogConfig::default()
-        };
-        let (log, _) = Log::open(fs.clone(), ManualClock::new(0), DIR, config)
-            .await
-            .expect("open");
+    with_raw_log(1, |fs, log| async move {
         for o in 0..3u64 {
             let payload = encode_payload(o + 1, &[b'a'; 100]);
             log.commit([(&b"k"[..], &payload[..])])

@@ -4,16 +4,13 @@
 //! frames into its reach (helper-66 #6b): every excuse row reads a reach as touched,
 //! so an older hole (or an in-contract flip at rest) would pass as this fault's doing.
 
-use cafelog_engine::clock::ManualClock;
-use cafelog_engine::format::Codec;
-use cafelog_engine::log::{Log, LogConfig};
-use cafelog_sim::fs::{FaultOptions, SimFs};
+use cafelog_sim::fs::FaultOptions;
 use cafelog_sim::history::{EventKind, FaultKind, FileKind, OffsetRange, encode_payload};
 use cafelog_sim::world::recorder::Shared;
 use std::collections::BTreeSet;
 
-const DIR: &str = "/data/topics/t/p00000";
-const SEGMENT: &str = "/data/topics/t/p00000/00000000000000000000.log";
+mod common;
+use common::{SEGMENT, with_raw_log};
 
 /// Each lost segment fsync's recorded offsets and the copies named with it, in order.
 type Recorded = Vec<(Option<OffsetRange>, BTreeSet<(u64, u64)>)>;
@@ -22,16 +19,7 @@ type Recorded = Vec<(Option<OffsetRange>, BTreeSet<(u64, u64)>)>;
 /// fsync of 40 and of 42 lost (the disk drops their pending writes and says they are
 /// durable), 41's kept.
 fn two_lost_fsyncs(seed: u64) -> Recorded {
-    let fs = SimFs::new(seed, FaultOptions::none()).expect("options");
-    let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
-    runtime.block_on(async move {
-        let config = LogConfig {
-            codec: Codec::None,
-            ..LogConfig::default()
-        };
-        let (log, _) = Log::open(fs.clone(), ManualClock::new(0), DIR, config)
-            .await
-            .expect("open");
+    with_raw_log(seed, |fs, log| async move {
         // The record at offset `o` carries produce id `o + 1`.
         let payloads: Vec<Vec<u8>> = (0..43u64)
             .map(|o| encode_payload(o + 1, &[b'a'; 100]))

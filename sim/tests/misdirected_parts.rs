@@ -5,18 +5,15 @@
 //! fault could not cause. Held to the disk itself: the frames whose durable bytes
 //! differ from the page cache's.
 
-use cafelog_engine::clock::ManualClock;
-use cafelog_engine::format::Codec;
-use cafelog_engine::log::{Log, LogConfig};
-use cafelog_sim::fs::{FaultOptions, SimFs};
+use cafelog_sim::fs::FaultOptions;
 use cafelog_sim::history::{EventKind, FaultKind, FileKind, OffsetRange, encode_payload};
 use cafelog_sim::world::damage::segment_headers;
 use cafelog_sim::world::recorder::Shared;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-const DIR: &str = "/data/topics/t/p00000";
-const SEGMENT: &str = "/data/topics/t/p00000/00000000000000000000.log";
+mod common;
+use common::{SEGMENT, with_raw_log};
 
 /// The offsets of the frames of `visible` (the page cache, the engine's bytes) whose
 /// bytes the durable image does not hold.
@@ -73,16 +70,7 @@ fn options(f: impl FnOnce(&mut FaultOptions)) -> FaultOptions {
 /// `batch` records whose write the disk sends astray (up to 8 sectors either way).
 /// Returns `None` when the disk misdirected another file's write.
 fn misdirect(seed: u64, hole: bool, batch: usize) -> Option<Misdirected> {
-    let fs = SimFs::new(seed, FaultOptions::none()).expect("options");
-    let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
-    runtime.block_on(async move {
-        let config = LogConfig {
-            codec: Codec::None,
-            ..LogConfig::default()
-        };
-        let (log, _) = Log::open(fs.clone(), ManualClock::new(0), DIR, config)
-            .await
-            .expect("open");
+    with_raw_log(seed, |fs, log| async move {
         // The record at offset `o` carries produce id `o + 1`.
         let payloads: Vec<Vec<u8>> = (0..42 + batch as u64)
             .map(|o| encode_payload(o + 1, &[b'a'; 100]))

@@ -14,6 +14,21 @@ enum Dir {
     Lowered,
 }
 
+/// The open's replay commits `ids` from offset 4 on; each is delivered.
+fn replay_commits(r: &mut Run, ids: &[u64]) {
+    r.alarm(
+        Some(0),
+        Alarm::ReplayCommitting {
+            records: ids.len() as u64,
+        },
+    );
+    let end = 4 + ids.len() as u64;
+    r.hwm(0, end, end, end);
+    for (k, id) in ids.iter().enumerate() {
+        r.deliver(*id, 0, 4 + k as u64, 1_000 + id - 1);
+    }
+}
+
 /// Ids 1-4 at 0-3 on orders/0, all delivered and read; the engine's word is `before`
 /// (in-memory HWM 4). A flip of the word at rest while the node is up (offsets [2, 3)),
 /// then power loss A with the flipped word durable. The open reads it; its replay commits
@@ -48,17 +63,7 @@ fn flipped_word_then_replay(dir: Dir, bug: bool) -> Run {
     if bug && dir == Dir::Raised {
         ids.insert(0, 3);
     }
-    r.alarm(
-        Some(0),
-        Alarm::ReplayCommitting {
-            records: ids.len() as u64,
-        },
-    );
-    let end = 4 + ids.len() as u64;
-    r.hwm(0, end, end, end);
-    for (k, id) in ids.iter().enumerate() {
-        r.deliver(*id, 0, 4 + k as u64, 1_000 + id - 1);
-    }
+    replay_commits(&mut r, &ids);
     r
 }
 
@@ -105,17 +110,7 @@ fn raised_while_down(bug: bool) -> Run {
     r.restart().open_clean(0, 3, 4);
     r.frontier_seen(0, 2);
     let ids: Vec<u64> = if bug { vec![3, 4] } else { vec![4] };
-    r.alarm(
-        Some(0),
-        Alarm::ReplayCommitting {
-            records: ids.len() as u64,
-        },
-    );
-    let end = 4 + ids.len() as u64;
-    r.hwm(0, end, end, end);
-    for (k, id) in ids.iter().enumerate() {
-        r.deliver(*id, 0, 4 + k as u64, 1_000 + id - 1);
-    }
+    replay_commits(&mut r, &ids);
     r
 }
 

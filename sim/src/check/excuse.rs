@@ -431,27 +431,14 @@ impl<'f, 'h> Excuses<'f, 'h> {
         ack_index: Option<usize>,
         before: usize,
     ) -> Option<Excuse> {
-        self.out_of_contract_on(&[], tp, offset, id, ack_index, before)
-    }
-
-    /// [`Excuses::out_of_contract`] for faults on one of `files` only (none: any file),
-    /// for a question only some files can answer.
-    pub fn out_of_contract_on(
-        &self,
-        files: &[FileKind],
-        tp: &TopicPartition,
-        offset: Option<Offset>,
-        id: Option<ProduceId>,
-        ack_index: Option<usize>,
-        before: usize,
-    ) -> Option<Excuse> {
-        self.out_of_contract_each_on(files, tp, offset, id, ack_index, before)
+        self.out_of_contract_each_on(&[], tp, offset, id, ack_index, before)
             .next()
     }
 
-    /// Every fault [`Excuses::out_of_contract_on`] could name, in history order: for a row
-    /// that asks more of the fault than its reach (helper-70: an earlier fault that
-    /// covers the record but fails the row must not hide a later one).
+    /// Every fault [`Excuses::out_of_contract`] could name, in history order, on one of
+    /// `files` only (none: any file): for a row that only some files can answer, or that
+    /// asks more of the fault than its reach (helper-70: an earlier fault that covers the
+    /// record but fails the row must not hide a later one).
     pub fn out_of_contract_each_on<'s>(
         &'s self,
         files: &'s [FileKind],

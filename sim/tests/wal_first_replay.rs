@@ -3,7 +3,7 @@
 //! labelled open could have replayed; too late a one, a loss no open could prevent.
 
 use cafelog_engine::fs::{File, Fs, OpenMode};
-use cafelog_engine::store::wal::Wal;
+use cafelog_engine::store::wal::{Link, Wal};
 use cafelog_sim::fs::{FaultOptions, SimFs};
 use cafelog_sim::history::{EventKind, FaultKind, FileKind, encode_payload};
 use cafelog_sim::reference::wal::frames;
@@ -103,7 +103,7 @@ fn an_entry_the_open_read_before_its_copies_were_flipped_is_held_by_it() {
         let (wal, _, entries, _) = Wal::open(fs.clone(), dir.clone(), 1 << 20).await.unwrap();
         let root = entries[1].seq;
         let seq = wal
-            .append_copy(&part, b"k", &encode_payload(2, b"x"), root)
+            .append_linked(&part, b"k", &encode_payload(2, b"x"), Link::Copy(root))
             .unwrap();
         wal.sync_to(seq).await.unwrap();
         drop(wal);

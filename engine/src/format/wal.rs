@@ -1,4 +1,4 @@
-//! The ingress WAL's bytes: segment names, records, salvage copies and the checkpoint
+//! The ingress WAL's bytes: segment names, records, salvage entries and the checkpoint
 //! file. `store/wal` writes and reads them; `FORMAT.md` holds the same tables.
 //!
 //! ```text
@@ -12,8 +12,9 @@
 //!             key         keyLen bytes
 //!             payload     the rest
 //!
-//! copy        mark        1B       0x00 (where a record has topicLen >= 1)
-//!             root        8B       big-endian seq of the entry this one copies (< seq)
+//! link        mark        1B       0x00 (where a record has topicLen >= 1)
+//!             kind        1B       0x00 copy, 0x01 revival (see `Link`)
+//!             root        8B       big-endian seq of the entry it stands for (< seq)
 //!             then a record's fields
 //!
 //! <root>/wal/checkpoint: per partition, in (topic, partition) order,
@@ -27,8 +28,8 @@
 //!
 //! Invariants kept here:
 //! - a decoder never reads past its input and answers `None` for anything malformed
-//!   (a record with an empty topic, a copy without its root, a checkpoint whose CRC
-//!   does not match or whose last entry is short);
+//!   (a record with an empty topic, a link of an unknown kind or without its root, a
+//!   checkpoint whose CRC does not match or whose last entry is short);
 //! - what the encoders write, the decoders read back unchanged (tested below).
 
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
@@ -53,11 +54,37 @@ pub struct Checkpoint {
     pub offset: u64,
 }
 
-/// The first byte of a salvage copy's record, where a plain record has its topic
-/// name's length (never 0).
-pub const COPY_MARK: u8 = 0x00;
-/// Length of a copy's root seq.
-const COPY_ROOT_LEN: usize = 8;
+/// The first byte of a salvage entry's record ([`Link`]), where a plain record has its
+/// topic name's length (never 0).
+pub const LINK_MARK: u8 = 0x00;
+/// The byte after [`LINK_MARK`]: which [`Link`].
+const LINK_COPY: u8 = 0x00;
+const LINK_REVIVAL: u8 = 0x01;
+/// Length of a link's root seq.
+const LINK_ROOT_LEN: usize = 8;
+
+/// How a salvage entry stands for an earlier entry, its *root*: the replay commits one
+/// record for a root and every entry linked to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Link {
+    /// A second copy of an entry past its partition's checkpoint. Once the checkpoint
+    /// passes the root, the copy stands for a record below it and is skipped.
+    Copy(u64),
+    /// A record whose own entry the checkpoint had already passed (spent) when the
+    /// salvage wrote it: replayed like a fresh entry while the revival itself is past
+    /// the checkpoint. Linked so that a replay of every entry (an unreadable
+    /// checkpoint) commits the spent entry and its revivals once, not once each.
+    Revival(u64),
+}
+
+impl Link {
+    /// The seq of the entry this one stands for.
+    pub fn root(self) -> u64 {
+        match self {
+            Link::Copy(root) | Link::Revival(root) => root,
+        }
+    }
+}
 /// Length of a partition index (records and checkpoint entries).
 const PARTITION_LEN: usize = 4;
 /// Lengths of a checkpoint entry's fields and of the file's CRC trailer.
@@ -79,20 +106,24 @@ pub fn parse_segment_name(name: &str) -> Option<u64> {
         .flatten()
 }
 
-/// Encodes a WAL record; `copy_of` makes it a salvage copy of that seq's entry.
+/// Encodes a WAL record; `link` makes it a salvage entry standing for an earlier one.
 pub fn encode_record(
     partition: &PartitionId,
     key: &[u8],
     payload: &[u8],
-    copy_of: Option<u64>,
+    link: Option<Link>,
 ) -> Vec<u8> {
     assert!(!partition.0.is_empty(), "a topic name is never empty");
     // Two uvarints of at most 10 bytes each, beside the fixed fields.
-    let fixed = 1 + COPY_ROOT_LEN + PARTITION_LEN + 2 * 10;
+    let fixed = 2 + LINK_ROOT_LEN + PARTITION_LEN + 2 * 10;
     let mut out = Vec::with_capacity(partition.0.len() + key.len() + payload.len() + fixed);
-    if let Some(root) = copy_of {
-        out.push(COPY_MARK);
-        out.extend_from_slice(&root.to_be_bytes());
+    if let Some(link) = link {
+        out.push(LINK_MARK);
+        out.push(match link {
+            Link::Copy(_) => LINK_COPY,
+            Link::Revival(_) => LINK_REVIVAL,
+        });
+        out.extend_from_slice(&link.root().to_be_bytes());
     }
     put_uvarint(&mut out, partition.0.len() as u64);
     out.extend_from_slice(partition.0.as_bytes());
@@ -102,21 +133,29 @@ pub fn encode_record(
     out.extend_from_slice(payload);
     debug_assert_eq!(
         decode_record(&out),
-        Some((partition.clone(), key, payload, copy_of)),
+        Some((partition.clone(), key, payload, link)),
         "a WAL record reads back as written"
     );
     out
 }
 
-/// A decoded WAL record: partition, key, payload, and the seq a salvage copy copies.
-pub type DecodedRecord<'a> = (PartitionId, &'a [u8], &'a [u8], Option<u64>);
+/// A decoded WAL record: partition, key, payload, and the entry a salvage entry stands
+/// for.
+pub type DecodedRecord<'a> = (PartitionId, &'a [u8], &'a [u8], Option<Link>);
 
 /// Decodes a WAL record; `None` when malformed.
 pub fn decode_record(bytes: &[u8]) -> Option<DecodedRecord<'_>> {
-    let (copy_of, bytes) = match bytes.split_first()? {
-        (&COPY_MARK, rest) => {
-            let (root, rest) = rest.split_at_checked(COPY_ROOT_LEN)?;
-            (Some(u64::from_be_bytes(root.try_into().ok()?)), rest)
+    let (link, bytes) = match bytes.split_first()? {
+        (&LINK_MARK, rest) => {
+            let (&kind, rest) = rest.split_first()?;
+            let (root, rest) = rest.split_at_checked(LINK_ROOT_LEN)?;
+            let root = u64::from_be_bytes(root.try_into().ok()?);
+            let link = match kind {
+                LINK_COPY => Link::Copy(root),
+                LINK_REVIVAL => Link::Revival(root),
+                _ => return None,
+            };
+            (Some(link), rest)
         }
         _ => (None, bytes),
     };
@@ -132,7 +171,7 @@ pub fn decode_record(bytes: &[u8]) -> Option<DecodedRecord<'_>> {
     let (key_len, used) = get_uvarint(rest)?;
     let rest = rest.get(used..)?;
     let (key, payload) = rest.split_at_checked(usize::try_from(key_len).ok()?)?;
-    Some(((topic, partition), key, payload, copy_of))
+    Some(((topic, partition), key, payload, link))
 }
 
 /// Encodes the checkpoint file body with its CRC trailer.
@@ -201,16 +240,29 @@ mod tests {
             decode_record(&record),
             Some((pid(3), &b"key"[..], &b"payload"[..], None))
         );
-        let copy = encode_record(&pid(3), b"key", b"payload", Some(41));
-        assert_eq!(copy[0], COPY_MARK, "a copy is marked by its first byte");
-        assert_eq!(copy[9..], record[..], "then reads as the plain record");
+        for link in [Link::Copy(41), Link::Revival(41)] {
+            let linked = encode_record(&pid(3), b"key", b"payload", Some(link));
+            assert_eq!(linked[0], LINK_MARK, "a link is marked by its first byte");
+            assert_eq!(linked[10..], record[..], "then reads as the plain record");
+            assert_eq!(
+                decode_record(&linked),
+                Some((pid(3), &b"key"[..], &b"payload"[..], Some(link)))
+            );
+            assert_eq!(
+                decode_record(&linked[..9]),
+                None,
+                "a short root is malformed"
+            );
+            let mut unknown = linked.clone();
+            unknown[1] = 0x02;
+            assert_eq!(
+                decode_record(&unknown),
+                None,
+                "an unknown kind is malformed"
+            );
+        }
         assert_eq!(
-            decode_record(&copy),
-            Some((pid(3), &b"key"[..], &b"payload"[..], Some(41)))
-        );
-        assert_eq!(decode_record(&copy[..8]), None, "a short root is malformed");
-        assert_eq!(
-            decode_record(&[COPY_MARK; 12]),
+            decode_record(&[LINK_MARK; 13]),
             None,
             "an empty topic is malformed"
         );

@@ -44,7 +44,8 @@ pub struct SalvagedRecord {
 /// What a [`Salvage`] made durable of the records offered to it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Kept {
-    /// Records that had no other copy, now durable elsewhere for re-commit.
+    /// Records that had no other copy a replay would commit (for the store: no WAL
+    /// entry, or one its checkpoint had passed), now durable elsewhere for re-commit.
     pub kept: u64,
     /// Records that had another copy, given a second one so the cut leaves two.
     pub copied: u64,

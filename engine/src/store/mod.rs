@@ -20,10 +20,10 @@
 //! **Recovery order on open.** (1) every partition log recovers (R1-R4; a refusal
 //! marks that partition unavailable, the others open); before an R2 cut, every readable
 //! record past the hole is written into the WAL again, as a plain entry when its entry
-//! is gone and as a salvage copy of its entry otherwise (`salvage`, which opens the WAL
+//! is gone and linked to its entry otherwise (`salvage`, which opens the WAL
 //! early for it: the cut never leaves a record fewer copies than it had); (2) the WAL
-//! is read, and every entry past its partition's checkpoint (one of an entry and its
-//! copies) is re-committed at a fresh offset; (3) only then does `open` return, so no new produce
+//! is read, and every entry past its partition's checkpoint (one of an entry and the
+//! salvage entries linked to it) is re-committed at a fresh offset; (3) only then does `open` return, so no new produce
 //! is accepted before the replay.
 //!
 //! **Ordering.** Within a partition, the WAL append and the log append happen under one

@@ -117,9 +117,10 @@ impl<F: Fs, C: Clock> Store<F, C> {
 
     /// Re-commits WAL entries past their partition's checkpoint, in WAL order, except
     /// those with a copy already visible between the checkpoint's offset and the HWM.
-    /// An entry and its salvage copies stand for one record: the first readable one is
-    /// replayed in its root's place, and all of them then share its offset. A copy of an
-    /// entry the checkpoint passed stands for a record below it and is skipped.
+    /// An entry and the salvage entries linked to it stand for one record: the first
+    /// live one is replayed in its root's place, and all of them then share its offset.
+    /// A copy of an entry the checkpoint passed stands for a record below it and is
+    /// skipped; a revival of one is live (see [`wal::WalEntry::live_from`]).
     async fn replay(
         &self,
         entries: Vec<wal::WalEntry>,
@@ -132,7 +133,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 .get(&entry.partition)
                 .copied()
                 .unwrap_or_default();
-            let live = entry.seq >= floor.seq && entry.root() >= floor.seq;
+            let live = entry.live_from(floor.seq);
             {
                 let mut pending = lock(&self.inner.pending);
                 let p = pending.entry(entry.partition.clone()).or_default();

@@ -1,11 +1,16 @@
 //! The store's salvage for R2 (see [`crate::recovery::Salvage`]): every readable record
 //! past an R2 hole is made durable in the WAL before the log is cut, so the cut never
 //! leaves a record with fewer copies than it had. A record whose ingress WAL entry is
-//! gone is written again as a plain entry; a record whose entry is still there is
-//! written as a *salvage copy* of that entry (`[0x00][root]`, see `wal`), which the
-//! replay treats as the same entry: of an entry and its copies it commits one record.
-//! Without the copy, a cut followed by one flip of the WAL entry (before a replay had
-//! re-committed it) would lose a record whose log frame was never damaged.
+//! gone is written again as a plain entry. A record whose entry is still there is
+//! written linked to it ([`Link`], `[0x00][kind][root]`), so that the replay treats the
+//! two as one entry and commits one record for both:
+//! - a *copy* when the entry is past the checkpoint (the replay would commit it anyway).
+//!   Without the copy, a cut followed by one flip of the WAL entry (before a replay had
+//!   re-committed it) would lose a record whose log frame was never damaged;
+//! - a *revival* when the checkpoint has passed the entry (spent: the cut discards the
+//!   record the checkpoint counted on). The revival is replayed in its own place; the
+//!   link keeps a replay of every entry (after the checkpoint is lost) from committing
+//!   the spent entry and its revival as two records.
 //!
 //! The store opens its WAL after the partitions recover; an R2 cut that discards
 //! readable records needs it earlier, so [`OpeningWal`] opens it at the first such cut
@@ -19,7 +24,7 @@
 //!   log cannot tell them from distinct produces with equal bytes. A record that matches
 //!   no free entry but whose bytes an entry or an earlier record has is such a copy and
 //!   is not written; of the rest, one per content is written as a plain entry;
-//! - every record matched to an entry gets a copy from this open, even when the WAL
+//! - every record matched to an entry gets a link from this open, even when the WAL
 //!   already shows one: a copy an earlier open wrote and was killed before fsyncing is
 //!   readable through the page cache after a process crash, and a power loss takes it.
 //!   Opens killed between the salvage and the cut (each finds the hole again) add a
@@ -28,7 +33,7 @@
 //!   returns, so a crash after the R2 cut finds it in the WAL; a crash before the cut
 //!   finds the hole again.
 
-use super::wal::{Checkpoint, PartitionId, Wal, WalEntry, WalError, WalOpenReport};
+use super::wal::{Checkpoint, Link, PartitionId, Wal, WalEntry, WalError, WalOpenReport};
 use crate::fs::Fs;
 use crate::recovery::{Kept, Salvage, SalvagedRecord};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -96,42 +101,42 @@ impl<F: Fs> OpeningWal<F> {
     }
 }
 
-/// Per (key, payload), the roots (the seqs entries stand for) of one partition the
-/// replay will see, lowest first.
-type Roots = BTreeMap<(Vec<u8>, Vec<u8>), VecDeque<u64>>;
+/// Per (key, payload), the links a salvage can make to the roots (the seqs entries
+/// stand for) of one partition's entries in the WAL, lowest root first.
+type Roots = BTreeMap<(Vec<u8>, Vec<u8>), VecDeque<Link>>;
 
 impl<F: Fs> OpenedWal<F> {
-    /// The roots of the entries of `id` at or past its checkpoint's seq. A copy of an
-    /// entry below the checkpoint stands for a record the log already holds: the replay
-    /// skips it, so it is no root.
+    /// The roots of the entries of `id` in the WAL: a copy for a root at or past its
+    /// checkpoint's seq, a revival for one the checkpoint has passed.
     fn roots(&self, id: &PartitionId) -> Roots {
         let from = self.checkpoint.get(id).map_or(0, |c| c.seq);
         let mut content = BTreeMap::new();
-        for e in self
-            .entries
-            .iter()
-            .filter(|e| e.partition == *id && e.root() >= from)
-        {
+        for e in self.entries.iter().filter(|e| e.partition == *id) {
             content
                 .entry(e.root())
                 .or_insert((e.key.as_slice(), e.payload.as_slice()));
         }
         let mut roots = Roots::new();
         for (root, (key, payload)) in content {
+            let link = if root >= from {
+                Link::Copy(root)
+            } else {
+                Link::Revival(root)
+            };
             roots
                 .entry((key.to_vec(), payload.to_vec()))
                 .or_default()
-                .push_back(root);
+                .push_back(link);
         }
         roots
     }
 }
 
-/// What the salvage writes for one record: a plain entry, or a copy of `root`.
+/// What the salvage writes for one record: a plain entry, or one linked to a root.
 struct Write {
     key: Vec<u8>,
     payload: Vec<u8>,
-    copy_of: Option<u64>,
+    link: Option<Link>,
 }
 
 /// [`OpeningWal`]'s salvage for one partition.
@@ -150,13 +155,13 @@ impl<F: Fs> PartitionSalvage<'_, F> {
         for SalvagedRecord { key, payload, .. } in records {
             let content = (key, payload);
             let known = roots.contains_key(&content);
-            let root = roots.get_mut(&content).and_then(VecDeque::pop_front);
-            let write = root.is_some() || !known && !seen.contains(&content);
+            let link = roots.get_mut(&content).and_then(VecDeque::pop_front);
+            let write = link.is_some() || !known && !seen.contains(&content);
             if write {
                 out.push(Write {
                     key: content.0.clone(),
                     payload: content.1.clone(),
-                    copy_of: root,
+                    link,
                 });
             }
             seen.insert(content);
@@ -171,14 +176,9 @@ impl<F: Fs> Salvage for PartitionSalvage<'_, F> {
         let writes = Self::plan(opened, &self.id, records);
         let mut kept = Kept::default();
         let mut last_seq = None;
-        for Write {
-            key,
-            payload,
-            copy_of,
-        } in writes
-        {
-            let seq = match copy_of {
-                Some(root) => opened.wal.append_copy(&self.id, &key, &payload, root),
+        for Write { key, payload, link } in writes {
+            let seq = match link {
+                Some(link) => opened.wal.append_linked(&self.id, &key, &payload, link),
                 None => opened.wal.append(&self.id, &key, &payload),
             }
             .map_err(io::Error::other)?;
@@ -196,11 +196,12 @@ impl<F: Fs> Salvage for PartitionSalvage<'_, F> {
                 partition: self.id.clone(),
                 key,
                 payload,
-                copy_of,
+                link,
             });
-            match copy_of {
-                Some(_) => kept.copied += 1,
-                None => kept.kept += 1,
+            // A revival is the only entry the replay will commit for its record.
+            match link {
+                Some(Link::Copy(_)) => kept.copied += 1,
+                Some(Link::Revival(_)) | None => kept.kept += 1,
             }
         }
         if let Some(seq) = last_seq {
@@ -239,13 +240,13 @@ mod tests {
         }
     }
 
-    fn entry(seq: u64, text: &str, copy_of: Option<u64>) -> WalEntry {
+    fn entry(seq: u64, text: &str, link: Option<Link>) -> WalEntry {
         WalEntry {
             seq,
             partition: ("t".to_string(), 0),
             key: b"k".to_vec(),
             payload: text.as_bytes().to_vec(),
-            copy_of,
+            link,
         }
     }
 
@@ -261,10 +262,13 @@ mod tests {
         }
     }
 
-    fn plan(opened: &OpenedWal<StdFs>, records: Vec<SalvagedRecord>) -> Vec<(String, Option<u64>)> {
+    fn plan(
+        opened: &OpenedWal<StdFs>,
+        records: Vec<SalvagedRecord>,
+    ) -> Vec<(String, Option<Link>)> {
         PartitionSalvage::<StdFs>::plan(opened, &("t".to_string(), 0), records)
             .into_iter()
-            .map(|w| (String::from_utf8(w.payload).unwrap(), w.copy_of))
+            .map(|w| (String::from_utf8(w.payload).unwrap(), w.link))
             .collect()
     }
 
@@ -292,10 +296,10 @@ mod tests {
         assert_eq!(
             plan(&wal, records),
             vec![
-                ("a".into(), Some(3)),
-                ("b".into(), Some(4)),
+                ("a".into(), Some(Link::Copy(3))),
+                ("b".into(), Some(Link::Copy(4))),
                 ("c".into(), None),
-                ("a".into(), Some(5)),
+                ("a".into(), Some(Link::Copy(5))),
             ]
         );
     }
@@ -310,27 +314,47 @@ mod tests {
             dir.path(),
             vec![
                 entry(3, "a", None),
-                entry(9, "a", Some(3)),
-                entry(10, "b", Some(4)),
+                entry(9, "a", Some(Link::Copy(3))),
+                entry(10, "b", Some(Link::Copy(4))),
             ],
         );
         assert_eq!(
             plan(&wal, vec![record(7, "a"), record(8, "b")]),
-            vec![("a".into(), Some(3)), ("b".into(), Some(4))]
+            vec![
+                ("a".into(), Some(Link::Copy(3))),
+                ("b".into(), Some(Link::Copy(4)))
+            ]
         );
     }
 
     #[test]
-    fn a_copy_of_a_checkpointed_entry_stands_for_nothing() {
+    fn a_record_whose_entry_the_checkpoint_passed_is_revived() {
         let dir = tempfile::tempdir().unwrap();
-        let mut wal = opened(dir.path(), vec![entry(12, "a", Some(2))]);
+        // Entry 2 (a) and a copy of it, and entry 3 (b), all below the checkpoint's seq
+        // 5; entry 6 (c) past it.
+        let mut wal = opened(
+            dir.path(),
+            vec![
+                entry(2, "a", None),
+                entry(3, "b", None),
+                entry(6, "c", None),
+                entry(12, "a", Some(Link::Copy(2))),
+            ],
+        );
         wal.checkpoint.insert(
             ("t".to_string(), 0),
             crate::store::Checkpoint { seq: 5, offset: 5 },
         );
-        // Record a's entry was below the checkpoint (the log holds it below the
-        // persisted HWM): no group, and its bytes are unknown, so one plain entry.
-        assert_eq!(plan(&wal, vec![record(7, "a")]), vec![("a".into(), None)]);
+        // The cut discards the records the checkpoint counted on for a and b: each is
+        // revived, linked to its spent entry; c is copied as usual.
+        assert_eq!(
+            plan(&wal, vec![record(7, "a"), record(8, "b"), record(9, "c")]),
+            vec![
+                ("a".into(), Some(Link::Revival(2))),
+                ("b".into(), Some(Link::Revival(3))),
+                ("c".into(), Some(Link::Copy(6))),
+            ]
+        );
     }
 
     type TestStore = Store<StdFs, ManualClock>;
@@ -465,12 +489,94 @@ mod tests {
             block(Wal::open(StdFs, dir.path().join("wal"), 8 << 20)).unwrap();
         assert!(checkpoint[&("t".to_string(), 0)].seq > 1);
         let seq = wal
-            .append_copy(&("t".to_string(), 0), b"k", b"id:1", 1)
+            .append_linked(&("t".to_string(), 0), b"k", b"id:1", Link::Copy(1))
             .unwrap();
         block(wal.sync_to(seq)).unwrap();
         drop(wal);
         let (store, report) = open_reporting(dir.path(), &clock);
         assert_eq!(report.replayed, 0);
         assert_eq!(payloads(&store), ["id:0", "id:1", "id:2"]);
+    }
+
+    /// Six records the checkpoint passed (their entries spent, still in the WAL), then
+    /// an `hwm` word that reads 0, as a flip of it leaves it, and a flip in the frame of
+    /// `id:1`: an R2 hole above the word with ids 2..6 past it. Then an open that
+    /// salvages and cuts, and is killed before its replay.
+    fn revived_and_killed(root: &Path, clock: &ManualClock) {
+        let store = open_store(root, clock);
+        block(store.create_topic("t", TopicConfig::default())).unwrap();
+        for id in 0..6 {
+            let payload = format!("id:{id}");
+            block(store.produce("t", Some(0), b"k", payload.as_bytes())).unwrap();
+        }
+        block(store.persist_hwms()).unwrap();
+        block(store.checkpoint_wal()).unwrap();
+        drop(store);
+        let part = root.join("topics/t/p00000");
+        std::fs::write(
+            part.join(crate::format::layout::HWM_FILE),
+            crate::format::word::encode(0),
+        )
+        .unwrap();
+        flip_inside(&part.join("00000000000000000000.log"), b"id:1");
+        let mut opening = OpeningWal::new(StdFs, root.join("wal"), 8 << 20);
+        let id = ("t".to_string(), 0);
+        let (_, report) = block(Log::open_salvaging(
+            StdFs,
+            clock.clone(),
+            &part,
+            TopicConfig::default().log,
+            &mut opening.partition(&id),
+        ))
+        .unwrap();
+        assert_eq!(
+            (report.tail_offset, report.salvaged, report.salvage_copied),
+            (1, 4, 0),
+            "cut at 1; ids 2..6 had no live entry"
+        );
+        drop(opening);
+        let (_, checkpoint, entries, _) =
+            block(Wal::open(StdFs, root.join("wal"), 8 << 20)).unwrap();
+        let links: Vec<Option<Link>> = entries.iter().map(|e| e.link).collect();
+        assert_eq!(
+            links,
+            [None, None, None, None, None, None]
+                .into_iter()
+                .chain((2..6).map(|root| Some(Link::Revival(root))))
+                .collect::<Vec<_>>(),
+            "the spent entries are still in the WAL, so each record is revived"
+        );
+        assert_eq!(checkpoint[&id].seq, 6, "the checkpoint passed every entry");
+    }
+
+    #[test]
+    fn a_revival_is_replayed_past_the_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(1_700_000_000_000);
+        revived_and_killed(dir.path(), &clock);
+        let store = open_store(dir.path(), &clock);
+        // Id 1's frame was damaged and its entry spent: lost to the out-of-contract
+        // flip of the word. Ids 2..6 are committed again once each, and id 0's hidden
+        // copy shows once the HWM moves over it.
+        assert_eq!(payloads(&store), ["id:0", "id:2", "id:3", "id:4", "id:5"]);
+    }
+
+    #[test]
+    fn a_revival_and_its_spent_entry_are_replayed_once_when_the_checkpoint_is_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(1_700_000_000_000);
+        revived_and_killed(dir.path(), &clock);
+        let checkpoint = dir.path().join("wal/checkpoint");
+        let mut bytes = std::fs::read(&checkpoint).unwrap();
+        bytes[0] ^= 0x01;
+        std::fs::write(&checkpoint, &bytes).unwrap();
+        let (store, report) = open_reporting(dir.path(), &clock);
+        assert!(report.wal.checkpoint_corrupt);
+        // Every entry is replayed, and no copy is visible (the word reads 0): each id
+        // once, ids 2..6 for their spent entry and its revival together.
+        assert_eq!(
+            payloads(&store),
+            ["id:0", "id:0", "id:1", "id:2", "id:3", "id:4", "id:5"]
+        );
     }
 }

@@ -2,8 +2,9 @@
 //! WAL"): frames of the log's frame format, one per group commit, whose base offset is
 //! the WAL sequence number of their first entry, each entry
 //! `[topicLen:uvarint][topic][partition:4BE][keyLen:uvarint][key][payload]`, a salvage
-//! copy of the entry `root` with `[0x00][root:8BE]` before it (`root` below its own seq,
-//! or the entry is malformed).
+//! entry linked to the entry `root` with `[0x00][kind][root:8BE]` before it: kind 0 a
+//! copy, 1 a revival (`root` below its own seq, any other kind, or a short root, and the
+//! entry is malformed).
 //!
 //! Invariant: a frame is one CRC unit, so an unreadable frame loses all of its entries;
 //! past one, the next readable frame is found by the same hunt the log uses.
@@ -19,8 +20,29 @@ pub struct Entry {
     pub partition: u32,
     pub key: Vec<u8>,
     pub payload: Vec<u8>,
-    /// For a salvage copy, the seq of the entry it copies.
-    pub copy_of: Option<u64>,
+    /// For a salvage entry, the entry it stands for.
+    pub link: Option<Link>,
+}
+
+/// How a salvage entry stands for an earlier entry (FORMAT.md, "Record, salvage entry").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// A copy of a root past the checkpoint: replayed as one with it.
+    Copy(u64),
+    /// A record whose root the checkpoint had passed: replayed in its own right.
+    Revival(u64),
+}
+
+impl Entry {
+    /// The entry a replay from a readable checkpoint commits this one as: a copy's root,
+    /// or the entry itself (a revival is replayed while its spent root is not; only a
+    /// replay of every entry, after a lost checkpoint, takes the two as one).
+    pub fn replay_root(&self) -> u64 {
+        match self.link {
+            Some(Link::Copy(root)) => root,
+            Some(Link::Revival(_)) | None => self.seq,
+        }
+    }
 }
 
 /// One readable frame: its bytes in the file, the sequence number of its first entry,
@@ -63,15 +85,23 @@ pub fn segment_base(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// One parsed WAL record: topic, partition, key, payload, and what a copy copies.
-pub type Record<'a> = (String, u32, &'a [u8], &'a [u8], Option<u64>);
+/// One parsed WAL record: topic, partition, key, payload, and what a salvage entry
+/// stands for.
+pub type Record<'a> = (String, u32, &'a [u8], &'a [u8], Option<Link>);
 
 /// Parses one WAL record.
 pub fn record(bytes: &[u8]) -> Option<Record<'_>> {
-    let (copy_of, bytes) = match bytes.split_first()? {
+    let (link, bytes) = match bytes.split_first()? {
         (0, rest) => {
-            let (root, rest) = rest.split_at_checked(8)?;
-            (Some(u64::from_be_bytes(root.try_into().ok()?)), rest)
+            let (&kind, rest) = rest.split_first()?;
+            let (root, rest) = rest.split_first_chunk::<8>()?;
+            let root = u64::from_be_bytes(*root);
+            let link = match kind {
+                0 => Link::Copy(root),
+                1 => Link::Revival(root),
+                _ => return None,
+            };
+            (Some(link), rest)
         }
         _ => (None, bytes),
     };
@@ -87,7 +117,7 @@ pub fn record(bytes: &[u8]) -> Option<Record<'_>> {
     let (key_len, used) = frame::uvarint(rest)?;
     let rest = rest.get(used..)?;
     let (key, payload) = rest.split_at_checked(usize::try_from(key_len).ok()?)?;
-    Some((topic, partition, key, payload, copy_of))
+    Some((topic, partition, key, payload, link))
 }
 
 /// Every readable frame of a WAL segment image, from byte 0 and, past an unreadable
@@ -114,9 +144,11 @@ pub fn frames(image: &[u8]) -> Vec<WalFrame> {
             .iter()
             .enumerate()
             .filter_map(|(index, r)| {
-                let (topic, partition, key, payload, copy_of) = record(r)?;
+                let (topic, partition, key, payload, link) = record(r)?;
                 let seq = header.base_offset + index as u64;
-                if copy_of.is_some_and(|root| root >= seq) {
+                if let Some(Link::Copy(root) | Link::Revival(root)) = link
+                    && root >= seq
+                {
                     return None;
                 }
                 Some(Entry {
@@ -125,7 +157,7 @@ pub fn frames(image: &[u8]) -> Vec<WalFrame> {
                     partition,
                     key: key.to_vec(),
                     payload: payload.to_vec(),
-                    copy_of,
+                    link,
                 })
             })
             .collect();
@@ -215,5 +247,47 @@ mod tests {
         let crc = crc32c::crc32c(&short);
         short.extend_from_slice(&crc.to_be_bytes());
         assert!(!checkpoint_readable(&short));
+    }
+
+    /// The record bytes FORMAT.md gives, written out by hand: a link's mark, kind and
+    /// root, then a plain record of topic `t`, partition 2, key `k`, payload `p`.
+    fn linked(kind: u8, root: u64) -> Vec<u8> {
+        let mut out = vec![0x00, kind];
+        out.extend_from_slice(&root.to_be_bytes());
+        out.extend_from_slice(&[1, b't', 0, 0, 0, 2, 1, b'k', b'p']);
+        out
+    }
+
+    #[test]
+    fn a_salvage_entry_reads_as_a_copy_or_a_revival() {
+        let plain = ("t".to_owned(), 2, &b"k"[..], &b"p"[..]);
+        let read = |bytes: &[u8]| {
+            record(bytes).map(|(t, p, k, v, link)| ((t, p, k.to_vec(), v.to_vec()), link))
+        };
+        let expect = |link| {
+            Some((
+                (plain.0.clone(), plain.1, plain.2.to_vec(), plain.3.to_vec()),
+                link,
+            ))
+        };
+        assert_eq!(read(&linked(0, 7)), expect(Some(Link::Copy(7))));
+        assert_eq!(read(&linked(1, 7)), expect(Some(Link::Revival(7))));
+        assert_eq!(read(&linked(2, 7)), None, "an unknown kind is malformed");
+        assert_eq!(read(&linked(1, 7)[..9]), None, "a short root is malformed");
+        // The engine writes the same bytes.
+        for (kind, link) in [
+            (0, cafelog_engine::store::wal::Link::Copy(7)),
+            (1, cafelog_engine::store::wal::Link::Revival(7)),
+        ] {
+            assert_eq!(
+                cafelog_engine::store::wal::encode_record(
+                    &("t".to_owned(), 2),
+                    b"k",
+                    b"p",
+                    Some(link)
+                ),
+                linked(kind, 7)
+            );
+        }
     }
 }

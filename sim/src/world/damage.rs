@@ -78,7 +78,7 @@ pub fn wal_roots<'a>(images: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> W
         .flat_map(|(_, image)| wal::frames(image))
         .flat_map(|frame| frame.entries)
     {
-        let root = entry.copy_of.unwrap_or(entry.seq);
+        let root = entry.replay_root();
         roots
             .entry((entry.topic, entry.partition, root))
             .or_default()
@@ -120,7 +120,7 @@ pub fn wal_entries_hit(
         .filter(|frame| hit.iter().any(|h| overlaps(&frame.position, h)))
         .flat_map(|frame| frame.entries)
     {
-        let root = entry.copy_of.unwrap_or(entry.seq);
+        let root = entry.replay_root();
         match readable.get(&(entry.topic.clone(), entry.partition, root)) {
             Some(seqs) if seqs.contains(&entry.seq) => out.intact += 1,
             Some(_) => out.saved_by_copy += 1,
@@ -389,7 +389,7 @@ mod tests {
             &("orders".to_owned(), 0),
             b"k",
             &encode_payload(3, b"body"),
-            Some(12),
+            Some(wal::Link::Copy(12)),
         );
         image.extend(frame(&mut codecs, 14, &[copy]));
         let path = Path::new("/data/wal").join(wal::segment_name(10));

@@ -10,7 +10,7 @@
 //!                          `offset` is at most the partition's persisted HWM
 //! ```
 //!
-//! The bytes (records, salvage copies, the checkpoint file) are `format/wal.rs`'s; the
+//! The bytes (records, salvage entries, the checkpoint file) are `format/wal.rs`'s; the
 //! open (reading every segment back, resynchronising past damage) is `open.rs`.
 //!
 //! Invariants:
@@ -24,7 +24,7 @@
 
 use crate::format::frame::{Codec, Codecs, assert_frame_is};
 pub use crate::format::wal::{
-    CHECKPOINT_FILE, Checkpoint, DecodedRecord, PartitionId, WAL_SUFFIX, decode_record,
+    CHECKPOINT_FILE, Checkpoint, DecodedRecord, Link, PartitionId, WAL_SUFFIX, decode_record,
     encode_record, parse_segment_name, segment_name,
 };
 use crate::format::wal::{CHECKPOINT_TMP_FILE, encode_checkpoint};
@@ -46,14 +46,20 @@ pub struct WalEntry {
     pub partition: PartitionId,
     pub key: Vec<u8>,
     pub payload: Vec<u8>,
-    /// For a salvage copy, the seq of the entry it copies (always lower than `seq`).
-    pub copy_of: Option<u64>,
+    /// For a salvage entry, the entry it stands for (always lower than `seq`).
+    pub link: Option<Link>,
 }
 
 impl WalEntry {
     /// The entry this one stands for: the replay commits one record per root.
     pub fn root(&self) -> u64 {
-        self.copy_of.unwrap_or(self.seq)
+        self.link.map_or(self.seq, Link::root)
+    }
+
+    /// Whether a replay from a checkpoint at `floor` commits (or covers) this entry: it
+    /// is past the checkpoint, and so is its root, unless it revives a spent root.
+    pub fn live_from(&self, floor: u64) -> bool {
+        self.seq >= floor && (self.root() >= floor || matches!(self.link, Some(Link::Revival(_))))
     }
 }
 
@@ -183,17 +189,21 @@ impl<F: Fs> Wal<F> {
         self.append_record(partition, encode_record(partition, key, payload, None))
     }
 
-    /// Buffers a salvage copy of the entry `root` (see `salvage`); returns its seq.
-    pub fn append_copy(
+    /// Buffers a salvage entry standing for `link`'s root (see `salvage`); returns its
+    /// seq.
+    pub fn append_linked(
         &self,
         partition: &PartitionId,
         key: &[u8],
         payload: &[u8],
-        root: u64,
+        link: Link,
     ) -> Result<u64, WalError> {
-        let record = encode_record(partition, key, payload, Some(root));
+        let record = encode_record(partition, key, payload, Some(link));
         let seq = self.append_record(partition, record)?;
-        assert!(root < seq, "a copy follows the entry it copies");
+        assert!(
+            link.root() < seq,
+            "a salvage entry follows the entry it stands for"
+        );
         Ok(seq)
     }
 

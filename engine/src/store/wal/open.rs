@@ -90,8 +90,8 @@ impl<F: Fs> Wal<F> {
         assert!(
             entries
                 .iter()
-                .all(|e| e.copy_of.is_none_or(|root| root < e.seq)),
-            "read_segment keeps only copies of earlier entries"
+                .all(|e| e.link.is_none_or(|l| l.root() < e.seq)),
+            "read_segment keeps only links to earlier entries"
         );
         let wal = Wal {
             fs,
@@ -195,10 +195,10 @@ async fn read_segment<F: Fs>(
         for (index, range) in ranges.into_iter().enumerate() {
             let seq = header.base_offset + index as u64;
             match payload.get(range).and_then(decode_record) {
-                // A copy names an earlier entry; one naming itself or a later one is
+                // A link names an earlier entry; one naming itself or a later one is
                 // malformed.
-                Some((.., Some(root))) if root >= seq => report.corrupt_entries += 1,
-                Some((partition, key, value, copy_of)) => {
+                Some((.., Some(link))) if link.root() >= seq => report.corrupt_entries += 1,
+                Some((partition, key, value, link)) => {
                     let end = segment.ends.entry(partition.clone()).or_insert(0);
                     *end = (*end).max(seq + 1);
                     entries.push(WalEntry {
@@ -206,7 +206,7 @@ async fn read_segment<F: Fs>(
                         partition,
                         key: key.to_vec(),
                         payload: value.to_vec(),
-                        copy_of,
+                        link,
                     });
                 }
                 None => report.corrupt_entries += 1,

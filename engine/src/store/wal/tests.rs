@@ -107,14 +107,14 @@ fn a_corrupt_frame_in_an_old_segment_is_skipped_and_counted() {
 )]
 fn a_copy_that_names_itself_or_a_later_entry_is_corrupt() {
     let dir = tempfile::tempdir().unwrap();
-    // Seqs 4..8 in one CRC-valid frame: a copy of 2 (fine), a plain entry, copies
-    // naming seq 6 (itself) and 9 (later), and a copy of 5.
+    // Seqs 4..8 in one CRC-valid frame: a copy of 2 (fine), a plain entry, links
+    // naming seq 6 (itself) and 9 (later), and a revival of 5.
     let records = [
-        encode_record(&pid(0), b"k", b"a", Some(2)),
+        encode_record(&pid(0), b"k", b"a", Some(Link::Copy(2))),
         encode_record(&pid(0), b"k", b"b", None),
-        encode_record(&pid(0), b"k", b"c", Some(6)),
-        encode_record(&pid(0), b"k", b"d", Some(9)),
-        encode_record(&pid(0), b"k", b"b", Some(5)),
+        encode_record(&pid(0), b"k", b"c", Some(Link::Copy(6))),
+        encode_record(&pid(0), b"k", b"d", Some(Link::Revival(9))),
+        encode_record(&pid(0), b"k", b"b", Some(Link::Revival(5))),
     ];
     let mut frame = Vec::new();
     Codecs::default()
@@ -128,8 +128,15 @@ fn a_copy_that_names_itself_or_a_later_entry_is_corrupt() {
     std::fs::write(dir.path().join(segment_name(4)), &frame).unwrap();
     let (_, _, entries, report) =
         pollster::block_on(Wal::open(StdFs, dir.path(), 1 << 20)).unwrap();
-    let read: Vec<(u64, Option<u64>)> = entries.iter().map(|e| (e.seq, e.copy_of)).collect();
-    assert_eq!(read, [(4, Some(2)), (5, None), (8, Some(5))]);
+    let read: Vec<(u64, Option<Link>)> = entries.iter().map(|e| (e.seq, e.link)).collect();
+    assert_eq!(
+        read,
+        [
+            (4, Some(Link::Copy(2))),
+            (5, None),
+            (8, Some(Link::Revival(5)))
+        ]
+    );
     assert_eq!(report.corrupt_entries, 2);
 }
 

@@ -21,6 +21,7 @@ use crate::fs::{FsEvent, FsEventKind, SimFs};
 use crate::history::{
     EventKind, FaultKind, FileKind, HeldCopy, History, Incarnation, OffsetRange, TopicPartition,
 };
+use crate::reference::wal::Link;
 use cafelog_engine::format::{layout, word};
 use cafelog_engine::fs::OpenMode;
 use std::collections::{BTreeMap, BTreeSet};
@@ -451,8 +452,13 @@ impl Recorder {
                 let Ok(id) = crate::history::parse_payload_id(&entry.payload) else {
                     continue;
                 };
-                match entry.copy_of {
-                    Some(_) => copied.push(id),
+                // A revival is the only entry a replay commits for its record.
+                match entry.link {
+                    Some(Link::Copy(_)) => copied.push(id),
+                    Some(Link::Revival(_)) => {
+                        self.paths.salvage_revivals += 1;
+                        kept.push(id);
+                    }
                     None => kept.push(id),
                 }
             }

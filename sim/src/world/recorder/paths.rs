@@ -12,8 +12,12 @@ pub struct Paths {
     /// Partitions opened with preallocated zeros after their last frame.
     pub zero_tails_at_open: u64,
     pub holes_truncated: u64,
-    /// Records past an R2 hole whose WAL entry was gone, kept by the salvage.
+    /// Records past an R2 hole with no live WAL entry (gone, or passed by the
+    /// checkpoint), kept by the salvage.
     pub records_salvaged: u64,
+    /// Of those, records whose entry the checkpoint had passed, kept as a revival linked
+    /// to it.
+    pub salvage_revivals: u64,
     /// Records past an R2 hole whose WAL entry was there, given a salvage copy.
     pub salvage_copies: u64,
     /// WAL entries damage destroyed while a salvage copy of theirs (or the entry a
@@ -70,6 +74,7 @@ impl Paths {
             ("holes_truncated_r2", self.holes_truncated),
             ("records_salvaged_r2", self.records_salvaged),
             ("salvage_copies_r2", self.salvage_copies),
+            ("salvage_revivals_r2", self.salvage_revivals),
             ("wal_entries_saved_by_copy", self.wal_entries_saved_by_copy),
             ("refusals_r3", self.refusals),
             ("topics_refused", self.topics_refused),

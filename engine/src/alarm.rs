@@ -9,7 +9,7 @@
 //! |---|---|---|---|
 //! | `r1_torn_tail` | warn | dir, segment, position, offset, bytes | open truncates a torn tail |
 //! | `r2_hole` | warn | dir, segment, position, offset, bytes | open truncates at a hole above the persisted HWM |
-//! | `r2_salvaged` | warn | dir, offered, kept, copied, first_seq, end_seq | records past an R2 hole written into the WAL at seqs `[first_seq, end_seq)`: `kept` had no other copy, `copied` got a second |
+//! | `r2_salvaged` | warn | dir, offered, kept, copied, first_seq, end_seq | records past an R2 hole written into the WAL at seqs `[first_seq, end_seq)`: `kept` had no other copy a replay would commit (a plain entry, or a revival of an entry the checkpoint passed), `copied` got a second |
 //! | `r3_refused` | error | dir, segment, position | open refuses: damage below the persisted HWM |
 //! | `r4_clamp` | error | dir, persisted_hwm, hwm, lost | the persisted HWM passed the recovered tail: recorded loss |
 //! | `junk_trimmed` | warn | dir, segment, bytes | damaged unused space after a sealed segment's last frame |

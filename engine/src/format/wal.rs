@@ -13,8 +13,8 @@
 //!             payload     the rest
 //!
 //! link        mark        1B       0x00 (where a record has topicLen >= 1)
-//!             kind        1B       0x00 copy, 0x01 revival (see `Link`)
-//!             root        8B       big-endian seq of the entry it stands for (< seq)
+//!             root        8B       big-endian seq of the entry it stands for (< seq);
+//!                                  the top bit set marks a revival (see `Link`)
 //!             then a record's fields
 //!
 //! <root>/wal/checkpoint: per partition, in (topic, partition) order,
@@ -28,8 +28,8 @@
 //!
 //! Invariants kept here:
 //! - a decoder never reads past its input and answers `None` for anything malformed
-//!   (a record with an empty topic, a link of an unknown kind or without its root, a
-//!   checkpoint whose CRC does not match or whose last entry is short);
+//!   (a record with an empty topic, a link without its root, a checkpoint whose CRC
+//!   does not match or whose last entry is short);
 //! - what the encoders write, the decoders read back unchanged (tested below).
 
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
@@ -57,11 +57,12 @@ pub struct Checkpoint {
 /// The first byte of a salvage entry's record ([`Link`]), where a plain record has its
 /// topic name's length (never 0).
 pub const LINK_MARK: u8 = 0x00;
-/// The byte after [`LINK_MARK`]: which [`Link`].
-const LINK_COPY: u8 = 0x00;
-const LINK_REVIVAL: u8 = 0x01;
 /// Length of a link's root seq.
 const LINK_ROOT_LEN: usize = 8;
+/// The bit of a link's root word that marks a revival. A copy's word is its root seq as
+/// it was before revivals existed, so every WAL written then reads the same; no seq
+/// reaches this bit.
+const REVIVAL_BIT: u64 = 1 << 63;
 
 /// How a salvage entry stands for an earlier entry, its *root*: the replay commits one
 /// record for a root and every entry linked to it.
@@ -115,15 +116,19 @@ pub fn encode_record(
 ) -> Vec<u8> {
     assert!(!partition.0.is_empty(), "a topic name is never empty");
     // Two uvarints of at most 10 bytes each, beside the fixed fields.
-    let fixed = 2 + LINK_ROOT_LEN + PARTITION_LEN + 2 * 10;
+    let fixed = 1 + LINK_ROOT_LEN + PARTITION_LEN + 2 * 10;
     let mut out = Vec::with_capacity(partition.0.len() + key.len() + payload.len() + fixed);
     if let Some(link) = link {
+        assert!(
+            link.root() < REVIVAL_BIT,
+            "a seq never reaches the revival bit"
+        );
+        let word = match link {
+            Link::Copy(root) => root,
+            Link::Revival(root) => root | REVIVAL_BIT,
+        };
         out.push(LINK_MARK);
-        out.push(match link {
-            Link::Copy(_) => LINK_COPY,
-            Link::Revival(_) => LINK_REVIVAL,
-        });
-        out.extend_from_slice(&link.root().to_be_bytes());
+        out.extend_from_slice(&word.to_be_bytes());
     }
     put_uvarint(&mut out, partition.0.len() as u64);
     out.extend_from_slice(partition.0.as_bytes());
@@ -147,13 +152,12 @@ pub type DecodedRecord<'a> = (PartitionId, &'a [u8], &'a [u8], Option<Link>);
 pub fn decode_record(bytes: &[u8]) -> Option<DecodedRecord<'_>> {
     let (link, bytes) = match bytes.split_first()? {
         (&LINK_MARK, rest) => {
-            let (&kind, rest) = rest.split_first()?;
-            let (root, rest) = rest.split_at_checked(LINK_ROOT_LEN)?;
-            let root = u64::from_be_bytes(root.try_into().ok()?);
-            let link = match kind {
-                LINK_COPY => Link::Copy(root),
-                LINK_REVIVAL => Link::Revival(root),
-                _ => return None,
+            let (word, rest) = rest.split_at_checked(LINK_ROOT_LEN)?;
+            let word = u64::from_be_bytes(word.try_into().ok()?);
+            let link = if word & REVIVAL_BIT == 0 {
+                Link::Copy(word)
+            } else {
+                Link::Revival(word & !REVIVAL_BIT)
             };
             (Some(link), rest)
         }
@@ -243,26 +247,37 @@ mod tests {
         for link in [Link::Copy(41), Link::Revival(41)] {
             let linked = encode_record(&pid(3), b"key", b"payload", Some(link));
             assert_eq!(linked[0], LINK_MARK, "a link is marked by its first byte");
-            assert_eq!(linked[10..], record[..], "then reads as the plain record");
+            assert_eq!(linked[9..], record[..], "then reads as the plain record");
             assert_eq!(
                 decode_record(&linked),
                 Some((pid(3), &b"key"[..], &b"payload"[..], Some(link)))
             );
             assert_eq!(
-                decode_record(&linked[..9]),
+                decode_record(&linked[..8]),
                 None,
                 "a short root is malformed"
             );
-            let mut unknown = linked.clone();
-            unknown[1] = 0x02;
-            assert_eq!(
-                decode_record(&unknown),
-                None,
-                "an unknown kind is malformed"
-            );
         }
+        // The bytes a copy had before revivals existed, written out by hand, still read
+        // as that copy; a revival differs from it only in the root word's top bit.
+        let mut old_copy = vec![0x00, 0, 0, 0, 0, 0, 0, 0, 41];
+        old_copy.extend_from_slice(&record);
         assert_eq!(
-            decode_record(&[LINK_MARK; 13]),
+            decode_record(&old_copy),
+            Some((pid(3), &b"key"[..], &b"payload"[..], Some(Link::Copy(41))))
+        );
+        old_copy[1] = 0x80;
+        assert_eq!(
+            decode_record(&old_copy),
+            Some((
+                pid(3),
+                &b"key"[..],
+                &b"payload"[..],
+                Some(Link::Revival(41))
+            ))
+        );
+        assert_eq!(
+            decode_record(&[LINK_MARK; 12]),
             None,
             "an empty topic is malformed"
         );

@@ -2,15 +2,18 @@
 //! past an R2 hole is made durable in the WAL before the log is cut, so the cut never
 //! leaves a record with fewer copies than it had. A record whose ingress WAL entry is
 //! gone is written again as a plain entry. A record whose entry is still there is
-//! written linked to it ([`Link`], `[0x00][kind][root]`), so that the replay treats the
-//! two as one entry and commits one record for both:
-//! - a *copy* when the entry is past the checkpoint (the replay would commit it anyway).
-//!   Without the copy, a cut followed by one flip of the WAL entry (before a replay had
-//!   re-committed it) would lose a record whose log frame was never damaged;
-//! - a *revival* when the checkpoint has passed the entry (spent: the cut discards the
-//!   record the checkpoint counted on). The revival is replayed in its own place; the
-//!   link keeps a replay of every entry (after the checkpoint is lost) from committing
-//!   the spent entry and its revival as two records.
+//! written linked to it ([`Link`], `[0x00][root]`, FORMAT.md), so that the replay treats
+//! the two as one entry and commits one record for both:
+//! - a *copy* when the record lies at or above the checkpoint's offset (its entry is
+//!   past the checkpoint, and the replay would commit it anyway). Without the copy, a
+//!   cut followed by one flip of the WAL entry (before a replay had re-committed it)
+//!   would lose a record whose log frame was never damaged;
+//! - a *revival* when the record lies below the checkpoint's offset (the checkpoint
+//!   passed its entry, counting on the record the cut discards; only a persisted HWM
+//!   read lower than the checkpoint, an out-of-contract fault, puts an R2 hole there).
+//!   The revival is replayed in its own place; the link keeps a replay of every entry
+//!   (after the checkpoint is lost) from committing the spent entry and its revival as
+//!   two records.
 //!
 //! The store opens its WAL after the partitions recover; an R2 cut that discards
 //! readable records needs it earlier, so [`OpeningWal`] opens it at the first such cut
@@ -19,7 +22,8 @@
 //!
 //! Invariants:
 //! - records match entries by key and payload, each entry (with its copies) at most one
-//!   record, in seq order: repeated crashes with a lagging persisted HWM leave several
+//!   record, in seq order, and only entries on the record's side of the checkpoint:
+//!   repeated crashes with a lagging persisted HWM leave several
 //!   copies of one entry in the log (each replay re-commits the hidden tail), and the
 //!   log cannot tell them from distinct produces with equal bytes. A record that matches
 //!   no free entry but whose bytes an entry or an earlier record has is such a copy and
@@ -105,30 +109,52 @@ impl<F: Fs> OpeningWal<F> {
 /// stand for) of one partition's entries in the WAL, lowest root first.
 type Roots = BTreeMap<(Vec<u8>, Vec<u8>), VecDeque<Link>>;
 
+/// The roots a salvage links records to, split by the partition's checkpoint: a record
+/// at or above its offset belongs to an entry past its seq (a copy links to it), one
+/// below its offset to an entry it passed (a revival links to it).
+struct Pools {
+    offset: u64,
+    live: Roots,
+    spent: Roots,
+}
+
+impl Pools {
+    /// The roots a record at `offset` may stand for.
+    fn for_offset(&mut self, offset: u64) -> &mut Roots {
+        if offset >= self.offset {
+            &mut self.live
+        } else {
+            &mut self.spent
+        }
+    }
+}
+
 impl<F: Fs> OpenedWal<F> {
-    /// The roots of the entries of `id` in the WAL: a copy for a root at or past its
-    /// checkpoint's seq, a revival for one the checkpoint has passed.
-    fn roots(&self, id: &PartitionId) -> Roots {
-        let from = self.checkpoint.get(id).map_or(0, |c| c.seq);
+    /// The roots of the entries of `id` in the WAL.
+    fn pools(&self, id: &PartitionId) -> Pools {
+        let checkpoint = self.checkpoint.get(id).copied().unwrap_or_default();
         let mut content = BTreeMap::new();
         for e in self.entries.iter().filter(|e| e.partition == *id) {
             content
                 .entry(e.root())
                 .or_insert((e.key.as_slice(), e.payload.as_slice()));
         }
-        let mut roots = Roots::new();
+        let mut pools = Pools {
+            offset: checkpoint.offset,
+            live: Roots::new(),
+            spent: Roots::new(),
+        };
         for (root, (key, payload)) in content {
-            let link = if root >= from {
-                Link::Copy(root)
+            let (pool, link) = if root >= checkpoint.seq {
+                (&mut pools.live, Link::Copy(root))
             } else {
-                Link::Revival(root)
+                (&mut pools.spent, Link::Revival(root))
             };
-            roots
-                .entry((key.to_vec(), payload.to_vec()))
+            pool.entry((key.to_vec(), payload.to_vec()))
                 .or_default()
                 .push_back(link);
         }
-        roots
+        pools
     }
 }
 
@@ -149,10 +175,17 @@ impl<F: Fs> PartitionSalvage<'_, F> {
     /// Matches `records` to the entries that stand for them (see the module's
     /// invariants) and says what to write.
     fn plan(opened: &OpenedWal<F>, id: &PartitionId, records: Vec<SalvagedRecord>) -> Vec<Write> {
-        let mut roots = opened.roots(id);
+        let mut pools = opened.pools(id);
         let mut seen: BTreeSet<(Vec<u8>, Vec<u8>)> = BTreeSet::new();
         let mut out = Vec::new();
-        for SalvagedRecord { key, payload, .. } in records {
+        for SalvagedRecord {
+            offset,
+            key,
+            payload,
+            ..
+        } in records
+        {
+            let roots = pools.for_offset(offset);
             let content = (key, payload);
             let known = roots.contains_key(&content);
             let link = roots.get_mut(&content).and_then(VecDeque::pop_front);
@@ -328,33 +361,58 @@ mod tests {
     }
 
     #[test]
-    fn a_record_whose_entry_the_checkpoint_passed_is_revived() {
+    fn a_record_below_the_checkpoint_offset_revives_the_entry_it_passed() {
         let dir = tempfile::tempdir().unwrap();
-        // Entry 2 (a) and a copy of it, and entry 3 (b), all below the checkpoint's seq
-        // 5; entry 6 (c) past it.
+        // Entries 2 (a) with a copy, 3 (b) and 4 (c) below the checkpoint's seq 5, whose
+        // records lie below its offset 9; entries 6 (c again: a distinct produce with
+        // equal bytes) and 7 (d) past it.
         let mut wal = opened(
             dir.path(),
             vec![
                 entry(2, "a", None),
                 entry(3, "b", None),
+                entry(4, "c", None),
                 entry(6, "c", None),
+                entry(7, "d", None),
                 entry(12, "a", Some(Link::Copy(2))),
             ],
         );
         wal.checkpoint.insert(
             ("t".to_string(), 0),
-            crate::store::Checkpoint { seq: 5, offset: 5 },
+            crate::store::Checkpoint { seq: 5, offset: 9 },
         );
-        // The cut discards the records the checkpoint counted on for a and b: each is
-        // revived, linked to its spent entry; c is copied as usual.
+        // Below offset 9 the cut discards records the checkpoint counted on: each is
+        // revived, linked to its spent entry. From 9 on, records belong to entries past
+        // the checkpoint: c is a copy of 6, not a revival of the spent 4, and d of 7.
         assert_eq!(
-            plan(&wal, vec![record(7, "a"), record(8, "b"), record(9, "c")]),
+            plan(
+                &wal,
+                vec![
+                    record(7, "a"),
+                    record(8, "b"),
+                    record(9, "c"),
+                    record(10, "d")
+                ]
+            ),
             vec![
                 ("a".into(), Some(Link::Revival(2))),
                 ("b".into(), Some(Link::Revival(3))),
                 ("c".into(), Some(Link::Copy(6))),
+                ("d".into(), Some(Link::Copy(7))),
             ]
         );
+        // A record above the offset whose entry is gone is written plain, even when a
+        // spent entry has its bytes: linking it there would let that entry's own log
+        // copy cover it after a lost checkpoint.
+        let wal = {
+            let mut wal = opened(dir.path(), vec![entry(4, "c", None)]);
+            wal.checkpoint.insert(
+                ("t".to_string(), 0),
+                crate::store::Checkpoint { seq: 5, offset: 9 },
+            );
+            wal
+        };
+        assert_eq!(plan(&wal, vec![record(9, "c")]), vec![("c".into(), None)]);
     }
 
     type TestStore = Store<StdFs, ManualClock>;

@@ -316,8 +316,9 @@ pub enum EventKind {
     },
     /// World, right after an `r2_salvaged` alarm that wrote entries: the produce ids
     /// of the WAL entries at the seqs the alarm names, as the reference decoder reads
-    /// the page cache: `kept` as plain entries (their entry was gone), `copied` as
-    /// salvage copies. Which records the salvage saved, by identity.
+    /// the page cache: `kept` as plain entries (their entry was gone) or revivals (the
+    /// checkpoint had passed it), `copied` as salvage copies. Which records the salvage
+    /// saved, by identity.
     SalvageWrote {
         tp: TopicPartition,
         kept: Vec<ProduceId>,

@@ -2,8 +2,8 @@
 //! WAL"): frames of the log's frame format, one per group commit, whose base offset is
 //! the WAL sequence number of their first entry, each entry
 //! `[topicLen:uvarint][topic][partition:4BE][keyLen:uvarint][key][payload]`, a salvage
-//! entry linked to the entry `root` with `[0x00][kind][root:8BE]` before it: kind 0 a
-//! copy, 1 a revival (`root` below its own seq, any other kind, or a short root, and the
+//! entry linked to the entry `root` with `[0x00][root:8BE]` before it, a revival when
+//! the root word's top bit is set and a copy otherwise (`root` below its own seq, or the
 //! entry is malformed).
 //!
 //! Invariant: a frame is one CRC unit, so an unreadable frame loses all of its entries;
@@ -34,15 +34,34 @@ pub enum Link {
 }
 
 impl Entry {
-    /// The entry a replay from a readable checkpoint commits this one as: a copy's root,
-    /// or the entry itself (a revival is replayed while its spent root is not; only a
-    /// replay of every entry, after a lost checkpoint, takes the two as one).
-    pub fn replay_root(&self) -> u64 {
+    /// The entries a replay from a readable checkpoint commits as one record with this
+    /// one: a root and its copies, or the revivals of one spent root (the spent root
+    /// itself is not replayed while the checkpoint reads; only a replay of every entry,
+    /// after a lost checkpoint, takes the two groups as one).
+    pub fn group(&self) -> Group {
         match self.link {
-            Some(Link::Copy(root)) => root,
-            Some(Link::Revival(_)) | None => self.seq,
+            Some(Link::Copy(root)) => Group::Root(root),
+            Some(Link::Revival(root)) => Group::Revivals(root),
+            None => Group::Root(self.seq),
         }
     }
+
+    /// Whether a replay from a checkpoint at seq `floor` takes this entry (FORMAT.md):
+    /// it is past the checkpoint, and so is the root of a copy.
+    pub fn live_from(&self, floor: u64) -> bool {
+        self.seq >= floor
+            && match self.link {
+                Some(Link::Copy(root)) => root >= floor,
+                Some(Link::Revival(_)) | None => true,
+            }
+    }
+}
+
+/// See [`Entry::group`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Group {
+    Root(u64),
+    Revivals(u64),
 }
 
 /// One readable frame: its bytes in the file, the sequence number of its first entry,
@@ -93,13 +112,13 @@ pub type Record<'a> = (String, u32, &'a [u8], &'a [u8], Option<Link>);
 pub fn record(bytes: &[u8]) -> Option<Record<'_>> {
     let (link, bytes) = match bytes.split_first()? {
         (0, rest) => {
-            let (&kind, rest) = rest.split_first()?;
-            let (root, rest) = rest.split_first_chunk::<8>()?;
-            let root = u64::from_be_bytes(*root);
-            let link = match kind {
-                0 => Link::Copy(root),
-                1 => Link::Revival(root),
-                _ => return None,
+            let (word, rest) = rest.split_first_chunk::<8>()?;
+            let word = u64::from_be_bytes(*word);
+            let root = word & !(1 << 63);
+            let link = if word == root {
+                Link::Copy(root)
+            } else {
+                Link::Revival(root)
             };
             (Some(link), rest)
         }
@@ -249,44 +268,33 @@ mod tests {
         assert!(!checkpoint_readable(&short));
     }
 
-    /// The record bytes FORMAT.md gives, written out by hand: a link's mark, kind and
-    /// root, then a plain record of topic `t`, partition 2, key `k`, payload `p`.
-    fn linked(kind: u8, root: u64) -> Vec<u8> {
-        let mut out = vec![0x00, kind];
-        out.extend_from_slice(&root.to_be_bytes());
+    /// The record bytes FORMAT.md gives, written out by hand: a link's mark and root
+    /// word, then a plain record of topic `t`, partition 2, key `k`, payload `p`.
+    fn linked(word: u64) -> Vec<u8> {
+        let mut out = vec![0x00];
+        out.extend_from_slice(&word.to_be_bytes());
         out.extend_from_slice(&[1, b't', 0, 0, 0, 2, 1, b'k', b'p']);
         out
     }
 
     #[test]
     fn a_salvage_entry_reads_as_a_copy_or_a_revival() {
-        let plain = ("t".to_owned(), 2, &b"k"[..], &b"p"[..]);
         let read = |bytes: &[u8]| {
             record(bytes).map(|(t, p, k, v, link)| ((t, p, k.to_vec(), v.to_vec()), link))
         };
-        let expect = |link| {
-            Some((
-                (plain.0.clone(), plain.1, plain.2.to_vec(), plain.3.to_vec()),
-                link,
-            ))
-        };
-        assert_eq!(read(&linked(0, 7)), expect(Some(Link::Copy(7))));
-        assert_eq!(read(&linked(1, 7)), expect(Some(Link::Revival(7))));
-        assert_eq!(read(&linked(2, 7)), None, "an unknown kind is malformed");
-        assert_eq!(read(&linked(1, 7)[..9]), None, "a short root is malformed");
+        let expect = |link| Some((("t".to_owned(), 2, b"k".to_vec(), b"p".to_vec()), link));
+        assert_eq!(read(&linked(7)), expect(Some(Link::Copy(7))));
+        assert_eq!(read(&linked(7 | 1 << 63)), expect(Some(Link::Revival(7))));
+        assert_eq!(read(&linked(7)[..8]), None, "a short root is malformed");
         // The engine writes the same bytes.
-        for (kind, link) in [
-            (0, cafelog_engine::store::wal::Link::Copy(7)),
-            (1, cafelog_engine::store::wal::Link::Revival(7)),
+        use cafelog_engine::store::wal::{Link as EngineLink, encode_record};
+        for (word, link) in [
+            (7, EngineLink::Copy(7)),
+            (7 | 1 << 63, EngineLink::Revival(7)),
         ] {
             assert_eq!(
-                cafelog_engine::store::wal::encode_record(
-                    &("t".to_owned(), 2),
-                    b"k",
-                    b"p",
-                    Some(link)
-                ),
-                linked(kind, 7)
+                encode_record(&("t".to_owned(), 2), b"k", b"p", Some(link)),
+                linked(word)
             );
         }
     }

@@ -64,10 +64,10 @@ fn wal_segment_base(name: &str) -> Option<u64> {
         .flatten()
 }
 
-/// The readable entries of a WAL: per (topic, partition, root), where the root is the
-/// seq an entry stands for (its own, or the one a salvage copy copies), the seqs of
-/// the entries that stand for it.
-pub type WalRoots = BTreeMap<(String, u32, u64), BTreeSet<u64>>;
+/// The readable entries of a WAL: per (topic, partition, group), where the group is the
+/// entries a replay commits as one record ([`wal::Entry::group`]: a root and its salvage
+/// copies, or the revivals of one spent root), the seqs of the entries in it.
+pub type WalRoots = BTreeMap<(String, u32, wal::Group), BTreeSet<u64>>;
 
 /// The [`WalRoots`] of every readable entry in the WAL segment `images`.
 pub fn wal_roots<'a>(images: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> WalRoots {
@@ -78,9 +78,9 @@ pub fn wal_roots<'a>(images: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> W
         .flat_map(|(_, image)| wal::frames(image))
         .flat_map(|frame| frame.entries)
     {
-        let root = entry.replay_root();
+        let group = entry.group();
         roots
-            .entry((entry.topic, entry.partition, root))
+            .entry((entry.topic, entry.partition, group))
             .or_default()
             .insert(entry.seq);
     }
@@ -120,8 +120,7 @@ pub fn wal_entries_hit(
         .filter(|frame| hit.iter().any(|h| overlaps(&frame.position, h)))
         .flat_map(|frame| frame.entries)
     {
-        let root = entry.replay_root();
-        match readable.get(&(entry.topic.clone(), entry.partition, root)) {
+        match readable.get(&(entry.topic.clone(), entry.partition, entry.group())) {
             Some(seqs) if seqs.contains(&entry.seq) => out.intact += 1,
             Some(_) => out.saved_by_copy += 1,
             // An entry whose payload carries no id is no produce of this run's: the
@@ -248,6 +247,7 @@ pub fn segment_end_offset(path: &Path, image: &[u8]) -> Option<u64> {
 mod tests {
     use super::*;
     use crate::history::encode_payload;
+    use crate::reference::wal::Group;
     use cafelog_engine::format::frame::{Codec, Codecs};
     use cafelog_engine::store::wal;
 
@@ -396,7 +396,7 @@ mod tests {
         let name = wal::segment_name(10);
         let roots = wal_roots([(name.as_str(), image.as_slice())]);
         assert_eq!(
-            roots.get(&("orders".to_owned(), 0, 12)),
+            roots.get(&("orders".to_owned(), 0, Group::Root(12))),
             Some(&BTreeSet::from([12, 14])),
             "the copy stands for seq 12, not for itself"
         );
@@ -424,6 +424,60 @@ mod tests {
         let without_copy = wal_roots([(name.as_str(), &after[..frames[2].end as usize])]);
         assert_eq!(
             ids(wal_entries_hit(&path, &image, &hit, &without_copy)),
+            vec![(12, 0, 3)]
+        );
+    }
+
+    #[test]
+    fn a_revival_is_saved_only_by_another_revival_of_its_root() {
+        // Seqs 14 and 15 revive seq 12 (id 3), which the checkpoint passed: a replay
+        // from a readable checkpoint commits the revivals as one record and skips 12.
+        let (mut image, frames) = wal_image();
+        let mut codecs = Codecs::default();
+        let revival = wal::encode_record(
+            &("orders".to_owned(), 0),
+            b"k",
+            &encode_payload(3, b"body"),
+            Some(wal::Link::Revival(12)),
+        );
+        let at = image.len();
+        image.extend(frame(&mut codecs, 14, std::slice::from_ref(&revival)));
+        let second = image.len();
+        image.extend(frame(&mut codecs, 15, &[revival]));
+        let path = Path::new("/data/wal").join(wal::segment_name(10));
+        let name = wal::segment_name(10);
+        let roots = wal_roots([(name.as_str(), image.as_slice())]);
+        assert_eq!(
+            roots.get(&("orders".to_owned(), 0, Group::Revivals(12))),
+            Some(&BTreeSet::from([14, 15])),
+        );
+        assert_eq!(
+            roots.get(&("orders".to_owned(), 0, Group::Root(12))),
+            Some(&BTreeSet::from([12])),
+            "the spent root is a group of its own"
+        );
+        // The first revival destroyed while the second reads: nothing lost.
+        let hit = [at as u64..at as u64 + 1];
+        let mut after = image.clone();
+        after[at + 20] ^= 1;
+        let readable = wal_roots([(name.as_str(), after.as_slice())]);
+        let judged = wal_entries_hit(&path, &image, &hit, &readable);
+        assert!(judged.lost.is_empty());
+        assert_eq!(judged.saved_by_copy, 1);
+        // With only the spent root left, the revival's record is lost.
+        let root_only = wal_roots([(name.as_str(), &after[..second])]);
+        assert_eq!(
+            ids(wal_entries_hit(&path, &image, &hit, &root_only)),
+            vec![(14, 0, 3)]
+        );
+        // And the spent root destroyed while its revivals read names its id, as a plain
+        // spent entry did: its own group has nothing left.
+        let hit = [frames[1].start..frames[1].start + 1];
+        let mut after = image.clone();
+        after[frames[1].start as usize + 20] ^= 1;
+        let readable = wal_roots([(name.as_str(), after.as_slice())]);
+        assert_eq!(
+            ids(wal_entries_hit(&path, &image, &hit, &readable)),
             vec![(12, 0, 3)]
         );
     }

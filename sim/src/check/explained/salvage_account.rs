@@ -8,14 +8,14 @@
 //!
 //! Judged for each such open with no fault on the partition between its restart and
 //! its `log_opened`: damage that lands while the open reads changes what it was
-//! offered. Such a salvage also wrote an entry (plain or a copy) of every produce id
-//! listed past the hole, unless a fault on the WAL came while that open ran: it plans
-//! one per distinct record content, and a payload carries its produce id, so an id it
-//! was offered and did not write is a record it dropped. And every `r2_salvaged` names
-//! as many WAL seqs as it says it wrote, and
-//! the entries the world found at them (`salvage_wrote`) are that many plain entries
-//! and that many copies: no more, and fewer only after a fault on the WAL while that
-//! open ran (it may have damaged them before the world read them back).
+//! offered. Such a salvage also wrote an entry (plain, a copy or a revival) of every
+//! produce id listed past the hole, unless a fault on the WAL came while that open ran:
+//! it plans one per distinct record content, and a payload carries its produce id, so
+//! an id it was offered and did not write is a record it dropped. And every
+//! `r2_salvaged` names as many WAL seqs as it says it wrote, and the entries the world
+//! found at them (`salvage_wrote`) are that many plain entries or revivals and that
+//! many copies: no more, and fewer only after a fault on the WAL while that open ran
+//! (it may have damaged them before the world read them back).
 
 use super::AlarmsReport;
 use crate::check::facts::Facts;
@@ -72,7 +72,7 @@ fn written(facts: &Facts<'_>, report: &mut AlarmsReport) {
                      {copied} at WAL seqs [{first_seq}, {end_seq}), where the WAL held {}",
                     event.incarnation,
                     found.map_or("nothing it wrote".to_owned(), |(k, c)| format!(
-                        "{k} plain entries and {c} copies"
+                        "{k} plain entries or revivals and {c} copies"
                     ))
                 ),
                 records: Vec::new(),

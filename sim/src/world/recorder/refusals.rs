@@ -73,7 +73,7 @@ impl Recorder {
             .flat_map(|bytes| reference::wal::frames(&bytes))
             .flat_map(|f| f.entries)
             .filter(|e| e.topic == tp.topic && e.partition == tp.partition)
-            .filter(|e| e.seq >= floor && e.replay_root() >= floor)
+            .filter(|e| e.live_from(floor))
             .filter_map(|e| parse_payload_id(&e.payload).ok())
             .collect()
     }

@@ -102,6 +102,7 @@ mod duplicates_carried_tail;
 mod duplicates_hwm_word;
 mod duplicates_lost_from;
 mod duplicates_reach;
+mod duplicates_replaying_open;
 mod duplicates_replays;
 mod duplicates_rows;
 mod duplicates_word_direction;

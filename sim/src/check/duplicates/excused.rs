@@ -119,6 +119,7 @@ pub(super) fn excusals(
             let before = a.first_delivery.max(b.first_delivery);
             for (destroyed, repeat) in [(j, k), (k, j)] {
                 let c = &copies[destroyed];
+                let acked = acked_here(facts, id, c);
                 for excuse in excuses.out_of_contract_each_on(
                     DESTROYS_COPIES,
                     &c.tp,
@@ -127,6 +128,18 @@ pub(super) fn excusals(
                     Some(c.first_delivery),
                     before,
                 ) {
+                    // A reach of unknown offsets (a lost fsync of the partition's
+                    // directory) names the records acknowledged after the fault: not a
+                    // copy acknowledged in place before it and first read after it.
+                    let fault = excuse.causes[0];
+                    let by_ack = facts
+                        .reaches
+                        .iter()
+                        .filter(|r| r.fault_index == fault)
+                        .all(|r| !r.until_crash() && r.offsets.is_none());
+                    if by_ack && acked.is_some_and(|a| a < fault) {
+                        continue;
+                    }
                     let Some(first) = crash_showing(facts, excuse.causes[0]) else {
                         continue;
                     };
@@ -165,11 +178,14 @@ pub(super) fn excusals(
                         .reaches
                         .iter()
                         .any(|r| r.fault_index == excuse.causes[0] && r.file == FileKind::Hwm);
-                    let hid = |crash: &CrashFact| {
+                    let hid = |crash: &CrashFact, replay: Option<Incarnation>| {
+                        let reader = replay
+                            .filter(|&inc| facts.alarms.disk_at(&c.tp, inc).is_some())
+                            .unwrap_or(crash.incarnation + 1);
                         !on_word
                             || facts
                                 .alarms
-                                .disk_at(&c.tp, crash.incarnation + 1)
+                                .disk_at(&c.tp, reader)
                                 .and_then(|v| v.persisted_hwm)
                                 .is_none_or(|p| p <= c.offset)
                     };
@@ -185,12 +201,14 @@ pub(super) fn excusals(
                             if c.first_delivery > crash.index
                                 || copies[repeat].first_delivery < crash.index
                                 || copies[repeat].offset < fresh
-                                || !hid(crash)
                             {
                                 return None;
                             }
                             let replay =
                                 super::place::replay_writing(facts, crash, copies, repeat)?;
+                            if !hid(crash, replay) {
+                                return None;
+                            }
                             (showing || listed(crash, replay)).then_some(replay)
                         });
                     let Some(replay) = placed else {
@@ -208,6 +226,24 @@ pub(super) fn excusals(
         }
     }
     out
+}
+
+/// The history index at which `id` was acknowledged at `c`'s own offset, when no cut,
+/// clamp or crash ended the log at or below it before `c` was first delivered (so `c`
+/// is the acknowledged frame).
+fn acked_here(facts: &Facts<'_>, id: ProduceId, c: &Copy) -> Option<usize> {
+    let &ack = facts.acks.get(&id)?;
+    match &facts.history.events()[ack].kind {
+        EventKind::ProduceAck {
+            tp,
+            offset: Some(o),
+            ..
+        } if *tp == c.tp && *o == c.offset => {}
+        _ => return None,
+    }
+    (!log_ended_at(facts, &c.tp, ack, c.first_delivery, c.offset)
+        && !clamped_at(facts, &c.tp, ack, c.first_delivery, c.offset))
+    .then_some(ack)
 }
 
 /// `damaged_copy_recommitted`: after `copy` was first delivered and before `other`

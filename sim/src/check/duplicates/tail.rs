@@ -31,6 +31,19 @@ pub(super) fn hidden_tail(
         .filter_map(|d| d.persisted_hwm)
         .min()
         .unwrap_or(p.persisted_hwm);
+    // A copy the replaying open read below its word was shown to it, whatever an open
+    // killed before it read: the replay skips it (helper-72).
+    let start = replay_of(facts, crash, &p.tp)
+        .filter(|&inc| inc > crash.incarnation + 1)
+        .and_then(|inc| {
+            facts
+                .alarms
+                .views_before(&p.tp, inc, usize::MAX)
+                .iter()
+                .filter_map(|d| d.persisted_hwm)
+                .min()
+        })
+        .map_or(start, |read| start.max(read));
     // The last shown HWM widens this crash's tail only past what the crash before it
     // already hid, when no open completed in between (the one replay after both
     // re-commits those entries once): up to the shown HWM when that crash's tail ends

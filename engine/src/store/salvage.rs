@@ -1,19 +1,19 @@
 //! The store's salvage for R2 (see [`crate::recovery::Salvage`]): every readable record
 //! past an R2 hole is made durable in the WAL before the log is cut, so the cut never
-//! leaves a record with fewer copies than it had. A record whose ingress WAL entry is
-//! gone is written again as a plain entry. A record whose entry is still there is
-//! written linked to it ([`Link`], `[0x00][root]`, FORMAT.md), so that the replay treats
-//! the two as one entry and commits one record for both:
-//! - a *copy* when the record lies at or above the checkpoint's offset (its entry is
-//!   past the checkpoint, and the replay would commit it anyway). Without the copy, a
-//!   cut followed by one flip of the WAL entry (before a replay had re-committed it)
-//!   would lose a record whose log frame was never damaged;
-//! - a *revival* when the record lies below the checkpoint's offset (the checkpoint
-//!   passed its entry, counting on the record the cut discards; only a persisted HWM
-//!   read lower than the checkpoint, an out-of-contract fault, puts an R2 hole there).
-//!   The revival is replayed in its own place; the link keeps a replay of every entry
-//!   (after the checkpoint is lost) from committing the spent entry and its revival as
-//!   two records.
+//! leaves a record with fewer copies than it had. A record is written linked to the
+//! group of entries that stands for it ([`Link`], `[0x00][root]`, FORMAT.md), so that
+//! the replay treats them as one entry and commits one record for all, or as a plain
+//! entry when no group in the WAL has its bytes (its entry was damaged or deleted):
+//! - a *copy* when the group's root is past the checkpoint (the replay would commit it
+//!   anyway). Without the copy, a cut followed by one flip of the WAL entry (before a
+//!   replay had re-committed it) would lose a record whose log frame was never damaged;
+//! - a *revival* when the checkpoint passed the root. A record below the checkpoint's
+//!   offset (its entry passed, counting on the record the cut discards; only a
+//!   persisted HWM read lower than the checkpoint, an out-of-contract fault, puts an R2
+//!   hole there) revives it; a record of a group a revival keeps live links to it the
+//!   same way. The revival is replayed in its own place; the link keeps a replay of
+//!   every entry (after the checkpoint is lost) from committing the spent entry and its
+//!   revival as two records.
 //!
 //! The store opens its WAL after the partitions recover; an R2 cut that discards
 //! readable records needs it earlier, so [`OpeningWal`] opens it at the first such cut
@@ -21,8 +21,9 @@
 //! same I/O in the same order as before salvage existed.
 //!
 //! Invariants:
-//! - records match entries by key and payload, each entry (with its copies) at most one
-//!   record, in seq order, and only entries on the record's side of the checkpoint:
+//! - records match groups by key and payload, each group at most one record, in root
+//!   order, a record at or above the checkpoint's offset only a group the replay takes
+//!   (see [`Pools`]):
 //!   repeated crashes with a lagging persisted HWM leave several
 //!   copies of one entry in the log (each replay re-commits the hidden tail), and the
 //!   log cannot tell them from distinct produces with equal bytes. A record that matches
@@ -109,9 +110,11 @@ impl<F: Fs> OpeningWal<F> {
 /// stand for) of one partition's entries in the WAL, lowest root first.
 type Roots = BTreeMap<(Vec<u8>, Vec<u8>), VecDeque<Link>>;
 
-/// The roots a salvage links records to, split by the partition's checkpoint: a record
-/// at or above its offset belongs to an entry past its seq (a copy links to it), one
-/// below its offset to an entry it passed (a revival links to it).
+/// The roots a salvage links records to, split by whether the replay from the
+/// partition's checkpoint takes their group ([`WalEntry::live_from`]: the root is past
+/// the checkpoint, or a revival of it is). A record at or above the checkpoint's offset
+/// is a copy of a live group's record; one below it belongs to a group the checkpoint
+/// passed, or, where none has its bytes, to a live group (an older copy of its record).
 struct Pools {
     offset: u64,
     live: Roots,
@@ -119,38 +122,52 @@ struct Pools {
 }
 
 impl Pools {
-    /// The roots a record at `offset` may stand for.
-    fn for_offset(&mut self, offset: u64) -> &mut Roots {
-        if offset >= self.offset {
-            &mut self.live
+    /// Whether a record at `offset` with `content` stands for an entry, and the link to
+    /// the first free one it may stand for (see [`Pools`]).
+    fn take(&mut self, offset: u64, content: &(Vec<u8>, Vec<u8>)) -> (bool, Option<Link>) {
+        let pools = if offset >= self.offset {
+            [Some(&mut self.live), None]
         } else {
-            &mut self.spent
+            [Some(&mut self.spent), Some(&mut self.live)]
+        };
+        let mut known = false;
+        for roots in pools.into_iter().flatten() {
+            known |= roots.contains_key(content);
+            if let Some(link) = roots.get_mut(content).and_then(VecDeque::pop_front) {
+                return (true, Some(link));
+            }
         }
+        (known, None)
     }
 }
 
 impl<F: Fs> OpenedWal<F> {
-    /// The roots of the entries of `id` in the WAL.
+    /// The roots of the entries of `id` in the WAL, a copy for a root past the
+    /// checkpoint and a revival for one it passed.
     fn pools(&self, id: &PartitionId) -> Pools {
         let checkpoint = self.checkpoint.get(id).copied().unwrap_or_default();
-        let mut content = BTreeMap::new();
+        let mut groups: BTreeMap<u64, (&WalEntry, bool)> = BTreeMap::new();
         for e in self.entries.iter().filter(|e| e.partition == *id) {
-            content
-                .entry(e.root())
-                .or_insert((e.key.as_slice(), e.payload.as_slice()));
+            let group = groups.entry(e.root()).or_insert((e, false));
+            group.1 |= e.live_from(checkpoint.seq);
         }
         let mut pools = Pools {
             offset: checkpoint.offset,
             live: Roots::new(),
             spent: Roots::new(),
         };
-        for (root, (key, payload)) in content {
-            let (pool, link) = if root >= checkpoint.seq {
-                (&mut pools.live, Link::Copy(root))
+        for (root, (first, live)) in groups {
+            let link = if root >= checkpoint.seq {
+                Link::Copy(root)
             } else {
-                (&mut pools.spent, Link::Revival(root))
+                Link::Revival(root)
             };
-            pool.entry((key.to_vec(), payload.to_vec()))
+            let pool = if live {
+                &mut pools.live
+            } else {
+                &mut pools.spent
+            };
+            pool.entry((first.key.clone(), first.payload.clone()))
                 .or_default()
                 .push_back(link);
         }
@@ -185,10 +202,8 @@ impl<F: Fs> PartitionSalvage<'_, F> {
             ..
         } in records
         {
-            let roots = pools.for_offset(offset);
             let content = (key, payload);
-            let known = roots.contains_key(&content);
-            let link = roots.get_mut(&content).and_then(VecDeque::pop_front);
+            let (known, link) = pools.take(offset, &content);
             let write = link.is_some() || !known && !seen.contains(&content);
             if write {
                 out.push(Write {
@@ -413,6 +428,20 @@ mod tests {
             wal
         };
         assert_eq!(plan(&wal, vec![record(9, "c")]), vec![("c".into(), None)]);
+        // A record below the offset with no spent entry of its bytes is an older copy of
+        // a live entry's record: a copy of it, as before revivals.
+        let wal = {
+            let mut wal = opened(dir.path(), vec![entry(7, "e", None)]);
+            wal.checkpoint.insert(
+                ("t".to_string(), 0),
+                crate::store::Checkpoint { seq: 5, offset: 9 },
+            );
+            wal
+        };
+        assert_eq!(
+            plan(&wal, vec![record(8, "e")]),
+            vec![("e".into(), Some(Link::Copy(7)))]
+        );
     }
 
     type TestStore = Store<StdFs, ManualClock>;
@@ -636,5 +665,26 @@ mod tests {
             payloads(&store),
             ["id:0", "id:0", "id:1", "id:2", "id:3", "id:4", "id:5"]
         );
+    }
+
+    #[test]
+    fn a_replayed_revival_cut_again_is_linked_to_its_group_not_written_plain() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(1_700_000_000_000);
+        let root = dir.path();
+        revived_and_killed(root, &clock);
+        // The replay commits ids 2..6 at 1..4, at or above the checkpoint's offset,
+        // which the open lowered to the recovered HWM; the word stays 0.
+        let store = open_store(root, &clock);
+        assert_eq!(payloads(&store), ["id:0", "id:2", "id:3", "id:4", "id:5"]);
+        drop(store);
+        // A flip at rest in id 0's frame (at or above the word): an R2 hole with the
+        // replayed records past it. Their groups are the live revivals: each record is
+        // linked to its group (helper-73), so the replay commits it once more, not twice.
+        let part = root.join("topics/t/p00000");
+        flip_inside(&part.join("00000000000000000000.log"), b"id:0");
+        let (store, report) = open_reporting(root, &clock);
+        assert_eq!(report.replayed, 4);
+        assert_eq!(payloads(&store), ["id:2", "id:3", "id:4", "id:5"]);
     }
 }

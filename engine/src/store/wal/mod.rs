@@ -18,8 +18,10 @@
 //! - each incarnation writes a fresh segment; older segments are only read (replay) and
 //!   deleted once every entry in them is checkpointed, so a torn tail or a corrupt frame
 //!   in an old segment is skipped, never written over;
-//! - the checkpoint only moves forward and only up to a persisted HWM (the caller's
-//!   duty, see `store`), and it is durable before any segment it covers is deleted;
+//! - the checkpoint's seq only moves forward and only up to a persisted HWM (the
+//!   caller's duty, see `store`; an open lowers its offset to a recovered HWM that a
+//!   clamp or cut put below it), and it is durable before any segment it covers is
+//!   deleted;
 //! - an fsync error poisons the WAL: nothing more is acknowledged.
 
 use crate::format::frame::{Codec, Codecs, assert_frame_is};

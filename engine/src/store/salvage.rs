@@ -26,9 +26,9 @@
 //!   (see [`Pools`]):
 //!   repeated crashes with a lagging persisted HWM leave several
 //!   copies of one entry in the log (each replay re-commits the hidden tail), and the
-//!   log cannot tell them from distinct produces with equal bytes. A record that matches
-//!   no free entry but whose bytes an entry or an earlier record has is such a copy and
-//!   is not written; of the rest, one per content is written as a plain entry;
+//!   log cannot tell them from distinct produces with equal bytes. A record that no free
+//!   group takes but whose bytes an earlier record past the hole had is such a copy
+//!   and is not written; of the rest, one per content is written as a plain entry;
 //! - every record matched to an entry gets a link from this open, even when the WAL
 //!   already shows one: a copy an earlier open wrote and was killed before fsyncing is
 //!   readable through the page cache after a process crash, and a power loss takes it.
@@ -122,22 +122,18 @@ struct Pools {
 }
 
 impl Pools {
-    /// Whether a record at `offset` with `content` stands for an entry, and the link to
-    /// the first free one it may stand for (see [`Pools`]).
-    fn take(&mut self, offset: u64, content: &(Vec<u8>, Vec<u8>)) -> (bool, Option<Link>) {
+    /// The link to the first free group a record at `offset` with `content` may stand
+    /// for (see [`Pools`]), taken.
+    fn take(&mut self, offset: u64, content: &(Vec<u8>, Vec<u8>)) -> Option<Link> {
         let pools = if offset >= self.offset {
             [Some(&mut self.live), None]
         } else {
             [Some(&mut self.spent), Some(&mut self.live)]
         };
-        let mut known = false;
-        for roots in pools.into_iter().flatten() {
-            known |= roots.contains_key(content);
-            if let Some(link) = roots.get_mut(content).and_then(VecDeque::pop_front) {
-                return (true, Some(link));
-            }
-        }
-        (known, None)
+        pools
+            .into_iter()
+            .flatten()
+            .find_map(|roots| roots.get_mut(content).and_then(VecDeque::pop_front))
     }
 }
 
@@ -203,8 +199,10 @@ impl<F: Fs> PartitionSalvage<'_, F> {
         } in records
         {
             let content = (key, payload);
-            let (known, link) = pools.take(offset, &content);
-            let write = link.is_some() || !known && !seen.contains(&content);
+            // A record no free group takes whose bytes an earlier record had is a
+            // replay's second copy of that record: it needs no entry of its own.
+            let link = pools.take(offset, &content);
+            let write = link.is_some() || !seen.contains(&content);
             if write {
                 out.push(Write {
                     key: content.0.clone(),

@@ -480,29 +480,47 @@ mod tests {
         std::fs::write(path, &bytes).unwrap();
     }
 
-    /// Six acknowledged records above the persisted HWM 0, a crash, and a flip in the
-    /// frame of `id:1`: an R2 hole with the readable frames of ids 2..6 past it. Then an
-    /// open that salvages and cuts, and is killed before its replay.
-    fn cut_and_killed(root: &Path, clock: &ManualClock) {
+    /// A store with topic `t` and ids 0..6 acknowledged on `t/0`.
+    fn six_produced(root: &Path, clock: &ManualClock) -> TestStore {
         let store = open_store(root, clock);
         block(store.create_topic("t", TopicConfig::default())).unwrap();
         for id in 0..6 {
             let payload = format!("id:{id}");
             block(store.produce("t", Some(0), b"k", payload.as_bytes())).unwrap();
         }
-        drop(store);
+        store
+    }
+
+    /// After `damage` of `t/0`'s directory, a flip in the frame of `id:1` and an open of
+    /// the log that salvages into the WAL and cuts (R2), killed before any replay.
+    fn cut_at_id_1(
+        root: &Path,
+        clock: &ManualClock,
+        damage: impl FnOnce(&Path),
+    ) -> crate::log::OpenReport {
         let part = root.join("topics/t/p00000");
+        damage(&part);
         flip_inside(&part.join("00000000000000000000.log"), b"id:1");
         let mut opening = OpeningWal::new(StdFs, root.join("wal"), 8 << 20);
         let id = ("t".to_string(), 0);
-        let (_, report) = block(Log::open_salvaging(
+        block(Log::open_salvaging(
             StdFs,
             clock.clone(),
             &part,
             TopicConfig::default().log,
             &mut opening.partition(&id),
         ))
-        .unwrap();
+        .unwrap()
+        .1
+    }
+
+    /// Six acknowledged records above the persisted HWM 0, a crash, and a flip in the
+    /// frame of `id:1`: an R2 hole with the readable frames of ids 2..6 past it. Then an
+    /// open that salvages and cuts, and is killed before its replay.
+    fn cut_and_killed(root: &Path, clock: &ManualClock) {
+        let store = six_produced(root, clock);
+        drop(store);
+        let report = cut_at_id_1(root, clock, |_| {});
         assert_eq!(
             (
                 report.tail_offset,
@@ -588,38 +606,22 @@ mod tests {
     /// `id:1`: an R2 hole above the word with ids 2..6 past it. Then an open that
     /// salvages and cuts, and is killed before its replay.
     fn revived_and_killed(root: &Path, clock: &ManualClock) {
-        let store = open_store(root, clock);
-        block(store.create_topic("t", TopicConfig::default())).unwrap();
-        for id in 0..6 {
-            let payload = format!("id:{id}");
-            block(store.produce("t", Some(0), b"k", payload.as_bytes())).unwrap();
-        }
+        let store = six_produced(root, clock);
         block(store.persist_hwms()).unwrap();
         block(store.checkpoint_wal()).unwrap();
         drop(store);
-        let part = root.join("topics/t/p00000");
-        std::fs::write(
-            part.join(crate::format::layout::HWM_FILE),
-            crate::format::word::encode(0),
-        )
-        .unwrap();
-        flip_inside(&part.join("00000000000000000000.log"), b"id:1");
-        let mut opening = OpeningWal::new(StdFs, root.join("wal"), 8 << 20);
-        let id = ("t".to_string(), 0);
-        let (_, report) = block(Log::open_salvaging(
-            StdFs,
-            clock.clone(),
-            &part,
-            TopicConfig::default().log,
-            &mut opening.partition(&id),
-        ))
-        .unwrap();
+        let report = cut_at_id_1(root, clock, |part| {
+            std::fs::write(
+                part.join(crate::format::layout::HWM_FILE),
+                crate::format::word::encode(0),
+            )
+            .unwrap()
+        });
         assert_eq!(
             (report.tail_offset, report.salvaged, report.salvage_copied),
             (1, 4, 0),
             "cut at 1; ids 2..6 had no live entry"
         );
-        drop(opening);
         let (_, checkpoint, entries, _) =
             block(Wal::open(StdFs, root.join("wal"), 8 << 20)).unwrap();
         let links: Vec<Option<Link>> = entries.iter().map(|e| e.link).collect();
@@ -631,7 +633,11 @@ mod tests {
                 .collect::<Vec<_>>(),
             "the spent entries are still in the WAL, so each record is revived"
         );
-        assert_eq!(checkpoint[&id].seq, 6, "the checkpoint passed every entry");
+        assert_eq!(
+            checkpoint[&("t".to_string(), 0)].seq,
+            6,
+            "the checkpoint passed every entry"
+        );
     }
 
     #[test]

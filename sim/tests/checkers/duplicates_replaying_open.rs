@@ -23,10 +23,8 @@ fn word_flip(start: u64, end: u64) -> FaultKind {
 fn raised_after_killed_open(lowered_first: bool, bug: bool) -> Run {
     let mut r = Run::new();
     let word = if lowered_first { 3 } else { 2 };
-    r.produced(4).hwm(0, 4, word, 4).delivered(4);
-    for o in 0..4 {
-        r.consume(0, o);
-    }
+    r.produced(4).hwm(0, 4, word, 4);
+    delivered_and_read(&mut r);
     r.frontier_written(0, 2);
     if lowered_first {
         r.fault(word_flip(2, 3), Some(0));
@@ -76,6 +74,29 @@ fn a_lowered_word_excuses_nothing_once_a_later_open_replays_over_a_raised_one() 
     );
 }
 
+/// A lost fsync of orders/0's directory: recorded `Other`, its offsets unknown.
+fn lost_dir_fsync(r: &mut Run) {
+    r.with(|t, h| {
+        h.fault(
+            t,
+            FaultKind::LostFsync {
+                file: FileKind::Other,
+                offsets: None,
+            },
+            Some(&tp(0)),
+            Some("/data/topics/orders/p00000"),
+        );
+    });
+}
+
+/// Ids 1-4 delivered, and each read.
+fn delivered_and_read(r: &mut Run) {
+    r.delivered(4);
+    for o in 0..4 {
+        r.consume(0, o);
+    }
+}
+
 /// A lost fsync of orders/0's directory (recorded `Other`, offsets unknown), after ids
 /// 1-4 were acknowledged, fsynced and persisted (word 4) and before any was read.
 /// Power loss A hides nothing; the open reads 4. `bug`: its replay commits id 3 again.
@@ -83,22 +104,9 @@ fn dir_fsync_then_replay(fault: bool, bug: bool) -> Run {
     let mut r = Run::new();
     r.produced(4).hwm(0, 4, 4, 4);
     if fault {
-        r.with(|t, h| {
-            h.fault(
-                t,
-                FaultKind::LostFsync {
-                    file: FileKind::Other,
-                    offsets: None,
-                },
-                Some(&tp(0)),
-                Some("/data/topics/orders/p00000"),
-            );
-        });
+        lost_dir_fsync(&mut r);
     }
-    r.delivered(4);
-    for o in 0..4 {
-        r.consume(0, o);
-    }
+    delivered_and_read(&mut r);
     r.frontier_written(0, 4);
     r.crash(&[(0, 4, 4, 4)]).restart().open_clean(0, 4, 4);
     r.frontier_seen(0, 4);
@@ -124,22 +132,9 @@ fn raised_flip_and_dir_fsync(dir: bool) -> Run {
     let mut r = Run::new();
     r.produced(4).hwm(0, 4, 2, 4);
     if dir {
-        r.with(|t, h| {
-            h.fault(
-                t,
-                FaultKind::LostFsync {
-                    file: FileKind::Other,
-                    offsets: None,
-                },
-                Some(&tp(0)),
-                Some("/data/topics/orders/p00000"),
-            );
-        });
+        lost_dir_fsync(&mut r);
     }
-    r.delivered(4);
-    for o in 0..4 {
-        r.consume(0, o);
-    }
+    delivered_and_read(&mut r);
     r.frontier_written(0, 2);
     r.fault(word_flip(2, 3), Some(0));
     r.crash(&[(0, 3, 4, 4)]).restart().open_clean(0, 3, 4);

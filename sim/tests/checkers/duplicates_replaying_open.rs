@@ -7,14 +7,6 @@
 
 use super::*;
 
-fn word_flip(start: u64, end: u64) -> FaultKind {
-    FaultKind::BitFlip {
-        file: FileKind::Hwm,
-        offsets: Some(OffsetRange { start, end }),
-        below_hwm: None,
-    }
-}
-
 /// Ids 1-4 at 0-3 on orders/0, delivered and read. With `lowered_first`, the engine's
 /// word is 3 and a flip at rest lowers it to 2 before power loss A; else the engine's
 /// word is 2. Open 1 reads 2 and is killed before it replays anything (power loss B).
@@ -24,54 +16,43 @@ fn raised_after_killed_open(lowered_first: bool, bug: bool) -> Run {
     let mut r = Run::new();
     let word = if lowered_first { 3 } else { 2 };
     r.produced(4).hwm(0, 4, word, 4);
-    delivered_and_read(&mut r);
+    delivered_and_read(&mut r, 4);
     r.frontier_written(0, 2);
     if lowered_first {
-        r.fault(word_flip(2, 3), Some(0));
+        r.fault(hwm_flip_between(2, 3), Some(0));
     }
     r.crash(&[(0, 2, 4, 4)]);
     // Open 1: reads 2, killed before its log opened.
     r.restart().disk(0, OpenRule::Clean, 2, 4, None);
-    r.crash(&[(0, 2, 4, 2)]).fault(word_flip(2, 3), Some(0));
+    r.crash(&[(0, 2, 4, 2)])
+        .fault(hwm_flip_between(2, 3), Some(0));
     r.restart().open_clean(0, 3, 4);
     r.frontier_seen(0, 2);
     let ids: Vec<u64> = if bug { vec![3, 4] } else { vec![4] };
-    r.alarm(
-        Some(0),
-        Alarm::ReplayCommitting {
-            records: ids.len() as u64,
-        },
-    );
-    let end = 4 + ids.len() as u64;
-    r.hwm(0, end, end, end);
-    for (k, id) in ids.iter().enumerate() {
-        r.deliver(*id, 0, 4 + k as u64, 1_000 + id - 1);
-    }
+    replay_commits(&mut r, &ids);
     r
+}
+
+/// Without the bug nothing is reported; with it, the second commit of id 3.
+fn second_commit_of_a_shown_copy_is_caught(lowered_first: bool) {
+    let ok = duplicate_messages(&raised_after_killed_open(lowered_first, false));
+    assert!(ok.is_empty(), "{ok:#?}");
+    let m = duplicate_messages(&raised_after_killed_open(lowered_first, true));
+    assert_eq!(
+        m.len(),
+        1,
+        "open 2 read 3: id 3's copy at 2 was shown: {m:#?}"
+    );
 }
 
 #[test]
 fn the_replaying_open_read_the_word_not_the_one_killed_before_it() {
-    let ok = duplicate_messages(&raised_after_killed_open(false, false));
-    assert!(ok.is_empty(), "{ok:#?}");
-    let m = duplicate_messages(&raised_after_killed_open(false, true));
-    assert_eq!(
-        m.len(),
-        1,
-        "open 2 read 3: id 3's copy at 2 was shown: {m:#?}"
-    );
+    second_commit_of_a_shown_copy_is_caught(false);
 }
 
 #[test]
 fn a_lowered_word_excuses_nothing_once_a_later_open_replays_over_a_raised_one() {
-    let ok = duplicate_messages(&raised_after_killed_open(true, false));
-    assert!(ok.is_empty(), "{ok:#?}");
-    let m = duplicate_messages(&raised_after_killed_open(true, true));
-    assert_eq!(
-        m.len(),
-        1,
-        "open 2 read 3: id 3's copy at 2 was shown: {m:#?}"
-    );
+    second_commit_of_a_shown_copy_is_caught(true);
 }
 
 /// A lost fsync of orders/0's directory: recorded `Other`, its offsets unknown.
@@ -89,14 +70,6 @@ fn lost_dir_fsync(r: &mut Run) {
     });
 }
 
-/// Ids 1-4 delivered, and each read.
-fn delivered_and_read(r: &mut Run) {
-    r.delivered(4);
-    for o in 0..4 {
-        r.consume(0, o);
-    }
-}
-
 /// A lost fsync of orders/0's directory (recorded `Other`, offsets unknown), after ids
 /// 1-4 were acknowledged, fsynced and persisted (word 4) and before any was read.
 /// Power loss A hides nothing; the open reads 4. `bug`: its replay commits id 3 again.
@@ -106,7 +79,7 @@ fn dir_fsync_then_replay(fault: bool, bug: bool) -> Run {
     if fault {
         lost_dir_fsync(&mut r);
     }
-    delivered_and_read(&mut r);
+    delivered_and_read(&mut r, 4);
     r.frontier_written(0, 4);
     r.crash(&[(0, 4, 4, 4)]).restart().open_clean(0, 4, 4);
     r.frontier_seen(0, 4);
@@ -134,9 +107,9 @@ fn raised_flip_and_dir_fsync(dir: bool) -> Run {
     if dir {
         lost_dir_fsync(&mut r);
     }
-    delivered_and_read(&mut r);
+    delivered_and_read(&mut r, 4);
     r.frontier_written(0, 2);
-    r.fault(word_flip(2, 3), Some(0));
+    r.fault(hwm_flip_between(2, 3), Some(0));
     r.crash(&[(0, 3, 4, 4)]).restart().open_clean(0, 3, 4);
     r.frontier_seen(0, 2);
     r.alarm(Some(0), Alarm::ReplayCommitting { records: 2 });

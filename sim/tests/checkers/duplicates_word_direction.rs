@@ -14,21 +14,6 @@ enum Dir {
     Lowered,
 }
 
-/// The open's replay commits `ids` from offset 4 on; each is delivered.
-fn replay_commits(r: &mut Run, ids: &[u64]) {
-    r.alarm(
-        Some(0),
-        Alarm::ReplayCommitting {
-            records: ids.len() as u64,
-        },
-    );
-    let end = 4 + ids.len() as u64;
-    r.hwm(0, end, end, end);
-    for (k, id) in ids.iter().enumerate() {
-        r.deliver(*id, 0, 4 + k as u64, 1_000 + id - 1);
-    }
-}
-
 /// Ids 1-4 at 0-3 on orders/0, all delivered and read; the engine's word is `before`
 /// (in-memory HWM 4). A flip of the word at rest while the node is up (offsets [2, 3)),
 /// then power loss A with the flipped word durable. The open reads it; its replay commits
@@ -40,19 +25,10 @@ fn flipped_word_then_replay(dir: Dir, bug: bool) -> Run {
         Dir::Lowered => (3, 2),
     };
     let mut r = Run::new();
-    r.produced(4).hwm(0, 4, before, 4).delivered(4);
-    for o in 0..4 {
-        r.consume(0, o);
-    }
+    r.produced(4).hwm(0, 4, before, 4);
+    delivered_and_read(&mut r, 4);
     r.frontier_written(0, 2);
-    r.fault(
-        FaultKind::BitFlip {
-            file: FileKind::Hwm,
-            offsets: Some(OffsetRange { start: 2, end: 3 }),
-            below_hwm: None,
-        },
-        Some(0),
-    );
+    r.fault(hwm_flip_between(2, 3), Some(0));
     r.crash(&[(0, after, 4, 4)])
         .restart()
         .open_clean(0, after, 4);
@@ -94,19 +70,11 @@ fn a_raised_hwm_flip_destroys_no_copy() {
 /// starts at the word the open read now.
 fn raised_while_down(bug: bool) -> Run {
     let mut r = Run::new();
-    r.produced(4).hwm(0, 4, 2, 4).delivered(4);
-    for o in 0..4 {
-        r.consume(0, o);
-    }
+    r.produced(4).hwm(0, 4, 2, 4);
+    delivered_and_read(&mut r, 4);
     r.frontier_written(0, 2);
-    r.crash(&[(0, 2, 4, 4)]).fault(
-        FaultKind::BitFlip {
-            file: FileKind::Hwm,
-            offsets: Some(OffsetRange { start: 2, end: 3 }),
-            below_hwm: None,
-        },
-        Some(0),
-    );
+    r.crash(&[(0, 2, 4, 4)])
+        .fault(hwm_flip_between(2, 3), Some(0));
     r.restart().open_clean(0, 3, 4);
     r.frontier_seen(0, 2);
     let ids: Vec<u64> = if bug { vec![3, 4] } else { vec![4] };

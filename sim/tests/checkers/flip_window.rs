@@ -5,14 +5,6 @@
 //! that writes a word past durable data behind an old flip.
 use super::*;
 
-fn hwm_flip(start: u64, end: u64) -> FaultKind {
-    FaultKind::BitFlip {
-        file: FileKind::Hwm,
-        offsets: Some(OffsetRange { start, end }),
-        below_hwm: None,
-    }
-}
-
 /// Inc 0: orders/0 holds 17 records; the persisted HWM was reported at 14 while the
 /// engine wrote 17; a segment fsync of 12..17 was lost; a flip takes the word 17 -> 1041,
 /// before the power loss or (`flip_at_restart`) at inc 1's restart, before its open read
@@ -33,9 +25,9 @@ fn reported_below_the_flip(second: u64, flip_at_restart: bool) -> Run {
     if flip_at_restart {
         r.crash(&[(0, 17, 12, 17)])
             .restart()
-            .fault(hwm_flip(17, 1041), Some(0));
+            .fault(hwm_flip_between(17, 1041), Some(0));
     } else {
-        r.fault(hwm_flip(17, 1041), Some(0))
+        r.fault(hwm_flip_between(17, 1041), Some(0))
             .crash(&[(0, 1041, 12, 17)])
             .restart();
     }
@@ -85,7 +77,7 @@ fn clamp_after_a_clamp_rewrote_the_flip(report_again: Option<u64>) -> Run {
     r.produced(4)
         .delivered(4)
         .hwm(0, 4, 4, 4)
-        .fault(hwm_flip(4, 1028), Some(0))
+        .fault(hwm_flip_between(4, 1028), Some(0))
         .process_crash(&[(0, 1028, 4, 4)])
         .restart()
         .disk(0, OpenRule::Clean, 1028, 4, None)
@@ -156,7 +148,7 @@ fn first_report_after_the_open(first_report: u64) -> Run {
     r.produced(10).delivered(10).hwm(0, 10, 4, 10);
     r.crash(&[(0, 4, 10, 10)])
         .restart()
-        .fault(hwm_flip(4, 10), Some(0))
+        .fault(hwm_flip_between(4, 10), Some(0))
         .disk(0, OpenRule::Clean, 10, 10, None)
         .opened(0, 10, 10);
     r.produce(100, 0, 10, 2_000)

@@ -72,6 +72,29 @@ fn log_ends_at_2(fault: Option<FaultKind>, mode: Mode, after: u64) -> Run {
     r
 }
 
+/// Ids 1..=`n` on orders/0 delivered, and offsets `0..n` each read.
+fn delivered_and_read(r: &mut Run, n: u64) {
+    r.delivered(n);
+    for o in 0..n {
+        r.consume(0, o);
+    }
+}
+
+/// An open's replay on orders/0 commits `ids` from offset 4 on; each is delivered.
+fn replay_commits(r: &mut Run, ids: &[u64]) {
+    r.alarm(
+        Some(0),
+        Alarm::ReplayCommitting {
+            records: ids.len() as u64,
+        },
+    );
+    let end = 4 + ids.len() as u64;
+    r.hwm(0, end, end, end);
+    for (k, id) in ids.iter().enumerate() {
+        r.deliver(*id, 0, 4 + k as u64, 1_000 + id - 1);
+    }
+}
+
 /// A disk view: `rule`, persisted HWM, tail, the bad region's offset (and a segment
 /// name for it).
 fn disk_view(rule: OpenRule, persisted: u64, tail: u64, bad: Option<u64>) -> DiskView {
@@ -668,6 +691,15 @@ fn misdirected_segment(part: OffsetRange) -> FaultKind {
 fn offset_flip(start: u64, end: u64) -> FaultKind {
     FaultKind::BitFlip {
         file: FileKind::ConsumerOffset,
+        offsets: Some(OffsetRange { start, end }),
+        below_hwm: None,
+    }
+}
+
+/// A bit flip of the `hwm` word, recorded as the range between its two values.
+fn hwm_flip_between(start: u64, end: u64) -> FaultKind {
+    FaultKind::BitFlip {
+        file: FileKind::Hwm,
         offsets: Some(OffsetRange { start, end }),
         below_hwm: None,
     }

@@ -132,15 +132,18 @@ pub(super) fn excusals(
                     // directory) names the records acknowledged after the fault: not a
                     // copy acknowledged in place before it and first read after it.
                     let fault = excuse.causes[0];
-                    let by_ack = facts
+                    let reaches: Vec<_> = facts
                         .reaches
                         .iter()
                         .filter(|r| r.fault_index == fault)
+                        .collect();
+                    let by_ack = reaches
+                        .iter()
                         .all(|r| !r.until_crash() && r.offsets.is_none());
                     if by_ack && acked.is_some_and(|a| a < fault) {
                         continue;
                     }
-                    let Some(first) = crash_showing(facts, excuse.causes[0]) else {
+                    let Some(first) = crash_showing(facts, fault) else {
                         continue;
                     };
                     // A lowered `hwm` word stays wrong until the engine writes another value
@@ -174,18 +177,13 @@ pub(super) fn excusals(
                     // after the crash read a word at or below the copy (helper-70: a flip
                     // that raised the word over the copy showed it, and the replay skips a
                     // visible copy).
-                    let on_word = facts
-                        .reaches
-                        .iter()
-                        .any(|r| r.fault_index == excuse.causes[0] && r.file == FileKind::Hwm);
+                    let on_word = reaches.iter().any(|r| r.file == FileKind::Hwm);
                     let hid = |crash: &CrashFact, replay: Option<Incarnation>| {
-                        let reader = replay
-                            .filter(|&inc| facts.alarms.disk_at(&c.tp, inc).is_some())
-                            .unwrap_or(crash.incarnation + 1);
+                        let view = replay
+                            .and_then(|inc| facts.alarms.disk_at(&c.tp, inc))
+                            .or_else(|| facts.alarms.disk_at(&c.tp, crash.incarnation + 1));
                         !on_word
-                            || facts
-                                .alarms
-                                .disk_at(&c.tp, reader)
+                            || view
                                 .and_then(|v| v.persisted_hwm)
                                 .is_none_or(|p| p <= c.offset)
                     };

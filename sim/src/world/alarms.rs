@@ -192,6 +192,15 @@ impl Subscriber for AlarmSubscriber {
             if let (Alarm::Hole { .. }, Some(tp)) = (&alarm, &tp) {
                 rec.holes_announced.insert(tp.clone());
             }
+            // The open raises a cut before it truncates, so a kill after the truncation
+            // finds it here (from any incarnation: a dropped future's alarm only narrows
+            // what the world carries). A clamp counts too: it shows the word the floor
+            // may have come from was above the log (helper-75: a raised flip of it).
+            if let (Alarm::TornTail { .. } | Alarm::Hole { .. } | Alarm::Clamp { .. }, Some(tp)) =
+                (&alarm, &tp)
+            {
+                rec.cut_now.insert(tp.clone());
+            }
             // Only the running incarnation's: a killed one's futures may still raise as
             // they are dropped, after the next open rewrote the disk.
             let current = RAISING.get().is_none_or(|i| i == rec.history.incarnation());
@@ -215,9 +224,6 @@ impl Subscriber for AlarmSubscriber {
             }
             if let Some((tp, dir)) = refused {
                 rec.held_at_refusal(&dir, &tp);
-                // The refusal left the partition as it was (nothing is written before
-                // it), whether or not this open gets to return.
-                rec.refused_now.insert(tp);
             }
             if let Some((tp, seqs)) = salvaged {
                 rec.salvage_wrote(&tp, seqs);

@@ -119,7 +119,7 @@ pub fn decode_durable(fs: &SimFs, dir: &Path) -> Option<Decoded> {
 /// (`which`: durable after a power loss, visible after a process crash). `damaged`
 /// names the partitions whose segments took damage at rest, `memory` the HWMs the
 /// engine had, `carried` the tails certainly durable at the kill before, of the
-/// partitions every open since refused.
+/// partitions no open cut since.
 pub fn crash_partitions(
     fs: &SimFs,
     dirs: &[(TopicPartition, PathBuf)],
@@ -137,7 +137,7 @@ pub fn crash_partitions(
         // Damage at rest ends the extent early, hiding the true durable tail. The tail
         // is then at least what was durable for certain: the persisted HWM and the HWM
         // the engine had in memory (it only covers fsynced, verified frames), or, for a
-        // partition only refused since the last kill, what was certain then.
+        // partition no open cut since the last kill, what was certain then.
         let durable_tail = if damaged.contains(tp) || decoded.rule() == Rule::Refuse {
             decoded
                 .tail_offset

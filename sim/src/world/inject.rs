@@ -100,15 +100,15 @@ pub(super) async fn kill(
             disk::Image::Visible
         }
     };
-    // A partition only refused since the last kill kept its disk as it was: what was
-    // certainly durable then still is.
+    // A partition no open cut since the last kill kept every frame it had: what was
+    // certainly durable then still is. One the engine holds open says for itself.
     let carried: BTreeMap<TopicPartition, u64> = {
         let mut rec = world.recorder.lock();
-        let refused = std::mem::take(&mut rec.refused_now);
-        refused
-            .into_iter()
-            .filter(|tp| !memory.contains_key(tp))
-            .filter_map(|tp| Some((tp.clone(), *rec.durable_floor.get(&tp)?)))
+        let cut = std::mem::take(&mut rec.cut_now);
+        rec.durable_floor
+            .iter()
+            .filter(|(tp, _)| !memory.contains_key(*tp) && !cut.contains(*tp))
+            .map(|(tp, &floor)| (tp.clone(), floor))
             .collect()
     };
     let partitions = {

@@ -271,7 +271,6 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     for ((topic, partition), reason) in &report.refused {
         let tp = TopicPartition::new(topic.clone(), *partition);
         rec.history.partition_refused(now, &tp, reason);
-        rec.refused_now.insert(tp);
         rec.paths.refusals += 1;
     }
     rec.paths.topics_refused += report.refused_topics.len() as u64;

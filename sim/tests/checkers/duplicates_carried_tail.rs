@@ -7,9 +7,9 @@
 //!
 //! That open changed nothing on the partition, so the power loss's durable tail is still
 //! 5 (the HWM the engine had at the first crash). The world at e62f233 recorded 4 there
-//! (`refused_now` was filled only by a returned open, so the killed one broke the
-//! carry; it is filled at the refusal alarm now: `tests/world.rs`,
-//! `a_refusing_open_killed_before_it_returned_keeps_the_carried_tail`), and with 4
+//! (only a returned open counted as refusing, so the killed one broke the carry; the
+//! world carries the floor across every open that cut nothing now:
+//! `tests/durable_floor.rs`), and with 4
 //! `bounded_duplicates` has no budget for id 5's re-commit: the false alarm e62f233
 //! closed, back by one kill.
 

@@ -93,12 +93,14 @@ pub struct Recorder {
     /// Fault counts by kind name, for reports.
     pub faults: BTreeMap<String, u64>,
     pub poisoned_seen: BTreeSet<TopicPartition>,
-    /// Partitions the store's open refused in this incarnation (cleared at each kill):
-    /// a refusing open changes nothing on the partition's disk.
-    pub refused_now: BTreeSet<TopicPartition>,
+    /// Partitions an open cut or clamped in this incarnation (an R1, R2 or R4 alarm;
+    /// cleared at each kill): an open that does neither leaves every durable frame
+    /// where it was.
+    pub cut_now: BTreeSet<TopicPartition>,
     /// Per partition, the tail certainly durable at the last kill: after a power loss
     /// the durable tail, after a process crash the HWM the engine had (it covers only
-    /// fsynced frames). An incarnation that only refused the partition keeps it.
+    /// fsynced frames). An incarnation that neither cut the partition nor showed an HWM
+    /// for it keeps it (an open that refused, or was killed before it returned).
     pub durable_floor: BTreeMap<TopicPartition, u64>,
     /// The store's open in this incarnation has returned (cleared at each kill).
     pub store_open: bool,
@@ -152,7 +154,7 @@ impl Shared {
             next_receive: 0,
             faults: BTreeMap::new(),
             poisoned_seen: BTreeSet::new(),
-            refused_now: BTreeSet::new(),
+            cut_now: BTreeSet::new(),
             durable_floor: BTreeMap::new(),
             store_open: false,
             healed: false,

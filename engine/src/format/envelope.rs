@@ -69,7 +69,14 @@ pub fn put_uvarint(out: &mut Vec<u8>, mut value: u64) {
 }
 
 /// Decodes a shortest-form uvarint; returns the value and the bytes it took.
+#[inline]
 pub fn get_uvarint(bytes: &[u8]) -> Option<(u64, usize)> {
+    // One byte, the common case (a key shorter than 128 bytes): no loop.
+    if let Some(&byte) = bytes.first()
+        && byte < 0x80
+    {
+        return Some((u64::from(byte), 1));
+    }
     let mut value = 0u64;
     for (index, byte) in bytes.iter().take(UVARINT_LEN_MAX).enumerate() {
         let low = u64::from(byte & 0x7F);
@@ -110,6 +117,7 @@ pub fn encode(out: &mut Vec<u8>, key: &[u8], committed_at_ms: u64, payload: &[u8
 }
 
 /// Decodes record bytes as an envelope.
+#[inline]
 pub fn decode(record: &[u8]) -> Result<Envelope<'_>, EnvelopeError> {
     let (&version, rest) = record.split_first().ok_or(EnvelopeError::Empty)?;
     if version != ENVELOPE_VERSION {

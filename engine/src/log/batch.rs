@@ -129,10 +129,15 @@ impl DecodedFrame {
 
     /// The parsed record at `index`.
     fn get(&self, index: usize) -> RecordRef<'_> {
-        let span = self.spans[index].expect("a batch names only parsed records");
+        self.record(self.base_offset + index as u64, &self.spans[index])
+    }
+
+    /// The record at `offset`, whose span is `span`.
+    fn record<'a>(&'a self, offset: u64, span: &Option<RecordSpan>) -> RecordRef<'a> {
+        let span = span.expect("a batch names only parsed records");
         let key_end = span.payload as usize - crate::format::envelope::COMMITTED_AT_LEN;
         RecordRef {
-            offset: self.base_offset + index as u64,
+            offset,
             committed_at_ms: span.committed_at_ms,
             key: &self.payload[span.key as usize..key_end],
             payload: &self.payload[span.payload as usize..span.end as usize],
@@ -198,8 +203,9 @@ impl Records {
     pub fn iter(&self) -> Iter<'_> {
         Iter {
             runs: self.runs.iter(),
-            run: None,
-            at: 0,
+            frame: None,
+            spans: [].iter(),
+            offset: 0,
         }
     }
 
@@ -235,22 +241,26 @@ impl Records {
 /// The records of a batch, borrowed ([`Records::iter`]).
 pub struct Iter<'a> {
     runs: std::slice::Iter<'a, Run>,
-    run: Option<&'a Run>,
-    at: u32,
+    /// The frame of the run being walked, its spans left and the next one's offset.
+    frame: Option<&'a DecodedFrame>,
+    spans: std::slice::Iter<'a, Option<RecordSpan>>,
+    offset: u64,
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = RecordRef<'a>;
     fn next(&mut self) -> Option<RecordRef<'a>> {
         loop {
-            if let Some(run) = self.run
-                && self.at < run.to
+            if let Some(frame) = self.frame
+                && let Some(span) = self.spans.next()
             {
-                self.at += 1;
-                return Some(run.frame.get(self.at as usize - 1));
+                self.offset += 1;
+                return Some(frame.record(self.offset - 1, span));
             }
             let run = self.runs.next()?;
-            (self.run, self.at) = (Some(run), run.from);
+            self.frame = Some(&run.frame);
+            self.spans = run.frame.spans[run.from as usize..run.to as usize].iter();
+            self.offset = run.frame.base_offset + u64::from(run.from);
         }
     }
 }

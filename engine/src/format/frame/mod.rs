@@ -400,6 +400,7 @@ pub struct RecordRanges<'p> {
 }
 
 impl RecordRanges<'_> {
+    #[inline]
     fn range(&mut self) -> Result<Range<usize>, FrameError> {
         let (index, position) = (self.index, self.position);
         let prefix = self
@@ -427,6 +428,7 @@ impl RecordRanges<'_> {
 impl Iterator for RecordRanges<'_> {
     type Item = Result<Range<usize>, FrameError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;

@@ -7,6 +7,12 @@ use cafelog_sim::history::{CrashPartition, EventKind};
 use cafelog_sim::scenario::Scenario;
 use cafelog_sim::world::run;
 
+/// A schedule action's target: a flip of bit 0 in frame 0 of orders/0, below any HWM.
+const FRAME_0: &str = r#"file = "segment"
+path = "/data/topics/orders/p00000/00000000000000000000.log"
+position = 40
+bit = 0"#;
+
 /// One partition written with a lagging `hwm` word (persisted every 100 ms, fsync per
 /// write), the `schedule` entries, then a power loss at 2.5 s. Returns each crash's
 /// partition as recorded, with whether it was a process crash.
@@ -107,10 +113,7 @@ fn a_refusing_open_killed_before_it_returned_keeps_the_carried_tail() {
             r#"[[schedule]]
 after_acks = 60
 action = "process_crash_with_bit_flip"
-file = "segment"
-path = "/data/topics/orders/p00000/00000000000000000000.log"
-position = 40
-bit = 0
+{FRAME_0}
 
 [[schedule]]
 {second}
@@ -143,7 +146,7 @@ action = "process_crash""#
 /// above it (their replayed copies then had no duplicate budget).
 #[test]
 fn a_clean_open_killed_before_it_returned_keeps_the_carried_tail() {
-    let killed = crashes(
+    let killed = crashes(&format!(
         r#"[[schedule]]
 after_acks = 60
 action = "process_crash"
@@ -151,11 +154,8 @@ action = "process_crash"
 [[schedule]]
 after_alarm = "log_opened"
 action = "process_crash_with_bit_flip"
-file = "segment"
-path = "/data/topics/orders/p00000/00000000000000000000.log"
-position = 40
-bit = 0"#,
-    );
+{FRAME_0}"#
+    ));
     assert_eq!(killed.len(), 3, "three crashes of one partition");
     let memory = first_memory(&killed);
     assert_eq!(
@@ -175,14 +175,11 @@ bit = 0"#,
 /// never had.
 #[test]
 fn a_clamping_open_killed_before_it_returned_drops_the_floor() {
-    let c = crashes(
+    let c = crashes(&format!(
         r#"[[schedule]]
 after_acks = 3
 action = "crash_with_bit_flip"
-file = "segment"
-path = "/data/topics/orders/p00000/00000000000000000000.log"
-position = 40
-bit = 0
+{FRAME_0}
 
 [[schedule]]
 at_ms = 1000
@@ -198,8 +195,8 @@ action = "crash"
 
 [[schedule]]
 after_alarm = "log_opened"
-action = "crash""#,
-    );
+action = "crash""#
+    ));
     for (process, p) in &c {
         println!("process={process} {p:?}");
     }

@@ -139,6 +139,7 @@ mod layout;
 mod lease_exclusive;
 mod liveness;
 mod loss;
+mod lowered_word;
 mod offsets;
 mod poison;
 mod reach_and_cuts;

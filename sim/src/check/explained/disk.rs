@@ -1,6 +1,7 @@
 //! Rule 1 of `alarms_explained`: an open's account (its cuts, refusals, clamps and
-//! `log_opened`) agrees with the reference decoder's view of the disk it read, and an
-//! open raised every alarm that view demands.
+//! `log_opened`) agrees with the reference decoder's view of the disk it read, an open
+//! raised every alarm that view demands, and the `hwm` word it writes is not below the
+//! HWM that view gives.
 
 use super::*;
 
@@ -181,6 +182,40 @@ pub(super) fn missing_exposures(facts: &Facts<'_>, tp: &TopicPartition, report: 
                 ),
                 records: vec![RecordRef::new(tp, Some(hwm), None)],
                 events: vec![a.index],
+            });
+        }
+    }
+}
+
+/// Rule 1's word: every `hwm` word an open issues is at or above the HWM the disk it
+/// read gives (`DiskView::hwm`: the persisted word, or a clamp's lower HWM), the lowest
+/// of its views before the write. A word the engine lowers itself makes every later
+/// crash's hidden tail start lower, and the duplicates it then replays look like that
+/// crash's (HARNESS.md, "A word the engine lowers itself").
+pub(super) fn lowered_words(facts: &Facts<'_>, report: &mut AlarmsReport) {
+    for (index, event) in facts.history.events().iter().enumerate() {
+        let EventKind::HwmWriteIssued { tp, word } = &event.kind else {
+            continue;
+        };
+        let views = facts.alarms.views_before(tp, event.incarnation, index);
+        let Some(floor) = views.iter().map(|d| d.hwm).min() else {
+            continue;
+        };
+        report.words_checked += 1;
+        if *word < floor {
+            let disk = views
+                .iter()
+                .find(|d| d.hwm == floor)
+                .expect("the lowest view");
+            report.violations.push(Violation {
+                message: format!(
+                    "the open of {tp} in incarnation {} wrote the hwm word {word}, below the \
+                     HWM {floor} the disk it read gives ({disk}): the word only rises, and a \
+                     clamp writes the HWM its view gives",
+                    event.incarnation
+                ),
+                records: vec![RecordRef::new(tp, Some(*word), None)],
+                events: vec![index],
             });
         }
     }

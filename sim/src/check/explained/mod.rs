@@ -7,7 +7,8 @@
 //!    the durable image) with the reference decoder (`DiskAtOpen`). An open's cut (R1/R2 at an offset), refusal (R3), clamp (R4:
 //!    persisted HWM, new HWM, records lost) and final account (`log_opened`: log start,
 //!    HWM, tail) must be what that decode says, and an open that finished must have
-//!    raised every alarm the decode demands. A store open that reported WAL damage and
+//!    raised every alarm the decode demands, and never wrote an `hwm` word below the
+//!    HWM the decode gives. A store open that reported WAL damage and
 //!    finished must have exposed every hidden tail its log opens found (`[hwm, tail)`
 //!    of each `log_opened`): those copies may be the only ones its replay cannot
 //!    restore.
@@ -69,7 +70,7 @@ mod salvage_account;
 mod wal_account;
 
 use causes::{store_uncaused, uncaused};
-use disk::{against_disk, missing_alarms, missing_exposures};
+use disk::{against_disk, lowered_words, missing_alarms, missing_exposures};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct AlarmsReport {
@@ -79,6 +80,8 @@ pub struct AlarmsReport {
     pub opens_checked: usize,
     /// WAL opens whose damage account was compared with the files they read (rule 4).
     pub wal_opens_checked: usize,
+    /// `hwm` words an open wrote, compared with the HWM its disk gives (rule 1).
+    pub words_checked: usize,
     pub violations: Vec<Violation>,
 }
 
@@ -111,6 +114,7 @@ pub fn check(facts: &Facts<'_>) -> AlarmsReport {
             });
         }
     }
+    lowered_words(facts, &mut report);
     counters(facts, &mut report);
     wal_account::check(facts, &mut report);
     salvage_account::check(facts, &mut report);

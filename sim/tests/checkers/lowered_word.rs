@@ -49,3 +49,14 @@ fn a_clamping_open_writes_the_clamped_hwm_and_no_lower() {
     assert_eq!(m.len(), 1, "{m:#?}");
     assert_mentions(&m, &["hwm word 0", "below the HWM 1"]);
 }
+
+/// helper-76: only the views taken before the write are what the open read; one taken
+/// after it (a flip landing later) does not lower the floor the write is held to.
+#[test]
+fn a_view_taken_after_the_write_does_not_excuse_it() {
+    let mut r = open_writing(OpenRule::Clean, 3, 2);
+    r.disk(0, OpenRule::Clean, 2, 3, None);
+    let m = word_messages(&r);
+    assert_eq!(m.len(), 1, "{m:#?}");
+    assert_mentions(&m, &["hwm word 2", "below the HWM 3"]);
+}

@@ -53,7 +53,8 @@
 //! - `alarms_explained`: every engine alarm agrees with the disk its open read (the
 //!   reference decoder's view), has an injected cause that can reach it, and the
 //!   engine's counters equal the sum of its alarms; no open writes an `hwm` word below
-//!   the HWM that view gives.
+//!   the HWM that view gives, and no write falls below an earlier one of its
+//!   incarnation.
 //! - `delay_gate`: no record of a delayed topic is delivered before
 //!   `committed_at_ms + delay_ms` by the highest clock the engine may read then (the
 //!   wall-clock floor of DESIGN.md, bounded from the run's timeline alone), and no

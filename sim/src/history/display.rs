@@ -48,6 +48,9 @@ impl fmt::Display for Event {
             EventKind::HwmWriteIssued { tp, word } => {
                 write!(f, "hwm_write_issued {tp} word={word}")
             }
+            EventKind::HwmWriteLowered { tp, word, highest } => {
+                write!(f, "hwm_write_lowered {tp} word={word} highest={highest}")
+            }
             EventKind::FrontierWritten { tp, frontier } => {
                 write!(f, "frontier_written {tp} frontier={frontier}")
             }

@@ -114,6 +114,14 @@ pub enum EventKind {
     /// store's open runs (before the write's first pause, so before it can land):
     /// what a killed open had set out to persist.
     HwmWriteIssued { tp: TopicPartition, word: Offset },
+    /// World, when the engine issues a write of `word` to `tp`'s `hwm` file below
+    /// `highest`, a word it issued earlier in the same incarnation (recorded only then:
+    /// the word the engine persists only rises).
+    HwmWriteLowered {
+        tp: TopicPartition,
+        word: Offset,
+        highest: Offset,
+    },
     /// World, after a restart: the frontier the engine recovered from
     /// `consumer.offset` (every offset below it is acknowledged): the file's value as
     /// the durable image holds it (0 when absent), and the frontier the engine loaded

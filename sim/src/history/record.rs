@@ -137,6 +137,23 @@ impl History {
         )
     }
 
+    pub fn hwm_write_lowered(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        word: Offset,
+        highest: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::HwmWriteLowered {
+                tp: tp.clone(),
+                word,
+                highest,
+            },
+        )
+    }
+
     pub fn frontier_observed(
         &mut self,
         at_ms: u64,

@@ -97,6 +97,7 @@ pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
     rec.node_down = false;
     rec.open_epoch = world.fs.epoch();
     rec.carried.clear();
+    rec.hwm_issued.clear();
     rec.durable_frontiers = frontiers;
 }
 

@@ -60,3 +60,18 @@ fn a_view_taken_after_the_write_does_not_excuse_it() {
     assert_eq!(m.len(), 1, "{m:#?}");
     assert_mentions(&m, &["hwm word 2", "below the HWM 3"]);
 }
+
+/// A write that falls below a word the engine issued earlier in its incarnation, at
+/// any time (the world records it only then): the persisted word only rises.
+#[test]
+fn a_word_written_below_an_earlier_one_is_caught() {
+    let mut r = open_writing(OpenRule::Clean, 3, 3);
+    r.hwm(0, 5, 5, 5);
+    assert!(word_messages(&r).is_empty());
+    r.with(|t, h| {
+        h.hwm_write_lowered(t, &tp(0), 2, 5);
+    });
+    let m = word_messages(&r);
+    assert_eq!(m.len(), 1, "{m:#?}");
+    assert_mentions(&m, &["hwm word 2 after it had written 5", "only rises"]);
+}

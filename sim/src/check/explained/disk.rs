@@ -192,8 +192,24 @@ pub(super) fn missing_exposures(facts: &Facts<'_>, tp: &TopicPartition, report: 
 /// of its views before the write. A word the engine lowers itself makes every later
 /// crash's hidden tail start lower, and the duplicates it then replays look like that
 /// crash's (HARNESS.md, "A word the engine lowers itself").
+/// Nor does any write, at any time, fall below a word the engine issued earlier in the
+/// same incarnation (`HwmWriteLowered`, recorded only then): the HWM never falls while
+/// the engine runs, and `hwm_persisted` does not judge a partition after an
+/// out-of-contract fault on its word.
 pub(super) fn lowered_words(facts: &Facts<'_>, report: &mut AlarmsReport) {
     for (index, event) in facts.history.events().iter().enumerate() {
+        if let EventKind::HwmWriteLowered { tp, word, highest } = &event.kind {
+            report.violations.push(Violation {
+                message: format!(
+                    "the engine of {tp} in incarnation {} wrote the hwm word {word} after it \
+                     had written {highest}: the word only rises",
+                    event.incarnation
+                ),
+                records: vec![RecordRef::new(tp, Some(*word), None)],
+                events: vec![index],
+            });
+            continue;
+        }
         let EventKind::HwmWriteIssued { tp, word } = &event.kind else {
             continue;
         };

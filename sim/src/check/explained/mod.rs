@@ -8,7 +8,8 @@
 //!    persisted HWM, new HWM, records lost) and final account (`log_opened`: log start,
 //!    HWM, tail) must be what that decode says, and an open that finished must have
 //!    raised every alarm the decode demands, and never wrote an `hwm` word below the
-//!    HWM the decode gives. A store open that reported WAL damage and
+//!    HWM the decode gives (nor, at any time, below a word issued earlier in its
+//!    incarnation). A store open that reported WAL damage and
 //!    finished must have exposed every hidden tail its log opens found (`[hwm, tail)`
 //!    of each `log_opened`): those copies may be the only ones its replay cannot
 //!    restore.

@@ -83,6 +83,9 @@ pub struct Recorder {
     /// The id each offset's last delivery carried in this incarnation, to name what an
     /// ack settles.
     pub carried: BTreeMap<(TopicPartition, u64), u64>,
+    /// The highest `hwm` word the engine issued per partition in this incarnation
+    /// (cleared at each restart).
+    pub hwm_issued: BTreeMap<TopicPartition, u64>,
     /// Receives the node is serving: their partition and ask, by a serial number.
     pub receiving: BTreeMap<u64, (TopicPartition, u64)>,
     next_receive: u64,
@@ -149,6 +152,7 @@ impl Shared {
             acked: BTreeSet::new(),
             consumed: BTreeSet::new(),
             carried: BTreeMap::new(),
+            hwm_issued: BTreeMap::new(),
             durable_frontiers: BTreeMap::new(),
             receiving: BTreeMap::new(),
             next_receive: 0,
@@ -587,11 +591,18 @@ impl Recorder {
     /// and the open's own rewrite of the word; the persister's later writes are many
     /// and no checker needs them).
     pub fn hwm_write_issued(&mut self, path: &Path, word: u64) {
-        if self.store_open {
+        let Some(tp) = partition_of(path) else {
             return;
+        };
+        let now = self.now_ms();
+        let highest = self.hwm_issued.entry(tp.clone()).or_insert(word);
+        if word < *highest {
+            let highest = *highest;
+            self.history.hwm_write_lowered(now, &tp, word, highest);
+        } else {
+            *highest = word;
         }
-        if let Some(tp) = partition_of(path) {
-            let now = self.now_ms();
+        if !self.store_open {
             self.history.hwm_write_issued(now, &tp, word);
         }
     }

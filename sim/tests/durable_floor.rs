@@ -218,3 +218,40 @@ action = "crash""#
         "the clamp dropped the floor the raised word had set"
     );
 }
+
+/// The floor rests on what the disk saw, not only on the alarms: a segment the engine
+/// shortens or unlinks in an incarnation may lose frames (a silent cut by a killed open
+/// raises no R1/R2 alarm), so the partition's floor is not carried past it. Lengthening
+/// a segment (preallocation) or shortening another file keeps it.
+#[test]
+fn a_segment_shortened_or_unlinked_drops_the_floor() {
+    use cafelog_engine::fs::{File, Fs, OpenMode};
+    use cafelog_sim::fs::{FaultOptions, SimFs};
+    use cafelog_sim::history::TopicPartition;
+    use cafelog_sim::world::recorder::Shared;
+    use std::path::Path;
+    let fs = SimFs::new(1, FaultOptions::none()).expect("options");
+    let runtime = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+    runtime.block_on(async move {
+        let dir = Path::new("/data/topics/orders/p00000");
+        fs.create_dir_all(dir).await.expect("mkdir");
+        let segment = dir.join("00000000000000000000.log");
+        let file = fs
+            .open(&segment, OpenMode::CreateNew)
+            .await
+            .expect("create");
+        file.write_at(&[7u8; 100], 0).await.expect("write");
+        let orders = TopicPartition::new("orders", 0);
+        let shared = Shared::new(fs.clone());
+        let mut rec = shared.lock();
+        rec.segment_set_len(&segment, 200);
+        rec.segment_set_len(&segment, 100);
+        rec.segment_set_len(&dir.join("hwm"), 0);
+        assert!(rec.cut_now.is_empty(), "nothing shortened a segment");
+        rec.segment_set_len(&segment, 50);
+        assert!(rec.cut_now.contains(&orders), "a shortened segment");
+        rec.cut_now.clear();
+        rec.segment_unlinking(&segment);
+        assert!(rec.cut_now.contains(&orders), "an unlinked segment");
+    });
+}

@@ -27,6 +27,14 @@ impl SimFs {
         Some(inode.mask_unreadable(inode.cache.clone(), true))
     }
 
+    /// Length of the page-cache view of the file visibly named `path`.
+    pub fn visible_len(&self, path: &Path) -> Option<u64> {
+        let (dir, name) = split(path).ok()?;
+        let state = self.lock();
+        let ino = state.ns.visible(&dir, &name)?;
+        Some(state.inodes.get(&ino)?.cache.len() as u64)
+    }
+
     /// Whether a file is visible at `path` now (what an open would find).
     pub fn visible_exists(&self, path: &Path) -> bool {
         split(path).is_ok_and(|(dir, name)| self.lock().ns.visible(&dir, &name).is_some())

@@ -69,6 +69,7 @@ impl File for ObservingFile {
     }
 
     async fn set_len(&self, len: u64) -> io::Result<()> {
+        self.recorder.lock().segment_set_len(&self.path, len);
         let r = self.inner.set_len(len).await;
         self.after(r)
     }

@@ -96,9 +96,9 @@ pub struct Recorder {
     /// Fault counts by kind name, for reports.
     pub faults: BTreeMap<String, u64>,
     pub poisoned_seen: BTreeSet<TopicPartition>,
-    /// Partitions an open cut or clamped in this incarnation (an R1, R2 or R4 alarm;
-    /// cleared at each kill): an open that does neither leaves every durable frame
-    /// where it was.
+    /// Partitions an open cut or clamped in this incarnation (an R1, R2 or R4 alarm), or
+    /// whose segment files the engine shortened or unlinked (cleared at each kill): an
+    /// incarnation that did none of these leaves every durable frame where it was.
     pub cut_now: BTreeSet<TopicPartition>,
     /// Per partition, the tail certainly durable at the last kill: after a power loss
     /// the durable tail, after a process crash the HWM the engine had (it covers only
@@ -491,13 +491,24 @@ impl Recorder {
 
     /// The engine is about to unlink the file at `path`: if it is a segment, what it
     /// holds now (after the unlink nothing can be decoded), for [`Self::segment_unlinked`].
-    pub fn segment_unlinking(&self, path: &Path) -> Option<UnlinkingSegment> {
+    pub fn segment_unlinking(&mut self, path: &Path) -> Option<UnlinkingSegment> {
         let (tp, base) = segment_of(path)?;
+        self.cut_now.insert(tp.clone());
         Some(UnlinkingSegment {
             held: self.held_copies(path, base),
             tp,
             base,
         })
+    }
+
+    /// The engine is about to set the length of the file at `path` to `len`: a segment
+    /// it shortens may lose frames, whatever its alarms said (`cut_now`).
+    pub fn segment_set_len(&mut self, path: &Path, len: u64) {
+        if let Some((tp, _)) = segment_of(path)
+            && self.fs.visible_len(path).is_some_and(|now| len < now)
+        {
+            self.cut_now.insert(tp);
+        }
     }
 
     /// The unlink of `segment` took effect.

@@ -192,6 +192,7 @@ pub(super) fn missing_exposures(facts: &Facts<'_>, tp: &TopicPartition, report: 
 /// of its views before the write. A word the engine lowers itself makes every later
 /// crash's hidden tail start lower, and the duplicates it then replays look like that
 /// crash's (HARNESS.md, "A word the engine lowers itself").
+///
 /// Nor does any write, at any time, fall below a word the engine issued earlier in the
 /// same incarnation (`HwmWriteLowered`, recorded only then): the HWM never falls while
 /// the engine runs, and `hwm_persisted` does not judge a partition after an
@@ -214,15 +215,12 @@ pub(super) fn lowered_words(facts: &Facts<'_>, report: &mut AlarmsReport) {
             continue;
         };
         let views = facts.alarms.views_before(tp, event.incarnation, index);
-        let Some(floor) = views.iter().map(|d| d.hwm).min() else {
+        let Some(disk) = views.iter().min_by_key(|d| d.hwm) else {
             continue;
         };
+        let floor = disk.hwm;
         report.words_checked += 1;
         if *word < floor {
-            let disk = views
-                .iter()
-                .find(|d| d.hwm == floor)
-                .expect("the lowest view");
             report.violations.push(Violation {
                 message: format!(
                     "the open of {tp} in incarnation {} wrote the hwm word {word}, below the \

@@ -7,6 +7,7 @@
 //!   refusals, clamps, hidden tails.
 //! - `recovery_durable`: what recovery changed is durable when it returns.
 //! - `read_path`: reads below the HWM, cache, skips of corrupt frames, log-start errors.
+//! - `frame_cache`: which decoded frames the read cache keeps.
 //! - `latent`: reads the disk fails (latent sector errors) and short reads.
 //! - `retention`: the reaper with a clock the test controls.
 //! - `long_poll`: waiters wake on commit and on notify, with no missed wake-up.
@@ -21,6 +22,7 @@ mod cancel;
 mod common;
 mod crash;
 mod flusher;
+mod frame_cache;
 mod latent;
 mod long_poll;
 mod preallocate;

@@ -89,7 +89,9 @@ pub struct LogConfig {
     pub reaper_interval: Duration,
     /// Bound on the in-memory buffer; appends beyond it fail with `BufferFull` (64 MiB).
     pub buffer_bytes_max: usize,
-    /// Decoded frames kept in the read cache.
+    /// Decoded frames kept in the read cache. A frame is kept when the read that
+    /// decoded it stopped inside it, or when it is among this many newest frames; a
+    /// scan reading older frames whole leaves the cache as it was.
     pub frame_cache_frames: usize,
 }
 

@@ -17,6 +17,8 @@ pub struct LogMetrics {
     pub commits: AtomicU64,
     pub hwm_persists: AtomicU64,
     pub segments_rolled: AtomicU64,
+    /// Frames a read took from disk and decoded, good or bad: misses of the frame cache.
+    pub frames_decoded: AtomicU64,
     /// Records skipped at read time (frame CRC failed after open, or envelope unparseable).
     pub records_skipped: AtomicU64,
     /// Acknowledged records recovery gave up (R4 clamp).
@@ -47,6 +49,7 @@ pub struct MetricsSnapshot {
     pub commits: u64,
     pub hwm_persists: u64,
     pub segments_rolled: u64,
+    pub frames_decoded: u64,
     pub records_skipped: u64,
     pub recorded_loss_records: u64,
     pub truncations_torn_tail: u64,
@@ -77,6 +80,7 @@ impl LogMetrics {
             commits: get(&self.commits),
             hwm_persists: get(&self.hwm_persists),
             segments_rolled: get(&self.segments_rolled),
+            frames_decoded: get(&self.frames_decoded),
             records_skipped: get(&self.records_skipped),
             recorded_loss_records: get(&self.recorded_loss_records),
             truncations_torn_tail: get(&self.truncations_torn_tail),

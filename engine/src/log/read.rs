@@ -5,7 +5,7 @@
 
 use super::batch::{DecodedFrame, ReadBatch, RecordSpan, Records};
 use super::metrics::add;
-use super::{Log, LogError};
+use super::{Log, LogError, Segment};
 use crate::clock::Clock;
 use crate::format::envelope;
 use crate::format::frame::{Codec, Codecs, FRAME_HEADER_LEN, check_frame, record_ranges};
@@ -134,6 +134,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 }
                 Err(_) => return Ok(batch),
             };
+            let decoded_here = matches!(located, Some(Located::Read(..) | Located::Open(..)));
             let (frame, entry) = match located {
                 None => {
                     // A frame already found bad: skip it again without recounting.
@@ -175,6 +176,9 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 .records
                 .push_run(&frame, (run - base) as usize, (at - base) as usize);
             batch.next_offset = at;
+            if decoded_here {
+                self.cache_decoded(frame, &entry, at < entry.end_offset());
+            }
         }
         assert_served_below(&batch, from, hwm);
         Ok(batch)
@@ -302,6 +306,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         if bytes.capacity() <= READ_BUFFER_KEPT_MAX {
             READ_BUFFER.set(bytes);
         }
+        add(&self.inner.metrics.frames_decoded, 1);
         let Some(decoded) = decoded else {
             return Ok(None);
         };
@@ -313,11 +318,35 @@ impl<F: Fs, C: Clock> Log<F, C> {
             add(&self.inner.metrics.records_skipped, unparseable);
             crate::alarm::records_skipped(&self.inner.dir, entry.base_offset, unparseable);
         }
-        st.reads
-            .cache
-            .insert(entry.base_offset, Arc::clone(&decoded));
         Ok(Some(decoded))
     }
+
+    /// Keeps a frame just decoded when a reader is likely to want it again: the read
+    /// stopped inside it (its reader comes back for the rest), or it is one of the
+    /// log's newest `frame_cache_frames` frames, which the readers at the tail share. A
+    /// scan that reads older frames whole passes through without evicting the tail's.
+    fn cache_decoded(&self, frame: Arc<DecodedFrame>, entry: &FrameEntry, stopped_inside: bool) {
+        let mut st = self.state();
+        let capacity = self.inner.config.frame_cache_frames;
+        if stopped_inside || among_newest_frames(&st.segments, entry.base_offset, capacity) {
+            st.reads.cache.insert(entry.base_offset, frame);
+        }
+    }
+}
+
+/// Whether the frame at `base` is one of the `n` newest frames written.
+fn among_newest_frames<F: Fs>(segments: &BTreeMap<u64, Segment<F>>, base: u64, n: usize) -> bool {
+    if n == 0 {
+        return false;
+    }
+    let mut left = n;
+    for segment in segments.values().rev() {
+        if let Some(nth) = segment.frames.len().checked_sub(left) {
+            return base >= segment.frames[nth].base_offset;
+        }
+        left -= segment.frames.len();
+    }
+    true
 }
 
 /// Decodes a frame's bytes, checking everything the scanner checked. An uncompressed

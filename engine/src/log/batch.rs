@@ -84,15 +84,21 @@ pub(super) struct DecodedFrame {
 }
 
 /// Where one parsed record lies in its frame's payload: the key from `key`, the 8-byte
-/// commit time before `payload`, the payload to `end`. Offsets fit in 32 bits: a frame
-/// is at most `FRAME_BYTES_MAX` (256 MiB).
+/// commit time before `payload`, the payload to `end` (never 0: a record holds at least
+/// its commit time, which also lets `Option<RecordSpan>` take 12 bytes, not 32). The
+/// commit time is read from the payload when the record is taken. Offsets fit in 32
+/// bits: a frame is at most `FRAME_BYTES_MAX` (256 MiB).
 #[derive(Clone, Copy)]
 pub(super) struct RecordSpan {
-    pub(super) committed_at_ms: u64,
     pub(super) key: u32,
     pub(super) payload: u32,
-    pub(super) end: u32,
+    pub(super) end: std::num::NonZeroU32,
 }
+
+const _: () = assert!(
+    std::mem::size_of::<Option<RecordSpan>>() == 12,
+    "a span costs 12 bytes a record in every cached frame"
+);
 
 impl DecodedFrame {
     pub(super) fn new(base_offset: u64, payload: Bytes, spans: Vec<Option<RecordSpan>>) -> Self {
@@ -100,8 +106,8 @@ impl DecodedFrame {
             assert!(
                 span.key as usize + crate::format::envelope::COMMITTED_AT_LEN
                     <= span.payload as usize
-                    && span.payload <= span.end
-                    && span.end as usize <= payload.len(),
+                    && span.payload <= span.end.get()
+                    && span.end.get() as usize <= payload.len(),
                 "a record's span lies outside its frame or out of order"
             );
         }
@@ -133,14 +139,18 @@ impl DecodedFrame {
     }
 
     /// The record at `offset`, whose span is `span`.
+    #[inline]
     fn record<'a>(&'a self, offset: u64, span: &Option<RecordSpan>) -> RecordRef<'a> {
         let span = span.expect("a batch names only parsed records");
         let key_end = span.payload as usize - crate::format::envelope::COMMITTED_AT_LEN;
+        let committed_at: [u8; 8] = self.payload[key_end..span.payload as usize]
+            .try_into()
+            .expect("the commit time's 8 bytes sit before the payload");
         RecordRef {
             offset,
-            committed_at_ms: span.committed_at_ms,
+            committed_at_ms: u64::from_be_bytes(committed_at),
             key: &self.payload[span.key as usize..key_end],
-            payload: &self.payload[span.payload as usize..span.end as usize],
+            payload: &self.payload[span.payload as usize..span.end.get() as usize],
             frame: &self.payload,
         }
     }
@@ -249,6 +259,7 @@ pub struct Iter<'a> {
 
 impl<'a> Iterator for Iter<'a> {
     type Item = RecordRef<'a>;
+    #[inline]
     fn next(&mut self) -> Option<RecordRef<'a>> {
         loop {
             if let Some(frame) = self.frame

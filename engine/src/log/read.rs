@@ -389,10 +389,9 @@ fn span_of(payload: &[u8], range: Range<usize>) -> Option<RecordSpan> {
     // A decoded payload is at most FRAME_BYTES_MAX (256 MiB): its offsets fit in 32 bits.
     let at = |x: usize| u32::try_from(x).expect("a frame's offsets fit in 32 bits");
     Some(RecordSpan {
-        committed_at_ms: env.committed_at_ms,
         key: at(key_start),
         payload: at(payload_start),
-        end: at(range.end),
+        end: std::num::NonZeroU32::new(at(range.end)).expect("a record ends past its commit time"),
     })
 }
 

@@ -8,6 +8,7 @@
 //! - `recovery_durable`: what recovery changed is durable when it returns.
 //! - `read_path`: reads below the HWM, cache, skips of corrupt frames, log-start errors.
 //! - `frame_cache`: which decoded frames the read cache keeps.
+//! - `group_commit`: the gather before an fsync never stalls a producer left alone.
 //! - `latent`: reads the disk fails (latent sector errors) and short reads.
 //! - `retention`: the reaper with a clock the test controls.
 //! - `long_poll`: waiters wake on commit and on notify, with no missed wake-up.
@@ -23,6 +24,7 @@ mod common;
 mod crash;
 mod flusher;
 mod frame_cache;
+mod group_commit;
 mod latent;
 mod long_poll;
 mod preallocate;

@@ -23,6 +23,7 @@ mod batch;
 mod buffer;
 pub mod config;
 pub mod error;
+mod gather;
 pub mod metrics;
 pub mod notify;
 mod open;
@@ -84,6 +85,8 @@ struct Inner<F: Fs, C: Clock> {
     notify: Arc<Notify>,
     /// Broadcast when the buffer crosses a flush threshold.
     flush_wanted: Arc<Notify>,
+    /// Broadcast when the committers the last fsync released are all back (`gather.rs`).
+    gathered: Arc<Notify>,
     metrics: LogMetrics,
     /// Retention never deletes a segment ending above this offset (the store keeps
     /// the copies its WAL replay needs); `u64::MAX` when unconstrained.
@@ -91,6 +94,18 @@ struct Inner<F: Fs, C: Clock> {
     /// The wall time that cannot be earlier than now: the last recovered commit time,
     /// with the monotonic time it was taken at (see [`Log::wall_ms`]).
     wall_floor: (u64, Duration),
+}
+
+/// A `sync` call counted by the gather; dropped, it stops counting (`gather.rs`).
+struct Waiting<'l, F: Fs, C: Clock> {
+    log: &'l Log<F, C>,
+    target: u64,
+}
+
+impl<F: Fs, C: Clock> Drop for Waiting<'_, F, C> {
+    fn drop(&mut self) {
+        self.log.state().gather.leave(self.target);
+    }
 }
 
 /// Truncates a buffer back to `mark` when dropped armed.
@@ -317,6 +332,11 @@ impl<F: Fs, C: Clock> Log<F, C> {
         // Encode what is buffered below the target before taking the write lock: this
         // commit compresses while another one's fsync is in flight.
         while self.encode_frame(target).await? {}
+        // Its records are queued: an arrival the next fsync may be waiting for.
+        if self.state().gather.arrive(target) {
+            self.inner.gathered.notify_all();
+        }
+        let _waiting = Waiting { log: self, target };
         // Wait for the write lock, or for another caller's fsync to cover the target,
         // whichever comes first: a commit already durable returns without queueing for
         // the lock (which a caller looping on commits could hold again and again).
@@ -334,6 +354,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 notify::Either::Right(()) => {}
             }
         };
+        self.gather_arrivals(target).await;
         self.write_encoded_through(&mut io, target).await?;
         self.sync_locked(&mut io).await?;
         let st = self.state();
@@ -349,6 +370,23 @@ impl<F: Fs, C: Clock> Log<F, C> {
             ));
         }
         Ok(start..st.hwm.max(start))
+    }
+
+    /// Waits, holding the write lock, for the committers the last fsync released to
+    /// come back with their next records, at most until the gather's deadline.
+    async fn gather_arrivals(&self, target: u64) {
+        loop {
+            let gathered = self.inner.gathered.listen();
+            let wait = {
+                let st = self.state();
+                if st.hwm >= target {
+                    return;
+                }
+                st.gather.wait_at(self.inner.clock.now())
+            };
+            let Some(wait) = wait else { return };
+            notify::race(gathered, self.inner.clock.sleep(wait)).await;
+        }
     }
 
     /// Persists the in-memory HWM when it moved: one 8-byte write at position 0 and an

@@ -120,6 +120,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 hwm_file: async_lock::Mutex::new(hwm_file),
                 notify: Arc::new(Notify::default()),
                 flush_wanted: Arc::new(Notify::default()),
+                gathered: Arc::new(Notify::default()),
                 metrics,
                 retention_floor: std::sync::atomic::AtomicU64::new(u64::MAX),
                 wall_floor: (scan.last_committed_at_ms.unwrap_or(0), now),
@@ -216,6 +217,7 @@ fn recovered_state<F: Fs>(
         last_sync_at: now,
         reads: read::ReadState::new(config.frame_cache_frames),
         unlink_pending: Vec::new(),
+        gather: Default::default(),
     }
 }
 

@@ -70,6 +70,8 @@ pub(super) struct State<F: Fs> {
     /// the directory fsynced (a sweep dropped or failed part-way): the next sweep
     /// deletes them first, so no file outlives its place in the log.
     pub(super) unlink_pending: Vec<String>,
+    /// Group commit's forecast of the committers coming back (`gather.rs`).
+    pub(super) gather: super::gather::Gather,
 }
 
 impl<F: Fs> State<F> {

@@ -502,7 +502,9 @@ impl<F: Fs, C: Clock> Log<F, C> {
             self.rewrite_unverified(io).await?;
         }
         io.fsync_in_doubt = true;
+        let started = self.inner.clock.now();
         let synced = io.active.sync_data().await;
+        let took = self.inner.clock.now().saturating_sub(started);
         io.fsync_in_doubt = false;
         if let Err(e) = synced {
             return Err(self.poison("fsync segment", e));
@@ -533,6 +535,8 @@ impl<F: Fs, C: Clock> Log<F, C> {
             st.hwm = st.durable_end;
             st.unsynced_bytes = 0;
             st.last_sync_at = self.inner.clock.now();
+            let (hwm, now) = (st.hwm, st.last_sync_at);
+            st.gather.fsynced(hwm, now, took);
             st.check_invariants();
         }
         add(&self.inner.metrics.commits, 1);

@@ -14,10 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The seeds of quick 0..5000 and default 0..1500 whose runs take such a listing, and
 /// the corpus seed that needed it (default 3904101853).
-const QUICK: [u64; 16] = [
-    222, 226, 617, 629, 1397, 1537, 1801, 2026, 2805, 2818, 3199, 3217, 3573, 3706, 3818, 4025,
+const QUICK: [u64; 14] = [
+    222, 617, 629, 1397, 1537, 2009, 2805, 3199, 3217, 3573, 3706, 3818, 4025, 4545,
 ];
-const DEFAULT: [u64; 8] = [222, 242, 410, 838, 857, 1251, 1373, 3_904_101_853];
+const DEFAULT: [u64; 7] = [222, 242, 410, 1194, 1251, 1373, 3_904_101_853];
 
 /// One mid-open listing: where it sits in the history, its incarnation, and per
 /// partition the range and copies listed.

@@ -1,12 +1,14 @@
 //! Group commit's gather on a real clock: an fsync waits for the committers the last
 //! one released, but never past its bound, so producers that stop leave the others
-//! committing at their pace.
+//! committing. (What the gather gains, records per fsync, is timing: the bench's
+//! `producers` section measures it; this test catches a gather that never stops.)
 
 use crate::common::*;
 use cafelog_engine::clock::SystemClock;
 use cafelog_engine::fs::StdFs;
 use cafelog_engine::log::{Log, LogConfig};
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 type RealLog = Log<StdFs, SystemClock>;
@@ -45,12 +47,12 @@ fn producers_that_stop_do_not_stall_the_others() {
         done.send(run.metrics().fsyncs.load(Ordering::Relaxed) - fsyncs)
             .unwrap();
     });
-    let alone_fsyncs = finished
-        .recv_timeout(Duration::from_secs(60))
-        .expect("a producer stalled behind the gather");
-    assert_eq!(
-        alone_fsyncs, 200,
-        "a lone producer's commits share no fsync"
-    );
+    let alone_fsyncs = match finished.recv_timeout(Duration::from_secs(60)) {
+        Ok(fsyncs) => fsyncs,
+        Err(RecvTimeoutError::Timeout) => panic!("a producer stalled behind the gather"),
+        Err(RecvTimeoutError::Disconnected) => panic!("a producer failed"),
+    };
+    // A check of the count only: one record a commit, so one fsync each.
+    assert_eq!(alone_fsyncs, 200);
     assert_eq!(read_all(&log, 0).len(), 4 * 50 + 60 + 200);
 }

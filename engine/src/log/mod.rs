@@ -100,11 +100,12 @@ struct Inner<F: Fs, C: Clock> {
 struct Waiting<'l, F: Fs, C: Clock> {
     log: &'l Log<F, C>,
     target: u64,
+    epoch: u64,
 }
 
 impl<F: Fs, C: Clock> Drop for Waiting<'_, F, C> {
     fn drop(&mut self) {
-        self.log.state().gather.leave(self.target);
+        self.log.state().gather.leave(self.target, self.epoch);
     }
 }
 
@@ -333,10 +334,15 @@ impl<F: Fs, C: Clock> Log<F, C> {
         // commit compresses while another one's fsync is in flight.
         while self.encode_frame(target).await? {}
         // Its records are queued: an arrival the next fsync may be waiting for.
-        if self.state().gather.arrive(target) {
+        let (epoch, complete) = self.state().gather.arrive(target);
+        if complete {
             self.inner.gathered.notify_all();
         }
-        let _waiting = Waiting { log: self, target };
+        let _waiting = Waiting {
+            log: self,
+            target,
+            epoch,
+        };
         // Wait for the write lock, or for another caller's fsync to cover the target,
         // whichever comes first: a commit already durable returns without queueing for
         // the lock (which a caller looping on commits could hold again and again).
@@ -379,7 +385,8 @@ impl<F: Fs, C: Clock> Log<F, C> {
             let gathered = self.inner.gathered.listen();
             let wait = {
                 let st = self.state();
-                if st.hwm >= target {
+                // Nothing comes back to a log closing or poisoned.
+                if st.hwm >= target || st.closing || st.poisoned.is_some() {
                     return;
                 }
                 st.gather.wait_at(self.inner.clock.now())
@@ -457,6 +464,8 @@ impl<F: Fs, C: Clock> Log<F, C> {
             }
             st.closing = true;
         }
+        // A lock holder gathering arrivals stops: none come to a closing log.
+        self.inner.gathered.notify_all();
         self.sync().await?;
         self.persist_hwm().await?;
         self.state().closed = true;
@@ -505,6 +514,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
         self.inner.metrics.poisoned.store(true, Ordering::Relaxed);
         self.inner.notify.notify_all();
         self.inner.flush_wanted.notify_all();
+        self.inner.gathered.notify_all();
         LogError::Io { op, source }
     }
 }

@@ -385,8 +385,16 @@ impl<F: Fs, C: Clock> Log<F, C> {
             let gathered = self.inner.gathered.listen();
             let wait = {
                 let st = self.state();
-                // Nothing comes back to a log closing or poisoned.
-                if st.hwm >= target || st.closing || st.poisoned.is_some() {
+                // Nothing comes back to a log closing or poisoned. And a full frame
+                // already waiting for the disk shares the fsync well enough: waiting
+                // would only idle the disk while big commits compress.
+                let config = &self.inner.config;
+                if st.hwm >= target
+                    || st.closing
+                    || st.poisoned.is_some()
+                    || st.in_flight >= config.flush_records as u64
+                    || st.in_flight_bytes >= config.flush_bytes
+                {
                     return;
                 }
                 st.gather.wait_at(self.inner.clock.now())

@@ -11,9 +11,20 @@ use std::sync::atomic::Ordering;
 const FRAME: u64 = 10;
 
 fn log_of_frames(dir: &std::path::Path, frames: u64, cache: usize) -> TestLog {
+    log_in_segments(dir, frames, cache, LogConfig::default().segment_bytes)
+}
+
+/// As [`log_of_frames`], rolling a segment once one holds `segment_bytes`.
+fn log_in_segments(
+    dir: &std::path::Path,
+    frames: u64,
+    cache: usize,
+    segment_bytes: u64,
+) -> TestLog {
     let clock = ManualClock::new(WALL_START_MS);
     let config = LogConfig {
         frame_cache_frames: cache,
+        segment_bytes,
         ..LogConfig::default()
     };
     let (log, _) = open(dir, &clock, config);
@@ -56,6 +67,27 @@ fn a_scan_of_older_frames_leaves_the_tail_cached() {
     assert_eq!(decoded(&log), 9, "an older frame read whole is not kept");
     read(&log, 6 * FRAME, 8 * FRAME, FRAME as usize);
     assert_eq!(decoded(&log), 9, "the scan evicted a tail frame");
+}
+
+/// The newest frames counted across segments: with a frame to a segment, the two newest
+/// frames are the last frame of each of the two newest segments.
+#[test]
+fn the_newest_frames_are_counted_across_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in_segments(dir.path(), 6, 2, 1);
+    assert_eq!(log.metrics().segments_rolled.load(Ordering::Relaxed), 5);
+    read(&log, 4 * FRAME, 6 * FRAME, FRAME as usize);
+    assert_eq!(decoded(&log), 2);
+    read(&log, 0, 4 * FRAME, FRAME as usize);
+    assert_eq!(decoded(&log), 6);
+    read(&log, 0, FRAME, FRAME as usize);
+    assert_eq!(
+        decoded(&log),
+        7,
+        "a frame of an older segment read whole is not kept"
+    );
+    read(&log, 4 * FRAME, 6 * FRAME, FRAME as usize);
+    assert_eq!(decoded(&log), 7, "the scan evicted a tail frame");
 }
 
 #[test]

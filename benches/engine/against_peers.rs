@@ -78,49 +78,31 @@ impl Bench {
     pub(crate) fn peers_two_writers(&mut self) {
         use peers::Peer;
         section("Peers at batch 1000, two writers at once (records/s)");
-        header(&["contender", "records/s", "engine / this"]);
         let batch = 1000;
         let per = self.scale.peer_commits[1];
         let log = open_log(&self.dir("peers2w-log"), LogConfig::default());
         let raft = peers::RaftEngine::open(&self.dir("peers2w-raft"));
-        let run = |commit: &(dyn Fn(usize, usize) + Sync)| {
-            let t = Instant::now();
-            std::thread::scope(|s| {
-                for w in 0..2 {
-                    s.spawn(move || {
-                        for k in 0..per {
-                            commit(w, k);
-                        }
-                    });
-                }
-            });
-            (2 * per * batch) as f64 / secs(t.elapsed())
-        };
-        let engine_rate = run(&|w, k| {
-            let chunk = self.slice((w * per + k) * batch, batch);
-            log.append_batch(pairs(chunk)).expect("append");
-            pollster::block_on(log.sync()).expect("sync");
-        });
         let writers: Vec<std::sync::Mutex<peers::RaftEngine>> = (0..2)
             .map(|w| std::sync::Mutex::new(raft.writer(w as u64 + 1)))
             .collect();
-        let raft_rate = run(&|w, k| {
-            let chunk = self.slice((w * per + k) * batch, batch);
-            writers[w]
-                .lock()
-                .expect("one thread per writer")
-                .commit(chunk);
-        });
-        row(&[
-            "engine, 2 producers".into(),
-            format!("{engine_rate:.0}"),
-            "1.00".into(),
-        ]);
-        row(&[
-            "raft-engine 0.4, 2 writers".into(),
-            format!("{raft_rate:.0}"),
-            ratio(engine_rate, raft_rate),
-        ]);
+        let rounds = self.interleaved(
+            2,
+            per,
+            batch,
+            &|w, k| {
+                let chunk = self.slice((w * per + k) * batch, batch);
+                log.append_batch(pairs(chunk)).expect("append");
+                pollster::block_on(log.sync()).expect("sync");
+            },
+            &|w, k| {
+                let chunk = self.slice((w * per + k) * batch, batch);
+                writers[w]
+                    .lock()
+                    .expect("one thread per writer")
+                    .commit(chunk);
+            },
+        );
+        rounds.print("engine, 2 producers", "raft-engine 0.4, 2 writers");
         pollster::block_on(log.close()).expect("close");
         println!("  target: batch 1000 engine / raft-engine >= 1.50");
     }
@@ -133,48 +115,106 @@ impl Bench {
         use peers::Peer;
         const WRITERS: usize = 16;
         section("Peers at 1 record per commit, 16 writers at once (records/s)");
-        header(&["contender", "records/s", "engine / this"]);
         let per = (self.scale.producer_commits / WRITERS).max(1);
         let log = open_log(&self.dir("peers16w-log"), LogConfig::default());
         let raft = peers::RaftEngine::open(&self.dir("peers16w-raft"));
-        let run = |commit: &(dyn Fn(usize, usize) + Sync)| {
-            let t = Instant::now();
-            std::thread::scope(|s| {
-                for w in 0..WRITERS {
-                    s.spawn(move || {
-                        for k in 0..per {
-                            commit(w, k);
-                        }
-                    });
-                }
-            });
-            (WRITERS * per) as f64 / secs(t.elapsed())
-        };
-        let engine_rate = run(&|w, k| {
-            let record = self.slice(w * per + k, 1);
-            pollster::block_on(log.commit(pairs(record))).expect("commit");
-        });
         let writers: Vec<std::sync::Mutex<peers::RaftEngine>> = (0..WRITERS)
             .map(|w| std::sync::Mutex::new(raft.writer(w as u64 + 1)))
             .collect();
-        let raft_rate = run(&|w, k| {
-            let record = self.slice(w * per + k, 1);
-            writers[w]
-                .lock()
-                .expect("one thread per writer")
-                .commit(record);
-        });
+        let rounds = self.interleaved(
+            WRITERS,
+            per,
+            1,
+            &|w, k| {
+                let record = self.slice(w * per + k, 1);
+                pollster::block_on(log.commit(pairs(record))).expect("commit");
+            },
+            &|w, k| {
+                let record = self.slice(w * per + k, 1);
+                writers[w]
+                    .lock()
+                    .expect("one thread per writer")
+                    .commit(record);
+            },
+        );
+        rounds.print(
+            &format!("engine, {WRITERS} producers"),
+            &format!("raft-engine 0.4, {WRITERS} writers"),
+        );
+        pollster::block_on(log.close()).expect("close");
+        println!("  target: engine / raft-engine >= 1.50");
+    }
+
+    /// `writers` threads at once, each making commits `0..per` of `batch` records with
+    /// `engine(writer, k)` and then with `peer(writer, k)`, in interleaved rounds
+    /// (engine first in even rounds, the peer in odd ones) so that a burst of noise on
+    /// this shared machine hits both alike.
+    #[cfg(feature = "peers")]
+    fn interleaved(
+        &self,
+        writers: usize,
+        per: usize,
+        batch: usize,
+        engine: &(dyn Fn(usize, usize) + Sync),
+        peer: &(dyn Fn(usize, usize) + Sync),
+    ) -> Rounds {
+        let per_round = per.div_ceil(self.scale.rounds);
+        let run = |commit: &(dyn Fn(usize, usize) + Sync), from: usize, to: usize| {
+            let t = Instant::now();
+            std::thread::scope(|s| {
+                for w in 0..writers {
+                    s.spawn(move || (from..to).for_each(|k| commit(w, k)));
+                }
+            });
+            (writers * (to - from) * batch) as f64 / secs(t.elapsed())
+        };
+        let mut rounds = Rounds::default();
+        for (round, from) in (0..per).step_by(per_round).enumerate() {
+            let to = (from + per_round).min(per);
+            let (engine_rate, peer_rate) = if round % 2 == 0 {
+                let e = run(engine, from, to);
+                (e, run(peer, from, to))
+            } else {
+                let p = run(peer, from, to);
+                (run(engine, from, to), p)
+            };
+            rounds.engine.push(engine_rate);
+            rounds.peer.push(peer_rate);
+            rounds.ratios.push(engine_rate / peer_rate);
+        }
+        rounds
+    }
+}
+
+/// Each round's records/s of the engine and a peer, and their ratio.
+#[cfg(feature = "peers")]
+#[derive(Default)]
+struct Rounds {
+    engine: Vec<f64>,
+    peer: Vec<f64>,
+    ratios: Vec<f64>,
+}
+
+#[cfg(feature = "peers")]
+impl Rounds {
+    /// The two rows (each one's median round) and the median of the rounds' ratios.
+    fn print(mut self, engine: &str, peer: &str) {
+        header(&["contender", "records/s", "engine / this"]);
         row(&[
-            format!("engine, {WRITERS} producers"),
-            format!("{engine_rate:.0}"),
+            engine.into(),
+            format!("{:.0}", median(&mut self.engine)),
             "1.00".into(),
         ]);
         row(&[
-            format!("raft-engine 0.4, {WRITERS} writers"),
-            format!("{raft_rate:.0}"),
-            ratio(engine_rate, raft_rate),
+            peer.into(),
+            format!("{:.0}", median(&mut self.peer)),
+            format!("{:.2}", median(&mut self.ratios)),
         ]);
-        pollster::block_on(log.close()).expect("close");
-        println!("  target: engine / raft-engine >= 1.50");
+        println!(
+            "  engine / peer: the median of {} interleaved rounds' ratios (range {:.2}-{:.2})",
+            self.ratios.len(),
+            self.ratios.first().copied().unwrap_or_default(),
+            self.ratios.last().copied().unwrap_or_default(),
+        );
     }
 }

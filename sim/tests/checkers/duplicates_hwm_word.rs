@@ -7,6 +7,8 @@
 
 use super::loss::hole_at;
 use super::*;
+use cafelog_sim::check::excuse::ExcuseKind;
+use cafelog_sim::history::EventKind;
 
 /// How the `hwm` word came to read 1 while the log held 4 acknowledged records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,4 +276,58 @@ fn consumer_offset_flip_makes_no_copy() {
         1,
         "a consumer.offset flip cannot commit id 1 twice: {m:#?}"
     );
+}
+
+/// The row names the fault that explains the repeat (helper-73 F3): 3908129616's story,
+/// its first open killed once its salvage is durable, with a lost fsync of id 4's frame
+/// before it all. The lost fsync is the earlier fault, and the first open after it did
+/// not make the repeat; the repeat is the lowered word's, which lasts into the later
+/// crash. Another fault's reach on the word must not open the later crashes under the
+/// segment fault's name.
+#[test]
+fn the_later_crash_is_read_under_the_word_faults_name() {
+    let first = FaultKind::LostFsync {
+        file: FileKind::Segment,
+        offsets: Some(OffsetRange { start: 3, end: 4 }),
+    };
+    let r = story(Lowered::Flip, Later::SalvageThenKilled, Some(first));
+    let report = r.report();
+    let d = &report.bounded_duplicates;
+    assert!(d.violations.is_empty(), "{:#?}", d.violations);
+    let fault_at = |file: FileKind| {
+        report_faults(&r)
+            .into_iter()
+            .find(|&(_, f)| f == file)
+            .map(|(index, _)| index)
+            .expect("the fault")
+    };
+    let word = fault_at(FileKind::Hwm);
+    let named: Vec<usize> = d
+        .excused
+        .iter()
+        .filter(|(id, e)| *id == 4 && e.kind == ExcuseKind::OutOfContract)
+        .map(|(_, e)| e.causes[0])
+        .collect();
+    assert_eq!(
+        named,
+        vec![word],
+        "segment fault at {}: {:#?}",
+        fault_at(FileKind::Segment),
+        d.excused
+    );
+}
+
+/// (history index, file) of every fault in `r`.
+fn report_faults(r: &Run) -> Vec<(usize, FileKind)> {
+    r.h.events()
+        .iter()
+        .enumerate()
+        .filter_map(|(index, e)| match &e.kind {
+            EventKind::Fault {
+                kind: FaultKind::BitFlip { file, .. } | FaultKind::LostFsync { file, .. },
+                ..
+            } => Some((index, *file)),
+            _ => None,
+        })
+        .collect()
 }

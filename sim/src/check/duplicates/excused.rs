@@ -153,9 +153,11 @@ pub(super) fn excusals(
                     // that replay re-commits it, not only the first open's replay. Only what
                     // that open was offered counts: the destroyed copy itself, listed past its
                     // hole (`PastHoleAtOpen`) by an open from the crash up to the replay; its
-                    // spent WAL entry gives no replay anything else (helper-68). Any `hwm`
-                    // fault that reaches the copy tells the story, not only the first reach.
-                    let lasting = facts.reaches.iter().any(|r| {
+                    // spent WAL entry gives no replay anything else (helper-68). Only the
+                    // named fault's own reach on the word opens the later crashes: another
+                    // fault's (a raised flip beside a segment fault) is tried as its own
+                    // excuse, under its own name (helper-73 F3).
+                    let lasting = reaches.iter().any(|r| {
                         r.file == FileKind::Hwm
                             && r.fault_index < before
                             && r.covers(&c.tp, Some(c.offset), None, Some(c.first_delivery))

@@ -715,6 +715,23 @@ file = "segment"
             let e = parse_error(&MINIMAL.replace("at_ms = 500", entry));
             assert!(e.contains(error), "{entry}: {e}");
         }
+        for trigger in ["at_ms = 500", "after_acks = 3", "at_ns = 5"] {
+            let running = MINIMAL.replace(
+                "at_ms = 500\naction = \"crash\"",
+                &format!("{trigger}\naction = \"latent_sector\""),
+            );
+            assert!(running.contains("\"latent_sector\""));
+            let e = parse_error(&running);
+            assert!(
+                e.contains("latent_sector takes while_down = true"),
+                "{trigger}: {e}"
+            );
+        }
+        let down = MINIMAL.replace(
+            "at_ms = 500\naction = \"crash\"",
+            "at_ms = 500\naction = \"crash\"\n\n[[schedule]]\nwhile_down = true\naction = \"latent_sector\"",
+        );
+        Scenario::parse("down", &down).expect("a latent sector while down parses");
         let swarm_and_cancel =
             format!("{MINIMAL}\n[swarm]\ncrashes_max = 1\n\n[cancel]\nprobability = 0.1\n");
         let e = parse_error(&swarm_and_cancel);

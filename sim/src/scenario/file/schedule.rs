@@ -91,6 +91,14 @@ impl TryFrom<RawEntry> for ScheduleEntry {
                         next_ack_after_ns, after_acks, after_alarm or while_down = true"
                 .into());
         }
+        // The world injects a latent sector into the platter image only while the node
+        // is down: a running open would read it with no view of the disk recorded for
+        // the checkers to judge its cut against.
+        if r.action == ActionName::LatentSector && !r.while_down {
+            return Err("latent_sector takes while_down = true (or use \
+                        crash_with_latent_sector): a sector goes bad while the node is down"
+                .into());
+        }
         let trigger = match (
             r.at_ms,
             r.at_ns,

@@ -278,43 +278,139 @@ fn consumer_offset_flip_makes_no_copy() {
     );
 }
 
-/// The row names the fault that explains the repeat (helper-73 F3): 3908129616's story,
-/// its first open killed once its salvage is durable, with a lost fsync of id 4's frame
-/// before it all. The lost fsync is the earlier fault, and the first open after it did
-/// not make the repeat; the repeat is the lowered word's, which lasts into the later
-/// crash. Another fault's reach on the word must not open the later crashes under the
-/// segment fault's name.
+/// The row names the fault that explains the repeat (helper-73 F3): 3908129616's story
+/// with a lost fsync of orders/0's directory before it all. The lost fsync is the
+/// earlier fault, and the first open after it did not make the repeat; the repeat is
+/// the lowered word's, which lasts into the later crash. Another fault's reach on the
+/// word must not open the later crashes under the directory fault's name.
 #[test]
 fn the_later_crash_is_read_under_the_word_faults_name() {
-    let first = FaultKind::LostFsync {
-        file: FileKind::Segment,
-        offsets: Some(OffsetRange { start: 3, end: 4 }),
+    let lost_dir_fsync = FaultKind::LostFsync {
+        file: FileKind::Other,
+        offsets: None,
     };
-    let r = story(Lowered::Flip, Later::SalvageThenKilled, Some(first));
+    for later in [Later::Salvage, Later::SalvageThenKilled] {
+        let r = story(Lowered::Flip, later, Some(lost_dir_fsync.clone()));
+        assert_eq!(
+            named_for_id_4(&r),
+            vec![fault_at(&r, FileKind::Hwm)],
+            "{later:?}"
+        );
+    }
+}
+
+/// 3908129616's story (`Later::Salvage`) after an earlier flip of the word (2 -> 6,
+/// covering id 4's offset 3) that the engine overwrote with 4 before any crash.
+/// `lowered`: the word flip 4 -> 1 while the node is down after power loss A, as in the
+/// story; `None`: no fault lowers it, the engine itself left 1 on the platter (a bug).
+/// `process`: A is a process crash (the flip lands on the platter and in the cache
+/// alike), after a lost fsync of orders/0's directory before it all.
+fn after_an_overwritten_flip(lowered: Option<Lowered>, process: bool) -> Run {
+    let mut r = Run::new();
+    if process {
+        r.fault(
+            FaultKind::LostFsync {
+                file: FileKind::Other,
+                offsets: None,
+            },
+            Some(0),
+        );
+    }
+    r.produced(4)
+        .hwm(0, 4, 2, 4)
+        .fault(hwm_flip_between(2, 6), Some(0))
+        .hwm(0, 4, 4, 4)
+        .delivered(4);
+    for o in 0..4 {
+        r.consume(0, o);
+    }
+    match (lowered, process) {
+        (None, _) => r.crash(&[(0, 1, 4, 4)]),
+        (Some(lowered), false) => r
+            .crash(&[(0, 4, 4, 4)])
+            .fault(hwm_word(lowered, 1, 4), Some(0)),
+        (Some(lowered), true) => r
+            .process_crash(&[(0, 4, 4, 4)])
+            .fault(hwm_word(lowered, 1, 4), Some(0)),
+    };
+    r.restart().open_clean(0, 1, 4);
+    r.frontier_seen(0, 1);
+    r.hwm(0, 1, 1, 4);
+    r.fault(
+        segment_flip(OffsetRange { start: 2, end: 3 }, Some(false)),
+        Some(0),
+    )
+    .crash(&[(0, 1, 2, 1)])
+    .restart();
+    r.disk(0, OpenRule::Hole, 1, 2, Some(2))
+        .with(|t, h| {
+            h.past_hole_at_open(t, &tp(0), vec![held(3, 4)]);
+        })
+        .alarm(Some(0), hole_at(2))
+        .salvaged(0, vec![4], vec![])
+        .opened(0, 1, 2)
+        .alarm(Some(0), Alarm::ReplayCommitting { records: 1 });
+    r.frontier_seen(0, 1);
+    r.hwm(0, 3, 3, 3).deliver(4, 0, 2, 1_003).consume(0, 2);
+    r
+}
+
+/// helper-78 H1: at a later crash the word the open read must be the one the named fault
+/// left. The earlier flip, overwritten by the engine's 4 before A, explains nothing at L:
+/// with the real lowering the row names it; without one, nothing does.
+#[test]
+fn a_word_fault_the_engine_overwrote_explains_no_later_crash() {
+    let r = after_an_overwritten_flip(Some(Lowered::Flip), false);
+    let flips: Vec<usize> = report_faults(&r)
+        .into_iter()
+        .filter(|&(_, file)| file == FileKind::Hwm)
+        .map(|(index, _)| index)
+        .collect();
+    assert_eq!(flips.len(), 2);
+    assert_eq!(
+        named_for_id_4(&r),
+        vec![flips[1]],
+        "the lowering, not {}",
+        flips[0]
+    );
+    let m = duplicate_messages(&after_an_overwritten_flip(None, false));
+    assert_eq!(m.len(), 1, "the engine left the low word itself: {m:#?}");
+    assert_mentions(&m, &["produce id 4"]);
+}
+
+/// helper-78 H2: a fault other than the word's destroys a copy by taking its frame, so
+/// one whose copy an open then listed whole past its hole is not named. Here the lost
+/// directory fsync's first power loss is L, whose replay made the repeat.
+#[test]
+fn a_fault_whose_copy_was_listed_whole_is_not_named() {
+    let r = after_an_overwritten_flip(Some(Lowered::Flip), true);
+    let lowering = report_faults(&r)
+        .into_iter()
+        .filter(|&(_, file)| file == FileKind::Hwm)
+        .map(|(index, _)| index)
+        .next_back();
+    assert_eq!(named_for_id_4(&r), lowering.into_iter().collect::<Vec<_>>());
+}
+
+/// The out-of-contract excuses of id 4's duplicates, by the fault each names.
+fn named_for_id_4(r: &Run) -> Vec<usize> {
     let report = r.report();
     let d = &report.bounded_duplicates;
     assert!(d.violations.is_empty(), "{:#?}", d.violations);
-    let fault_at = |file: FileKind| {
-        report_faults(&r)
-            .into_iter()
-            .find(|&(_, f)| f == file)
-            .map(|(index, _)| index)
-            .expect("the fault")
-    };
-    let word = fault_at(FileKind::Hwm);
-    let named: Vec<usize> = d
-        .excused
+    d.excused
         .iter()
         .filter(|(id, e)| *id == 4 && e.kind == ExcuseKind::OutOfContract)
         .map(|(_, e)| e.causes[0])
-        .collect();
-    assert_eq!(
-        named,
-        vec![word],
-        "segment fault at {}: {:#?}",
-        fault_at(FileKind::Segment),
-        d.excused
-    );
+        .collect()
+}
+
+/// The history index of `r`'s first fault on `file`.
+fn fault_at(r: &Run, file: FileKind) -> usize {
+    report_faults(r)
+        .into_iter()
+        .find(|&(_, f)| f == file)
+        .map(|(index, _)| index)
+        .expect("the fault")
 }
 
 /// (history index, file) of every fault in `r`.
@@ -323,10 +419,7 @@ fn report_faults(r: &Run) -> Vec<(usize, FileKind)> {
         .iter()
         .enumerate()
         .filter_map(|(index, e)| match &e.kind {
-            EventKind::Fault {
-                kind: FaultKind::BitFlip { file, .. } | FaultKind::LostFsync { file, .. },
-                ..
-            } => Some((index, *file)),
+            EventKind::Fault { kind, .. } => Some((index, kind.file()?)),
             _ => None,
         })
         .collect()

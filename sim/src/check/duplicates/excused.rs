@@ -157,15 +157,11 @@ pub(super) fn excusals(
                     // named fault's own reach on the word opens the later crashes: another
                     // fault's (a raised flip beside a segment fault) is tried as its own
                     // excuse, under its own name (helper-73 F3).
-                    let lasting = reaches.iter().any(|r| {
-                        r.file == FileKind::Hwm
-                            && r.fault_index < before
-                            && r.covers(&c.tp, Some(c.offset), None, Some(c.first_delivery))
-                    });
+                    let word = reaches.iter().find(|r| r.file == FileKind::Hwm);
                     let later = facts
                         .crashes
                         .iter()
-                        .filter(|crash| lasting && crash.index > first.index);
+                        .filter(|crash| word.is_some() && crash.index > first.index);
                     let listed = |crash: &CrashFact, replay: Option<Incarnation>| {
                         (crash.incarnation + 1..=replay.unwrap_or(Incarnation::MAX))
                             .take_while(|inc| facts.restarts.contains_key(inc))
@@ -175,19 +171,36 @@ pub(super) fn excusals(
                                 })
                             })
                     };
+                    // The `hwm` word the open after `crash` read (`None`: no view of it).
+                    let read = |crash: &CrashFact, replay: Option<Incarnation>| {
+                        replay
+                            .and_then(|inc| facts.alarms.disk_at(&c.tp, inc))
+                            .or_else(|| facts.alarms.disk_at(&c.tp, crash.incarnation + 1))
+                            .map(|v| v.persisted_hwm)
+                    };
                     // A fault on the `hwm` word destroys a copy only by hiding it: the open
                     // after the crash read a word at or below the copy (helper-70: a flip
                     // that raised the word over the copy showed it, and the replay skips a
-                    // visible copy).
-                    let on_word = reaches.iter().any(|r| r.file == FileKind::Hwm);
-                    let hid = |crash: &CrashFact, replay: Option<Incarnation>| {
-                        let view = replay
-                            .and_then(|inc| facts.alarms.disk_at(&c.tp, inc))
-                            .or_else(|| facts.alarms.disk_at(&c.tp, crash.incarnation + 1));
-                        !on_word
-                            || view
-                                .and_then(|v| v.persisted_hwm)
-                                .is_none_or(|p| p <= c.offset)
+                    // visible copy). At a later crash that word is still the one the fault
+                    // left, the low end of its reach (a lowering flip's value, a lost
+                    // fsync's durable old one): a word the engine wrote since is its own,
+                    // and an earlier fault it overwrote explains nothing (helper-78 H1).
+                    let hid = |showing: bool, read: Option<Option<Offset>>| {
+                        let Some(word) = word else {
+                            return true;
+                        };
+                        let Some(p) = read else {
+                            return true;
+                        };
+                        let left = word.offsets.map(|o| o.start);
+                        p.is_none_or(|p| p <= c.offset)
+                            && (showing || left.is_none_or(|left| p.unwrap_or(0) == left))
+                    };
+                    // Any other fault destroys a copy by taking its frame: an open that
+                    // listed the copy itself past its hole found it whole, so the fault
+                    // did not take it (helper-78 H2).
+                    let taken = |crash: &CrashFact, replay: Option<Incarnation>| {
+                        word.is_some() || !listed(crash, replay)
                     };
                     // The repeat lies where that replay commits (helper-50: a copy below the
                     // log the crash left was there before it).
@@ -206,7 +219,7 @@ pub(super) fn excusals(
                             }
                             let replay =
                                 super::place::replay_writing(facts, crash, copies, repeat)?;
-                            if !hid(crash, replay) {
+                            if !hid(showing, read(crash, replay)) || !taken(crash, replay) {
                                 return None;
                             }
                             (showing || listed(crash, replay)).then_some(replay)

@@ -278,7 +278,7 @@ fn consumer_offset_flip_makes_no_copy() {
     );
 }
 
-/// The row names the fault that explains the repeat (helper-73 F3): 3908129616's story
+/// The row names the fault that explains the repeat (helper-72 F3): 3908129616's story
 /// with a lost fsync of orders/0's directory before it all. The lost fsync is the
 /// earlier fault, and the first open after it did not make the repeat; the repeat is
 /// the lowered word's, which lasts into the later crash. Another fault's reach on the

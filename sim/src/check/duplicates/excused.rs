@@ -156,7 +156,7 @@ pub(super) fn excusals(
                     // spent WAL entry gives no replay anything else (helper-68). Only the
                     // named fault's own reach on the word opens the later crashes: another
                     // fault's (a raised flip beside a segment fault) is tried as its own
-                    // excuse, under its own name (helper-73 F3).
+                    // excuse, under its own name (helper-72 F3).
                     let word = reaches.iter().find(|r| r.file == FileKind::Hwm);
                     let later = facts
                         .crashes

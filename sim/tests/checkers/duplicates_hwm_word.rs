@@ -139,19 +139,7 @@ fn story(lowered: Lowered, later: Later, first: Option<FaultKind>) -> Run {
         r.hwm(0, 3, 3, 3).deliver(4, 0, 2, 1_003);
         return r;
     }
-    r.disk(0, OpenRule::Hole, 1, 2, Some(2))
-        .with(|t, h| {
-            h.past_hole_at_open(t, &tp(0), vec![held(3, 4)]);
-        })
-        .alarm(Some(0), hole_at(2))
-        .salvaged(0, vec![4], vec![])
-        .opened(0, 1, 2)
-        .alarm(
-            Some(0),
-            Alarm::ReplayCommitting {
-                records: if both { 2 } else { 1 },
-            },
-        );
+    salvage_past_the_hole(&mut r, if both { 2 } else { 1 });
     r.frontier_seen(0, 1);
     if both {
         r.hwm(0, 4, 4, 4)
@@ -342,6 +330,15 @@ fn after_an_overwritten_flip(lowered: Option<Lowered>, process: bool) -> Run {
     )
     .crash(&[(0, 1, 2, 1)])
     .restart();
+    salvage_past_the_hole(&mut r, 1);
+    r.frontier_seen(0, 1);
+    r.hwm(0, 3, 3, 3).deliver(4, 0, 2, 1_003).consume(0, 2);
+    r
+}
+
+/// The open after L: word 1, log ending at the hole at 2, id 4 listed past it at 3; it
+/// cuts there (R2), salvages id 4, and its replay commits `replayed` records.
+fn salvage_past_the_hole(r: &mut Run, replayed: u64) {
     r.disk(0, OpenRule::Hole, 1, 2, Some(2))
         .with(|t, h| {
             h.past_hole_at_open(t, &tp(0), vec![held(3, 4)]);
@@ -349,10 +346,7 @@ fn after_an_overwritten_flip(lowered: Option<Lowered>, process: bool) -> Run {
         .alarm(Some(0), hole_at(2))
         .salvaged(0, vec![4], vec![])
         .opened(0, 1, 2)
-        .alarm(Some(0), Alarm::ReplayCommitting { records: 1 });
-    r.frontier_seen(0, 1);
-    r.hwm(0, 3, 3, 3).deliver(4, 0, 2, 1_003).consume(0, 2);
-    r
+        .alarm(Some(0), Alarm::ReplayCommitting { records: replayed });
 }
 
 /// helper-78 H1: at a later crash the word the open read must be the one the named fault

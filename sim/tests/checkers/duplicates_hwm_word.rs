@@ -139,7 +139,7 @@ fn story(lowered: Lowered, later: Later, first: Option<FaultKind>) -> Run {
         r.hwm(0, 3, 3, 3).deliver(4, 0, 2, 1_003);
         return r;
     }
-    salvage_past_the_hole(&mut r, if both { 2 } else { 1 });
+    salvage_past_the_hole(&mut r, 1, if both { 2 } else { 1 });
     r.frontier_seen(0, 1);
     if both {
         r.hwm(0, 4, 4, 4)
@@ -321,31 +321,38 @@ fn after_an_overwritten_flip(lowered: Option<Lowered>, process: bool) -> Run {
             .process_crash(&[(0, 4, 4, 4)])
             .fault(hwm_word(lowered, 1, 4), Some(0)),
     };
-    r.restart().open_clean(0, 1, 4);
+    from_the_open_after_a(&mut r, 1);
+    r
+}
+
+/// From the open after A, which reads `word` (at or below 2) and hides the rest: a flip
+/// takes the frame at 2, power loss L, and the open after it salvages id 4 and commits
+/// it again at 2, which the consumer reads.
+fn from_the_open_after_a(r: &mut Run, word: u64) {
+    r.restart().open_clean(0, word, 4);
     r.frontier_seen(0, 1);
-    r.hwm(0, 1, 1, 4);
+    r.hwm(0, word, word, 4);
     r.fault(
         segment_flip(OffsetRange { start: 2, end: 3 }, Some(false)),
         Some(0),
     )
-    .crash(&[(0, 1, 2, 1)])
+    .crash(&[(0, word, 2, word)])
     .restart();
-    salvage_past_the_hole(&mut r, 1);
+    salvage_past_the_hole(r, word, 1);
     r.frontier_seen(0, 1);
     r.hwm(0, 3, 3, 3).deliver(4, 0, 2, 1_003).consume(0, 2);
-    r
 }
 
-/// The open after L: word 1, log ending at the hole at 2, id 4 listed past it at 3; it
-/// cuts there (R2), salvages id 4, and its replay commits `replayed` records.
-fn salvage_past_the_hole(r: &mut Run, replayed: u64) {
-    r.disk(0, OpenRule::Hole, 1, 2, Some(2))
+/// The open after L: word `word`, log ending at the hole at 2, id 4 listed past it at 3;
+/// it cuts there (R2), salvages id 4, and its replay commits `replayed` records.
+fn salvage_past_the_hole(r: &mut Run, word: u64, replayed: u64) {
+    r.disk(0, OpenRule::Hole, word, 2, Some(2))
         .with(|t, h| {
             h.past_hole_at_open(t, &tp(0), vec![held(3, 4)]);
         })
         .alarm(Some(0), hole_at(2))
         .salvaged(0, vec![4], vec![])
-        .opened(0, 1, 2)
+        .opened(0, word, 2)
         .alarm(Some(0), Alarm::ReplayCommitting { records: replayed });
 }
 
@@ -417,4 +424,60 @@ fn report_faults(r: &Run) -> Vec<(usize, FileKind)> {
             _ => None,
         })
         .collect()
+}
+
+/// helper-79: 3908129616's story (`Later::Salvage`) with the word lowered by two chained
+/// flips while the node is down after A: 4 -> 2 ([2, 4), covering id 4's offset 3), then
+/// 2 -> `to` ([to, 2), not covering it). The open after A and the one after L read `to`,
+/// a word the first flip's reach does not end at: the second took it on down.
+fn chained_flips(to: u64) -> Run {
+    let mut r = Run::new();
+    r.produced(4).hwm(0, 4, 4, 4).delivered(4);
+    for o in 0..4 {
+        r.consume(0, o);
+    }
+    r.crash(&[(0, 4, 4, 4)])
+        .fault(hwm_flip_between(2, 4), Some(0))
+        .fault(hwm_flip_between(to, 2), Some(0));
+    from_the_open_after_a(&mut r, to);
+    r
+}
+
+#[test]
+fn a_word_lowered_in_two_steps_is_the_first_faults_too() {
+    for to in [0, 1] {
+        let r = chained_flips(to);
+        let first = fault_at(&r, FileKind::Hwm);
+        assert_eq!(named_for_id_4(&r), vec![first], "to {to}");
+    }
+}
+
+/// helper-79: a lost fsync of the word ([2, 4): durable 2, written 4) shown by power
+/// loss A, then a flip 2 -> 1 while the node is down ([1, 2), not covering offset 3):
+/// the chain starts at a lost fsync's durable word.
+fn lost_fsync_then_flip() -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000)
+        .produce(2, 0, 1, 1_001)
+        .hwm(0, 2, 2, 2);
+    for id in 3..=4 {
+        r.produce(id, 0, id - 1, 999 + id);
+    }
+    r.fault(hwm_word(Lowered::LostFsync, 2, 4), Some(0))
+        .hwm(0, 4, 4, 4)
+        .delivered(4);
+    for o in 0..4 {
+        r.consume(0, o);
+    }
+    r.crash(&[(0, 2, 4, 4)])
+        .fault(hwm_flip_between(1, 2), Some(0));
+    from_the_open_after_a(&mut r, 1);
+    r
+}
+
+#[test]
+fn a_lost_fsync_then_a_flip_lower_the_word_in_two_steps() {
+    let r = lost_fsync_then_flip();
+    let first = fault_at(&r, FileKind::Hwm);
+    assert_eq!(named_for_id_4(&r), vec![first]);
 }

@@ -181,20 +181,44 @@ pub(super) fn excusals(
                     // A fault on the `hwm` word destroys a copy only by hiding it: the open
                     // after the crash read a word at or below the copy (helper-70: a flip
                     // that raised the word over the copy showed it, and the replay skips a
-                    // visible copy). At a later crash that word is still the one the fault
-                    // left, the low end of its reach (a lowering flip's value, a lost
-                    // fsync's durable old one): a word the engine wrote since is its own,
-                    // and an earlier fault it overwrote explains nothing (helper-78 H1).
+                    // visible copy). At a later crash that word is still one the fault
+                    // left: the low end of its reach (a lowering flip's value, a lost
+                    // fsync's durable old one), or of a later word fault that took the word
+                    // on down from there (helper-79: a word lowered in two steps). A word
+                    // the engine wrote since is its own, and an earlier fault it
+                    // overwrote explains nothing (helper-78 H1).
+                    let left: Option<Vec<Offset>> = word.and_then(|word| {
+                        let mut chain = vec![word.offsets?.start];
+                        let mut after: Vec<_> = facts
+                            .reaches
+                            .iter()
+                            .filter(|r| {
+                                r.file == FileKind::Hwm
+                                    && r.tp.as_ref() == Some(&c.tp)
+                                    && r.fault_index > word.fault_index
+                            })
+                            .filter_map(|r| Some((r.fault_index, r.offsets?)))
+                            .collect();
+                        after.sort_unstable_by_key(|&(index, _)| index);
+                        for (_, o) in after {
+                            if chain.last() == Some(&o.end) {
+                                chain.push(o.start);
+                            }
+                        }
+                        Some(chain)
+                    });
                     let hid = |showing: bool, read: Option<Option<Offset>>| {
-                        let Some(word) = word else {
+                        if word.is_none() {
                             return true;
-                        };
+                        }
                         let Some(p) = read else {
                             return true;
                         };
-                        let left = word.offsets.map(|o| o.start);
                         p.is_none_or(|p| p <= c.offset)
-                            && (showing || left.is_none_or(|left| p.unwrap_or(0) == left))
+                            && (showing
+                                || left
+                                    .as_ref()
+                                    .is_none_or(|left| left.contains(&p.unwrap_or(0))))
                     };
                     // Any other fault destroys a copy by taking its frame: an open that
                     // listed the copy itself past its hole found it whole, so the fault

@@ -17,6 +17,13 @@ impl SimFs {
         })
     }
 
+    /// The durable image of the file durably named `path` with the bytes under its
+    /// unreadable sectors as they were written: where its frames lie, which an earlier
+    /// latent sector hides from a decode of [`SimFs::durable_bytes`].
+    pub fn durable_bytes_unmasked(&self, path: &Path) -> Option<Vec<u8>> {
+        self.with_durable(path, |inode| inode.durable.clone())
+    }
+
     /// The page-cache view of the file visibly named `path` (what a read returns),
     /// bytes a read fails on shown as [`UNREADABLE_FILL`].
     pub fn visible_bytes(&self, path: &Path) -> Option<Vec<u8>> {

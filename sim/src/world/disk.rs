@@ -50,6 +50,19 @@ pub fn durable_image(fs: &SimFs, dir: &Path) -> Option<DirImage> {
     dir_image(fs, dir, Image::Durable)
 }
 
+/// The durable image of a partition directory with the bytes under unreadable sectors
+/// as they were written: only to place frames (a new latent sector's), never as what a
+/// reader gets.
+pub fn written_image(fs: &SimFs, dir: &Path) -> Option<DirImage> {
+    let mut image = durable_image(fs, dir)?;
+    for (name, bytes) in &mut image.segments {
+        if let Some(written) = fs.durable_bytes_unmasked(&dir.join(name.as_str())) {
+            *bytes = written;
+        }
+    }
+    Some(image)
+}
+
 /// A partition directory's segment files and `hwm` in the view `which`. `None` when
 /// the directory is not there in that view.
 pub fn dir_image(fs: &SimFs, dir: &Path, which: Image) -> Option<DirImage> {

@@ -12,12 +12,19 @@ use std::collections::BTreeMap;
 /// Makes one sector of a segment unreadable; `false` when no segment has durable bytes
 /// (or the run has healed).
 pub(super) fn inject(world: &World) -> bool {
-    // Map frames before: afterwards the decode stops at the unreadable sector.
+    // Map frames before: afterwards the decode stops at the unreadable sector. The
+    // sector's frames are placed under earlier latent sectors too (`written`: the bytes
+    // there as written), since a decode of what a reader gets stops at the first one
+    // and would place no frame past it.
     let mut before = BTreeMap::new();
+    let mut written = BTreeMap::new();
     let mut dir_images = BTreeMap::new();
     for (_, dir) in partition_dirs(world) {
         if let Some(image) = disk::durable_image(&world.fs, &dir) {
             before.insert(dir.clone(), crate::reference::decode(&image));
+            if let Some(unmasked) = disk::written_image(&world.fs, &dir) {
+                written.insert(dir.clone(), crate::reference::decode(&unmasked));
+            }
             dir_images.insert(dir, image);
         }
     }
@@ -61,7 +68,7 @@ pub(super) fn inject(world: &World) -> bool {
     let starts: Vec<u64> = sector
         .path
         .parent()
-        .and_then(|dir| before.get(dir))
+        .and_then(|dir| written.get(dir))
         .and_then(|d| {
             let name = sector.path.file_name()?.to_str()?;
             d.extents.iter().find(|e| e.name == name)
@@ -80,7 +87,7 @@ pub(super) fn inject(world: &World) -> bool {
         .chain(starts)
         .chain(std::iter::once(end - 1))
     {
-        let (range, below) = disk::locate(&before, &sector.path, position, bytes);
+        let (range, below) = disk::locate(&written, &sector.path, position, bytes);
         below_hwm = below_hwm.or(below);
         located.extend(range);
     }

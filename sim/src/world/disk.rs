@@ -7,7 +7,9 @@
 //! - every read names its [`Image`]: the *durable* one (what the platter holds: what a
 //!   power loss leaves and what damage at rest hits) or the *visible* one (the page
 //!   cache: what a process crash leaves, and what an open reads). Right after a power
-//!   loss the two are the same;
+//!   loss the two are the same; [`written_image`] is the durable one with the bytes
+//!   under unreadable sectors as written, read only to place a new latent sector's
+//!   frames;
 //! - a frame is named by an offset range only when the decoder (or, past a bad region,
 //!   a header walk continuing the offsets) placed it in the image it read.
 

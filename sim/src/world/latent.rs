@@ -1,9 +1,10 @@
 //! Latent sector errors, injected at a power loss: one sector of a segment's durable
 //! image becomes unreadable (`fs::latent` has the disk's model). The world records it
 //! as `fault LatentSector` with the offsets of every frame the sector shares a byte
-//! with, located in the durable image as it was before, so the checkers hold the
-//! engine to it as to a bit flip: detect it (a cut, a refusal or a skip) and lose
-//! nothing it did not take.
+//! with, located in the durable image as it was before (with the bytes under earlier
+//! unreadable sectors as written, so a sector behind one is placed too), so the
+//! checkers hold the engine to it as to a bit flip: detect it (a cut, a refusal or a
+//! skip) and lose nothing it did not take.
 
 use super::{World, disk, partition_dirs, recorder};
 use crate::history::{FaultKind, FileKind, OffsetRange};

@@ -3,7 +3,7 @@
 //! injected fault does what its documentation says; the same seed replays exactly.
 
 use cafelog_engine::fs::{File, Fs, OpenMode};
-use cafelog_sim::fs::{FaultOptions, FsEventKind, SECTOR_SIZE, SimFile, SimFs};
+use cafelog_sim::fs::{FaultOptions, FsEventKind, SECTOR_SIZE, SimFile, SimFs, UNREADABLE_FILL};
 use std::collections::BTreeSet;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -871,4 +871,29 @@ fn an_fsync_eio_drops_the_pending_writes_but_not_a_truncation() {
     fs.crash();
     assert_eq!(read_visible(&fs, "/d/f").as_deref(), Some(&b"ca"[..]));
     fs.check_invariants();
+}
+
+#[test]
+fn the_written_image_shows_what_lies_under_unreadable_sectors() {
+    let fs = sim(1);
+    let contents: Vec<u8> = (0..4 * SECTOR_SIZE).map(|i| (i % 251) as u8).collect();
+    durable_file(&fs, "seg.log", &contents);
+    let mut sectors = BTreeSet::new();
+    // Draws until two distinct sectors are unreadable.
+    while sectors.len() < 2 {
+        let s = fs
+            .latent_sector(|p| p == Path::new("/d/seg.log"), |_| None)
+            .expect("a durable file to damage");
+        sectors.insert(s.position);
+    }
+    let masked = fs.durable_bytes(Path::new("/d/seg.log")).expect("file");
+    let written = fs
+        .durable_bytes_unmasked(Path::new("/d/seg.log"))
+        .expect("file");
+    assert_eq!(written, contents, "the bytes as written, sectors and all");
+    for &position in &sectors {
+        let sector = position as usize..(position + SECTOR_SIZE) as usize;
+        assert!(masked[sector.clone()].iter().all(|&b| b == UNREADABLE_FILL));
+        assert_eq!(written[sector.clone()], contents[sector]);
+    }
 }

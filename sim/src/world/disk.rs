@@ -52,17 +52,22 @@ pub fn durable_image(fs: &SimFs, dir: &Path) -> Option<DirImage> {
     dir_image(fs, dir, Image::Durable)
 }
 
-/// The durable image of a partition directory with the bytes under unreadable sectors
-/// as they were written: only to place frames (a new latent sector's), never as what a
-/// reader gets.
-pub fn written_image(fs: &SimFs, dir: &Path) -> Option<DirImage> {
-    let mut image = durable_image(fs, dir)?;
+/// `durable`, the durable image of partition directory `dir`, with the bytes under
+/// unreadable sectors as they were written: only to place frames (a new latent
+/// sector's), never as what a reader gets. `None` when no byte is unreadable (the
+/// image is `durable` itself).
+pub fn written_image(fs: &SimFs, dir: &Path, durable: &DirImage) -> Option<DirImage> {
+    let mut image = durable.clone();
+    let mut differs = false;
     for (name, bytes) in &mut image.segments {
-        if let Some(written) = fs.durable_bytes_unmasked(&dir.join(name.as_str())) {
+        if let Some(written) = fs.durable_bytes_unmasked(&dir.join(name.as_str()))
+            && written != *bytes
+        {
             *bytes = written;
+            differs = true;
         }
     }
-    Some(image)
+    differs.then_some(image)
 }
 
 /// A partition directory's segment files and `hwm` in the view `which`. `None` when

@@ -22,10 +22,13 @@ pub(super) fn inject(world: &World) -> bool {
     let mut dir_images = BTreeMap::new();
     for (_, dir) in partition_dirs(world) {
         if let Some(image) = disk::durable_image(&world.fs, &dir) {
-            before.insert(dir.clone(), crate::reference::decode(&image));
-            if let Some(unmasked) = disk::written_image(&world.fs, &dir) {
-                written.insert(dir.clone(), crate::reference::decode(&unmasked));
-            }
+            let decoded = crate::reference::decode(&image);
+            let placed = match disk::written_image(&world.fs, &dir, &image) {
+                Some(unmasked) => crate::reference::decode(&unmasked),
+                None => decoded.clone(),
+            };
+            before.insert(dir.clone(), decoded);
+            written.insert(dir.clone(), placed);
             dir_images.insert(dir, image);
         }
     }

@@ -220,12 +220,6 @@ pub(super) fn excusals(
                                     .as_ref()
                                     .is_none_or(|left| left.contains(&p.unwrap_or(0))))
                     };
-                    // Any other fault destroys a copy by taking its frame: an open that
-                    // listed the copy itself past its hole found it whole, so the fault
-                    // did not take it (helper-78 H2).
-                    let taken = |crash: &CrashFact, replay: Option<Incarnation>| {
-                        word.is_some() || !listed(crash, replay)
-                    };
                     // The repeat lies where that replay commits (helper-50: a copy below the
                     // log the crash left was there before it).
                     let placed = std::iter::once((true, first))
@@ -243,10 +237,17 @@ pub(super) fn excusals(
                             }
                             let replay =
                                 super::place::replay_writing(facts, crash, copies, repeat)?;
-                            if !hid(showing, read(crash, replay)) || !taken(crash, replay) {
+                            if !hid(showing, read(crash, replay)) {
                                 return None;
                             }
-                            (showing || listed(crash, replay)).then_some(replay)
+                            // Any other fault destroys a copy by taking its frame: an open
+                            // that listed the copy itself past its hole found it whole, so
+                            // the fault did not take it (helper-78 H2).
+                            let listed = listed(crash, replay);
+                            if word.is_none() && listed {
+                                return None;
+                            }
+                            (showing || listed).then_some(replay)
                         });
                     let Some(replay) = placed else {
                         continue;

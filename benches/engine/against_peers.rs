@@ -82,9 +82,7 @@ impl Bench {
         let per = self.scale.peer_commits[1];
         let log = open_log(&self.dir("peers2w-log"), LogConfig::default());
         let raft = peers::RaftEngine::open(&self.dir("peers2w-raft"));
-        let writers: Vec<std::sync::Mutex<peers::RaftEngine>> = (0..2)
-            .map(|w| std::sync::Mutex::new(raft.writer(w as u64 + 1)))
-            .collect();
+        let writers = raft.writers(2);
         let rounds = self.interleaved(
             2,
             per,
@@ -118,9 +116,7 @@ impl Bench {
         let per = (self.scale.producer_commits / WRITERS).max(1);
         let log = open_log(&self.dir("peers16w-log"), LogConfig::default());
         let raft = peers::RaftEngine::open(&self.dir("peers16w-raft"));
-        let writers: Vec<std::sync::Mutex<peers::RaftEngine>> = (0..WRITERS)
-            .map(|w| std::sync::Mutex::new(raft.writer(w as u64 + 1)))
-            .collect();
+        let writers = raft.writers(WRITERS);
         let rounds = self.interleaved(
             WRITERS,
             per,

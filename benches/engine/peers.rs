@@ -66,6 +66,13 @@ impl RaftEngine {
     /// Another writer on the same engine, appending to raft group `group`: concurrent
     /// writers share the engine's write group (one fsync for several batches), each
     /// compressing its own batch first.
+    /// `n` writers on raft groups 1 to `n` of this engine, one for each thread.
+    pub fn writers(&self, n: usize) -> Vec<std::sync::Mutex<Self>> {
+        (1..=n as u64)
+            .map(|group| std::sync::Mutex::new(self.writer(group)))
+            .collect()
+    }
+
     pub fn writer(&self, group: u64) -> Self {
         RaftEngine {
             engine: self.engine.clone(),

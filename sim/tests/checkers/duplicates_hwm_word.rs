@@ -71,10 +71,8 @@ fn story(lowered: Lowered, later: Later, first: Option<FaultKind>) -> Run {
     }
     match lowered {
         Lowered::Flip => {
-            r.produced(4).hwm(0, 4, 4, 4).delivered(4);
-            for o in 0..4 {
-                r.consume(0, o);
-            }
+            r.produced(4).hwm(0, 4, 4, 4);
+            delivered_and_read(&mut r, 4);
             // A; the flip lands while the node is down (as `CrashWithBitFlip` records it).
             r.crash(&[(0, 4, 4, 4)])
                 .fault(hwm_word(lowered, 1, 4), Some(0));
@@ -84,12 +82,8 @@ fn story(lowered: Lowered, later: Later, first: Option<FaultKind>) -> Run {
             for id in 2..=4 {
                 r.produce(id, 0, id - 1, 999 + id);
             }
-            r.fault(hwm_word(lowered, 1, 4), Some(0))
-                .hwm(0, 4, 4, 4)
-                .delivered(4);
-            for o in 0..4 {
-                r.consume(0, o);
-            }
+            r.fault(hwm_word(lowered, 1, 4), Some(0)).hwm(0, 4, 4, 4);
+            delivered_and_read(&mut r, 4);
             // A: the platter's word is the old 1.
             r.crash(&[(0, 1, 4, 4)]);
         }
@@ -307,11 +301,8 @@ fn after_an_overwritten_flip(lowered: Option<Lowered>, process: bool) -> Run {
     r.produced(4)
         .hwm(0, 4, 2, 4)
         .fault(hwm_flip_between(2, 6), Some(0))
-        .hwm(0, 4, 4, 4)
-        .delivered(4);
-    for o in 0..4 {
-        r.consume(0, o);
-    }
+        .hwm(0, 4, 4, 4);
+    delivered_and_read(&mut r, 4);
     match (lowered, process) {
         (None, _) => r.crash(&[(0, 1, 4, 4)]),
         (Some(lowered), false) => r
@@ -432,10 +423,8 @@ fn report_faults(r: &Run) -> Vec<(usize, FileKind)> {
 /// a word the first flip's reach does not end at: the second took it on down.
 fn chained_flips(to: u64) -> Run {
     let mut r = Run::new();
-    r.produced(4).hwm(0, 4, 4, 4).delivered(4);
-    for o in 0..4 {
-        r.consume(0, o);
-    }
+    r.produced(4).hwm(0, 4, 4, 4);
+    delivered_and_read(&mut r, 4);
     r.crash(&[(0, 4, 4, 4)])
         .fault(hwm_flip_between(2, 4), Some(0))
         .fault(hwm_flip_between(to, 2), Some(0));
@@ -464,11 +453,8 @@ fn lost_fsync_then_flip() -> Run {
         r.produce(id, 0, id - 1, 999 + id);
     }
     r.fault(hwm_word(Lowered::LostFsync, 2, 4), Some(0))
-        .hwm(0, 4, 4, 4)
-        .delivered(4);
-    for o in 0..4 {
-        r.consume(0, o);
-    }
+        .hwm(0, 4, 4, 4);
+    delivered_and_read(&mut r, 4);
     r.crash(&[(0, 2, 4, 4)])
         .fault(hwm_flip_between(1, 2), Some(0));
     from_the_open_after_a(&mut r, 1);

@@ -165,10 +165,14 @@ fn a_segments_held_records_are_its_readable_ones_in_offset_order() {
     frame(Codec::None, 5, 2, &mut image);
     frame(Codec::Zstd, 7, 3, &mut image);
     let held = |image: &[u8]| -> Vec<(u64, u64, Vec<u8>)> {
-        cafelog_sim::reference::held_records("00000000000000000005.log", 5, image)
-            .into_iter()
-            .map(|r| (r.offset, r.committed_at_ms, r.payload))
-            .collect()
+        cafelog_sim::reference::held_records(
+            "00000000000000000005.log",
+            5,
+            cafelog_sim::reference::frame::Readable::whole(image),
+        )
+        .into_iter()
+        .map(|r| (r.offset, r.committed_at_ms, r.payload))
+        .collect()
     };
     let whole: Vec<(u64, u64, Vec<u8>)> = (5..10)
         .map(|o| (o, 1_000 + o, format!("p{o}").into_bytes()))
@@ -259,6 +263,7 @@ mod props {
         DirImage {
             segments,
             hwm: hwm.map(|h| h.min(offset + 2).to_be_bytes().to_vec()),
+            ..DirImage::default()
         }
     }
 

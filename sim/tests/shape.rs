@@ -47,7 +47,7 @@ fn segments_are_summarised_from_their_valid_frames() {
             ("00000000000000000000.log".into(), seg0),
             ("00000000000000000007.log".into(), seg7.clone()),
         ],
-        hwm: None,
+        ..DirImage::default()
     };
     let s = summarise(&image);
     assert_eq!(s.len(), 3);

@@ -24,6 +24,30 @@ impl SimFs {
         self.with_durable(path, |inode| inode.durable.clone())
     }
 
+    /// The byte ranges of [`SimFs::durable_bytes`] a read of the platter fails on, in
+    /// order (empty when none, or when there is no such file).
+    pub fn durable_unreadable(&self, path: &Path) -> Vec<std::ops::Range<u64>> {
+        self.with_durable(path, |inode| {
+            inode.unreadable_ranges(inode.durable.len() as u64, false)
+        })
+        .unwrap_or_default()
+    }
+
+    /// The byte ranges of [`SimFs::visible_bytes`] a read fails on now, in order (empty
+    /// when none, or when there is no such file).
+    pub fn visible_unreadable(&self, path: &Path) -> Vec<std::ops::Range<u64>> {
+        let Ok((dir, name)) = split(path) else {
+            return Vec::new();
+        };
+        let state = self.lock();
+        state
+            .ns
+            .visible(&dir, &name)
+            .and_then(|ino| state.inodes.get(&ino))
+            .map(|inode| inode.unreadable_ranges(inode.cache.len() as u64, true))
+            .unwrap_or_default()
+    }
+
     /// The page-cache view of the file visibly named `path` (what a read returns),
     /// bytes a read fails on shown as [`UNREADABLE_FILL`].
     pub fn visible_bytes(&self, path: &Path) -> Option<Vec<u8>> {

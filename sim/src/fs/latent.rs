@@ -13,8 +13,10 @@
 //!   a write lost at a crash leaves the sector as bad as it was. Bytes of the sector the
 //!   write did not cover keep their old value (the drive read-modify-writes);
 //! - images the world decodes (`SimFs::durable_bytes`, `visible_bytes`) show each
-//!   unreadable byte as [`UNREADABLE_FILL`], the value the engine's reader gives it, so
-//!   the reference decoder judges the frame exactly as the engine must.
+//!   unreadable byte as [`UNREADABLE_FILL`], the value the engine's reader gives it,
+//!   and `durable_unreadable`, `visible_unreadable` name those bytes: the fill alone
+//!   cannot (a byte may have been written as it), and the reference decoder refuses a
+//!   frame with an unreadable byte exactly as the engine's reader does.
 //!
 //! Invariant: every latent sector lies within the durable image (the ones a truncation
 //! cut off are dropped when it reaches the platter).
@@ -22,6 +24,7 @@
 use super::inode::{Inode, Pending, SECTOR_SIZE};
 use super::{FsEventKind, State};
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// What an unreadable byte reads as in the images the world decodes (the engine's
@@ -125,17 +128,24 @@ impl Inode {
     /// `image` (the durable image, or the cache when `cache`) with every byte a read
     /// would fail on shown as [`UNREADABLE_FILL`].
     pub(crate) fn mask_unreadable(&self, mut image: Vec<u8>, cache: bool) -> Vec<u8> {
-        for &s in &self.latent {
-            if cache && self.latent_cached.contains(&s) {
-                continue;
-            }
-            let start = (s * SECTOR_SIZE) as usize;
-            let end = (start + SECTOR_SIZE as usize).min(image.len());
-            if let Some(bytes) = image.get_mut(start..end) {
+        for range in self.unreadable_ranges(image.len() as u64, cache) {
+            if let Some(bytes) = image.get_mut(range.start as usize..range.end as usize) {
                 bytes.fill(UNREADABLE_FILL);
             }
         }
         image
+    }
+
+    /// The byte ranges of an image `len` bytes long (the durable one, or the cache when
+    /// `cache`) that a read fails on, in order: each latent sector not answered by the
+    /// cache, cut at `len`.
+    pub(crate) fn unreadable_ranges(&self, len: u64, cache: bool) -> Vec<Range<u64>> {
+        self.latent
+            .iter()
+            .filter(|s| !(cache && self.latent_cached.contains(s)))
+            .map(|&s| s * SECTOR_SIZE..((s + 1) * SECTOR_SIZE).min(len))
+            .filter(|r| !r.is_empty())
+            .collect()
     }
 }
 

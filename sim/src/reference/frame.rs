@@ -18,6 +18,8 @@
 //! - a size field is checked against the 256 MiB bound and the image length before
 //!   anything is allocated for it.
 
+use std::ops::Range;
+
 /// `0xCAFE`.
 pub const MAGIC: [u8; 2] = [0xCA, 0xFE];
 const FLAGS_AT: usize = 2;
@@ -126,6 +128,63 @@ pub fn hunt(image: &[u8], from: u64) -> Option<u64> {
         .filter(|(_, w)| *w == MAGIC)
         .map(|(i, _)| (start + i) as u64)
         .find(|at| valid_at(image, *at).is_some())
+}
+
+/// A segment file's bytes as a reader gets them, with the byte ranges a read of it
+/// fails on (EIO), shown in `bytes` as fill. A frame with an unreadable byte is never
+/// valid, whatever the fill reads as: the engine's reader refuses it, and a byte may
+/// have been written as the fill, so the bytes alone cannot tell.
+#[derive(Clone, Copy, Debug)]
+pub struct Readable<'a> {
+    pub bytes: &'a [u8],
+    /// In order, each inside `bytes`.
+    pub unreadable: &'a [Range<u64>],
+}
+
+impl<'a> Readable<'a> {
+    /// Bytes every one of which reads.
+    pub fn whole(bytes: &'a [u8]) -> Self {
+        Readable {
+            bytes,
+            unreadable: &[],
+        }
+    }
+
+    /// `bytes` with `unreadable` (each range inside it, in order).
+    pub fn new(bytes: &'a [u8], unreadable: &'a [Range<u64>]) -> Self {
+        assert!(
+            unreadable.is_sorted_by(|a, b| a.end <= b.start)
+                && unreadable.iter().all(|r| r.end <= bytes.len() as u64),
+            "unreadable ranges are ordered and inside the image"
+        );
+        Readable { bytes, unreadable }
+    }
+
+    /// Whether a byte of `[position, position + len)` fails to read.
+    pub fn unreadable_in(&self, position: u64, len: u64) -> bool {
+        let end = position.saturating_add(len);
+        self.unreadable
+            .iter()
+            .any(|r| r.start < end && position < r.end)
+    }
+
+    /// [`valid_at`], refused when a byte of the frame fails to read.
+    pub fn valid_at(&self, at: u64) -> Option<Header> {
+        valid_at(self.bytes, at).filter(|h| !self.unreadable_in(at, h.frame_len()))
+    }
+
+    /// [`hunt`] for a frame whose every byte reads (the engine's hunt probes each
+    /// candidate and passes over an unreadable one).
+    pub fn hunt(&self, from: u64) -> Option<u64> {
+        let mut from = from;
+        loop {
+            let at = hunt(self.bytes, from)?;
+            if self.valid_at(at).is_some() {
+                return Some(at);
+            }
+            from = at;
+        }
+    }
 }
 
 /// The records of the valid frame at `at`: its payload decoded (codec) and split into

@@ -8,7 +8,9 @@
 //! - `log_start <= hwm() <= tail_offset`;
 //! - decoding reads only the images it is given; it never touches a file.
 
-use super::frame;
+use super::frame::{self, Readable};
+use std::collections::BTreeMap;
+use std::ops::Range;
 
 /// The byte images of one partition directory.
 #[derive(Clone, Debug, Default)]
@@ -17,6 +19,18 @@ pub struct DirImage {
     pub segments: Vec<(String, Vec<u8>)>,
     /// The `hwm` file, `None` when absent.
     pub hwm: Option<Vec<u8>>,
+    /// By segment file name, the byte ranges a read of it fails on (shown in its bytes
+    /// as fill); a name not listed reads whole.
+    pub unreadable: BTreeMap<String, Vec<Range<u64>>>,
+}
+
+impl DirImage {
+    /// The segment `name` holding `bytes`, as a reader gets it.
+    pub fn readable<'a>(&'a self, name: &str, bytes: &'a [u8]) -> Readable<'a> {
+        self.unreadable
+            .get(name)
+            .map_or(Readable::whole(bytes), |r| Readable::new(bytes, r))
+    }
 }
 
 /// One kept frame.
@@ -157,13 +171,19 @@ pub fn hwm_word(bytes: Option<&[u8]>) -> Result<Option<u64>, usize> {
     }
 }
 
-/// The segment files of `dir` as `(base, name, bytes)`, in base order; other names
+/// The segment files of `dir` as `(base, name, image)`, in base order; other names
 /// are left out.
-fn sorted_segments(dir: &DirImage) -> Vec<(u64, &str, &[u8])> {
-    let mut segments: Vec<(u64, &str, &[u8])> = dir
+fn sorted_segments(dir: &DirImage) -> Vec<(u64, &str, Readable<'_>)> {
+    let mut segments: Vec<(u64, &str, Readable<'_>)> = dir
         .segments
         .iter()
-        .filter_map(|(name, bytes)| Some((segment_base(name)?, name.as_str(), bytes.as_slice())))
+        .filter_map(|(name, bytes)| {
+            Some((
+                segment_base(name)?,
+                name.as_str(),
+                dir.readable(name, bytes),
+            ))
+        })
         .collect();
     segments.sort_by_key(|s| s.0);
     segments
@@ -197,7 +217,7 @@ pub fn decode(dir: &DirImage) -> Decoded {
         let next_base = segments.get(index + 1).map(|s| s.0);
         let (extent, bad_at) = walk(name, base, image, next_base);
         expected = extent.end_offset;
-        if let Some(at) = extent_last_time(image, &extent) {
+        if let Some(at) = extent_last_time(image.bytes, &extent) {
             decoded.last_committed_at_ms = Some(at);
         }
         decoded.extents.push(extent);
@@ -226,7 +246,12 @@ pub fn decode(dir: &DirImage) -> Decoded {
 /// hold): its extent, and whether it stops short at a bad region. `next_base` is the
 /// next segment's name, which lets damage after the last frame of a sealed segment
 /// count as a junk tail, as in [`decode`].
-pub fn walk_segment(name: &str, base: u64, image: &[u8], next_base: Option<u64>) -> (Extent, bool) {
+pub fn walk_segment(
+    name: &str,
+    base: u64,
+    image: Readable<'_>,
+    next_base: Option<u64>,
+) -> (Extent, bool) {
     let (extent, bad) = walk(name, base, image, next_base);
     (extent, bad.is_some())
 }
@@ -236,9 +261,10 @@ pub fn walk_segment(name: &str, base: u64, image: &[u8], next_base: Option<u64>)
 fn walk(
     name: &str,
     base: u64,
-    image: &[u8],
+    readable: Readable<'_>,
     next_base: Option<u64>,
 ) -> (Extent, Option<(u64, u64)>) {
+    let image = readable.bytes;
     let file_len = image.len() as u64;
     let mut extent = Extent {
         name: name.to_owned(),
@@ -253,7 +279,7 @@ fn walk(
     let mut bad = None;
     while extent.valid_len < file_len {
         let at = extent.valid_len;
-        match frame::valid_at(image, at) {
+        match readable.valid_at(at) {
             Some(h) if h.base_offset == extent.end_offset => {
                 extent.frames.push(FrameAt {
                     position: at,
@@ -273,7 +299,7 @@ fn walk(
                 extent.zero_tail = file_len - at;
                 break;
             }
-            None if next_base == Some(extent.end_offset) && frame::hunt(image, at).is_none() => {
+            None if next_base == Some(extent.end_offset) && readable.hunt(at).is_none() => {
                 extent.junk_tail = file_len - at;
                 break;
             }
@@ -311,7 +337,7 @@ pub struct HeldRecord {
 /// Every record of the segment `name` (first offset `base`) in its valid extent from
 /// byte 0, in offset order: what a reader of the file could have had. Records whose
 /// envelope does not parse are left out (a reader skips them).
-pub fn held_records(name: &str, base: u64, image: &[u8]) -> Vec<HeldRecord> {
+pub fn held_records(name: &str, base: u64, image: Readable<'_>) -> Vec<HeldRecord> {
     held_records_in(name, base, image, 0..u64::MAX)
 }
 
@@ -320,10 +346,11 @@ pub fn held_records(name: &str, base: u64, image: &[u8]) -> Vec<HeldRecord> {
 pub fn held_records_in(
     name: &str,
     base: u64,
-    image: &[u8],
-    range: std::ops::Range<u64>,
+    readable: Readable<'_>,
+    range: Range<u64>,
 ) -> Vec<HeldRecord> {
-    let (extent, _) = walk(name, base, image, None);
+    let (extent, _) = walk(name, base, readable, None);
+    let image = readable.bytes;
     let mut out = Vec::new();
     for f in &extent.frames {
         if let Some(header) = frame::header_at(image, f.position) {
@@ -370,21 +397,21 @@ pub fn past_hole(dir: &DirImage, bad: &BadRegion) -> Vec<HeldRecord> {
     let mut out = Vec::new();
     for (index, &(_, _, image)) in segments.iter().enumerate().skip(first) {
         let mut next = if index == first {
-            frame::hunt(image, bad.position)
-        } else if frame::valid_at(image, 0).is_some() {
+            image.hunt(bad.position)
+        } else if image.valid_at(0).is_some() {
             Some(0)
         } else {
-            frame::hunt(image, 0)
+            image.hunt(0)
         };
         while let Some(at) = next {
-            let Some(header) = frame::valid_at(image, at) else {
-                next = frame::hunt(image, at);
+            let Some(header) = image.valid_at(at) else {
+                next = image.hunt(at);
                 continue;
             };
             let end = at + header.frame_len();
-            next = (end < image.len() as u64).then_some(end);
+            next = (end < image.bytes.len() as u64).then_some(end);
             if header.base_offset >= bad.offset {
-                push_records(image, at, &header, &mut out);
+                push_records(image.bytes, at, &header, &mut out);
             }
         }
     }
@@ -413,16 +440,16 @@ fn extent_last_time(image: &[u8], extent: &Extent) -> Option<u64> {
 
 /// Whether a valid frame starts after `position` of segment `index`, or anywhere in a
 /// later segment.
-fn follows(segments: &[(u64, &str, &[u8])], index: usize, position: u64) -> bool {
+fn follows(segments: &[(u64, &str, Readable<'_>)], index: usize, position: u64) -> bool {
     segments
         .iter()
         .enumerate()
         .skip(index)
         .any(|(i, (_, _, image))| {
             if i == index {
-                frame::hunt(image, position).is_some()
+                image.hunt(position).is_some()
             } else {
-                frame::valid_at(image, 0).is_some() || frame::hunt(image, 0).is_some()
+                image.valid_at(0).is_some() || image.hunt(0).is_some()
             }
         })
 }

@@ -44,6 +44,14 @@ impl Image {
             Image::Visible => fs.visible_bytes(path),
         }
     }
+
+    /// The byte ranges of [`Image::bytes`] a read fails on.
+    pub fn unreadable(self, fs: &SimFs, path: &Path) -> Vec<std::ops::Range<u64>> {
+        match self {
+            Image::Durable => fs.durable_unreadable(path),
+            Image::Visible => fs.visible_unreadable(path),
+        }
+    }
 }
 
 /// The durable image of a partition directory: its segment files and `hwm`. `None`
@@ -58,6 +66,7 @@ pub fn durable_image(fs: &SimFs, dir: &Path) -> Option<DirImage> {
 /// image is `durable` itself).
 pub fn written_image(fs: &SimFs, dir: &Path, durable: &DirImage) -> Option<DirImage> {
     let mut image = durable.clone();
+    image.unreadable.clear();
     let mut differs = false;
     for (name, bytes) in &mut image.segments {
         if let Some(written) = fs.durable_bytes_unmasked(&dir.join(name.as_str()))
@@ -81,6 +90,10 @@ pub fn dir_image(fs: &SimFs, dir: &Path, which: Image) -> Option<DirImage> {
         } else if reference::partition::segment_base(&name).is_some()
             && let Some(bytes) = which.bytes(fs, &dir.join(&name))
         {
+            let unreadable = which.unreadable(fs, &dir.join(&name));
+            if !unreadable.is_empty() {
+                image.unreadable.insert(name.clone(), unreadable);
+            }
             image.segments.push((name, bytes));
         }
     }
@@ -96,16 +109,20 @@ pub fn held_in(image: &DirImage, range: std::ops::Range<u64>) -> Vec<HeldCopy> {
     image
         .segments
         .iter()
-        .flat_map(|(name, bytes)| held_in_segment(name, bytes, range.clone()))
+        .flat_map(|(name, bytes)| held_in_segment(name, image.readable(name, bytes), range.clone()))
         .collect()
 }
 
-/// [`held_in`] for one segment file, `name`, holding `bytes`.
-pub fn held_in_segment(name: &str, bytes: &[u8], range: std::ops::Range<u64>) -> Vec<HeldCopy> {
+/// [`held_in`] for one segment file, `name`, read as `image`.
+pub fn held_in_segment(
+    name: &str,
+    image: frame::Readable<'_>,
+    range: std::ops::Range<u64>,
+) -> Vec<HeldCopy> {
     let Some(base) = reference::partition::segment_base(name) else {
         return Vec::new();
     };
-    reference::partition::held_records_in(name, base, bytes, range)
+    reference::partition::held_records_in(name, base, image, range)
         .into_iter()
         .filter_map(held_copy)
         .collect()
@@ -304,6 +321,7 @@ mod tests {
         let clean = reference::decode(&DirImage {
             segments: vec![(name.to_owned(), image.clone())],
             hwm: Some(3u64.to_be_bytes().to_vec()),
+            ..DirImage::default()
         });
         let before = BTreeMap::from([(PathBuf::from("/data/topics/t/p00000"), clean)]);
         let in_third = starts[2] + 30;
@@ -317,6 +335,7 @@ mod tests {
         let damaged = reference::decode(&DirImage {
             segments: vec![(name.to_owned(), image.clone())],
             hwm: Some(3u64.to_be_bytes().to_vec()),
+            ..DirImage::default()
         });
         let before = BTreeMap::from([(PathBuf::from("/data/topics/t/p00000"), damaged)]);
         assert_eq!(
@@ -349,6 +368,7 @@ mod tests {
         let decoded = reference::decode(&DirImage {
             segments: vec![(name.to_owned(), image.to_vec())],
             hwm: Some(6u64.to_be_bytes().to_vec()),
+            ..DirImage::default()
         });
         BTreeMap::from([(PathBuf::from("/data/topics/t/p00000"), decoded)])
     }

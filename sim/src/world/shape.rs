@@ -29,15 +29,7 @@ pub fn knobs(config: &LogConfig) -> LayoutKnobs {
 /// The segment files of `dir` as the page cache holds them, summarised in offset
 /// order; `None` when the directory is not there.
 pub fn visible_layout(fs: &SimFs, dir: &Path) -> Option<Vec<SegmentLayout>> {
-    let mut image = DirImage::default();
-    for name in fs.visible_names(dir)? {
-        if reference::partition::segment_base(&name).is_some()
-            && let Some(bytes) = fs.visible_bytes(&dir.join(&name))
-        {
-            image.segments.push((name, bytes));
-        }
-    }
-    Some(summarise(&image))
+    super::disk::dir_image(fs, dir, super::disk::Image::Visible).map(|image| summarise(&image))
 }
 
 /// Every segment of `image`, each walked on its own from byte 0, summarised in offset
@@ -58,7 +50,8 @@ pub fn summarise(image: &DirImage) -> Vec<SegmentLayout> {
     let mut out = Vec::new();
     for (index, &(base, name, bytes)) in segments.iter().enumerate() {
         let next_base = segments.get(index + 1).map(|s| s.0);
-        let (extent, damaged) = reference::partition::walk_segment(name, base, bytes, next_base);
+        let readable = image.readable(name, bytes);
+        let (extent, damaged) = reference::partition::walk_segment(name, base, readable, next_base);
         let mut layout = SegmentLayout {
             base: extent.base_offset,
             end: extent.end_offset,

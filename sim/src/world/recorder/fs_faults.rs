@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::history::HeldCopy;
+use crate::reference::frame::Readable;
 
 /// A misdirected segment write's reach, as `FaultKind::Misdirected` records it, and
 /// the record copies it reached by identity.
@@ -19,11 +20,11 @@ struct MisdirectedReach {
     held: Vec<HeldCopy>,
 }
 
-/// The records the frames of segment image `bytes` (file `path`) hold at `offsets`.
-fn segment_held(path: &Path, bytes: &[u8], offsets: Option<OffsetRange>) -> Vec<HeldCopy> {
+/// The records the frames of segment image `image` (file `path`) hold at `offsets`.
+fn segment_held(path: &Path, image: Readable<'_>, offsets: Option<OffsetRange>) -> Vec<HeldCopy> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     offsets.map_or_else(Vec::new, |r| {
-        crate::world::disk::held_in_segment(name, bytes, r.start..r.end)
+        crate::world::disk::held_in_segment(name, image, r.start..r.end)
     })
 }
 
@@ -52,9 +53,13 @@ impl Recorder {
         // ones hold in the page cache (the copies the write carried).
         let mut held = Vec::new();
         if parts.is_some() {
-            held.extend(segment_held(&event.path, &over.durable_before, landed));
+            // The platter's bytes as written (the image is not masked).
+            let before = Readable::whole(&over.durable_before);
+            held.extend(segment_held(&event.path, before, landed));
             if let Some(visible) = self.fs.visible_bytes(&event.path) {
-                held.extend(segment_held(&event.path, &visible, meant.flatten()));
+                let unreadable = self.fs.visible_unreadable(&event.path);
+                let visible = Readable::new(&visible, &unreadable);
+                held.extend(segment_held(&event.path, visible, meant.flatten()));
             }
         }
         let offsets = match (landed, meant.flatten()) {
@@ -133,9 +138,10 @@ impl Recorder {
         let Some((visible, ranges)) = self.lost_by(event) else {
             return Vec::new();
         };
+        let unreadable = self.fs.visible_unreadable(&event.path);
         segment_held(
             &event.path,
-            &visible,
+            Readable::new(&visible, &unreadable),
             damage::segment_offsets_hit(&event.path, &visible, &ranges),
         )
     }

@@ -527,7 +527,9 @@ impl Recorder {
         ) else {
             return Vec::new();
         };
-        crate::reference::held_records(name, base, &bytes)
+        let unreadable = self.fs.visible_unreadable(path);
+        let image = crate::reference::frame::Readable::new(&bytes, &unreadable);
+        crate::reference::held_records(name, base, image)
             .into_iter()
             .filter_map(super::disk::held_copy)
             .collect()

@@ -38,13 +38,15 @@ impl Recorder {
         let Some(image) = self.fs.visible_bytes(&dir.join(name)) else {
             return;
         };
-        let (extent, _) = walk_segment(name, *segment_base, &image, next_base);
+        let unreadable = self.fs.visible_unreadable(&dir.join(name));
+        let readable = frame::Readable::new(&image, &unreadable);
+        let (extent, _) = walk_segment(name, *segment_base, readable, next_base);
         let in_extent = extent
             .frames
             .iter()
             .any(|f| f.base_offset == base && u64::from(f.record_count) == records);
         let at_position = position.is_some_and(|at| {
-            frame::valid_at(&image, at).is_some_and(|header| {
+            readable.valid_at(at).is_some_and(|header| {
                 header.base_offset == base
                     && u64::from(header.record_count) == records
                     && frame::records_at(&image, at, &header).is_some()

@@ -8,6 +8,7 @@
 
 use super::{World, disk, partition_dirs, recorder};
 use crate::history::{FaultKind, FileKind, OffsetRange};
+use crate::reference::{Extent, frame};
 use std::collections::BTreeMap;
 
 /// Makes one sector of a segment unreadable; `false` when no segment has durable bytes
@@ -56,35 +57,23 @@ pub(super) fn inject(world: &World) -> bool {
             .unwrap_or_else(|e| e.into_inner())
             .insert(tp.clone());
     }
-    // The file's bytes as they were: the directory image already read them.
+    // The file's bytes as written, to walk its frames (a sector does not change them),
+    // and the directory as a reader saw it before, for what the sector took.
     let image = sector.path.parent().and_then(|d| dir_images.get(d));
-    let bytes = sector.path.file_name().and_then(|name| {
-        image?
-            .segments
-            .iter()
-            .find(|(n, _)| name == n.as_str())
-            .map(|(_, b)| b.as_slice())
-    });
+    let written_bytes = world.fs.durable_bytes_unmasked(&sector.path);
+    let bytes = written_bytes.as_deref();
     // Every frame the sector shares a byte with: the ones holding its first and last
-    // bytes, and each frame of the valid extent that starts inside it (its last byte
-    // may lie in the zeros past the last frame).
+    // bytes, and each frame that starts inside it.
     let end = sector.position + sector.len;
-    let starts: Vec<u64> = sector
+    let extent = sector
         .path
         .parent()
         .and_then(|dir| written.get(dir))
         .and_then(|d| {
             let name = sector.path.file_name()?.to_str()?;
             d.extents.iter().find(|e| e.name == name)
-        })
-        .map(|e| {
-            e.frames
-                .iter()
-                .map(|f| f.position)
-                .filter(|&p| sector.position < p && p < end)
-                .collect()
-        })
-        .unwrap_or_default();
+        });
+    let starts = starts_inside(extent, bytes, sector.position..end);
     let mut located = Vec::new();
     let mut below_hwm = None;
     for position in std::iter::once(sector.position)
@@ -122,6 +111,26 @@ pub(super) fn inject(world: &World) -> bool {
     true
 }
 
+/// Where frames start strictly inside `sector` (a byte range of a segment written as
+/// `bytes`): each frame of the valid extent `extent` that starts there (its last byte
+/// may lie in the zeros past the last frame), and past that extent, behind a bad frame,
+/// each CRC-valid frame of the bytes, which [`disk::locate`] then places or drops.
+fn starts_inside(
+    extent: Option<&Extent>,
+    bytes: Option<&[u8]>,
+    sector: std::ops::Range<u64>,
+) -> Vec<u64> {
+    let inside = |p: &u64| sector.start < *p && *p < sector.end;
+    let mut starts: Vec<u64> = extent
+        .map(|e| e.frames.iter().map(|f| f.position).filter(inside).collect())
+        .unwrap_or_default();
+    let behind = extent.map_or(0, |e| e.valid_len).max(sector.start + 1);
+    if let Some(bytes) = bytes {
+        starts.extend((behind..sector.end).filter(|&p| frame::valid_at(bytes, p).is_some()));
+    }
+    starts
+}
+
 /// The offsets of the frames located in byte order, joined while each continues the
 /// last: the frames of one extent hold consecutive offsets, and a frame past a break
 /// (a stale or misdirected frame beyond the valid extent) can name any offset, which
@@ -147,6 +156,47 @@ mod tests {
 
     fn r(start: u64, end: u64) -> OffsetRange {
         OffsetRange { start, end }
+    }
+
+    /// Quick seed 1826: a sector over frames 2..6 of a segment whose first frame is
+    /// bad (the decode keeps none) was placed on frames 2 and 5 only, the frames between
+    /// starting behind the valid extent.
+    #[test]
+    fn frames_behind_a_bad_frame_that_start_in_the_sector_are_found() {
+        use cafelog_engine::format::frame::{Codec, Codecs};
+        let mut codecs = Codecs::default();
+        let mut bytes = Vec::new();
+        let mut at = Vec::new();
+        for base in 0..6u64 {
+            at.push(bytes.len() as u64);
+            let record = [b'r'; 100];
+            codecs
+                .encode_frame(Codec::None, base, [&record[..]].into_iter(), &mut bytes)
+                .expect("encodes");
+        }
+        bytes[at[0] as usize + 30] ^= 1;
+        let name = "00000000000000000000.log";
+        let decoded = crate::reference::decode(&crate::reference::DirImage {
+            segments: vec![(name.to_owned(), bytes.clone())],
+            ..Default::default()
+        });
+        let extent = decoded.extents.first();
+        assert_eq!(extent.map(|e| e.frames.len()), Some(0));
+        let sector = at[2] + 10..at[5] + 10;
+        assert_eq!(
+            starts_inside(extent, Some(&bytes), sector.clone()),
+            at[3..=5].to_vec()
+        );
+        // In the valid extent, its frames alone.
+        bytes[at[0] as usize + 30] ^= 1;
+        let whole = crate::reference::decode(&crate::reference::DirImage {
+            segments: vec![(name.to_owned(), bytes.clone())],
+            ..Default::default()
+        });
+        assert_eq!(
+            starts_inside(whole.extents.first(), Some(&bytes), sector),
+            at[3..=5].to_vec()
+        );
     }
 
     #[test]

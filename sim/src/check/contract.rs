@@ -93,6 +93,9 @@ pub struct Reach {
     /// For a reach of unknown offsets: acknowledgements up to this history index (the
     /// next crash after the fault).
     pub window_end: usize,
+    /// For a flipped or torn word: the engine's first report of a word it wrote after
+    /// the fault (its fsync returned, so the platter holds the engine's word from there).
+    pub rewritten: Option<usize>,
     /// The fault itself.
     pub kind: FaultKind,
     /// The engine's cuts of `tp` after the fault: (history index, first offset cut). A
@@ -342,6 +345,19 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
                 .map(|c| (c.id, c.offset))
                 .collect()
         };
+        // A flipped or torn word stays wrong until the engine writes it again.
+        let rewritten = match kind {
+            FaultKind::BitFlip { file, .. } | FaultKind::TornWrite { file } if word_file(*file) => {
+                tp.as_ref().and_then(|tp| {
+                    let late_to = match kind {
+                        FaultKind::BitFlip { .. } => offsets.map(|r| r.start),
+                        _ => None,
+                    };
+                    word_rewritten(facts, *file, tp, index, offsets, late_to)
+                })
+            }
+            _ => None,
+        };
         let reach = Reach {
             fault_index: index,
             file,
@@ -350,19 +366,14 @@ pub fn reaches(facts: &Facts<'_>) -> Vec<Reach> {
             topic: path.as_deref().and_then(config_topic),
             offsets,
             ids,
+            rewritten,
             window_end: match kind {
-                // A flipped or torn word stays wrong until the engine writes it again.
+                // What the open read from the wrong word lasts until the crash after
+                // the engine wrote it again.
                 FaultKind::BitFlip { file, .. } | FaultKind::TornWrite { file }
                     if word_file(*file) =>
                 {
-                    tp.as_ref()
-                        .and_then(|tp| {
-                            let late_to = match kind {
-                                FaultKind::BitFlip { .. } => offsets.map(|r| r.start),
-                                _ => None,
-                            };
-                            word_rewritten(facts, *file, tp, index, offsets, late_to)
-                        })
+                    rewritten
                         .map_or(usize::MAX, |w| facts.next_crash_after(w))
                         .min(match (kind, file) {
                             (FaultKind::BitFlip { .. }, FileKind::Hwm) => tp

@@ -175,6 +175,12 @@ pub enum GapLasts {
     /// rewrites nothing), until a clamp rewrites it. The engine reports a persisted HWM
     /// only once its fsync returned, so from that report on the word is the engine's.
     UntilHwmRewritten,
+    /// The persisted word itself, as the engine reports it or the platter holds it at a
+    /// crash: a data file's fault as [`GapLasts::UntilCrash`]; a flipped or torn word's
+    /// until the engine reports a word it wrote after the fault ([`Reach::rewritten`]),
+    /// since from that report on the platter holds the engine's word, whatever the open
+    /// that read the wrong one went on to do.
+    PersistedWord,
 }
 
 /// One excuse made: the row, the events it rests on, and what it covers.

@@ -57,9 +57,13 @@ impl<'f, 'h> Excuses<'f, 'h> {
             } else {
                 r.window_end
             };
+            // The persisted word is the engine's again once it reported a rewrite of a
+            // flipped or torn word: neither its window nor `live` reaches past that.
+            let rewritten = r.rewritten.filter(|_| lasts == GapLasts::PersistedWord);
             let end = match lasts {
+                _ if let Some(w) = rewritten => w,
                 _ if r.until_crash() => r.window_end,
-                GapLasts::UntilCrash => sealed,
+                GapLasts::UntilCrash | GapLasts::PersistedWord => sealed,
                 GapLasts::ThroughNextIncarnation => self.facts.next_crash_after(r.window_end),
                 // A data file's fault moves the persisted word away from the log at the
                 // crash that seals it (`window_end`); `hwm` writes before that crash
@@ -87,12 +91,12 @@ impl<'f, 'h> Excuses<'f, 'h> {
                     })
                 }
                 GapLasts::UntilHwmRewritten => true,
-                GapLasts::UntilCrash => true,
+                GapLasts::UntilCrash | GapLasts::PersistedWord => true,
             };
             // A word a lost fsync or a misdirected write left on the platter is read
             // by every open after the power loss that sealed it, until the engine
             // writes the word again (an open killed before its clamp writes nothing).
-            let live = r.until_crash() && r.live_at(self.facts, index, None);
+            let live = r.until_crash() && rewritten.is_none() && r.live_at(self.facts, index, None);
             // A platter-only fault shows in the page cache only after a power loss.
             let shown = !self.reads_cache
                 || !r.platter_only()

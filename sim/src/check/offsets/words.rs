@@ -227,7 +227,7 @@ fn persisted_backwards(
                 HWM_FILE,
                 range(now, before),
                 index,
-                GapLasts::UntilCrash,
+                GapLasts::PersistedWord,
             )
         })
     {

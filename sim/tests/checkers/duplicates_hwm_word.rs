@@ -467,3 +467,27 @@ fn a_lost_fsync_then_a_flip_lower_the_word_in_two_steps() {
     let first = fault_at(&r, FileKind::Hwm);
     assert_eq!(named_for_id_4(&r), vec![first]);
 }
+
+/// helper-79: `after_an_overwritten_flip(None, false)` with the engine's own word at A
+/// equal to the overwritten flip's low end (2): the open reads a value the flip once
+/// left, but the engine had reported its own word since.
+fn the_engine_left_the_flips_low_end() -> Run {
+    let mut r = Run::new();
+    r.produced(4)
+        .hwm(0, 4, 2, 4)
+        .fault(hwm_flip_between(2, 6), Some(0))
+        .hwm(0, 4, 4, 4);
+    delivered_and_read(&mut r, 4);
+    r.crash(&[(0, 2, 4, 4)]);
+    from_the_open_after_a(&mut r, 2);
+    r
+}
+
+/// A word fault the engine overwrote explains no crash, whatever value the engine's own
+/// word has.
+#[test]
+fn a_word_the_engine_wrote_at_an_overwritten_faults_low_end_is_its_own() {
+    let m = duplicate_messages(&the_engine_left_the_flips_low_end());
+    assert_eq!(m.len(), 1, "the engine left the low word itself: {m:#?}");
+    assert_mentions(&m, &["produce id 4"]);
+}

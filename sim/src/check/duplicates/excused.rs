@@ -186,9 +186,11 @@ pub(super) fn excusals(
                     // fsync's durable old one), or of a later word fault that took the word
                     // on down from there (helper-79: a word lowered in two steps). A word
                     // the engine wrote since is its own, and an earlier fault it
-                    // overwrote explains nothing (helper-78 H1).
-                    let left: Option<Vec<Offset>> = word.and_then(|word| {
-                        let mut chain = vec![word.offsets?.start];
+                    // overwrote explains nothing (helper-78 H1), whether or not the
+                    // engine's word has the fault's value (helper-79): each low end
+                    // carries the report of the engine's rewrite of a flipped word.
+                    let left: Option<Vec<(Offset, Option<usize>)>> = word.and_then(|word| {
+                        let mut chain = vec![(word.offsets?.start, word.rewritten)];
                         let mut after: Vec<_> = facts
                             .reaches
                             .iter()
@@ -197,28 +199,34 @@ pub(super) fn excusals(
                                     && r.tp.as_ref() == Some(&c.tp)
                                     && r.fault_index > word.fault_index
                             })
-                            .filter_map(|r| Some((r.fault_index, r.offsets?)))
+                            .filter_map(|r| Some((r.fault_index, r.offsets?, r.rewritten)))
                             .collect();
-                        after.sort_unstable_by_key(|&(index, _)| index);
-                        for (_, o) in after {
-                            if chain.last() == Some(&o.end) {
-                                chain.push(o.start);
+                        after.sort_unstable_by_key(|&(index, _, _)| index);
+                        for (_, o, rewritten) in after {
+                            if chain.last().map(|&(low, _)| low) == Some(o.end) {
+                                chain.push((o.start, rewritten));
                             }
                         }
                         Some(chain)
                     });
-                    let hid = |showing: bool, read: Option<Option<Offset>>| {
-                        if word.is_none() {
+                    let hid = |showing: bool, read: Option<Option<Offset>>, crash: usize| {
+                        let Some(word) = word else {
                             return true;
-                        }
+                        };
                         let Some(p) = read else {
                             return true;
                         };
+                        let standing =
+                            |rewritten: Option<usize>| rewritten.is_none_or(|w| crash < w);
                         p.is_none_or(|p| p <= c.offset)
-                            && (showing
-                                || left
-                                    .as_ref()
-                                    .is_none_or(|left| left.contains(&p.unwrap_or(0))))
+                            && if showing {
+                                standing(word.rewritten)
+                            } else {
+                                left.as_ref().is_none_or(|left| {
+                                    left.iter()
+                                        .any(|&(low, rw)| low == p.unwrap_or(0) && standing(rw))
+                                })
+                            }
                     };
                     // The repeat lies where that replay commits (helper-50: a copy below the
                     // log the crash left was there before it).
@@ -237,7 +245,7 @@ pub(super) fn excusals(
                             }
                             let replay =
                                 super::place::replay_writing(facts, crash, copies, repeat)?;
-                            if !hid(showing, read(crash, replay)) {
+                            if !hid(showing, read(crash, replay), crash.index) {
                                 return None;
                             }
                             // Any other fault destroys a copy by taking its frame: an open

@@ -141,6 +141,7 @@ mod liveness;
 mod loss;
 mod lowered_word;
 mod offsets;
+mod persisted_word;
 mod poison;
 mod reach_and_cuts;
 mod redelivery;

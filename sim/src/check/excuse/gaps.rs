@@ -61,7 +61,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
             // flipped or torn word: neither its window nor `live` reaches past that.
             let rewritten = r.rewritten.filter(|_| lasts == GapLasts::PersistedWord);
             let end = match lasts {
-                _ if let Some(w) = rewritten => w,
+                _ if let Some(w) = rewritten => w.min(r.window_end),
                 _ if r.until_crash() => r.window_end,
                 GapLasts::UntilCrash | GapLasts::PersistedWord => sealed,
                 GapLasts::ThroughNextIncarnation => self.facts.next_crash_after(r.window_end),
@@ -98,9 +98,15 @@ impl<'f, 'h> Excuses<'f, 'h> {
             // writes the word again (an open killed before its clamp writes nothing).
             let live = r.until_crash() && rewritten.is_none() && r.live_at(self.facts, index, None);
             // A platter-only fault shows in the page cache only after a power loss.
-            let shown = !self.reads_cache
-                || !r.platter_only()
-                || self.facts.power_loss_between(r.fault_index, index);
+            // The persisted word (the engine's report, or the word at a crash) shows a
+            // platter-only fault only from the power loss on, that crash included.
+            let shown = if lasts == GapLasts::PersistedWord {
+                !r.platter_only() || self.facts.power_loss_between(r.fault_index, index + 1)
+            } else {
+                !self.reads_cache
+                    || !r.platter_only()
+                    || self.facts.power_loss_between(r.fault_index, index)
+            };
             r.on(files)
                 && begun
                 && shown

@@ -219,9 +219,18 @@ fn persisted_backwards(
     }
     let drop = before - now;
     let excuses = Excuses::new(facts).reading_cache(cache);
+    // The engine's account of its persisted word only rises within an incarnation (it
+    // reads the word only at open): no fault explains a fall between two of its reports.
+    let events = facts.history.events();
+    let same_inc_reports = matches!(events[before_index].kind, EventKind::HwmObserved { .. })
+        && matches!(events[index].kind, EventKind::HwmObserved { .. })
+        && events[before_index].incarnation == events[index].incarnation;
     if let Some(excuse) = excuses
         .clamped_by(tp, drop, before_index, index)
         .or_else(|| {
+            if same_inc_reports {
+                return None;
+            }
             excuses.out_of_contract_gap(
                 tp,
                 HWM_FILE,

@@ -263,32 +263,49 @@ pub fn locate_in_image(path: &Path, position: u64, bytes: &[u8]) -> Option<Offse
 /// ones, or after a hunt any later ones (a stale or misdirected frame can name any
 /// offset). Past anything else the walk resynchronises on the next valid frame, as a
 /// scanner's hunt would.
-fn walk_headers(bytes: &[u8], mut at: u64, base: u64, position: u64) -> Option<OffsetRange> {
+fn walk_headers(bytes: &[u8], at: u64, base: u64, position: u64) -> Option<OffsetRange> {
+    walked_frames(bytes, at, base, position)
+        .into_iter()
+        .find(|(at, header)| position < at + header.frame_len())
+        .map(|(_, header)| OffsetRange {
+            start: header.base_offset,
+            end: header.end_offset(),
+        })
+}
+
+/// The frames the walk of [`walk_headers`] takes in `bytes` from byte `at`, where the
+/// frame with base offset `base` is due, that start at or before byte `until`, as
+/// `(position, header)` in byte order.
+pub fn walked_frames(
+    bytes: &[u8],
+    mut at: u64,
+    base: u64,
+    until: u64,
+) -> Vec<(u64, frame::Header)> {
+    let mut out = Vec::new();
     let mut due = base;
     let mut hunted = false;
-    while at <= position {
+    while at <= until {
         let header = frame::valid_at(bytes, at)
             .or_else(|| confirmed_by_next(bytes, at))
             .filter(|h| h.base_offset == due || (hunted && h.base_offset > due));
         match header {
-            Some(header) if position < at + header.frame_len() => {
-                return Some(OffsetRange {
-                    start: header.base_offset,
-                    end: header.end_offset(),
-                });
-            }
             Some(header) => {
+                out.push((at, header));
                 at += header.frame_len();
                 due = header.end_offset();
                 hunted = false;
             }
-            None => {
-                at = frame::hunt(bytes, at)?;
-                hunted = true;
-            }
+            None => match frame::hunt(bytes, at) {
+                Some(next) => {
+                    at = next;
+                    hunted = true;
+                }
+                None => break,
+            },
         }
     }
-    None
+    out
 }
 
 /// The header at `at` of a frame whose body is damaged, when the header after it

@@ -8,7 +8,7 @@
 
 use super::{World, disk, partition_dirs, recorder};
 use crate::history::{FaultKind, FileKind, OffsetRange};
-use crate::reference::{Extent, frame};
+use crate::reference::Extent;
 use std::collections::BTreeMap;
 
 /// Makes one sector of a segment unreadable; `false` when no segment has durable bytes
@@ -73,7 +73,12 @@ pub(super) fn inject(world: &World) -> bool {
             let name = sector.path.file_name()?.to_str()?;
             d.extents.iter().find(|e| e.name == name)
         });
-    let starts = starts_inside(extent, bytes, sector.position..end);
+    let name = sector
+        .path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let starts = starts_inside(name, extent, bytes, sector.position..end);
     let mut located = Vec::new();
     let mut below_hwm = None;
     for position in std::iter::once(sector.position)
@@ -111,11 +116,13 @@ pub(super) fn inject(world: &World) -> bool {
     true
 }
 
-/// Where frames start strictly inside `sector` (a byte range of a segment written as
-/// `bytes`): each frame of the valid extent `extent` that starts there (its last byte
-/// may lie in the zeros past the last frame), and past that extent, behind a bad frame,
-/// each CRC-valid frame of the bytes, which [`disk::locate`] then places or drops.
+/// Where frames start strictly inside `sector` (a byte range of the segment `name`,
+/// written as `bytes`): each frame of the valid extent `extent` that starts there (its
+/// last byte may lie in the zeros past the last frame), and past that extent, behind a
+/// bad frame, each frame the header walk [`disk::locate`] places by takes (a frame
+/// whose CRC holds, or whose header the next one confirms).
 fn starts_inside(
+    name: &str,
     extent: Option<&Extent>,
     bytes: Option<&[u8]>,
     sector: std::ops::Range<u64>,
@@ -124,9 +131,17 @@ fn starts_inside(
     let mut starts: Vec<u64> = extent
         .map(|e| e.frames.iter().map(|f| f.position).filter(inside).collect())
         .unwrap_or_default();
-    let behind = extent.map_or(0, |e| e.valid_len).max(sector.start + 1);
-    if let Some(bytes) = bytes {
-        starts.extend((behind..sector.end).filter(|&p| frame::valid_at(bytes, p).is_some()));
+    let from = match extent {
+        Some(e) => Some((e.valid_len, e.end_offset)),
+        None => crate::reference::partition::segment_base(name).map(|base| (0, base)),
+    };
+    if let (Some(bytes), Some((at, due))) = (bytes, from) {
+        starts.extend(
+            disk::walked_frames(bytes, at, due, sector.end - 1)
+                .into_iter()
+                .map(|(position, _)| position)
+                .filter(inside),
+        );
     }
     starts
 }
@@ -184,9 +199,17 @@ mod tests {
         assert_eq!(extent.map(|e| e.frames.len()), Some(0));
         let sector = at[2] + 10..at[5] + 10;
         assert_eq!(
-            starts_inside(extent, Some(&bytes), sector.clone()),
+            starts_inside(name, extent, Some(&bytes), sector.clone()),
             at[3..=5].to_vec()
         );
+        // helper-82 N: a frame in the sector whose body is flipped, its header intact
+        // and confirmed by the next one, is placed too.
+        bytes[at[3] as usize + 40] ^= 1;
+        assert_eq!(
+            starts_inside(name, extent, Some(&bytes), sector.clone()),
+            at[3..=5].to_vec()
+        );
+        bytes[at[3] as usize + 40] ^= 1;
         // In the valid extent, its frames alone.
         bytes[at[0] as usize + 30] ^= 1;
         let whole = crate::reference::decode(&crate::reference::DirImage {
@@ -194,7 +217,12 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(
-            starts_inside(whole.extents.first(), Some(&bytes), sector),
+            starts_inside(name, whole.extents.first(), Some(&bytes), sector.clone()),
+            at[3..=5].to_vec()
+        );
+        // A segment the decode did not reach is walked from its start.
+        assert_eq!(
+            starts_inside(name, None, Some(&bytes), sector),
             at[3..=5].to_vec()
         );
     }

@@ -317,7 +317,7 @@ fn confirmed_by_next(bytes: &[u8], at: u64) -> Option<frame::Header> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use cafelog_engine::format::frame::{Codec, Codecs};
 
@@ -370,7 +370,7 @@ mod tests {
     }
 
     /// Six one-record frames of one segment, and where each starts.
-    fn six_frames() -> (Vec<u8>, Vec<u64>) {
+    pub(in crate::world) fn six_frames() -> (Vec<u8>, Vec<u64>) {
         let mut codecs = Codecs::default();
         let mut image = Vec::new();
         let mut starts = Vec::new();

@@ -178,18 +178,8 @@ mod tests {
     /// starting behind the valid extent.
     #[test]
     fn frames_behind_a_bad_frame_that_start_in_the_sector_are_found() {
-        use cafelog_engine::format::frame::{Codec, Codecs};
-        let mut codecs = Codecs::default();
-        let mut bytes = Vec::new();
-        let mut at = Vec::new();
-        for base in 0..6u64 {
-            at.push(bytes.len() as u64);
-            let record = [b'r'; 100];
-            codecs
-                .encode_frame(Codec::None, base, [&record[..]].into_iter(), &mut bytes)
-                .expect("encodes");
-        }
-        bytes[at[0] as usize + 30] ^= 1;
+        let (mut bytes, at) = disk::tests::six_frames();
+        bytes[at[0] as usize + 33] ^= 1;
         let name = "00000000000000000000.log";
         let decoded = crate::reference::decode(&crate::reference::DirImage {
             segments: vec![(name.to_owned(), bytes.clone())],
@@ -204,14 +194,14 @@ mod tests {
         );
         // helper-82 N: a frame in the sector whose body is flipped, its header intact
         // and confirmed by the next one, is placed too.
-        bytes[at[3] as usize + 40] ^= 1;
+        bytes[at[3] as usize + 33] ^= 1;
         assert_eq!(
             starts_inside(name, extent, Some(&bytes), sector.clone()),
             at[3..=5].to_vec()
         );
-        bytes[at[3] as usize + 40] ^= 1;
+        bytes[at[3] as usize + 33] ^= 1;
         // In the valid extent, its frames alone.
-        bytes[at[0] as usize + 30] ^= 1;
+        bytes[at[0] as usize + 33] ^= 1;
         let whole = crate::reference::decode(&crate::reference::DirImage {
             segments: vec![(name.to_owned(), bytes.clone())],
             ..Default::default()

@@ -707,6 +707,14 @@ fn hwm_flip_between(start: u64, end: u64) -> FaultKind {
     }
 }
 
+/// A lost fsync of the `hwm` word: the platter keeps `start` where `end` was written.
+fn hwm_lost_fsync(start: u64, end: u64) -> FaultKind {
+    FaultKind::LostFsync {
+        file: FileKind::Hwm,
+        offsets: Some(OffsetRange { start, end }),
+    }
+}
+
 fn hwm_flip() -> FaultKind {
     FaultKind::BitFlip {
         file: FileKind::Hwm,

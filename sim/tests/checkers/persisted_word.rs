@@ -10,13 +10,6 @@ fn persisted_fell(r: &Run) -> bool {
         .any(|m| m.contains("persisted HWM of orders/0 moved backwards"))
 }
 
-fn lost_hwm_fsync(start: u64, end: u64) -> FaultKind {
-    FaultKind::LostFsync {
-        file: FileKind::Hwm,
-        offsets: Some(OffsetRange { start, end }),
-    }
-}
-
 /// A flip raises the word 4 -> 12 over a tail of 8; inc 1 clamps it to 8 (explained by
 /// the flip, whose window the clamp ends). A process crash; inc 2 opens at 8 and
 /// reports 8. DEFECT: a power loss finds 5 on the platter. Inc 3 opens at 5 and, with
@@ -59,49 +52,38 @@ fn a_rewrite_after_the_clamp_that_ended_a_flip_does_not_reopen_it() {
     assert!(persisted_fell(&clamped_flip_then_engine_fall(true)));
 }
 
-/// A lost fsync of `hwm` (durable 4, written 8) shows only from the next power loss:
-/// before it, neither the engine's report nor the page cache (a process crash) holds
-/// the old word.
+/// Orders/0 holds 8 records and the word 4; the engine writes 8 and reports it, but
+/// the fsync was lost: the platter keeps 4.
+fn after_a_lost_word_fsync() -> Run {
+    let mut r = Run::new();
+    r.produced(8)
+        .delivered(8)
+        .hwm(0, 8, 4, 8)
+        .fault(hwm_lost_fsync(4, 8), Some(0))
+        .hwm(0, 8, 8, 8);
+    r
+}
+
+/// A lost fsync of `hwm` shows only from the next power loss: before it, neither the
+/// engine's report nor the page cache (a process crash) holds the old word.
 #[test]
 fn a_lost_word_fsync_explains_no_fall_before_a_power_loss() {
-    let mut reported = Run::new();
-    reported
-        .produced(8)
-        .delivered(8)
-        .hwm(0, 8, 4, 8)
-        .fault(lost_hwm_fsync(4, 8), Some(0))
-        .hwm(0, 8, 8, 8)
-        .hwm(0, 8, 5, 8);
+    let mut reported = after_a_lost_word_fsync();
+    reported.hwm(0, 8, 5, 8);
     assert!(persisted_fell(&reported));
-    let mut killed = Run::new();
-    killed
-        .produced(8)
-        .delivered(8)
-        .hwm(0, 8, 4, 8)
-        .fault(lost_hwm_fsync(4, 8), Some(0))
-        .hwm(0, 8, 8, 8)
-        .process_crash(&[(0, 5, 8, 8)]);
+    let mut killed = after_a_lost_word_fsync();
+    killed.process_crash(&[(0, 5, 8, 8)]);
     assert!(persisted_fell(&killed));
-    let mut reopened = Run::new();
+    let mut reopened = after_a_lost_word_fsync();
     reopened
-        .produced(8)
-        .delivered(8)
-        .hwm(0, 8, 4, 8)
-        .fault(lost_hwm_fsync(4, 8), Some(0))
-        .hwm(0, 8, 8, 8)
         .process_crash(&[(0, 8, 8, 8)])
         .restart()
         .open_clean(0, 8, 8)
         .hwm(0, 8, 5, 8);
     assert!(persisted_fell(&reopened));
     // Control: after a power loss the open reads the word the fsync left.
-    let mut r = Run::new();
-    r.produced(8)
-        .delivered(8)
-        .hwm(0, 8, 4, 8)
-        .fault(lost_hwm_fsync(4, 8), Some(0))
-        .hwm(0, 8, 8, 8)
-        .crash(&[(0, 4, 8, 8)])
+    let mut r = after_a_lost_word_fsync();
+    r.crash(&[(0, 4, 8, 8)])
         .restart()
         .disk(0, OpenRule::Clean, 4, 8, None)
         .opened(0, 4, 8)
@@ -132,7 +114,7 @@ fn a_rewrite_whose_fsync_was_lost_leaves_the_flips_word_explained() {
         .delivered(7)
         .hwm(0, 7, 6, 7)
         .fault(hwm_flip_between(2, 6), Some(0))
-        .fault(lost_hwm_fsync(2, 7), Some(0))
+        .fault(hwm_lost_fsync(2, 7), Some(0))
         .hwm(0, 7, 7, 7)
         .crash(&[(0, 2, 7, 7)]);
     assert!(!persisted_fell(&r));

@@ -79,13 +79,6 @@ fn replay_had_to_restore(between: impl FnOnce(&mut Run)) -> CheckReport {
     r.report()
 }
 
-fn hwm_lost_fsync(start: u64, end: u64) -> FaultKind {
-    FaultKind::LostFsync {
-        file: FileKind::Hwm,
-        offsets: Some(OffsetRange { start, end }),
-    }
-}
-
 #[test]
 fn faults_that_cannot_spend_the_entry_leave_the_rule_standing() {
     // From helper-66's read: each of these switched the rule off, and none can spend

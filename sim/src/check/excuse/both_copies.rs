@@ -140,15 +140,22 @@ impl Excuses<'_, '_> {
             if (replayed_below || ended_tail > tail)
                 && !self.found_no_copy(tp, id, completed + 1, floor)
             {
-                return None;
+                // A replay that read the readable entry wrote the record again: the row
+                // starts over from that copy, if the next open found it hidden.
+                return (completed < first_replay)
+                    .then(|| self.recommitted(tp, id, completed))
+                    .flatten();
             }
             tail = ended_tail;
             candidates.push(ended);
             completed += 1;
         }
         if first_replay > completed {
-            // The first open that completed replayed the WAL while the entry was readable.
-            return None;
+            // The first open that completed replayed the WAL while the entry was
+            // readable: it wrote the record again, and the row starts over from that
+            // copy, the next open's hidden one (by identity), as from an
+            // acknowledgement: the entry and that copy are its two copies now.
+            return self.recommitted(tp, id, completed);
         }
         let (crash, log_cause) = candidates.iter().find_map(|c| {
             let p = c.partitions.get(tp)?;
@@ -183,6 +190,32 @@ impl Excuses<'_, '_> {
                 }
             ),
         ))
+    }
+
+    /// [`Excuses::both_copies_damaged`] from the copy of `id` the replay of the open of
+    /// `incarnation` committed on `tp`: the one the next open found in its hidden tail,
+    /// taken as acknowledged at that replay's alarm. `None` when that open replayed
+    /// nothing into `tp`, or the next one found no such copy hidden, or more than one
+    /// (an older copy may have outlived the damage to the new one).
+    fn recommitted(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        incarnation: Incarnation,
+    ) -> Option<Excuse> {
+        let replay = self.facts.alarms.of(tp).iter().find(|a| {
+            a.incarnation == incarnation && matches!(a.alarm, Alarm::ReplayCommitting { .. })
+        })?;
+        let mut copies = self
+            .facts
+            .held_at_open(tp, incarnation + 1)
+            .iter()
+            .filter(|c| c.id == id);
+        let copy = copies.next()?;
+        if copies.next().is_some() {
+            return None;
+        }
+        self.both_copies_damaged(tp, id, copy.offset, replay.index)
     }
 
     /// Whether the open before `incarnation` (killed) exposed nothing over `offset` on

@@ -779,3 +779,52 @@ fn a_report_below_a_flipped_word_is_a_write_from_before_the_flip() {
         &["r4_clamp", "the missing tail has no cause"],
     );
 }
+
+/// Seed 3943016794 (quick): id 1 at offset 0 above a missing `hwm` file, a power loss
+/// that hides it (`[0, 1)`), the open (its view: no word), its log opened at HWM 0;
+/// then, while the store's open still runs, a flip raises the word the engine just
+/// wrote from 0 to 2^49 (a second view), and the replay commits id 1 again at 1.
+fn hwm_flipped_after_log_opened_run(opened_first: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000).crash(&[(0, 0, 1, 1)]).restart();
+    r.with(|t, h| {
+        let mut view = disk_view(OpenRule::Clean, 0, 1, None);
+        view.persisted_hwm = None;
+        view.hwm = 0;
+        h.disk_at_open(t, &tp(0), view, false);
+    });
+    if opened_first {
+        r.opened(0, 0, 1);
+    }
+    r.fault(hwm_flip_between(0, 1 << 49), Some(0)).with(|t, h| {
+        h.disk_at_open(
+            t,
+            &tp(0),
+            disk_view(OpenRule::Clean, 1 << 49, 1, None),
+            true,
+        );
+    });
+    if !opened_first {
+        r.opened(0, 0, 1);
+    }
+    r.hwm(0, 2, 0, 2)
+        .deliver(1, 0, 0, 1_000)
+        .deliver(1, 0, 1, 1_100)
+        .consume(0, 0)
+        .consume(0, 1);
+    r
+}
+
+#[test]
+fn an_hwm_flip_after_the_log_opened_is_no_view_the_open_read() {
+    let report = hwm_flipped_after_log_opened_run(true).report();
+    assert_duplicates_explained(&report);
+    assert_eq!(report.bounded_duplicates.duplicates, 1);
+    // Before the log opened the open may have read the raised word: it then showed
+    // offset 0, and the crash's tail explains no copy of it.
+    let messages = messages_of(
+        &hwm_flipped_after_log_opened_run(false).report(),
+        CheckerName::BoundedDuplicates,
+    );
+    assert_mentions(&messages, &["produce id 1 delivered from orders/0@0"]);
+}

@@ -26,7 +26,11 @@ pub(super) fn hidden_tail(
     // shown, and a replay that commits them again is not the crash's doing).
     let start = facts
         .alarms
-        .views_before(&p.tp, crash.incarnation + 1, usize::MAX)
+        .views_before(
+            &p.tp,
+            crash.incarnation + 1,
+            read_until(facts, &p.tp, crash.incarnation + 1),
+        )
         .iter()
         .filter_map(|d| d.persisted_hwm)
         .min()
@@ -38,7 +42,7 @@ pub(super) fn hidden_tail(
         .and_then(|inc| {
             facts
                 .alarms
-                .views_before(&p.tp, inc, usize::MAX)
+                .views_before(&p.tp, inc, read_until(facts, &p.tp, inc))
                 .iter()
                 .filter_map(|d| d.persisted_hwm)
                 .min()
@@ -95,6 +99,19 @@ pub(super) fn hidden_tail(
         p.durable_tail
     };
     (start, end.max(start))
+}
+
+/// History index up to which the open of `incarnation` may still read `tp`'s `hwm`
+/// word: its `log_opened` (the scan read the word before it, and the open wrote its own
+/// back), `usize::MAX` when the log never opened. A view taken after it (a flip while
+/// the store's open, e.g. its WAL replay, still ran) is one no open read.
+fn read_until(facts: &Facts<'_>, tp: &TopicPartition, incarnation: Incarnation) -> usize {
+    facts
+        .alarms
+        .of(tp)
+        .iter()
+        .find(|a| a.incarnation == incarnation && matches!(a.alarm, Alarm::LogOpened { .. }))
+        .map_or(usize::MAX, |a| a.index)
 }
 
 /// The HWM the engine last showed on `tp` before history index `before`: the latest

@@ -36,6 +36,23 @@ impl Excuses<'_, '_> {
         offset: Offset,
         ack_index: usize,
     ) -> Option<Excuse> {
+        let floor = self
+            .facts
+            .crash_before(ack_index)
+            .map_or(0, |c| c.index + 1);
+        self.both_copies_damaged_since(tp, id, offset, ack_index, floor)
+    }
+
+    /// [`Excuses::both_copies_damaged`], with damage to the log copy counted only from
+    /// history index `damage_from` on: the copy was written after it.
+    fn both_copies_damaged_since(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        offset: Offset,
+        ack_index: usize,
+        damage_from: usize,
+    ) -> Option<Excuse> {
         let facts = self.facts;
         let events = facts.history.events();
         let (wal_damage_index, first_replay, wal_fault_index) = facts
@@ -63,11 +80,11 @@ impl Excuses<'_, '_> {
         {
             return None;
         }
-        let floor = facts.crash_before(ack_index).map_or(0, |c| c.index + 1);
-        // In-contract damage at rest to the frame holding `offset`, injected after the
-        // crash before the ack and before `until`. The caller has `offset` at or above
-        // the persisted HWM, so that frame is in the hidden tail; the damage may reach
-        // below it too (a latent sector names every frame it shares a byte with).
+        // In-contract damage at rest to the frame holding `offset`, injected from
+        // `damage_from` (the crash before the ack, or a replay's alarm) and before
+        // `until`. The caller has `offset` at or above the persisted HWM, so that frame
+        // is in the hidden tail; the damage may reach below it too (a latent sector
+        // names every frame it shares a byte with).
         let frame_damage = |until: usize| {
             facts
                 .segment_damage
@@ -76,7 +93,7 @@ impl Excuses<'_, '_> {
                 .flatten()
                 .copied()
                 .filter(move |&d| {
-                    floor <= d
+                    damage_from <= d
                         && d < until
                         && match &events[d].kind {
                             crate::history::EventKind::Fault { kind, .. } => kind
@@ -143,7 +160,7 @@ impl Excuses<'_, '_> {
                 // A replay that read the readable entry wrote the record again: the row
                 // starts over from that copy, if the next open found it hidden.
                 return (completed < first_replay)
-                    .then(|| self.recommitted(tp, id, completed))
+                    .then(|| self.recommitted(tp, id, offset, completed))
                     .flatten();
             }
             tail = ended_tail;
@@ -155,7 +172,7 @@ impl Excuses<'_, '_> {
             // readable: it wrote the record again, and the row starts over from that
             // copy, the next open's hidden one (by identity), as from an
             // acknowledgement: the entry and that copy are its two copies now.
-            return self.recommitted(tp, id, completed);
+            return self.recommitted(tp, id, offset, completed);
         }
         let (crash, log_cause) = candidates.iter().find_map(|c| {
             let p = c.partitions.get(tp)?;
@@ -194,13 +211,16 @@ impl Excuses<'_, '_> {
 
     /// [`Excuses::both_copies_damaged`] from the copy of `id` the replay of the open of
     /// `incarnation` committed on `tp`: the one the next open found in its hidden tail,
-    /// taken as acknowledged at that replay's alarm. `None` when that open replayed
-    /// nothing into `tp`, or the next one found no such copy hidden, or more than one
-    /// (an older copy may have outlived the damage to the new one).
+    /// taken as acknowledged at that replay's alarm, with only damage after that alarm
+    /// counted against it (earlier damage hit the frame the replay replaced). `None`
+    /// when that open replayed nothing into `tp`, or the next one found no such copy
+    /// hidden, or more than one, or its HWM above `before`, the offset of the copy
+    /// followed so far (an older copy may have outlived the damage to the new one).
     fn recommitted(
         &self,
         tp: &TopicPartition,
         id: ProduceId,
+        before: Offset,
         incarnation: Incarnation,
     ) -> Option<Excuse> {
         let replay = self.facts.alarms.of(tp).iter().find(|a| {
@@ -212,10 +232,16 @@ impl Excuses<'_, '_> {
             .iter()
             .filter(|c| c.id == id);
         let copy = copies.next()?;
-        if copies.next().is_some() {
+        let next_hwm = self.facts.alarms.disk_at(tp, incarnation + 1)?.hwm;
+        if copies.next().is_some() || next_hwm > before {
             return None;
         }
-        self.both_copies_damaged(tp, id, copy.offset, replay.index)
+        let floor = self
+            .facts
+            .crash_before(replay.index)
+            .map_or(0, |c| c.index + 1)
+            .max(replay.index);
+        self.both_copies_damaged_since(tp, id, copy.offset, replay.index, floor)
     }
 
     /// Whether the open before `incarnation` (killed) exposed nothing over `offset` on

@@ -1885,7 +1885,7 @@ fn a_cut_counts_for_a_copy_damaged_while_opening_only_after_a_view_shows_the_dam
 
 /// Asserts that `both_copies_damaged` does not excuse the loss of `id` (`case` names
 /// the variant in the message).
-fn refuses_both_copies(report: &CheckReport, id: ProduceId, case: &str) {
+pub(super) fn refuses_both_copies(report: &CheckReport, id: ProduceId, case: &str) {
     let excuse = report.no_lost_ack.excuse_of(id);
     assert!(
         excuse.is_none_or(|e| e.kind != ExcuseKind::BothCopiesDamaged),
@@ -1894,7 +1894,7 @@ fn refuses_both_copies(report: &CheckReport, id: ProduceId, case: &str) {
 }
 
 /// Asserts that `both_copies_damaged` excuses the loss of `id`, covering `covers`.
-fn expect_both_copies(report: &CheckReport, id: ProduceId, covers: &str) {
+pub(super) fn expect_both_copies(report: &CheckReport, id: ProduceId, covers: &str) {
     match report.no_lost_ack.excuse_of(id) {
         Some(e) if e.kind == ExcuseKind::BothCopiesDamaged => {
             assert!(e.covers.contains(covers), "{e}");

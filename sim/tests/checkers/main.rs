@@ -144,6 +144,7 @@ mod offsets;
 mod persisted_word;
 mod poison;
 mod reach_and_cuts;
+mod recommitted;
 mod redelivery;
 mod refused;
 mod replayed;

@@ -154,14 +154,22 @@ impl Excuses<'_, '_> {
             let floor = lowest_cut.map_or(tail, |cut| cut.min(tail));
             let replayed_below =
                 completed < first_replay && lowest_cut.is_some_and(|c| c <= offset);
-            if (replayed_below || ended_tail > tail)
-                && !self.found_no_copy(tp, id, completed + 1, floor)
-            {
+            if replayed_below || ended_tail > tail {
                 // A replay that read the readable entry wrote the record again: the row
-                // starts over from that copy, if the next open found it hidden.
-                return (completed < first_replay)
-                    .then(|| self.recommitted(tp, id, offset, completed))
-                    .flatten();
+                // starts over from that copy, if the next open found it hidden or the
+                // damage at the crash that killed the replay took it.
+                let no_copy = self.found_no_copy(tp, id, completed + 1, floor);
+                let taken = facts.damage_took_at_crash(tp, ended).any(|c| c.id == id);
+                if !no_copy || taken {
+                    let followed = (completed < first_replay)
+                        .then(|| self.recommitted(tp, id, offset, completed))
+                        .flatten();
+                    // With no copy at the next open, the row still holds as it was:
+                    // whatever the replay wrote was gone by then.
+                    if followed.is_some() || !no_copy {
+                        return followed;
+                    }
+                }
             }
             tail = ended_tail;
             candidates.push(ended);
@@ -210,12 +218,14 @@ impl Excuses<'_, '_> {
     }
 
     /// [`Excuses::both_copies_damaged`] from the copy of `id` the replay of the open of
-    /// `incarnation` committed on `tp`: the one the next open found in its hidden tail,
-    /// taken as acknowledged at that replay's alarm, with only damage after that alarm
-    /// counted against it (earlier damage hit the frame the replay replaced). `None`
-    /// when that open replayed nothing into `tp`, or the next one found no such copy
-    /// hidden, or more than one, or its HWM above `before`, the offset of the copy
-    /// followed so far (an older copy may have outlived the damage to the new one).
+    /// `incarnation` committed on `tp`: the one the next open found in its hidden tail
+    /// (or the damage at the crash ending that open took, just before the world's
+    /// listing), taken as acknowledged at that replay's alarm, with only damage after
+    /// that alarm counted against it (earlier damage hit the frame the replay
+    /// replaced). `None` when that open replayed nothing into `tp`, or no such copy was
+    /// found, or more than one, or the next open's HWM lies above `before`, the offset
+    /// of the copy followed so far (an older copy may have outlived the damage to the
+    /// new one).
     fn recommitted(
         &self,
         tp: &TopicPartition,
@@ -226,14 +236,24 @@ impl Excuses<'_, '_> {
         let replay = self.facts.alarms.of(tp).iter().find(|a| {
             a.incarnation == incarnation && matches!(a.alarm, Alarm::ReplayCommitting { .. })
         })?;
-        let mut copies = self
+        let taken = self
+            .facts
+            .crash_ending(incarnation)
+            .into_iter()
+            .flat_map(|crash| self.facts.damage_took_at_crash(tp, crash));
+        let copies: std::collections::BTreeSet<Offset> = self
             .facts
             .held_at_open(tp, incarnation + 1)
             .iter()
-            .filter(|c| c.id == id);
-        let copy = copies.next()?;
+            .chain(taken)
+            .filter(|c| c.id == id)
+            .map(|c| c.offset)
+            .collect();
         let next_hwm = self.facts.alarms.disk_at(tp, incarnation + 1)?.hwm;
-        if copies.next().is_some() || next_hwm > before {
+        let [copy] = copies.into_iter().collect::<Vec<_>>()[..] else {
+            return None;
+        };
+        if next_hwm > before {
             return None;
         }
         let floor = self
@@ -241,7 +261,7 @@ impl Excuses<'_, '_> {
             .crash_before(replay.index)
             .map_or(0, |c| c.index + 1)
             .max(replay.index);
-        self.both_copies_damaged_since(tp, id, copy.offset, replay.index, floor)
+        self.both_copies_damaged_since(tp, id, copy, replay.index, floor)
     }
 
     /// Whether the open before `incarnation` (killed) exposed nothing over `offset` on

@@ -11,7 +11,8 @@
 //! each request before the heal is dropped at one of its await points with that
 //! probability (see `world::cancel`). With `latent_sector_probability`, a power
 //! loss leaves one sector of a segment unreadable (EIO until written again, see
-//! `fs::latent`), at most `latent_sectors_max` (4) per run.
+//! `fs::latent`), at most `latent_sectors_max` (4) per run. Directory fsync EIO at most
+//! 2 per run (each fails one `sync_dir`, whose entries stay pending).
 
 use crate::fs::FaultOptions;
 use crate::fs::dice::Dice;
@@ -22,8 +23,9 @@ use std::time::Duration;
 const CANCEL_YIELD_PROBABILITY: f64 = 0.5;
 
 /// The fault kinds [`FaultMix::without`] can turn off.
-pub const WITHOUT_KINDS: [&str; 6] = [
+pub const WITHOUT_KINDS: [&str; 7] = [
     "cancel",
+    "dir_fsync_eio",
     "process_crash",
     "latent_sector",
     "loop_drop",
@@ -162,6 +164,11 @@ impl FaultMix {
             mix.latent_sector_probability = [0.2, 0.5][dice.below(2) as usize];
             mix.latent_sectors_max = 4;
         }
+        // And after that one.
+        if on(dice, 0.25) {
+            mix.fs.dir_fsync_eio_probability = 0.01 + dice.unit() * 0.1;
+            mix.fs.dir_fsync_eio_max = 2;
+        }
         mix
     }
 
@@ -186,6 +193,10 @@ impl FaultMix {
             "loop_drop" => self.loop_drops = false,
             "settle_drop" => self.settle_drops = false,
             "process_crash" => self.process_crash_fraction = 0.0,
+            "dir_fsync_eio" => {
+                self.fs.dir_fsync_eio_probability = 0.0;
+                self.fs.dir_fsync_eio_max = 0;
+            }
             "latent_sector" => {
                 self.latent_sector_probability = 0.0;
                 self.latent_sectors_max = 0;
@@ -219,6 +230,9 @@ impl FaultMix {
         }
         if self.fs.lost_fsync_max > 0 {
             kinds.push("lost_fsync");
+        }
+        if self.fs.dir_fsync_eio_max > 0 {
+            kinds.push("dir_fsync_eio");
         }
         if self.fs.enospc_max > 0 {
             kinds.push("enospc");

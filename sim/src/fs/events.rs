@@ -46,6 +46,8 @@ pub enum FsEventKind {
     /// The process using the disk died, the kernel did not: the page cache and every
     /// pending operation outlive it; `detail` says what stays pending.
     ProcessCrash,
+    /// `sync_dir` returned EIO; the directory's pending entries stay pending.
+    DirFsyncEio,
 }
 
 /// One entry of the fault log.

@@ -42,6 +42,28 @@ impl Faults<'_> {
         );
     }
 
+    /// Whether `sync_dir` of `dir`, with `pending` operations to commit, fails with EIO.
+    /// The caller commits nothing then: the operations stay pending, as after a journal
+    /// commit that never completed, for a later `sync_dir` or a power loss to decide.
+    pub(crate) fn sync_dir_fails(&mut self, dir: &Path, pending: usize) -> bool {
+        let options = self.options;
+        let fails = self.fires(
+            FsEventKind::DirFsyncEio,
+            options.dir_fsync_eio_probability,
+            options.dir_fsync_eio_max,
+        );
+        if fails {
+            self.record(
+                FsEventKind::DirFsyncEio,
+                dir,
+                0,
+                0,
+                format!("{pending} pending directory operations left pending"),
+            );
+        }
+        fails
+    }
+
     /// `sync_data` of a file with pending operations. `path` names the file for the
     /// log; it is called only when a fault is logged (a name lookup is not free).
     pub(crate) fn sync(&mut self, inode: &mut Inode, path: &dyn Fn() -> PathBuf) -> SyncOutcome {

@@ -59,7 +59,9 @@
 //! **Faults** ([`FaultOptions`], capped, off after [`SimFs::heal`]): fsync EIO (Linux
 //! semantics: the pending writes are *not* persisted, the cache still shows them, they
 //! leave the list so a later fsync succeeds and persists none of them; a pending
-//! truncation is journaled metadata and stays pending); lost fsync (Ok, nothing
+//! truncation is journaled metadata and stays pending); directory fsync EIO
+//! (`sync_dir` of a directory with pending entries commits none of them: they stay
+//! pending, as a journal commit that failed wrote all or nothing); lost fsync (Ok, nothing
 //! persisted); ENOSPC on `write_at` (nothing written); misdirected writes (a pending
 //! write persisted at fsync or crash lands a whole number of sectors away); bit flips
 //! at rest ([`SimFs::flip_random_bit`]); latent sector errors ([`SimFs::latent_sector`]:

@@ -296,6 +296,15 @@ impl Namespace {
         self.commit_where(|op| op.commit_dir() == dir)
     }
 
+    /// How many pending operations `sync_dir(dir)` would commit directly (not counting
+    /// the earlier ones they depend on).
+    pub(crate) fn pending_in(&self, dir: &Path) -> usize {
+        self.pending
+            .iter()
+            .filter(|op| op.commit_dir() == dir)
+            .count()
+    }
+
     /// Commits the pending operations on entry `dir/name` (and their dependencies), so
     /// that the durable namespace agrees with the visible one about that name.
     pub(crate) fn commit_entry(&mut self, dir: &Path, name: &str) -> Vec<DirOp> {

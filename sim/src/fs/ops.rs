@@ -176,6 +176,13 @@ impl State {
         if !self.ns.is_dir(&path) {
             return Err(self.not_a_dir_error(&path));
         }
+        let pending = self.ns.pending_in(&path);
+        if pending > 0 {
+            let (mut faults, ..) = self.faults();
+            if faults.sync_dir_fails(&path, pending) {
+                return Err(os_error(errno::EIO));
+            }
+        }
         self.commit_dir(&path);
         Ok(())
     }

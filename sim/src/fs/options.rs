@@ -44,6 +44,12 @@ pub struct FaultOptions {
     pub lost_fsync_probability: f64,
     /// Cap on lost fsyncs.
     pub lost_fsync_max: u32,
+    /// `sync_dir` of a directory with pending entries fails with EIO and commits none of
+    /// them: they stay pending, so a later `sync_dir` may commit them and a power loss
+    /// may keep or drop them (a journal commit that failed wrote all or nothing).
+    pub dir_fsync_eio_probability: f64,
+    /// Cap on directory fsync EIO faults.
+    pub dir_fsync_eio_max: u32,
 
     // --- ENOSPC ---
     /// `write_at` fails with ENOSPC and writes nothing.
@@ -93,6 +99,8 @@ impl FaultOptions {
             fsync_eio_max: 0,
             lost_fsync_probability: 0.0,
             lost_fsync_max: 0,
+            dir_fsync_eio_probability: 0.0,
+            dir_fsync_eio_max: 0,
             enospc_probability: 0.0,
             enospc_max: 0,
             enospc_consecutive_max: 0,
@@ -134,6 +142,7 @@ impl FaultOptions {
             ),
             ("fsync_eio_probability", self.fsync_eio_probability),
             ("lost_fsync_probability", self.lost_fsync_probability),
+            ("dir_fsync_eio_probability", self.dir_fsync_eio_probability),
             ("enospc_probability", self.enospc_probability),
             ("misdirect_probability", self.misdirect_probability),
             ("latency_probability", self.latency_probability),

@@ -328,8 +328,9 @@ type SwitchOff = fn(&mut RunSpec);
 
 /// The disk's and the server's faults, one at a time.
 fn mix(push: &mut Push<'_>) {
-    let offs: [(&str, SwitchOff); 13] = [
+    let offs: [(&str, SwitchOff); 14] = [
         ("no fsync EIO", |c| c.mix.fs.fsync_eio_max = 0),
+        ("no directory fsync EIO", |c| c.mix.fs.dir_fsync_eio_max = 0),
         ("no lost fsync", |c| c.mix.fs.lost_fsync_max = 0),
         ("no ENOSPC", |c| c.mix.fs.enospc_max = 0),
         ("no misdirected writes", |c| c.mix.fs.misdirect_max = 0),

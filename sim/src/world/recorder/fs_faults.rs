@@ -208,6 +208,15 @@ impl Recorder {
             let mut held: Vec<HeldCopy> = Vec::new();
             let kind = match event.kind {
                 FsEventKind::FsyncEio => FaultKind::FsyncEio { file },
+                // The WAL's own directory is the WAL's; any other is the directory of
+                // the partition (or store file) its path names.
+                FsEventKind::DirFsyncEio => FaultKind::FsyncEio {
+                    file: if file == FileKind::Wal {
+                        FileKind::Wal
+                    } else {
+                        FileKind::Directory
+                    },
+                },
                 FsEventKind::LostFsync => {
                     if file == FileKind::Segment {
                         held = self.lost_fsync_held(&event);

@@ -158,13 +158,14 @@ pub fn decode_durable(fs: &SimFs, dir: &Path) -> Option<Decoded> {
 /// (`which`: durable after a power loss, visible after a process crash). `damaged`
 /// names the partitions whose segments took damage at rest, `memory` the HWMs the
 /// engine had, `carried` the tails certainly durable at the kill before, of the
-/// partitions no open cut since.
+/// partitions no open cut since, `issued` the highest `hwm` word the engine ever wrote.
 pub fn crash_partitions(
     fs: &SimFs,
     dirs: &[(TopicPartition, PathBuf)],
     damaged: &std::collections::BTreeSet<TopicPartition>,
     memory: &BTreeMap<TopicPartition, u64>,
     carried: &BTreeMap<TopicPartition, u64>,
+    issued: &BTreeMap<TopicPartition, u64>,
     which: Image,
 ) -> Vec<CrashPartition> {
     let mut out = Vec::new();
@@ -172,28 +173,34 @@ pub fn crash_partitions(
         let Some(decoded) = dir_image(fs, dir, which).map(|image| reference::decode(&image)) else {
             continue;
         };
-        let persisted_hwm = decoded.persisted_hwm.unwrap_or(0);
-        // Damage at rest ends the extent early, hiding the true durable tail. The tail
-        // is then at least what was durable for certain: the persisted HWM and the HWM
-        // the engine had in memory (it only covers fsynced, verified frames), or, for a
-        // partition no open cut since the last kill, what was certain then.
-        let durable_tail = if damaged.contains(tp) || decoded.rule() == Rule::Refuse {
-            decoded
-                .tail_offset
-                .max(persisted_hwm)
-                .max(memory.get(tp).copied().unwrap_or(0))
-                .max(carried.get(tp).copied().unwrap_or(0))
-        } else {
-            decoded.tail_offset
-        };
+        let durable_tail = certain_tail(
+            &decoded,
+            damaged.contains(tp),
+            [memory, carried, issued].map(|m| m.get(tp).copied().unwrap_or(0)),
+        );
         out.push(CrashPartition {
-            persisted_hwm,
+            persisted_hwm: decoded.persisted_hwm.unwrap_or(0),
             durable_tail,
             memory_hwm: memory.get(tp).copied(),
             tp: tp.clone(),
         });
     }
     out
+}
+
+/// The durable tail of a partition the reference decoded as `decoded`. Damage at rest
+/// (`damaged`) ends the extent early, hiding the true durable tail, which is then at
+/// least what was durable for certain: the persisted HWM, the HWM the engine had in
+/// memory (it only covers fsynced, verified frames), or, for a partition no open cut
+/// since the last kill, what was certain then (`memory` and `carried`). A persisted word
+/// above `issued`, the highest word the engine ever wrote, is a fault's (a flip), not a
+/// tail: it counts only up to `issued`.
+fn certain_tail(decoded: &Decoded, damaged: bool, [memory, carried, issued]: [u64; 3]) -> u64 {
+    if !damaged && decoded.rule() != Rule::Refuse {
+        return decoded.tail_offset;
+    }
+    let written = decoded.persisted_hwm.unwrap_or(0).min(issued);
+    decoded.tail_offset.max(written).max(memory).max(carried)
 }
 
 /// The records of the frame that holds byte `position` of a segment, and whether that
@@ -444,6 +451,33 @@ pub(super) mod tests {
             locate(&before, &path, starts[3] + 30, Some(&image)).0,
             Some(OffsetRange { start: 3, end: 4 })
         );
+    }
+
+    #[test]
+    fn a_flipped_word_above_every_word_written_lifts_no_tail() {
+        // Default 3908332466: an `hwm` flip to 2^32 over a partition a flip had damaged
+        // long before made the crash's durable tail 2^32, so the replay after it was
+        // taken to commit there, and its copy of a skipped record was no repeat.
+        let (image, starts) = six_frames();
+        let cut = image[..starts[3] as usize].to_vec();
+        let decode = |word: u64| {
+            reference::decode(&DirImage {
+                segments: vec![("00000000000000000000.log".to_owned(), cut.clone())],
+                hwm: Some(word.to_be_bytes().to_vec()),
+                ..DirImage::default()
+            })
+        };
+        let flipped = decode(1 << 32);
+        assert_eq!(certain_tail(&flipped, true, [0, 0, 3]), 3);
+        assert_eq!(
+            certain_tail(&flipped, false, [0, 0, 1 << 32]),
+            3,
+            "undamaged"
+        );
+        // A word the engine wrote is what was durable below it, even with those frames
+        // gone (quick 410: a latent sector took them and an open cut them).
+        assert_eq!(certain_tail(&decode(5), true, [0, 0, 5]), 5);
+        assert_eq!(certain_tail(&decode(5), true, [4, 0, 3]), 4);
     }
 
     #[test]

@@ -113,12 +113,14 @@ pub(super) async fn kill(
     };
     let partitions = {
         let damaged = world.damaged.lock().unwrap_or_else(|e| e.into_inner());
+        let issued = world.recorder.lock().hwm_issued_ever.clone();
         disk::crash_partitions(
             &world.fs,
             &partition_dirs(world),
             &damaged,
             &memory,
             &carried,
+            &issued,
             image,
         )
     };

@@ -86,6 +86,9 @@ pub struct Recorder {
     /// The highest `hwm` word the engine issued per partition in this incarnation
     /// (cleared at each restart).
     pub hwm_issued: BTreeMap<TopicPartition, u64>,
+    /// The highest `hwm` word the engine issued per partition in the whole run: no
+    /// word above it on the platter is one the engine wrote.
+    pub hwm_issued_ever: BTreeMap<TopicPartition, u64>,
     /// Receives the node is serving: their partition and ask, by a serial number.
     pub receiving: BTreeMap<u64, (TopicPartition, u64)>,
     next_receive: u64,
@@ -153,6 +156,7 @@ impl Shared {
             consumed: BTreeSet::new(),
             carried: BTreeMap::new(),
             hwm_issued: BTreeMap::new(),
+            hwm_issued_ever: BTreeMap::new(),
             durable_frontiers: BTreeMap::new(),
             receiving: BTreeMap::new(),
             next_receive: 0,
@@ -608,6 +612,8 @@ impl Recorder {
             return;
         };
         let now = self.now_ms();
+        let ever = self.hwm_issued_ever.entry(tp.clone()).or_insert(word);
+        *ever = (*ever).max(word);
         let highest = self.hwm_issued.entry(tp.clone()).or_insert(word);
         if word < *highest {
             let highest = *highest;

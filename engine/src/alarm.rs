@@ -65,6 +65,11 @@ pub const REPLAY_COMMITTING: &str = "replay_committing";
 /// cancelled `sync`, or a panic) before they reached the file.
 pub const CANCELLED_OP: &str = "records in flight dropped";
 
+/// The `op` of a poison raised by a failed fsync of the partition's directory after a
+/// segment create (the directory is shared with the store's `consumer.offset`, so a
+/// checker tells the log's failure from the store's by it).
+pub const SYNC_DIR_OP: &str = "sync directory after segment create";
+
 /// Every alarm name, for a consumer that wants to know them all.
 pub const ALL: [&str; 21] = [
     TORN_TAIL,

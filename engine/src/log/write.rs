@@ -479,7 +479,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
     async fn sync_dir_if_needed(&self, io: &mut Io<F>) -> Result<(), LogError> {
         if io.dir_unsynced {
             if let Err(e) = self.inner.fs.sync_dir(&self.inner.dir).await {
-                return Err(self.poison("sync directory after segment create", e));
+                return Err(self.poison(crate::alarm::SYNC_DIR_OP, e));
             }
             io.dir_unsynced = false;
         }

@@ -57,8 +57,13 @@ pub enum Alarm {
     /// Records of a valid frame whose envelope does not parse, skipped at consume time.
     RecordsSkipped { base: u64, records: u64 },
     /// A write or fsync failed, or (`cancelled`) records in flight were dropped before
-    /// they reached the file; the partition acknowledges nothing more.
-    Poisoned { cancelled: bool },
+    /// they reached the file; the partition acknowledges nothing more. `directory`: the
+    /// failure was the fsync of the partition's directory after a segment create.
+    Poisoned {
+        cancelled: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        directory: bool,
+    },
     /// The hidden tail `[from, to)` made visible (the WAL lost entries).
     HiddenExposed { from: u64, to: u64 },
     /// The WAL had unreadable regions at open.
@@ -188,6 +193,7 @@ impl Alarm {
             },
             a::POISONED => Alarm::Poisoned {
                 cancelled: text("op")? == a::CANCELLED_OP,
+                directory: text("op")? == a::SYNC_DIR_OP,
             },
             a::HIDDEN_EXPOSED => Alarm::HiddenExposed {
                 from: num("from")?,
@@ -296,10 +302,13 @@ impl fmt::Display for Alarm {
             }
             Alarm::LogStartMoved { from, log_start } => write!(f, " [{from}, {log_start})"),
             Alarm::ReplayCommitting { records } => write!(f, " records={records}"),
-            Alarm::Poisoned { cancelled: true } => f.write_str(" (records in flight dropped)"),
-            Alarm::Poisoned { cancelled: false }
-            | Alarm::WalCheckpointUnreadable
-            | Alarm::WalPoisoned => Ok(()),
+            Alarm::Poisoned {
+                cancelled: true, ..
+            } => f.write_str(" (records in flight dropped)"),
+            Alarm::Poisoned {
+                directory: true, ..
+            } => f.write_str(" (directory fsync)"),
+            Alarm::Poisoned { .. } | Alarm::WalCheckpointUnreadable | Alarm::WalPoisoned => Ok(()),
         }
     }
 }

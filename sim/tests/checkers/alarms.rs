@@ -247,6 +247,35 @@ fn a_consume_time_skip_needs_damage_in_its_frame() {
 }
 
 #[test]
+fn a_directory_fsync_eio_explains_only_the_poison_that_names_it() {
+    // The partition's directory is the store's too (`consumer.offset`'s rename): a
+    // failed directory fsync is the log's only when its poison says so.
+    let poisoned = |fault: FaultKind, directory: bool| {
+        let mut r = Run::new();
+        r.produced(1).fault(fault, Some(0)).alarm(
+            Some(0),
+            Alarm::Poisoned {
+                cancelled: false,
+                directory,
+            },
+        );
+        r.report().alarms_explained.violations
+    };
+    let dir_eio = FaultKind::FsyncEio {
+        file: FileKind::Directory,
+    };
+    let segment_eio = FaultKind::FsyncEio {
+        file: FileKind::Segment,
+    };
+    assert!(poisoned(dir_eio.clone(), true).is_empty());
+    assert!(!poisoned(dir_eio, false).is_empty(), "a segment's poison");
+    assert!(
+        !poisoned(segment_eio, true).is_empty(),
+        "a directory's poison"
+    );
+}
+
+#[test]
 fn poison_needs_an_io_error_in_its_incarnation_or_the_kill_of_its_own() {
     let poisoned = |fault: Option<FaultKind>, crash_first: bool, cancelled: bool| {
         // (crash_first: the alarm is the new incarnation's own)
@@ -258,7 +287,13 @@ fn poison_needs_an_io_error_in_its_incarnation_or_the_kill_of_its_own() {
         if let Some(kind) = fault {
             r.fault(kind, Some(0));
         }
-        r.alarm(Some(0), Alarm::Poisoned { cancelled });
+        r.alarm(
+            Some(0),
+            Alarm::Poisoned {
+                cancelled,
+                directory: false,
+            },
+        );
         r.report()
     };
     let eio = FaultKind::FsyncEio {
@@ -307,7 +342,13 @@ fn poison_needs_an_io_error_in_its_incarnation_or_the_kill_of_its_own() {
         .fault(eio, Some(0))
         .crash(&[(0, 1, 1, 1)])
         .restart()
-        .alarm(Some(0), Alarm::Poisoned { cancelled: false });
+        .alarm(
+            Some(0),
+            Alarm::Poisoned {
+                cancelled: false,
+                directory: false,
+            },
+        );
     assert_mentions(
         &messages_of(&r.report(), CheckerName::AlarmsExplained),
         &["poisoned"],
@@ -320,7 +361,10 @@ fn poison_needs_an_io_error_in_its_incarnation_or_the_kill_of_its_own() {
             h.engine_alarm(
                 t,
                 Some(&tp(0)),
-                Alarm::Poisoned { cancelled: true },
+                Alarm::Poisoned {
+                    cancelled: true,
+                    directory: false,
+                },
                 raised_in,
             );
         });

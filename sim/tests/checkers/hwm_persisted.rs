@@ -92,7 +92,15 @@ fn poisoned_at(at: u64, reported: bool) -> Run {
     if reported {
         r.h.partition_poisoned(at, &tp(0));
     } else {
-        r.h.engine_alarm(at, Some(&tp(0)), Alarm::Poisoned { cancelled: false }, None);
+        r.h.engine_alarm(
+            at,
+            Some(&tp(0)),
+            Alarm::Poisoned {
+                cancelled: false,
+                directory: false,
+            },
+            None,
+        );
     }
     samples(&mut r, before + 100, 620, None);
     r.h.heal(700);
@@ -276,12 +284,28 @@ fn on_a_disk_that_answers_at_once_the_time_before_the_heal_is_judged() {
     // (its watchdog reports what it sees before it asks for the restart; CI's fresh
     // quick seed 2971744778003711 poisoned a second partition while the restart waited).
     let alarmed = lagging_before_the_heal(|r| {
-        r.h.engine_alarm(5, Some(&tp(0)), Alarm::Poisoned { cancelled: false }, None);
+        r.h.engine_alarm(
+            5,
+            Some(&tp(0)),
+            Alarm::Poisoned {
+                cancelled: false,
+                directory: false,
+            },
+            None,
+        );
     });
     assert!(alarmed.hwm_persisted.violations.is_empty());
     assert_eq!(alarmed.hwm_persisted.poisoned, vec![(tp(0), 0)]);
     let elsewhere = lagging_before_the_heal(|r| {
-        r.h.engine_alarm(5, Some(&tp(1)), Alarm::Poisoned { cancelled: false }, None);
+        r.h.engine_alarm(
+            5,
+            Some(&tp(1)),
+            Alarm::Poisoned {
+                cancelled: false,
+                directory: false,
+            },
+            None,
+        );
     });
     assert!(!elsewhere.hwm_persisted.violations.is_empty());
     // Another loop dropped changes nothing.

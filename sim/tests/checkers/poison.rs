@@ -68,7 +68,10 @@ fn poisoned_unreported(ack_after: u64, restart: bool) -> Run {
     r.h.engine_alarm(
         alarm_at,
         Some(&tp(0)),
-        Alarm::Poisoned { cancelled: false },
+        Alarm::Poisoned {
+            cancelled: false,
+            directory: false,
+        },
         None,
     );
     if restart {

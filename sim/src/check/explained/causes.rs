@@ -299,7 +299,9 @@ pub(super) fn uncaused(
         }
         // Dropped in-flight records: the kill of the incarnation that raised it dropped
         // the futures carrying them (its tasks go, and raise, after the restart).
-        Alarm::Poisoned { cancelled: true } => {
+        Alarm::Poisoned {
+            cancelled: true, ..
+        } => {
             let killed = facts
                 .crash_ending(alarm.incarnation)
                 .is_some_and(|c| c.index < alarm.index);
@@ -311,18 +313,26 @@ pub(super) fn uncaused(
         // An I/O error on the log's files in this incarnation, or damage its
         // verification re-read found (a frame fsynced, then read back bad). Not one on
         // `consumer.offset`: the store persists the frontier, and its failure is the
-        // store's error, never the log's poison.
-        Alarm::Poisoned { cancelled: false } => {
+        // store's error, never the log's poison. A failed directory fsync poisons only
+        // a poison that names it, and only one does: the directory is the store's too.
+        Alarm::Poisoned {
+            cancelled: false,
+            directory,
+        } => {
             let since = restart_of(facts, alarm.incarnation);
             let caused = faults(facts).any(|(i, kind, t, _)| {
                 since <= i
                     && i < alarm.index
                     && t == Some(tp)
-                    && (matches!(
-                        kind,
-                        FaultKind::FsyncEio { file } | FaultKind::Enospc { file }
-                            if *file != FileKind::ConsumerOffset
-                    ) || kind.segment_damage().is_some())
+                    && match kind {
+                        FaultKind::FsyncEio {
+                            file: FileKind::Directory,
+                        } => *directory,
+                        FaultKind::FsyncEio { file } | FaultKind::Enospc { file } => {
+                            !*directory && *file != FileKind::ConsumerOffset
+                        }
+                        _ => !*directory && kind.segment_damage().is_some(),
+                    }
             });
             (!caused).then(|| {
                 "with no fsync error or ENOSPC on the log's files, nor damage to its segments, \

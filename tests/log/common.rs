@@ -96,6 +96,9 @@ pub struct FailingFs {
     pub hang_remove: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// While set, `remove_file` fails with EIO (and removes nothing).
     pub fail_remove: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// While set, a `sync_dir` right after a `remove_file` (the fsync that makes the
+    /// unlink durable) fails with EIO.
+    pub fail_sync_dir_after_remove: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// While set, `sync_data` takes effect (or fails, with `fail_sync`) and then never
     /// returns: its caller can only drop it, unaware of the outcome.
     pub hang_after_sync: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -299,8 +302,16 @@ impl cafelog_engine::fs::Fs for FailingFs {
         StdFs.remove_file(path).await
     }
     async fn sync_dir(&self, path: &Path) -> std::io::Result<()> {
-        self.dir_ops.lock().expect("lock").push("sync_dir".into());
+        let after_remove = {
+            let mut ops = self.dir_ops.lock().expect("lock");
+            let after = ops.last().is_some_and(|op| op.starts_with("remove "));
+            ops.push("sync_dir".into());
+            after
+        };
         injected(&self.fail_sync)?;
+        if after_remove {
+            injected(&self.fail_sync_dir_after_remove)?;
+        }
         hang_while(&self.hang_sync_dir).await;
         StdFs.sync_dir(path).await
     }

@@ -406,10 +406,13 @@ impl<F: Fs> Wal<F> {
                 .collect()
         };
         for (_, name) in &deletable {
-            self.fs
-                .remove_file(&self.dir.join(name))
-                .await
-                .map_err(wal_io("delete segment"))?;
+            // A segment already gone was unlinked by an earlier checkpoint whose
+            // directory fsync failed: this one's fsync makes that unlink durable.
+            match self.fs.remove_file(&self.dir.join(name)).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(wal_io("delete segment")(e)),
+            }
         }
         if !deletable.is_empty() {
             self.fs

@@ -158,7 +158,8 @@ pub fn decode_durable(fs: &SimFs, dir: &Path) -> Option<Decoded> {
 /// (`which`: durable after a power loss, visible after a process crash). `damaged`
 /// names the partitions whose segments took damage at rest, `memory` the HWMs the
 /// engine had, `carried` the tails certainly durable at the kill before, of the
-/// partitions no open cut since, `issued` the highest `hwm` word the engine ever wrote.
+/// partitions no open cut since, `issued` the highest `hwm` word the engine wrote in the
+/// last incarnation that wrote one (the recorder's `hwm_ceiling`).
 pub fn crash_partitions(
     fs: &SimFs,
     dirs: &[(TopicPartition, PathBuf)],
@@ -193,8 +194,8 @@ pub fn crash_partitions(
 /// least what was durable for certain: the persisted HWM, the HWM the engine had in
 /// memory (it only covers fsynced, verified frames), or, for a partition no open cut
 /// since the last kill, what was certain then (`memory` and `carried`). A persisted word
-/// above `issued`, the highest word the engine ever wrote, is a fault's (a flip), not a
-/// tail: it counts only up to `issued`.
+/// above `issued`, the highest word the engine wrote in the last incarnation that wrote
+/// one, is a fault's (a flip), not a tail: it counts only up to `issued`.
 fn certain_tail(decoded: &Decoded, damaged: bool, [memory, carried, issued]: [u64; 3]) -> u64 {
     if !damaged && decoded.rule() != Rule::Refuse {
         return decoded.tail_offset;

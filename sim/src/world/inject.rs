@@ -113,7 +113,12 @@ pub(super) async fn kill(
     };
     let partitions = {
         let damaged = world.damaged.lock().unwrap_or_else(|e| e.into_inner());
-        let issued = world.recorder.lock().hwm_issued_ever.clone();
+        let issued = {
+            let rec = world.recorder.lock();
+            let mut ceiling = rec.hwm_ceiling.clone();
+            ceiling.extend(rec.hwm_issued.clone());
+            ceiling
+        };
         disk::crash_partitions(
             &world.fs,
             &partition_dirs(world),

@@ -97,7 +97,8 @@ pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
     rec.node_down = false;
     rec.open_epoch = world.fs.epoch();
     rec.carried.clear();
-    rec.hwm_issued.clear();
+    let issued = std::mem::take(&mut rec.hwm_issued);
+    rec.hwm_ceiling.extend(issued);
     rec.durable_frontiers = frontiers;
 }
 

@@ -446,17 +446,25 @@ pub(super) fn store_uncaused(facts: &Facts<'_>, alarm: &AlarmFact) -> Option<Str
             (!caused).then(|| "no fault hit the WAL checkpoint before it".into())
         }
         Alarm::WalPoisoned => {
-            let caused = faults(facts).any(|(i, kind, _, _)| {
+            // The WAL's directory fsync after a segment create fails its write too.
+            let wal_dir = |path: Option<&str>| {
+                path.is_some_and(|p| std::path::Path::new(p).file_name() == Some("wal".as_ref()))
+            };
+            let caused = faults(facts).any(|(i, kind, _, path)| {
                 open <= i
                     && i < alarm.index
-                    && matches!(
-                        kind,
+                    && match kind {
                         FaultKind::FsyncEio {
-                            file: FileKind::Wal
-                        } | FaultKind::Enospc {
-                            file: FileKind::Wal
+                            file: FileKind::Directory,
+                        } => wal_dir(path),
+                        FaultKind::FsyncEio {
+                            file: FileKind::Wal,
                         }
-                    )
+                        | FaultKind::Enospc {
+                            file: FileKind::Wal,
+                        } => true,
+                        _ => false,
+                    }
             });
             (!caused).then(|| "no fsync error or ENOSPC on a WAL file in this incarnation".into())
         }

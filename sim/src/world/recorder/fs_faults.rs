@@ -208,14 +208,10 @@ impl Recorder {
             let mut held: Vec<HeldCopy> = Vec::new();
             let kind = match event.kind {
                 FsEventKind::FsyncEio => FaultKind::FsyncEio { file },
-                // The WAL's own directory is the WAL's; any other is the directory of
-                // the partition (or store file) its path names.
+                // A directory's, the WAL's included: its path tells which (a failed
+                // fsync of the WAL's directory damages no entry).
                 FsEventKind::DirFsyncEio => FaultKind::FsyncEio {
-                    file: if file == FileKind::Wal {
-                        FileKind::Wal
-                    } else {
-                        FileKind::Directory
-                    },
+                    file: FileKind::Directory,
                 },
                 FsEventKind::LostFsync => {
                     if file == FileKind::Segment {

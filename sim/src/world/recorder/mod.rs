@@ -86,9 +86,11 @@ pub struct Recorder {
     /// The highest `hwm` word the engine issued per partition in this incarnation
     /// (cleared at each restart).
     pub hwm_issued: BTreeMap<TopicPartition, u64>,
-    /// The highest `hwm` word the engine issued per partition in the whole run: no
-    /// word above it on the platter is one the engine wrote.
-    pub hwm_issued_ever: BTreeMap<TopicPartition, u64>,
+    /// Per partition, the highest `hwm` word the last incarnation that wrote one
+    /// issued (set at each restart from `hwm_issued`): with this incarnation's, the
+    /// most a word the engine wrote about the log as it now stands can say (an open
+    /// after a clamp writes a lower word, and older words speak of frames it cut).
+    pub hwm_ceiling: BTreeMap<TopicPartition, u64>,
     /// Receives the node is serving: their partition and ask, by a serial number.
     pub receiving: BTreeMap<u64, (TopicPartition, u64)>,
     next_receive: u64,
@@ -156,7 +158,7 @@ impl Shared {
             consumed: BTreeSet::new(),
             carried: BTreeMap::new(),
             hwm_issued: BTreeMap::new(),
-            hwm_issued_ever: BTreeMap::new(),
+            hwm_ceiling: BTreeMap::new(),
             durable_frontiers: BTreeMap::new(),
             receiving: BTreeMap::new(),
             next_receive: 0,
@@ -612,8 +614,6 @@ impl Recorder {
             return;
         };
         let now = self.now_ms();
-        let ever = self.hwm_issued_ever.entry(tp.clone()).or_insert(word);
-        *ever = (*ever).max(word);
         let highest = self.hwm_issued.entry(tp.clone()).or_insert(word);
         if word < *highest {
             let highest = *highest;

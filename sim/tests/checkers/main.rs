@@ -149,6 +149,7 @@ mod redelivery;
 mod refused;
 mod replayed;
 mod retention_safe;
+mod salvaged_entry;
 mod showed;
 mod skipped;
 mod sweep_regressions;

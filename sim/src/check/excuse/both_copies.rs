@@ -15,7 +15,9 @@ impl Excuses<'_, '_> {
     /// bring it back. All of:
     /// - the first crash after the ack finds `offset` at or above the persisted HWM:
     ///   from the open after it the WAL entry is what restores the record;
-    /// - a `WalEntriesDamaged` event names `id` on `tp` with a `first_replay` no later
+    /// - a `WalEntriesDamaged` event names `id` on `tp` (and, for each salvage that wrote
+    ///   it into the WAL again before that fault, another of its entries is named
+    ///   destroyed) with a `first_replay` no later
     ///   than the first open after that crash that completed with `tp` open (not
     ///   refused), and every open in between (killed or failed, so the world saw no
     ///   frontier, or one that refused `tp` and so used neither copy) left `tp`'s durable
@@ -116,6 +118,33 @@ impl Excuses<'_, '_> {
         // a new seq: it has a readable entry after all.
         if facts.salvaged_after(tp, id, wal_fault_index) {
             return None;
+        }
+        // A salvage before it gave the record an entry of its own, under another seq:
+        // the WAL damage must name one more destroyed entry of `id` for each.
+        let salvaged_before = facts
+            .salvage_wrote
+            .get(&(tp.clone(), id))
+            .map_or(0, |wrote| {
+                wrote.iter().filter(|&&w| w < wal_fault_index).count()
+            });
+        if salvaged_before > 0 {
+            let destroyed: std::collections::BTreeSet<u64> = facts
+                .wal_damage
+                .get(&id)
+                .into_iter()
+                .flatten()
+                .flat_map(|&index| match &events[index].kind {
+                    EventKind::WalEntriesDamaged { entries, .. } => entries
+                        .iter()
+                        .filter(|e| e.id == id && e.tp == *tp)
+                        .map(|e| e.seq)
+                        .collect::<Vec<_>>(),
+                    _ => unreachable!("wal_damage indexes WalEntriesDamaged events"),
+                })
+                .collect();
+            if destroyed.len() <= salvaged_before {
+                return None;
+            }
         }
         let mut candidates = vec![first];
         // The tail the open of `completed` found.

@@ -204,6 +204,13 @@ impl Subscriber for AlarmSubscriber {
             // Only the running incarnation's: a killed one's futures may still raise as
             // they are dropped, after the next open rewrote the disk.
             let current = RAISING.get().is_none_or(|i| i == rec.history.incarnation());
+            // An open that scanned past damage from before its restart has cut it.
+            if let (Alarm::LogOpened { .. }, Some(tp), true) = (&alarm, &tp, current) {
+                let incarnation = rec.history.incarnation();
+                if rec.damaged.get(tp).is_some_and(|&d| d < incarnation) {
+                    rec.damaged.remove(tp);
+                }
+            }
             let skipped = match (&alarm, &tp, fields.text.get("dir")) {
                 (Alarm::FrameSkipped { base, records }, Some(tp), Some(dir)) if current => {
                     let position = fields.numbers.get("position").copied();

@@ -112,12 +112,11 @@ pub(super) async fn kill(
             .collect()
     };
     let partitions = {
-        let damaged = world.damaged.lock().unwrap_or_else(|e| e.into_inner());
-        let issued = {
+        let (damaged, issued) = {
             let rec = world.recorder.lock();
             let mut ceiling = rec.hwm_ceiling.clone();
             ceiling.extend(rec.hwm_issued.clone());
-            ceiling
+            (rec.damaged.keys().cloned().collect(), ceiling)
         };
         disk::crash_partitions(
             &world.fs,
@@ -217,11 +216,7 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
     };
     let tp = recorder::partition_of(&flip.path);
     if let (Some(tp), FileKind::Segment) = (&tp, want) {
-        world
-            .damaged
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(tp.clone());
+        world.recorder.lock().segment_damaged(tp);
     }
     // The records of the frame the flip hit, when the durable image placed it.
     let mut held = Vec::new();

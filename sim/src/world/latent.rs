@@ -51,11 +51,7 @@ pub(super) fn inject(world: &World) -> bool {
     };
     let tp = recorder::partition_of(&sector.path);
     if let Some(tp) = &tp {
-        world
-            .damaged
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(tp.clone());
+        world.recorder.lock().segment_damaged(tp);
     }
     // The file's bytes as written, to walk its frames (a sector does not change them),
     // and the directory as a reader saw it before, for what the sector took.

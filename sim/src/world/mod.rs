@@ -178,8 +178,6 @@ struct World {
     next_id: AtomicU64,
     producers_running: AtomicU64,
     acked: Arc<Notify>,
-    /// Partitions whose segments took damage at rest.
-    damaged: Mutex<std::collections::BTreeSet<TopicPartition>>,
     /// Set by the node after a fatal I/O error (see [`serve_restart`]).
     restart_requested: Arc<std::sync::atomic::AtomicBool>,
 }
@@ -276,7 +274,6 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
         next_id: AtomicU64::new(0),
         producers_running: AtomicU64::new(0),
         acked: Arc::new(Notify::default()),
-        damaged: Mutex::new(std::collections::BTreeSet::new()),
         restart_requested,
     });
 

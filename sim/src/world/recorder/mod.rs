@@ -91,6 +91,10 @@ pub struct Recorder {
     /// most a word the engine wrote about the log as it now stands can say (an open
     /// after a clamp writes a lower word, and older words speak of frames it cut).
     pub hwm_ceiling: BTreeMap<TopicPartition, u64>,
+    /// Partitions whose segments took damage at rest no completed scan has seen since:
+    /// the incarnation each was last damaged in. A `log_opened` of a later incarnation
+    /// clears it (the open scanned past the damage, cut it, and wrote its word).
+    pub damaged: BTreeMap<TopicPartition, Incarnation>,
     /// Receives the node is serving: their partition and ask, by a serial number.
     pub receiving: BTreeMap<u64, (TopicPartition, u64)>,
     next_receive: u64,
@@ -159,6 +163,7 @@ impl Shared {
             carried: BTreeMap::new(),
             hwm_issued: BTreeMap::new(),
             hwm_ceiling: BTreeMap::new(),
+            damaged: BTreeMap::new(),
             durable_frontiers: BTreeMap::new(),
             receiving: BTreeMap::new(),
             next_receive: 0,
@@ -604,6 +609,12 @@ impl Recorder {
         self.next_receive += 1;
         self.receiving.insert(serial, (tp, asked));
         (serial, asked)
+    }
+
+    /// Damage at rest (a flip, a latent sector) reached a segment of `tp`.
+    pub fn segment_damaged(&mut self, tp: &TopicPartition) {
+        let incarnation = self.history.incarnation();
+        self.damaged.insert(tp.clone(), incarnation);
     }
 
     /// An `hwm` write the engine issued, recorded while the store's open runs (exposures

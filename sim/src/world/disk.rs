@@ -158,15 +158,14 @@ pub fn decode_durable(fs: &SimFs, dir: &Path) -> Option<Decoded> {
 /// (`which`: durable after a power loss, visible after a process crash). `damaged`
 /// names the partitions whose segments took damage at rest, `memory` the HWMs the
 /// engine had, `carried` the tails certainly durable at the kill before, of the
-/// partitions no open cut since, `issued` the highest `hwm` word the engine wrote in the
-/// last incarnation that wrote one (the recorder's `hwm_ceiling`).
+/// partitions no open cut since, `words` the `hwm` words the engine wrote.
 pub fn crash_partitions(
     fs: &SimFs,
     dirs: &[(TopicPartition, PathBuf)],
     damaged: &std::collections::BTreeSet<TopicPartition>,
     memory: &BTreeMap<TopicPartition, u64>,
     carried: &BTreeMap<TopicPartition, u64>,
-    issued: &BTreeMap<TopicPartition, u64>,
+    words: &WordsWritten,
     which: Image,
 ) -> Vec<CrashPartition> {
     let mut out = Vec::new();
@@ -174,10 +173,12 @@ pub fn crash_partitions(
         let Some(decoded) = dir_image(fs, dir, which).map(|image| reference::decode(&image)) else {
             continue;
         };
+        let word = words.engines(tp, decoded.persisted_hwm.unwrap_or(0));
         let durable_tail = certain_tail(
             &decoded,
             damaged.contains(tp),
-            [memory, carried, issued].map(|m| m.get(tp).copied().unwrap_or(0)),
+            [memory, carried].map(|m| m.get(tp).copied().unwrap_or(0)),
+            word,
         );
         out.push(CrashPartition {
             persisted_hwm: decoded.persisted_hwm.unwrap_or(0),
@@ -189,19 +190,41 @@ pub fn crash_partitions(
     out
 }
 
+/// The `hwm` words the engine wrote, per partition: how the world tells the engine's
+/// word on the platter from a fault's (a flip, a torn write).
+#[derive(Clone, Debug, Default)]
+pub struct WordsWritten {
+    /// Every word the engine issued in the run.
+    pub all: BTreeMap<TopicPartition, std::collections::BTreeSet<u64>>,
+    /// The highest word of the last incarnation that wrote one, this one's included (an
+    /// open after a clamp writes a lower word: older ones speak of frames it cut).
+    pub ceiling: BTreeMap<TopicPartition, u64>,
+}
+
+impl WordsWritten {
+    /// How much of the persisted `word` of `tp` is the engine's: all of it when the
+    /// engine wrote that word (a clamp's word may be lost at a power loss, leaving the
+    /// one before), else no more than the ceiling.
+    pub fn engines(&self, tp: &TopicPartition, word: u64) -> u64 {
+        if self.all.get(tp).is_some_and(|words| words.contains(&word)) {
+            word
+        } else {
+            word.min(self.ceiling.get(tp).copied().unwrap_or(0))
+        }
+    }
+}
+
 /// The durable tail of a partition the reference decoded as `decoded`. Damage at rest
 /// (`damaged`) ends the extent early, hiding the true durable tail, which is then at
-/// least what was durable for certain: the persisted HWM, the HWM the engine had in
-/// memory (it only covers fsynced, verified frames), or, for a partition no open cut
-/// since the last kill, what was certain then (`memory` and `carried`). A persisted word
-/// above `issued`, the highest word the engine wrote in the last incarnation that wrote
-/// one, is a fault's (a flip), not a tail: it counts only up to `issued`.
-fn certain_tail(decoded: &Decoded, damaged: bool, [memory, carried, issued]: [u64; 3]) -> u64 {
+/// least what was durable for certain: `word`, the part of the persisted HWM that is
+/// the engine's ([`WordsWritten::engines`]: a flipped word is no tail), the HWM the
+/// engine had in memory (it only covers fsynced, verified frames), or, for a partition
+/// no open cut since the last kill, what was certain then (`memory` and `carried`).
+fn certain_tail(decoded: &Decoded, damaged: bool, [memory, carried]: [u64; 2], word: u64) -> u64 {
     if !damaged && decoded.rule() != Rule::Refuse {
         return decoded.tail_offset;
     }
-    let written = decoded.persisted_hwm.unwrap_or(0).min(issued);
-    decoded.tail_offset.max(written).max(memory).max(carried)
+    decoded.tail_offset.max(word).max(memory).max(carried)
 }
 
 /// The records of the frame that holds byte `position` of a segment, and whether that
@@ -468,17 +491,28 @@ pub(super) mod tests {
                 ..DirImage::default()
             })
         };
-        let flipped = decode(1 << 32);
-        assert_eq!(certain_tail(&flipped, true, [0, 0, 3]), 3);
-        assert_eq!(
-            certain_tail(&flipped, false, [0, 0, 1 << 32]),
-            3,
-            "undamaged"
-        );
+        let tp = TopicPartition::new("t", 0);
+        // Words 2, 4, 10 written; an open after a clamp wrote 3 and 6.
+        let words = WordsWritten {
+            all: BTreeMap::from([(tp.clone(), [2, 4, 10, 3, 6].into())]),
+            ceiling: BTreeMap::from([(tp.clone(), 6)]),
+        };
+        let tail = |word: u64, damaged: bool| {
+            certain_tail(&decode(word), damaged, [0, 0], words.engines(&tp, word))
+        };
+        assert_eq!(tail(1 << 32, true), 6, "a flip counts up to the ceiling");
+        assert_eq!(tail(14, true), 6, "under the run's highest word too");
+        assert_eq!(tail(1 << 32, false), 3, "undamaged: the extent's end");
         // A word the engine wrote is what was durable below it, even with those frames
-        // gone (quick 410: a latent sector took them and an open cut them).
-        assert_eq!(certain_tail(&decode(5), true, [0, 0, 5]), 5);
-        assert_eq!(certain_tail(&decode(5), true, [4, 0, 3]), 4);
+        // gone (quick 410: a latent sector took them and an open cut them), and even
+        // above the ceiling (default 3908350564: a clamp's word lost at a power loss
+        // left the word before it, 10 here).
+        assert_eq!(tail(4, true), 4);
+        assert_eq!(tail(10, true), 10);
+        assert_eq!(
+            certain_tail(&decode(5), true, [7, 0], words.engines(&tp, 5)),
+            7
+        );
     }
 
     #[test]

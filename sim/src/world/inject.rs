@@ -112,11 +112,15 @@ pub(super) async fn kill(
             .collect()
     };
     let partitions = {
-        let (damaged, issued) = {
+        let (damaged, words) = {
             let rec = world.recorder.lock();
             let mut ceiling = rec.hwm_ceiling.clone();
             ceiling.extend(rec.hwm_issued.clone());
-            (rec.damaged.keys().cloned().collect(), ceiling)
+            let words = disk::WordsWritten {
+                all: rec.hwm_words.clone(),
+                ceiling,
+            };
+            (rec.damaged.keys().cloned().collect(), words)
         };
         disk::crash_partitions(
             &world.fs,
@@ -124,7 +128,7 @@ pub(super) async fn kill(
             &damaged,
             &memory,
             &carried,
-            &issued,
+            &words,
             image,
         )
     };

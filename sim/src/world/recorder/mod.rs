@@ -91,6 +91,8 @@ pub struct Recorder {
     /// most a word the engine wrote about the log as it now stands can say (an open
     /// after a clamp writes a lower word, and older words speak of frames it cut).
     pub hwm_ceiling: BTreeMap<TopicPartition, u64>,
+    /// Every `hwm` word the engine issued per partition in the run.
+    pub hwm_words: BTreeMap<TopicPartition, std::collections::BTreeSet<u64>>,
     /// Partitions whose segments took damage at rest no completed scan has seen since:
     /// the incarnation each was last damaged in. A `log_opened` of a later incarnation
     /// clears it (the open scanned past the damage, cut it, and wrote its word).
@@ -163,6 +165,7 @@ impl Shared {
             carried: BTreeMap::new(),
             hwm_issued: BTreeMap::new(),
             hwm_ceiling: BTreeMap::new(),
+            hwm_words: BTreeMap::new(),
             damaged: BTreeMap::new(),
             durable_frontiers: BTreeMap::new(),
             receiving: BTreeMap::new(),
@@ -625,6 +628,7 @@ impl Recorder {
             return;
         };
         let now = self.now_ms();
+        self.hwm_words.entry(tp.clone()).or_default().insert(word);
         let highest = self.hwm_issued.entry(tp.clone()).or_insert(word);
         if word < *highest {
             let highest = *highest;

@@ -1893,6 +1893,44 @@ pub(super) fn refuses_both_copies(report: &CheckReport, id: ProduceId, case: &st
     );
 }
 
+/// Asserts that `both_copies_damaged` refuses the loss of `id` and `no_lost_ack` reports
+/// it at `offset`.
+pub(super) fn refuses_and_reports_loss(
+    report: &CheckReport,
+    id: ProduceId,
+    offset: u64,
+    case: &str,
+) {
+    refuses_both_copies(report, id, case);
+    let lost = format!("id {id} at offset {offset}");
+    assert!(
+        report
+            .violations_of(CheckerName::NoLostAck)
+            .iter()
+            .any(|v| v.message.contains(&lost)),
+        "{case}: {:#?}",
+        report.violations()
+    );
+}
+
+/// An open of orders/0 that cuts at 0 (R1), reports the WAL damaged and completes with
+/// nothing.
+pub(super) fn wal_damaged_open_cut_at_0(r: &mut Run) {
+    r.disk(0, OpenRule::TornTail, 0, 0, Some(0))
+        .alarm(Some(0), torn_tail(0))
+        .opened(0, 0, 0)
+        .alarm(
+            None,
+            Alarm::WalDamaged {
+                corrupt_entries: 1,
+                skipped_bytes: 100,
+            },
+        )
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
+}
+
 /// Asserts that `both_copies_damaged` excuses the loss of `id`, covering `covers`.
 pub(super) fn expect_both_copies(report: &CheckReport, id: ProduceId, covers: &str) {
     match report.no_lost_ack.excuse_of(id) {

@@ -2,7 +2,7 @@
 //! row follows a record into the copy a replay wrote from its readable WAL entry, and
 //! excuses the loss only when damage after that replay took that copy and the entry.
 
-use super::loss::{expect_both_copies, refuses_both_copies};
+use super::loss::{expect_both_copies, refuses_and_reports_loss, wal_damaged_open_cut_at_0};
 use super::*;
 
 /// How [`replay_copy_then_both_damaged`] varies the run.
@@ -84,20 +84,8 @@ fn replay_copy_then_both_damaged(v: Recommit) -> Run {
     }
     r.crash(&[(0, 0, replay_tail, replay_tail)])
         .wal_entry_flipped(0, 1, 4)
-        .restart()
-        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
-        .alarm(Some(0), torn_tail(0))
-        .opened(0, 0, 0)
-        .alarm(
-            None,
-            Alarm::WalDamaged {
-                corrupt_entries: 1,
-                skipped_bytes: 100,
-            },
-        )
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        });
+        .restart();
+    wal_damaged_open_cut_at_0(&mut r);
     r
 }
 
@@ -126,15 +114,7 @@ fn the_flip_before_the_replay_does_not_excuse_losing_its_copy() {
         ..Recommit::default()
     })
     .report();
-    refuses_both_copies(&report, 1, "old flip alone");
-    assert!(
-        report
-            .violations_of(CheckerName::NoLostAck)
-            .iter()
-            .any(|v| v.message.contains("id 1 at offset 0")),
-        "{:#?}",
-        report.violations()
-    );
+    refuses_and_reports_loss(&report, 1, 0, "old flip alone");
 }
 
 #[test]
@@ -145,13 +125,5 @@ fn two_hidden_replay_copies_are_not_followed_as_one() {
         ..Recommit::default()
     })
     .report();
-    refuses_both_copies(&report, 1, "two hidden copies");
-    assert!(
-        report
-            .violations_of(CheckerName::NoLostAck)
-            .iter()
-            .any(|v| v.message.contains("id 1 at offset 0")),
-        "{:#?}",
-        report.violations()
-    );
+    refuses_and_reports_loss(&report, 1, 0, "two hidden copies");
 }

@@ -64,6 +64,34 @@ fn salvaged_then_entry_destroyed(both_entries: bool) -> Run {
     r
 }
 
+/// [`salvaged_then_entry_destroyed`] with only seq 0 destroyed, then, after the open
+/// that should have replayed the salvage's entry, a second WAL flip destroying it.
+fn salvage_entry_destroyed_too_late() -> Run {
+    let mut r = salvaged_then_entry_destroyed(false);
+    r.crash(&[(0, 0, 0, 0)]);
+    let (kind, partition) = wal_flip();
+    r.fault(kind, partition).with(|t, h| {
+        let fault_index = h.len() - 1;
+        let entries = vec![DamagedWalEntry {
+            seq: 9,
+            tp: tp(0),
+            id: 1,
+        }];
+        h.wal_entries_damaged(t, fault_index, 5, entries);
+    });
+    r.restart().open_clean(0, 0, 0).with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    });
+    r
+}
+
+#[test]
+fn a_salvage_entry_destroyed_after_the_open_that_needed_it_excuses_nothing() {
+    // helper-86: the open of incarnation 4 completed with the salvage's entry readable.
+    let report = salvage_entry_destroyed_too_late().report();
+    refuses_and_reports_loss(&report, 1, 0, "salvage entry destroyed too late");
+}
+
 #[test]
 fn a_salvage_entry_the_wal_fault_missed_voids_the_excuse() {
     // The salvage's entry (seq 9) survived: the engine must replay the record from it.

@@ -119,33 +119,6 @@ impl Excuses<'_, '_> {
         if facts.salvaged_after(tp, id, wal_fault_index) {
             return None;
         }
-        // A salvage before it gave the record an entry of its own, under another seq:
-        // the WAL damage must name one more destroyed entry of `id` for each.
-        let salvaged_before = facts
-            .salvage_wrote
-            .get(&(tp.clone(), id))
-            .map_or(0, |wrote| {
-                wrote.iter().filter(|&&w| w < wal_fault_index).count()
-            });
-        if salvaged_before > 0 {
-            let destroyed: std::collections::BTreeSet<u64> = facts
-                .wal_damage
-                .get(&id)
-                .into_iter()
-                .flatten()
-                .flat_map(|&index| match &events[index].kind {
-                    EventKind::WalEntriesDamaged { entries, .. } => entries
-                        .iter()
-                        .filter(|e| e.id == id && e.tp == *tp)
-                        .map(|e| e.seq)
-                        .collect::<Vec<_>>(),
-                    _ => unreachable!("wal_damage indexes WalEntriesDamaged events"),
-                })
-                .collect();
-            if destroyed.len() <= salvaged_before {
-                return None;
-            }
-        }
         let mut candidates = vec![first];
         // The tail the open of `completed` found.
         let mut tail = first.partitions.get(tp)?.durable_tail;
@@ -210,6 +183,38 @@ impl Excuses<'_, '_> {
             // copy, the next open's hidden one (by identity), as from an
             // acknowledgement: the entry and that copy are its two copies now.
             return self.recommitted(tp, id, offset, completed);
+        }
+        // A salvage before the WAL fault gave the record an entry of its own, under
+        // another seq: damage the first open that completed could read must name one
+        // more destroyed entry of `id` for each (damage after it saved nothing).
+        let salvaged_before = facts
+            .salvage_wrote
+            .get(&(tp.clone(), id))
+            .map_or(0, |wrote| {
+                wrote.iter().filter(|&&w| w < wal_fault_index).count()
+            });
+        if salvaged_before > 0 {
+            let destroyed: std::collections::BTreeSet<u64> = facts
+                .wal_damage
+                .get(&id)
+                .into_iter()
+                .flatten()
+                .flat_map(|&index| match &events[index].kind {
+                    EventKind::WalEntriesDamaged {
+                        entries,
+                        first_replay,
+                        ..
+                    } if *first_replay <= completed => entries
+                        .iter()
+                        .filter(|e| e.id == id && e.tp == *tp)
+                        .map(|e| e.seq)
+                        .collect::<Vec<_>>(),
+                    _ => Vec::new(),
+                })
+                .collect();
+            if destroyed.len() <= salvaged_before {
+                return None;
+            }
         }
         let (crash, log_cause) = candidates.iter().find_map(|c| {
             let p = c.partitions.get(tp)?;

@@ -194,7 +194,10 @@ pub fn crash_partitions(
 /// word on the platter from a fault's (a flip, a torn write).
 #[derive(Clone, Debug, Default)]
 pub struct WordsWritten {
-    /// Every word the engine issued in the run.
+    /// The words that may be on the platter as the engine wrote them: the last one a
+    /// successful fsync covered, and every one issued since (the recorder's
+    /// `hwm_words`). An older word is no longer the engine's: a fault that sets the word
+    /// back to one of them (a flip) is judged like any other.
     pub all: BTreeMap<TopicPartition, std::collections::BTreeSet<u64>>,
     /// The highest word of the last incarnation that wrote one, this one's included (an
     /// open after a clamp writes a lower word: older ones speak of frames it cut).
@@ -203,8 +206,8 @@ pub struct WordsWritten {
 
 impl WordsWritten {
     /// How much of the persisted `word` of `tp` is the engine's: all of it when the
-    /// engine wrote that word (a clamp's word may be lost at a power loss, leaving the
-    /// one before), else no more than the ceiling.
+    /// engine may have left that word there (a clamp's word may be lost at a power loss,
+    /// leaving the one fsynced before), else no more than the ceiling.
     pub fn engines(&self, tp: &TopicPartition, word: u64) -> u64 {
         if self.all.get(tp).is_some_and(|words| words.contains(&word)) {
             word
@@ -492,25 +495,45 @@ pub(super) mod tests {
             })
         };
         let tp = TopicPartition::new("t", 0);
-        // Words 2, 4, 10 written; an open after a clamp wrote 3 and 6.
-        let words = WordsWritten {
-            all: BTreeMap::from([(tp.clone(), [2, 4, 10, 3, 6].into())]),
-            ceiling: BTreeMap::from([(tp.clone(), 6)]),
+        let words = |all: &[u64], ceiling: u64| WordsWritten {
+            all: BTreeMap::from([(tp.clone(), all.iter().copied().collect())]),
+            ceiling: BTreeMap::from([(tp.clone(), ceiling)]),
         };
-        let tail = |word: u64, damaged: bool| {
-            certain_tail(&decode(word), damaged, [0, 0], words.engines(&tp, word))
+        let tail = |word: u64, damaged: bool, written: &WordsWritten| {
+            certain_tail(&decode(word), damaged, [0, 0], written.engines(&tp, word))
         };
-        assert_eq!(tail(1 << 32, true), 6, "a flip counts up to the ceiling");
-        assert_eq!(tail(14, true), 6, "under the run's highest word too");
-        assert_eq!(tail(1 << 32, false), 3, "undamaged: the extent's end");
-        // A word the engine wrote is what was durable below it, even with those frames
-        // gone (quick 410: a latent sector took them and an open cut them), and even
-        // above the ceiling (default 3908350564: a clamp's word lost at a power loss
-        // left the word before it, 10 here).
-        assert_eq!(tail(4, true), 4);
-        assert_eq!(tail(10, true), 10);
+        // Words up to 10 fsynced long ago; an open after a clamp wrote 3, then 6, and
+        // fsynced 6.
+        let after_clamp = words(&[6], 6);
         assert_eq!(
-            certain_tail(&decode(5), true, [7, 0], words.engines(&tp, 5)),
+            tail(1 << 32, true, &after_clamp),
+            6,
+            "a flip: up to the ceiling"
+        );
+        assert_eq!(
+            tail(14, true, &after_clamp),
+            6,
+            "under the run's highest word too"
+        );
+        // helper-86: a flip of 6 to 7, a word the engine wrote before the clamp.
+        assert_eq!(
+            tail(7, true, &after_clamp),
+            6,
+            "an old word is no longer the engine's"
+        );
+        assert_eq!(
+            tail(1 << 32, false, &after_clamp),
+            3,
+            "undamaged: the extent's end"
+        );
+        // A word the engine may have left there is what was durable below it, even
+        // with those frames gone (quick 410: a latent sector took them and an open cut
+        // them), and even above the ceiling (default 3908350564: the clamp's word 5,
+        // still pending, lost at a power loss, left the word fsynced before it).
+        assert_eq!(tail(4, true, &words(&[4], 4)), 4);
+        assert_eq!(tail(10, true, &words(&[10, 5], 5)), 10);
+        assert_eq!(
+            certain_tail(&decode(5), true, [7, 0], after_clamp.engines(&tp, 5)),
             7
         );
     }

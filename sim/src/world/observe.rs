@@ -76,6 +76,9 @@ impl File for ObservingFile {
 
     async fn sync_data(&self) -> io::Result<()> {
         let r = self.inner.sync_data().await;
+        if r.is_ok() && self.path.file_name().and_then(|n| n.to_str()) == Some(layout::HWM_FILE) {
+            self.recorder.lock().hwm_synced(&self.path);
+        }
         self.after(r)
     }
 }

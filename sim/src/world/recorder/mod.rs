@@ -91,11 +91,16 @@ pub struct Recorder {
     /// most a word the engine wrote about the log as it now stands can say (an open
     /// after a clamp writes a lower word, and older words speak of frames it cut).
     pub hwm_ceiling: BTreeMap<TopicPartition, u64>,
-    /// Every `hwm` word the engine issued per partition in the run.
+    /// Per partition, the `hwm` words that may be on the platter as the engine wrote
+    /// them: the last word a successful fsync of the file covered, and every word
+    /// issued since (each may reach it at a power loss, or stay in the cache).
     pub hwm_words: BTreeMap<TopicPartition, std::collections::BTreeSet<u64>>,
+    /// Per partition, the last `hwm` word the engine issued.
+    pub hwm_last_word: BTreeMap<TopicPartition, u64>,
     /// Partitions whose segments took damage at rest no completed scan has seen since:
     /// the incarnation each was last damaged in. A `log_opened` of a later incarnation
-    /// clears it (the open scanned past the damage, cut it, and wrote its word).
+    /// clears it (the open scanned past the damage and fsynced its cut and its word
+    /// before the alarm).
     pub damaged: BTreeMap<TopicPartition, Incarnation>,
     /// Receives the node is serving: their partition and ask, by a serial number.
     pub receiving: BTreeMap<u64, (TopicPartition, u64)>,
@@ -166,6 +171,7 @@ impl Shared {
             hwm_issued: BTreeMap::new(),
             hwm_ceiling: BTreeMap::new(),
             hwm_words: BTreeMap::new(),
+            hwm_last_word: BTreeMap::new(),
             damaged: BTreeMap::new(),
             durable_frontiers: BTreeMap::new(),
             receiving: BTreeMap::new(),
@@ -620,6 +626,18 @@ impl Recorder {
         self.damaged.insert(tp.clone(), incarnation);
     }
 
+    /// An fsync of the `hwm` file at `path` returned Ok: the last word issued is the one
+    /// on the platter, and no earlier word can come back.
+    pub fn hwm_synced(&mut self, path: &Path) {
+        let Some(tp) = partition_of(path) else {
+            return;
+        };
+        if let Some(&last) = self.hwm_last_word.get(&tp) {
+            self.hwm_words
+                .insert(tp, std::collections::BTreeSet::from([last]));
+        }
+    }
+
     /// An `hwm` write the engine issued, recorded while the store's open runs (exposures
     /// and the open's own rewrite of the word; the persister's later writes are many
     /// and no checker needs them).
@@ -629,6 +647,7 @@ impl Recorder {
         };
         let now = self.now_ms();
         self.hwm_words.entry(tp.clone()).or_default().insert(word);
+        self.hwm_last_word.insert(tp.clone(), word);
         let highest = self.hwm_issued.entry(tp.clone()).or_insert(word);
         if word < *highest {
             let highest = *highest;

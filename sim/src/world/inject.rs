@@ -277,22 +277,37 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
         // An 8-byte word: the flip can move what it says anywhere between its value
         // before and after (for `hwm`, the HWM the next open trusts; for
         // `consumer.offset`, the frontier it loads).
+        // A flip that reached the page cache too moves the word a process crash's
+        // open reads, which differs from the platter's after a lost or failed fsync:
+        // the reach spans both moves.
         (Some(_), FileKind::Hwm | FileKind::ConsumerOffset) => {
-            let before = durable_before_flip(&world.fs, &flip).and_then(|b| word::decode(&b));
-            let after = world
-                .fs
-                .durable_bytes(&flip.path)
-                .and_then(|b| word::decode(&b));
-            match (before, after) {
-                (Some(a), Some(b)) => (
-                    Some(OffsetRange {
-                        start: a.min(b),
-                        end: a.max(b),
-                    }),
-                    None,
-                ),
-                _ => (None, None),
-            }
+            let moved = |before: Option<Vec<u8>>, after: Option<Vec<u8>>| {
+                let (a, b) = (word::decode(&before?)?, word::decode(&after?)?);
+                Some((a.min(b), a.max(b)))
+            };
+            let durable = moved(
+                durable_before_flip(&world.fs, &flip),
+                world.fs.durable_bytes(&flip.path),
+            );
+            let cached = flip
+                .in_cache
+                .then(|| {
+                    moved(
+                        visible_before_flip(&world.fs, &flip),
+                        world.fs.visible_bytes(&flip.path),
+                    )
+                })
+                .flatten();
+            let hull = durable
+                .into_iter()
+                .chain(cached)
+                .reduce(|(s, e), (t, f)| (s.min(t), e.max(f)));
+            (
+                durable
+                    .and(hull)
+                    .map(|(start, end)| OffsetRange { start, end }),
+                None,
+            )
         }
         _ => (None, None),
     };

@@ -276,6 +276,31 @@ fn a_directory_fsync_eio_explains_only_the_poison_that_names_it() {
 }
 
 #[test]
+fn the_wal_directorys_fsync_eio_explains_a_wal_poison_and_no_wal_damage() {
+    // A failed fsync of the WAL's directory fails the WAL's write (its directory is
+    // fsynced after a segment create) but damages no entry.
+    let after_dir_eio = |alarm: Alarm| {
+        let mut r = Run::new();
+        r.produced(1).with(|t, h| {
+            let kind = FaultKind::FsyncEio {
+                file: FileKind::Directory,
+            };
+            h.fault(t, kind, None, Some("/data/wal"));
+        });
+        r.alarm(None, alarm);
+        r.report().alarms_explained.violations
+    };
+    assert!(after_dir_eio(Alarm::WalPoisoned).is_empty());
+    assert!(
+        !after_dir_eio(Alarm::WalDamaged {
+            corrupt_entries: 1,
+            skipped_bytes: 100,
+        })
+        .is_empty()
+    );
+}
+
+#[test]
 fn poison_needs_an_io_error_in_its_incarnation_or_the_kill_of_its_own() {
     let poisoned = |fault: Option<FaultKind>, crash_first: bool, cancelled: bool| {
         // (crash_first: the alarm is the new incarnation's own)

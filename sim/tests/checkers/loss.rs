@@ -1108,22 +1108,9 @@ fn killed_salvage_then_both_copies(how: KilledSalvage) -> Run {
             r.crash(&[(0, 0, 0, 0)]);
         }
     }
-    r.restart()
-        .disk(0, OpenRule::TornTail, 0, 0, Some(0))
-        .alarm(Some(0), torn_tail(0))
-        .opened(0, 0, 0)
-        .alarm(
-            None,
-            Alarm::WalDamaged {
-                corrupt_entries: 1,
-                skipped_bytes: 100,
-            },
-        )
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        })
-        .hwm(0, 1, 1, 1)
-        .deliver(1, 0, 0, 1_000);
+    r.restart();
+    wal_damaged_open_cut_at_0(&mut r);
+    r.hwm(0, 1, 1, 1).deliver(1, 0, 0, 1_000);
     r
 }
 

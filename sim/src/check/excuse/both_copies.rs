@@ -9,6 +9,14 @@ use crate::history::{
     Alarm, EventKind, FileKind, Incarnation, Offset, OpenRule, ProduceId, TopicPartition,
 };
 
+/// One `WalEntriesDamaged` event as [`Excuses::wal_damage_of`] reads it.
+struct WalDamage<S> {
+    index: usize,
+    first_replay: Incarnation,
+    fault_index: usize,
+    seqs: S,
+}
+
 impl Excuses<'_, '_> {
     /// `BothCopiesDamaged`: both durable copies of the record `id`, acknowledged at
     /// `ack_index` at `offset` of `tp`, were destroyed at rest, so that no engine could
@@ -57,20 +65,12 @@ impl Excuses<'_, '_> {
     ) -> Option<Excuse> {
         let facts = self.facts;
         let events = facts.history.events();
-        let (wal_damage_index, first_replay, wal_fault_index) = facts
-            .wal_damage
-            .get(&id)?
-            .iter()
-            .filter_map(|&index| match &events[index].kind {
-                crate::history::EventKind::WalEntriesDamaged {
-                    fault_index,
-                    first_replay,
-                    entries,
-                } => entries
-                    .iter()
-                    .any(|e| e.id == id && e.tp == *tp)
-                    .then_some((index, *first_replay, *fault_index)),
-                _ => unreachable!("wal_damage indexes WalEntriesDamaged events"),
+        let (wal_damage_index, first_replay, wal_fault_index) = self
+            .wal_damage_of(tp, id)
+            .filter_map(|mut d| {
+                d.seqs
+                    .next()
+                    .map(|_| (d.index, d.first_replay, d.fault_index))
             })
             .min_by_key(|&(index, first_replay, _)| (first_replay, index))?;
         let mut after_ack = facts.crashes.iter().filter(|c| c.index > ack_index);
@@ -194,23 +194,10 @@ impl Excuses<'_, '_> {
                 wrote.iter().filter(|&&w| w < wal_fault_index).count()
             });
         if salvaged_before > 0 {
-            let destroyed: std::collections::BTreeSet<u64> = facts
-                .wal_damage
-                .get(&id)
-                .into_iter()
-                .flatten()
-                .flat_map(|&index| match &events[index].kind {
-                    EventKind::WalEntriesDamaged {
-                        entries,
-                        first_replay,
-                        ..
-                    } if *first_replay <= completed => entries
-                        .iter()
-                        .filter(|e| e.id == id && e.tp == *tp)
-                        .map(|e| e.seq)
-                        .collect::<Vec<_>>(),
-                    _ => Vec::new(),
-                })
+            let destroyed: std::collections::BTreeSet<u64> = self
+                .wal_damage_of(tp, id)
+                .filter(|d| d.first_replay <= completed)
+                .flat_map(|d| d.seqs)
                 .collect();
             if destroyed.len() <= salvaged_before {
                 return None;
@@ -249,6 +236,37 @@ impl Excuses<'_, '_> {
                 }
             ),
         ))
+    }
+
+    /// Every `WalEntriesDamaged` event that may name `id`, with the seqs of `id`'s entries
+    /// on `tp` it names (none when it names only other records' entries).
+    fn wal_damage_of<'a>(
+        &'a self,
+        tp: &'a TopicPartition,
+        id: ProduceId,
+    ) -> impl Iterator<Item = WalDamage<impl Iterator<Item = u64> + 'a>> + 'a {
+        let events = self.facts.history.events();
+        self.facts
+            .wal_damage
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .map(move |&index| match &events[index].kind {
+                EventKind::WalEntriesDamaged {
+                    fault_index,
+                    first_replay,
+                    entries,
+                } => WalDamage {
+                    index,
+                    first_replay: *first_replay,
+                    fault_index: *fault_index,
+                    seqs: entries
+                        .iter()
+                        .filter(move |e| e.id == id && e.tp == *tp)
+                        .map(|e| e.seq),
+                },
+                _ => unreachable!("wal_damage indexes WalEntriesDamaged events"),
+            })
     }
 
     /// [`Excuses::both_copies_damaged`] from the copy of `id` the replay of the open of

@@ -207,9 +207,7 @@ impl Subscriber for AlarmSubscriber {
             // An open that scanned past damage from before its restart has cut it.
             if let (Alarm::LogOpened { .. }, Some(tp), true) = (&alarm, &tp, current) {
                 let incarnation = rec.history.incarnation();
-                if rec.damaged.get(tp).is_some_and(|&d| d < incarnation) {
-                    rec.damaged.remove(tp);
-                }
+                rec.damaged.opened(tp, incarnation);
             }
             let skipped = match (&alarm, &tp, fields.text.get("dir")) {
                 (Alarm::FrameSkipped { base, records }, Some(tp), Some(dir)) if current => {

@@ -120,7 +120,7 @@ pub(super) async fn kill(
                 all: rec.hwm_words.clone(),
                 ceiling,
             };
-            (rec.damaged.keys().cloned().collect(), words)
+            (rec.damaged.partitions().cloned().collect(), words)
         };
         disk::crash_partitions(
             &world.fs,

@@ -5,6 +5,7 @@
 //! The paths are `paths.rs`'s, what a path on the disk is `files.rs`'s, and the disk's
 //! fault events as history faults `fs_faults.rs`'s.
 
+mod damaged;
 mod files;
 mod fs_faults;
 mod paths;
@@ -97,11 +98,8 @@ pub struct Recorder {
     pub hwm_words: BTreeMap<TopicPartition, std::collections::BTreeSet<u64>>,
     /// Per partition, the last `hwm` word the engine issued.
     pub hwm_last_word: BTreeMap<TopicPartition, u64>,
-    /// Partitions whose segments took damage at rest no completed scan has seen since:
-    /// the incarnation each was last damaged in. A `log_opened` of a later incarnation
-    /// clears it (the open scanned past the damage and fsynced its cut and its word
-    /// before the alarm).
-    pub damaged: BTreeMap<TopicPartition, Incarnation>,
+    /// Partitions whose segments took damage at rest no completed scan has passed since.
+    pub damaged: damaged::Damaged,
     /// Receives the node is serving: their partition and ask, by a serial number.
     pub receiving: BTreeMap<u64, (TopicPartition, u64)>,
     next_receive: u64,
@@ -172,7 +170,7 @@ impl Shared {
             hwm_ceiling: BTreeMap::new(),
             hwm_words: BTreeMap::new(),
             hwm_last_word: BTreeMap::new(),
-            damaged: BTreeMap::new(),
+            damaged: damaged::Damaged::default(),
             durable_frontiers: BTreeMap::new(),
             receiving: BTreeMap::new(),
             next_receive: 0,
@@ -623,7 +621,7 @@ impl Recorder {
     /// Damage at rest (a flip, a latent sector) reached a segment of `tp`.
     pub fn segment_damaged(&mut self, tp: &TopicPartition) {
         let incarnation = self.history.incarnation();
-        self.damaged.insert(tp.clone(), incarnation);
+        self.damaged.hit(tp, incarnation);
     }
 
     /// An fsync of the `hwm` file at `path` returned Ok: the last word issued is the one

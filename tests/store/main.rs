@@ -6,7 +6,9 @@
 //! - `crash`: the store dropped without closing at points of the produce and consume
 //!   paths; every acknowledged produce is delivered at least once, and duplicates appear
 //!   only for records committed after the last persisted HWM.
+//! - `checkpoint`: the WAL checkpoint deletes what it covers after an open or a failure.
 
+mod checkpoint;
 mod common;
 mod crash;
 mod frontier;

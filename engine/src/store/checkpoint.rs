@@ -1,5 +1,11 @@
 //! WAL checkpoints: per partition, advanced only to entries below the persisted HWM,
 //! and the WAL segments every partition's checkpoint has passed deleted.
+//!
+//! Invariants: a checkpoint that failed (to persist, or to delete what it covers) is
+//! retried at the next call even if no partition's checkpoint moved since, and so is
+//! the first call after an open that found sealed segments the loaded checkpoint
+//! covers (a crash between its persist and its unlinks): it persists the checkpoint
+//! again, as it may have been read from a page cache, before deleting them.
 
 use super::*;
 
@@ -7,6 +13,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
     /// Advances every partition's WAL checkpoint over the entries below its persisted
     /// HWM, persists it when it moved, and deletes WAL segments it fully covers.
     pub async fn checkpoint_wal(&self) -> Result<(), StoreError> {
+        let mut owed = self.inner.checkpoint_owed.lock().await;
         let parts = self.partitions();
         let persisted: BTreeMap<PartitionId, u64> = parts
             .iter()
@@ -49,15 +56,18 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 .collect();
             (checkpoint, moved)
         };
-        if !moved {
+        if !moved && !*owed {
             return Ok(());
         }
+        // Owed until it succeeds: the in-memory checkpoint has already moved.
+        *owed = true;
         let deleted = self
             .inner
             .wal
             .checkpoint(&checkpoint)
             .await
             .map_err(StoreError::Wal)?;
+        *owed = false;
         // Retention may now delete up to the durable checkpoint's offset, no further:
         // replay reads the copies above it.
         for part in &parts {
@@ -73,11 +83,93 @@ impl<F: Fs, C: Clock> Store<F, C> {
         Ok(())
     }
 
+    /// Commits the records of produces abandoned after their appends (the caller
+    /// dropped the future before its sync): nothing else commits them until the
+    /// partition's next produce, and their WAL entries hold its checkpoint back, and
+    /// with it the deletion of every WAL segment that holds one, until then. A record
+    /// counts as abandoned when the previous look found the same first entry past the
+    /// HWM (a produce in flight commits within a checkpoint period).
+    pub async fn commit_abandoned(&self) {
+        let parts = self.partitions();
+        let due: Vec<_> = {
+            let mut pending = lock(&self.inner.pending);
+            parts
+                .iter()
+                .filter(|part| {
+                    let Some(p) = pending.get_mut(&part.id) else {
+                        return false;
+                    };
+                    let hwm = part.log.hwm();
+                    let first = p
+                        .entries
+                        .iter()
+                        .find(|(_, offset)| offset.is_some_and(|o| o >= hwm))
+                        .map(|(&seq, _)| seq);
+                    let seen = std::mem::replace(&mut p.uncommitted, first);
+                    first.is_some() && first == seen
+                })
+                .cloned()
+                .collect()
+        };
+        for part in due {
+            if let Err(e) = part.log.sync().await {
+                tracing::error!(error = %e, topic = %part.id.0, partition = part.id.1,
+                    "committing an abandoned produce failed");
+            }
+        }
+    }
+
     /// Persists every partition's HWM now (what the HWM persister does on its cadence).
     pub async fn persist_hwms(&self) -> Result<(), StoreError> {
         for part in self.partitions() {
             part.log.persist_hwm().await.map_err(log_err(&part.id))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::clock::ManualClock;
+    use crate::fs::StdFs;
+    use crate::store::{Store, StoreConfig, TopicConfig};
+
+    fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+        pollster::block_on(f)
+    }
+
+    #[test]
+    fn an_abandoned_produce_is_committed_at_the_second_look() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(1_700_000_000_000);
+        let (store, _) = block(Store::open(
+            StdFs,
+            clock,
+            dir.path(),
+            StoreConfig::default(),
+        ))
+        .unwrap();
+        let topic = TopicConfig {
+            partitions: 1,
+            ..TopicConfig::default()
+        };
+        block(store.create_topic("t", topic)).unwrap();
+        let part = store.partition("t", 0).unwrap();
+        // A produce dropped after its appends, before its sync.
+        let (_, appended) = store.append_both(&part, b"k", b"v").unwrap();
+        let offset = appended.unwrap();
+        assert_eq!(part.log.hwm(), offset);
+        block(store.commit_abandoned());
+        assert_eq!(part.log.hwm(), offset, "the first look only notes it");
+        block(store.commit_abandoned());
+        assert_eq!(part.log.hwm(), offset + 1, "the second commits it");
+        // Committed, its entry no longer holds the checkpoint back.
+        block(store.persist_hwms()).unwrap();
+        block(store.checkpoint_wal()).unwrap();
+        assert!(
+            super::lock(&store.inner.pending)[&part.id]
+                .entries
+                .is_empty()
+        );
     }
 }

@@ -192,6 +192,9 @@ struct Pending {
     /// One past the highest seq ever assigned to this partition.
     seq_end: u64,
     checkpoint: Checkpoint,
+    /// The first entry whose record was appended past the HWM, as the last look for
+    /// abandoned produces found it ([`Store::commit_abandoned`]).
+    uncommitted: Option<u64>,
 }
 
 struct Inner<F: Fs, C: Clock> {
@@ -204,6 +207,9 @@ struct Inner<F: Fs, C: Clock> {
     refused_topics: BTreeMap<String, String>,
     wal: Wal<F>,
     pending: Mutex<BTreeMap<PartitionId, Pending>>,
+    /// Held across a WAL checkpoint; whether one is owed though no partition's moved:
+    /// the last one failed, or the open found sealed segments the loaded one covers.
+    checkpoint_owed: async_lock::Mutex<bool>,
     metrics: StoreMetrics,
 }
 
@@ -378,6 +384,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
             }
             if now.saturating_sub(last_checkpoint) >= config.checkpoint_interval {
                 last_checkpoint = now;
+                self.commit_abandoned().await;
                 if let Err(e) = self.checkpoint_wal().await {
                     tracing::error!(error = %e, "WAL checkpoint failed");
                 }

@@ -43,6 +43,10 @@ impl<F: Fs, C: Clock> Store<F, C> {
         report.salvaged = salvaged;
 
         let checkpoint = lower_checkpoint_to_clamps(&topics, &wal, checkpoint).await?;
+        // Segments the loaded checkpoint covers outlived a crash between its persist
+        // and their unlinks: the first checkpoint persists it again (it may have been
+        // read from a page cache the platter lacks) and deletes them.
+        let owed = !wal.covered(&checkpoint).is_empty();
         let mut pending: BTreeMap<PartitionId, Pending> = BTreeMap::new();
         for (id, cp) in &checkpoint {
             let p = pending.entry(id.clone()).or_default();
@@ -59,6 +63,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 refused_topics,
                 wal,
                 pending: Mutex::new(pending),
+                checkpoint_owed: async_lock::Mutex::new(owed),
                 metrics: StoreMetrics::default(),
             }),
         };

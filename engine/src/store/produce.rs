@@ -29,22 +29,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
         if size > max {
             return Err(StoreError::RecordTooLarge { size, max });
         }
-        let (seq, appended) = {
-            // One lock across both appends: WAL order is offset order in this partition.
-            let _order = lock(&part.produce_order);
-            let mut pending = lock(&self.inner.pending);
-            let seq = self
-                .inner
-                .wal
-                .append(&part.id, key, payload)
-                .map_err(StoreError::Wal)?;
-            let appended = part.log.append(key, payload);
-            let p = pending.entry(part.id.clone()).or_default();
-            // Registered before anything is durable, so a checkpoint can never pass it.
-            p.entries.insert(seq, appended.as_ref().ok().copied());
-            p.seq_end = p.seq_end.max(seq + 1);
-            (seq, appended)
-        };
+        let (seq, appended) = self.append_both(&part, key, payload)?;
         // A failed log append leaves the WAL entry pending: a later replay commits it.
         let offset = appended.map_err(log_err(&part.id))?;
         self.inner.wal.sync_to(seq).await.map_err(StoreError::Wal)?;
@@ -60,5 +45,29 @@ impl<F: Fs, C: Clock> Store<F, C> {
             offset: range.start,
             wal_seq: seq,
         })
+    }
+
+    /// A produce's appends, to the WAL and to the partition's log buffer, with its
+    /// entry registered as pending: its seq, and the log append's offset or error.
+    pub(super) fn append_both(
+        &self,
+        part: &Partition<F, C>,
+        key: &[u8],
+        payload: &[u8],
+    ) -> Result<(u64, Result<u64, LogError>), StoreError> {
+        // One lock across both appends: WAL order is offset order in this partition.
+        let _order = lock(&part.produce_order);
+        let mut pending = lock(&self.inner.pending);
+        let seq = self
+            .inner
+            .wal
+            .append(&part.id, key, payload)
+            .map_err(StoreError::Wal)?;
+        let appended = part.log.append(key, payload);
+        let p = pending.entry(part.id.clone()).or_default();
+        // Registered before anything is durable, so a checkpoint can never pass it.
+        p.entries.insert(seq, appended.as_ref().ok().copied());
+        p.seq_end = p.seq_end.max(seq + 1);
+        Ok((seq, appended))
     }
 }

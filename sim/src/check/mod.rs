@@ -91,6 +91,9 @@
 //!   the engine showed at `t` is in the `hwm` word on the platter (read by the world)
 //!   by `t + hwm_persist_interval + 250 ms`, on every partition not poisoned in that
 //!   incarnation and whose word took no fault.
+//! - `wal_progress`: at the end of a run whose WAL has been quiet since the heal for a
+//!   persister interval, two checkpoint periods and the slack, the WAL directory lists
+//!   only its newest segment, but for segments holding a refused partition's entries.
 
 #![deny(clippy::unwrap_used)]
 
@@ -121,6 +124,7 @@ pub mod redelivery;
 pub mod retention_moves;
 pub mod retention_safe;
 pub mod verdict;
+pub mod wal_progress;
 pub mod woken;
 
 use std::fmt;
@@ -156,10 +160,11 @@ pub enum CheckerName {
     RedeliveredAfterExpiry,
     WokenPromptly,
     HwmPersisted,
+    WalProgress,
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 17] = [
+    pub const ALL: [CheckerName; 18] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
@@ -177,6 +182,7 @@ impl CheckerName {
         CheckerName::RedeliveredAfterExpiry,
         CheckerName::WokenPromptly,
         CheckerName::HwmPersisted,
+        CheckerName::WalProgress,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -198,6 +204,7 @@ impl CheckerName {
             CheckerName::RedeliveredAfterExpiry => "redelivered_after_expiry",
             CheckerName::WokenPromptly => "woken_promptly",
             CheckerName::HwmPersisted => "hwm_persisted",
+            CheckerName::WalProgress => "wal_progress",
         }
     }
 
@@ -208,6 +215,7 @@ impl CheckerName {
                 | CheckerName::RedeliveredAfterExpiry
                 | CheckerName::WokenPromptly
                 | CheckerName::HwmPersisted
+                | CheckerName::WalProgress
         )
     }
 }
@@ -298,6 +306,7 @@ pub struct CheckReport {
     pub redelivered_after_expiry: redelivery::RedeliveryReport,
     pub woken_promptly: woken::WokenReport,
     pub hwm_persisted: hwm_persisted::HwmPersistedReport,
+    pub wal_progress: wal_progress::WalProgressReport,
 }
 
 impl CheckReport {
@@ -320,6 +329,7 @@ impl CheckReport {
             CheckerName::RedeliveredAfterExpiry => &self.redelivered_after_expiry.violations,
             CheckerName::WokenPromptly => &self.woken_promptly.violations,
             CheckerName::HwmPersisted => &self.hwm_persisted.violations,
+            CheckerName::WalProgress => &self.wal_progress.violations,
         }
     }
 
@@ -409,6 +419,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         redelivered_after_expiry: redelivery::check(&facts, config),
         woken_promptly: woken::check(&facts, config),
         hwm_persisted: hwm_persisted::check(&facts),
+        wal_progress: wal_progress::check(&facts),
         accounting,
         no_lost_ack,
         delivered_after_heal,

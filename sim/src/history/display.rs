@@ -142,6 +142,34 @@ impl fmt::Display for Event {
                 log.len(),
                 wal.len()
             ),
+            EventKind::WalAtEnd {
+                opened_ms,
+                segments,
+                checkpoint,
+                active,
+            } => {
+                write!(
+                    f,
+                    "wal_at_end opened_ms={opened_ms} active={active} checkpoint="
+                )?;
+                match checkpoint {
+                    None => write!(f, "none")?,
+                    Some(c) => {
+                        for (tp, seq) in c {
+                            write!(f, "{tp}@{seq},")?;
+                        }
+                    }
+                }
+                write!(f, " segments:")?;
+                for s in segments {
+                    write!(f, " {} ({} entries:", s.base, s.entries)?;
+                    for (tp, end) in &s.ends {
+                        write!(f, " {tp} to {end}")?;
+                    }
+                    write!(f, ");")?;
+                }
+                Ok(())
+            }
             EventKind::WalKeptAtPowerLoss { entries } => {
                 write!(f, "wal_kept_at_power_loss:")?;
                 for e in entries {

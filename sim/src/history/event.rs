@@ -391,6 +391,30 @@ pub enum EventKind {
         log: Vec<ProduceId>,
         wal: Vec<ProduceId>,
     },
+    /// World, at the end of a run whose node is up: the ingress WAL's segment files the
+    /// page cache lists, oldest first, with the partitions their readable entries
+    /// belong to (the reference decoder's); the checkpoint file's seq per partition
+    /// (`None`: no readable file); the base of the segment the engine says it writes
+    /// to; and when the running incarnation's store open returned. `wal_progress`
+    /// judges them.
+    WalAtEnd {
+        opened_ms: u64,
+        segments: Vec<WalSegmentAtEnd>,
+        checkpoint: Option<Vec<(TopicPartition, u64)>>,
+        active: u64,
+    },
+}
+
+/// One ingress WAL segment file at the end of a run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalSegmentAtEnd {
+    /// The first seq its name gives.
+    pub base: u64,
+    /// Its readable entries.
+    pub entries: u64,
+    /// The partitions of those entries, each once, in order, with one past the last
+    /// seq of theirs the segment holds.
+    pub ends: Vec<(TopicPartition, u64)>,
 }
 
 /// One ingress WAL entry destroyed by damage at rest.

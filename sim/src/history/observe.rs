@@ -118,6 +118,25 @@ impl History {
         )
     }
 
+    pub fn wal_at_end(
+        &mut self,
+        at_ms: u64,
+        opened_ms: u64,
+        segments: Vec<WalSegmentAtEnd>,
+        checkpoint: Option<Vec<(TopicPartition, u64)>>,
+        active: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::WalAtEnd {
+                opened_ms,
+                segments,
+                checkpoint,
+                active,
+            },
+        )
+    }
+
     pub fn wal_kept_at_power_loss(
         &mut self,
         at_ms: u64,

@@ -41,7 +41,7 @@ use crate::fs::dice::Dice;
 use crate::fs::plugin::{SimFsPlugin, attach};
 use crate::history::{
     DiskView, FaultKind, FileKind, HeldCopy, History, OffsetRange, TopicPartition, TopicSetup,
-    encode_payload,
+    WalSegmentAtEnd, encode_payload,
 };
 use crate::profile::Profile;
 use crate::swarm::FaultMix;
@@ -141,6 +141,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         paths.frontiers_recovered = r.frontier_durable.held_to_durable;
         paths.wakeups_timed = r.woken_promptly.timed;
         paths.rolls_judged = r.layout.rolls_judged;
+        paths.wal_ends_judged = u64::from(r.wal_progress.judged);
     }
     RunOutcome {
         seed: spec.seed,
@@ -300,6 +301,7 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
     }
     sample(&world);
     observe_layouts(&world);
+    restart::observe_wal_at_end(&world);
     let mut rec = world.recorder.lock();
     add_incarnation_paths(&mut rec, &world);
     // Records sent, not ids drawn: a producer draws one id past `records_max` (and
@@ -538,28 +540,31 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
         world.restart_requested.store(true, Ordering::SeqCst);
     }
     serve_restart(world, node).await;
-    {
+    let healed_ms = {
         let mut rec = world.recorder.lock();
         rec.drain_fs();
         world.fs.heal();
         rec.healed = true;
         let now = rec.now_ms();
         rec.history.heal(now);
-    }
+        now
+    };
     // Drain: until a consumer has acked every acknowledged record (so the deliveries
     // consumers drop come back after their leases, for the liveness checkers to time),
     // or the bound passes.
     // And not before `hwm_persisted` has judged a sample on every topic: its bound past
     // the heal, and one more sampling period.
-    let judged_ms = world
+    let persist_ms = world
         .spec
         .workload
         .topics
         .iter()
         .map(|t| u64::try_from(t.config.log.hwm_persist_interval.as_millis()).unwrap_or(u64::MAX))
         .max()
-        .unwrap_or(0)
-        .saturating_add(crate::check::hwm_persisted::SLACK_MS + 100);
+        .unwrap_or(0);
+    let judged_ms = persist_ms.saturating_add(crate::check::hwm_persisted::SLACK_MS + 100);
+    let wal_bound_ms =
+        crate::check::wal_progress::bound_ms(persist_ms, world.spec.mix.disk().latency_max_ms());
     let end = profile.end_ms();
     loop {
         sleep_serving(world, node, 50).await;
@@ -572,8 +577,34 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
                 && rec.acked.is_subset(&rec.consumed)
         };
         let now = now_ms(world);
-        if (done && now >= profile.heal_ms.saturating_add(judged_ms)) || now >= end {
+        // And not before `wal_progress` can judge the WAL: quiet for its bound.
+        let judged = done
+            && now >= profile.heal_ms.saturating_add(judged_ms)
+            && now >= wal_quiet_from(world, healed_ms).saturating_add(wal_bound_ms);
+        if judged || now >= end {
             return;
         }
     }
+}
+
+/// When the running incarnation last wrote its WAL, as `wal_progress` reads it: the
+/// heal (at `healed_ms`), its store open's return, or its last produce.
+fn wal_quiet_from(world: &World, healed_ms: u64) -> u64 {
+    let rec = world.recorder.lock();
+    let incarnation = rec.history.incarnation();
+    let produced = rec
+        .history
+        .events()
+        .iter()
+        .rev()
+        .take_while(|e| e.incarnation == incarnation)
+        .find(|e| {
+            matches!(
+                e.kind,
+                crate::history::EventKind::ProduceAttempt { .. }
+                    | crate::history::EventKind::ProduceAck { .. }
+            )
+        })
+        .map_or(0, |e| e.at_ms);
+    healed_ms.max(rec.store_opened_ms).max(produced)
 }

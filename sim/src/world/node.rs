@@ -149,7 +149,11 @@ async fn serve_node(ctx: NodeContext, incarnation: Incarnation) {
         }
     };
     *ctx.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(store.clone());
-    ctx.recorder.lock().store_open = true;
+    {
+        let mut rec = ctx.recorder.lock();
+        rec.store_open = true;
+        rec.store_opened_ms = rec.now_ms();
+    }
     store.spawn_background(&NodeSpawner {
         incarnation,
         recorder: ctx.recorder.clone(),

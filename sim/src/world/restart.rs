@@ -152,6 +152,60 @@ pub(super) fn observe_layouts(world: &World) {
     }
 }
 
+/// Records the WAL's segment files as the page cache lists them, when the store is open
+/// (`wal_progress` judges whether the checkpoint deleted what it covers).
+pub(super) fn observe_wal_at_end(world: &World) {
+    let Some(store) = world.store() else {
+        return;
+    };
+    let mut rec = world.recorder.lock();
+    if !rec.store_open {
+        return;
+    }
+    let dir = node::wal_dir();
+    let mut segments: Vec<WalSegmentAtEnd> = world
+        .fs
+        .visible_names(&dir)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|name| {
+            let base = crate::reference::wal::segment_base(name)?;
+            let image = world.fs.visible_bytes(&dir.join(name))?;
+            let mut ends = BTreeMap::new();
+            let mut entries = 0;
+            for frame in crate::reference::wal::frames(&image) {
+                for e in frame.entries {
+                    entries += 1;
+                    let end = ends
+                        .entry(TopicPartition::new(e.topic, e.partition))
+                        .or_insert(0);
+                    *end = (e.seq + 1).max(*end);
+                }
+            }
+            Some(WalSegmentAtEnd {
+                base,
+                entries,
+                ends: ends.into_iter().collect(),
+            })
+        })
+        .collect();
+    segments.sort_by_key(|s| s.base);
+    let checkpoint = world
+        .fs
+        .visible_bytes(&dir.join(cafelog_engine::store::wal::CHECKPOINT_FILE))
+        .and_then(|b| crate::reference::wal::checkpoint(&b))
+        .map(|entries| {
+            entries
+                .into_iter()
+                .map(|(topic, partition, seq, _)| (TopicPartition::new(topic, partition), seq))
+                .collect()
+        });
+    let (now, opened) = (rec.now_ms(), rec.store_opened_ms);
+    let active = store.wal().active_base();
+    rec.history
+        .wal_at_end(now, opened, segments, checkpoint, active);
+}
+
 /// Every partition's records from its log start to its HWM, by identity, as the page
 /// cache shows them now: what an open replaying every WAL entry can see.
 pub(super) fn visible_now(

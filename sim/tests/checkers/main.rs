@@ -155,6 +155,7 @@ mod skipped;
 mod sweep_regressions;
 mod timeline;
 mod verdicts;
+mod wal_progress;
 mod woken;
 
 fn tp(partition: u32) -> TopicPartition {

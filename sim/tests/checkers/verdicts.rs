@@ -93,6 +93,7 @@ fn checker_names_are_stable_snake_case() {
             "redelivered_after_expiry",
             "woken_promptly",
             "hwm_persisted",
+            "wal_progress",
         ]
     );
     for checker in CheckerName::ALL {

@@ -392,19 +392,16 @@ impl<F: Fs> Wal<F> {
             checkpoint.values().all(|c| c.seq <= self.state().next_seq),
             "a checkpoint covers only seqs handed out"
         );
-        let deletable: Vec<(u64, String)> = {
-            let st = self.state();
-            st.segments
-                .iter()
-                .filter(|(base, _)| **base != st.active_base)
-                .filter(|(_, s)| {
-                    s.ends
-                        .iter()
-                        .all(|(p, end)| checkpoint.get(p).is_some_and(|c| c.seq >= *end))
-                })
-                .map(|(b, s)| (*b, s.name.clone()))
-                .collect()
-        };
+        self.delete_covered(checkpoint).await
+    }
+
+    /// Deletes the sealed segments every entry of which `checkpoint`, durable now,
+    /// covers, with the checkpoint lock held. Returns the segments deleted.
+    async fn delete_covered(
+        &self,
+        checkpoint: &BTreeMap<PartitionId, Checkpoint>,
+    ) -> Result<Vec<String>, WalError> {
+        let deletable = self.covered(checkpoint);
         for (_, name) in &deletable {
             // A segment already gone was unlinked by an earlier checkpoint whose
             // directory fsync failed: this one's fsync makes that unlink durable.
@@ -431,6 +428,26 @@ impl<F: Fs> Wal<F> {
     pub fn seq_range(&self) -> Range<u64> {
         let st = self.state();
         st.segments.keys().next().copied().unwrap_or(st.next_seq)..st.next_seq
+    }
+
+    /// The sealed segments every entry of which `checkpoint` covers: base and name.
+    pub fn covered(&self, checkpoint: &BTreeMap<PartitionId, Checkpoint>) -> Vec<(u64, String)> {
+        let st = self.state();
+        st.segments
+            .iter()
+            .filter(|(base, _)| **base != st.active_base)
+            .filter(|(_, s)| {
+                s.ends
+                    .iter()
+                    .all(|(p, end)| checkpoint.get(p).is_some_and(|c| c.seq >= *end))
+            })
+            .map(|(b, s)| (*b, s.name.clone()))
+            .collect()
+    }
+
+    /// The base of the segment written to now.
+    pub fn active_base(&self) -> u64 {
+        self.state().active_base
     }
 
     /// Segment files currently kept.

@@ -121,6 +121,8 @@ pub struct Recorder {
     pub durable_floor: BTreeMap<TopicPartition, u64>,
     /// The store's open in this incarnation has returned (cleared at each kill).
     pub store_open: bool,
+    /// When the last store open returned.
+    pub store_opened_ms: u64,
     pub healed: bool,
     /// Between a crash and the next restart: no open is running.
     pub node_down: bool,
@@ -179,6 +181,7 @@ impl Shared {
             cut_now: BTreeSet::new(),
             durable_floor: BTreeMap::new(),
             store_open: false,
+            store_opened_ms: 0,
             healed: false,
             node_down: false,
             wal_written: BTreeMap::new(),

@@ -50,6 +50,8 @@ pub struct Paths {
     /// Segment rolls judged by `layout` (a segment and its successor's first frame).
     pub rolls_judged: u64,
     pub wal_replayed: u64,
+    /// Runs whose WAL listing at the end `wal_progress` judged (quiet long enough).
+    pub wal_ends_judged: u64,
     /// WAL segments deleted behind the checkpoint.
     pub wal_segments_deleted: u64,
     pub clock_steps: u64,
@@ -100,6 +102,7 @@ impl Paths {
             ("segment_rolls_judged", self.rolls_judged),
             ("wal_entries_replayed", self.wal_replayed),
             ("wal_segments_deleted", self.wal_segments_deleted),
+            ("wal_ends_judged", self.wal_ends_judged),
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),
             ("latent_sectors", self.latent_sectors),

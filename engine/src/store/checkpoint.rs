@@ -5,7 +5,10 @@
 //! retried at the next call even if no partition's checkpoint moved since, and so is
 //! the first call after an open that found sealed segments the loaded checkpoint
 //! covers (a crash between its persist and its unlinks): it persists the checkpoint
-//! again, as it may have been read from a page cache, before deleting them.
+//! again, as it may have been read from a page cache, before deleting them. And so
+//! is a call that finds a sealed segment the checkpoint covers though nothing moved:
+//! the log may commit a record (its flusher) before the WAL writes the entry, and that
+//! write may roll, sealing a segment the checkpoint had already passed.
 
 use super::*;
 
@@ -56,7 +59,10 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 .collect();
             (checkpoint, moved)
         };
-        if !moved && !*owed {
+        // Nothing moved and nothing owed: still, a roll since the last checkpoint may
+        // have sealed a segment it had already passed (the log committed the entry's
+        // record before the WAL wrote it).
+        if !moved && !*owed && self.inner.wal.covered(&checkpoint).is_empty() {
             return Ok(());
         }
         // Owed until it succeeds: the in-memory checkpoint has already moved.
@@ -91,14 +97,12 @@ impl<F: Fs, C: Clock> Store<F, C> {
     /// HWM (a produce in flight commits within a checkpoint period).
     pub async fn commit_abandoned(&self) {
         let parts = self.partitions();
-        let due: Vec<_> = {
+        let due: Vec<(Arc<Partition<F, C>>, u64)> = {
             let mut pending = lock(&self.inner.pending);
             parts
                 .iter()
-                .filter(|part| {
-                    let Some(p) = pending.get_mut(&part.id) else {
-                        return false;
-                    };
+                .filter_map(|part| {
+                    let p = pending.get_mut(&part.id)?;
                     let hwm = part.log.hwm();
                     let first = p
                         .entries
@@ -106,12 +110,18 @@ impl<F: Fs, C: Clock> Store<F, C> {
                         .find(|(_, offset)| offset.is_some_and(|o| o >= hwm))
                         .map(|(&seq, _)| seq);
                     let seen = std::mem::replace(&mut p.uncommitted, first);
-                    first.is_some() && first == seen
+                    let seq = first.filter(|_| first == seen)?;
+                    Some((Arc::clone(part), seq))
                 })
-                .cloned()
                 .collect()
         };
-        for part in due {
+        for (part, seq) in due {
+            // The WAL first, as a produce does: the record is never committed before
+            // its entry is durable.
+            if let Err(e) = self.inner.wal.sync_to(seq).await {
+                tracing::error!(error = %e, "WAL sync for an abandoned produce failed");
+                continue;
+            }
             if let Err(e) = part.log.sync().await {
                 tracing::error!(error = %e, topic = %part.id.0, partition = part.id.1,
                     "committing an abandoned produce failed");
@@ -170,6 +180,39 @@ mod tests {
             super::lock(&store.inner.pending)[&part.id]
                 .entries
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_segment_sealed_after_the_checkpoint_passed_it_is_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(1_700_000_000_000);
+        let config = StoreConfig {
+            wal_segment_bytes: 1,
+            ..StoreConfig::default()
+        };
+        let (store, _) = block(Store::open(StdFs, clock, dir.path(), config)).unwrap();
+        let topic = TopicConfig {
+            partitions: 1,
+            ..TopicConfig::default()
+        };
+        block(store.create_topic("t", topic)).unwrap();
+        block(store.produce("t", Some(0), b"k", b"fills segment 0")).unwrap();
+        let part = store.partition("t", 0).unwrap();
+        // Appended, unwritten; the log commits its record before the WAL writes it.
+        let (seq, _) = store.append_both(&part, b"k", b"v").unwrap();
+        block(part.log.sync()).unwrap();
+        block(store.persist_hwms()).unwrap();
+        block(store.checkpoint_wal()).unwrap();
+        let before = store.wal().segment_count();
+        // The write rolls, sealing the segment the checkpoint already passed.
+        block(store.wal().sync_to(seq)).unwrap();
+        assert_eq!(store.wal().segment_count(), before + 1);
+        block(store.checkpoint_wal()).unwrap();
+        assert_eq!(
+            store.wal().segment_count(),
+            1,
+            "only the active one is left"
         );
     }
 }

@@ -16,14 +16,16 @@
 //! the reference decoder's, never the engine's account), when the run has a heal and
 //! the running incarnation's store open returned, and from `quiet` on: the latest of
 //! the heal, that open's return, and the last produce event of the incarnation.
-//! Not judged: an incarnation whose WAL or log was poisoned (a log append fails only
-//! on a poisoned or closing log, and leaves its entry pending until a replay), or a
+//! Not judged: an incarnation whose WAL or log was poisoned (a log append fails on a
+//! poisoned or closing log, and leaves its entry pending until a replay; also on a
+//! full buffer, which the world's 64 MiB `buffer_bytes_max` never reaches), or a
 //! run whose quiet end is shorter than the bound (the world's drain waits for it, up
 //! to the profile's end). A segment holding an entry of a partition the incarnation's
 //! open refused, past that partition's seq in the checkpoint file, is excused: the
 //! store keeps such entries for a later replay. So is a segment a fault reached in the
-//! last incarnation: the open read entries from it that the damage may have hidden
-//! from the listing. And an empty file past the active segment while a produce was
+//! last incarnation when that incarnation refused a partition: the open read entries
+//! from it, maybe the refused partition's, that the damage may have hidden from the
+//! listing. And an empty file past the active segment while a produce was
 //! cancelled in the last incarnation: a roll dropped after its create, which the next
 //! roll reuses.
 
@@ -201,7 +203,10 @@ pub fn check(facts: &Facts<'_>) -> WalProgressReport {
             report.kept_for_refused.push(segment.base);
             continue;
         }
-        if damaged.contains(&segment.base) {
+        // Damage hides entries only the refused excuse reads: an open partition's
+        // checkpoint passes everything the damage left.
+        let any_refused = !refused.is_empty() || !refused_topics.is_empty();
+        if any_refused && damaged.contains(&segment.base) {
             report.kept_for_damage.push(segment.base);
             continue;
         }

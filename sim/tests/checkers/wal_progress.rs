@@ -153,28 +153,38 @@ fn a_poison_in_the_last_incarnation_is_not_judged_but_one_before_it_is() {
 }
 
 #[test]
-fn a_segment_damaged_in_the_last_incarnation_is_kept_and_only_it() {
-    let mut r = produced_then_healed_after(|r| {
-        r.with(|t, h| {
-            let flip = FaultKind::BitFlip {
-                file: FileKind::Wal,
-                offsets: None,
-                below_hwm: None,
-            };
-            h.fault(t, flip, None, Some("/data/wal/00000000000000000002.wal"));
-        });
-    });
-    let report = ends(
-        &mut r,
-        600,
-        vec![segment(0, Some(2)), segment(2, Some(3)), segment(3, None)],
-    );
+fn a_damaged_segment_is_kept_only_when_the_incarnation_refused_a_partition() {
+    let flipped = |refuse: bool| {
+        move |r: &mut Run| {
+            r.with(|t, h| {
+                let flip = FaultKind::BitFlip {
+                    file: FileKind::Wal,
+                    offsets: None,
+                    below_hwm: None,
+                };
+                h.fault(t, flip, None, Some("/data/wal/00000000000000000002.wal"));
+            });
+            if refuse {
+                r.with(|t, h| {
+                    h.partition_refused(t, &tp(1), "checksum mismatch");
+                });
+            }
+        }
+    };
+    let listing = || vec![segment(0, Some(2)), segment(2, Some(3)), segment(3, None)];
+    let mut r = produced_then_healed_after(flipped(true));
+    let report = ends(&mut r, 600, listing());
     assert_eq!(report.wal_progress.kept_for_damage, vec![2]);
     assert_eq!(
         report.wal_progress.violations.len(),
         1,
         "segment 0 still fires"
     );
+
+    let mut r = produced_then_healed_after(flipped(false));
+    let report = ends(&mut r, 600, listing());
+    assert!(report.wal_progress.kept_for_damage.is_empty());
+    assert_eq!(report.wal_progress.violations.len(), 2, "both fire");
 }
 
 #[test]

@@ -23,14 +23,20 @@ fn wal_files(root: &std::path::Path) -> usize {
         .count()
 }
 
+/// A store in `root` with three records produced on t/0 and its HWM persisted.
+fn three_persisted(root: &std::path::Path, clock: &ManualClock) -> TestStore {
+    let (store, _) = open(root, clock);
+    block(store.create_topic("t", topic(1))).unwrap();
+    produce(&store, 3);
+    block(store.persist_hwms()).unwrap();
+    store
+}
+
 #[test]
 fn the_first_checkpoint_after_an_open_deletes_what_the_loaded_one_covers() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);
-    let (store, _) = open(dir.path(), &clock);
-    block(store.create_topic("t", topic(1))).unwrap();
-    produce(&store, 3);
-    block(store.persist_hwms()).unwrap();
+    let store = three_persisted(dir.path(), &clock);
     // Persists a checkpoint past every entry; their segment is the active one, kept.
     block(store.checkpoint_wal()).unwrap();
     drop(store);
@@ -46,11 +52,7 @@ fn the_first_checkpoint_after_an_open_deletes_what_the_loaded_one_covers() {
 fn a_failed_checkpoint_is_retried_though_nothing_moved_since() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(WALL_START_MS);
-    let (store, _) = open(dir.path(), &clock);
-    block(store.create_topic("t", topic(1))).unwrap();
-    produce(&store, 3);
-    block(store.persist_hwms()).unwrap();
-    drop(store);
+    drop(three_persisted(dir.path(), &clock));
     let (store, report) = open(dir.path(), &clock);
     assert_eq!(report.replayed, 0, "the copies are below the persisted HWM");
     // A directory where the checkpoint's temp file goes: its create fails.

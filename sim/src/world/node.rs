@@ -29,6 +29,19 @@ pub fn wal_dir() -> PathBuf {
     PathBuf::from(DATA_ROOT).join("wal")
 }
 
+/// The WAL checkpoint's seq per partition, as the page cache shows the file and the
+/// reference decoder reads it; `None` when there is no file or it does not read.
+pub fn wal_checkpoint_seqs(fs: &crate::fs::SimFs) -> Option<Vec<(TopicPartition, u64)>> {
+    let bytes = fs.visible_bytes(&wal_dir().join(cafelog_engine::store::wal::CHECKPOINT_FILE))?;
+    let entries = crate::reference::wal::checkpoint(&bytes)?;
+    Some(
+        entries
+            .into_iter()
+            .map(|(topic, partition, seq, _)| (TopicPartition::new(topic, partition), seq))
+            .collect(),
+    )
+}
+
 /// A request from a client.
 pub enum Request {
     Produce {

@@ -190,16 +190,7 @@ pub(super) fn observe_wal_at_end(world: &World) {
         })
         .collect();
     segments.sort_by_key(|s| s.base);
-    let checkpoint = world
-        .fs
-        .visible_bytes(&dir.join(cafelog_engine::store::wal::CHECKPOINT_FILE))
-        .and_then(|b| crate::reference::wal::checkpoint(&b))
-        .map(|entries| {
-            entries
-                .into_iter()
-                .map(|(topic, partition, seq, _)| (TopicPartition::new(topic, partition), seq))
-                .collect()
-        });
+    let checkpoint = node::wal_checkpoint_seqs(&world.fs);
     let (now, opened) = (rec.now_ms(), rec.store_opened_ms);
     let active = store.wal().active_base();
     rec.history

@@ -53,16 +53,8 @@ impl Recorder {
     /// the checkpoint (seq and root), every one when the checkpoint does not read.
     fn wal_ids(&self, tp: &TopicPartition) -> Vec<ProduceId> {
         let dir = crate::world::node::wal_dir();
-        let floor = self
-            .fs
-            .visible_bytes(&dir.join(cafelog_engine::store::wal::CHECKPOINT_FILE))
-            .and_then(|b| reference::wal::checkpoint(&b))
-            .and_then(|entries| {
-                entries
-                    .into_iter()
-                    .find(|(t, p, ..)| *t == tp.topic && *p == tp.partition)
-                    .map(|(.., seq, _)| seq)
-            })
+        let floor = crate::world::node::wal_checkpoint_seqs(&self.fs)
+            .and_then(|seqs| seqs.into_iter().find(|(t, _)| t == tp).map(|(_, seq)| seq))
             .unwrap_or(0);
         let mut names = self.fs.visible_names(&dir).unwrap_or_default();
         names.sort();

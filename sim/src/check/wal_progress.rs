@@ -25,9 +25,15 @@
 //! store keeps such entries for a later replay. So is a segment a fault reached in the
 //! last incarnation when that incarnation refused a partition: the open read entries
 //! from it, maybe the refused partition's, that the damage may have hidden from the
-//! listing. And an empty file past the active segment while a produce was
+//! listing. And one empty file past the active segment while a produce was
 //! cancelled in the last incarnation: a roll dropped after its create, which the next
-//! roll reuses.
+//! roll reuses (it is named by the next seq, so there is never a second).
+//!
+//! The listing is also held to the WAL's size, heal or no heal: the WAL writes a frame
+//! only while its active segment is shorter than `wal_segment_bytes`, and rolls
+//! otherwise, so no listed segment has a frame starting at or past that size. Excused:
+//! a segment a misdirected write hit (its frames may sit where the write was not
+//! aimed).
 
 use std::collections::BTreeSet;
 
@@ -55,8 +61,11 @@ pub struct WalProgressReport {
     /// entries the listing, made after it, cannot).
     pub kept_for_damage: Vec<u64>,
     /// Empty segments past the engine's active one while a produce was cancelled in
-    /// the last incarnation (a roll abandoned after its create).
+    /// the last incarnation (a roll abandoned after its create); at most one.
     pub kept_abandoned_roll: Vec<u64>,
+    /// Segments with a frame past the segment size that a misdirected write hit.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub oversized_misdirected: Vec<u64>,
     pub violations: Vec<Violation>,
 }
 
@@ -80,22 +89,24 @@ pub fn check(facts: &Facts<'_>) -> WalProgressReport {
         report.not_judged = Some(why);
         report
     };
-    let Some((_, heal_ms)) = facts.heal else {
-        return not_judged(report, "no heal");
-    };
     let events = facts.history.events();
-    let Some((end, opened_ms, segments, checkpoint, active)) =
+    let Some((end, opened_ms, segments, checkpoint, active, segment_bytes)) =
         events.iter().rev().find_map(|e| match &e.kind {
             EventKind::WalAtEnd {
                 opened_ms,
                 segments,
                 checkpoint,
                 active,
-            } => Some((e, *opened_ms, segments, checkpoint, *active)),
+                segment_bytes,
+            } => Some((e, *opened_ms, segments, checkpoint, *active, *segment_bytes)),
             _ => None,
         })
     else {
         return not_judged(report, "no listing at the end (the store was not open)");
+    };
+    sizes(events, segments, segment_bytes, &mut report);
+    let Some((_, heal_ms)) = facts.heal else {
+        return not_judged(report, "no heal");
     };
     let mut persist_ms = 0;
     let mut latency_ms = 0;
@@ -154,12 +165,7 @@ pub fn check(facts: &Facts<'_>) -> WalProgressReport {
             EventKind::Fault {
                 path: Some(path), ..
             } => {
-                let path = std::path::Path::new(path);
-                let in_wal = path.parent().is_some_and(|d| d.ends_with("wal"));
-                let base = path
-                    .file_name()
-                    .and_then(|n| segment_base(&n.to_string_lossy()));
-                if let (true, Some(base)) = (in_wal, base) {
+                if let Some(base) = wal_segment_of(path) {
                     damaged.insert(base);
                 }
             }
@@ -195,7 +201,11 @@ pub fn check(facts: &Facts<'_>) -> WalProgressReport {
         if segment.base == active {
             continue;
         }
-        if segment.base > active && segment.entries == 0 && produce_cancelled {
+        if segment.base > active
+            && segment.entries == 0
+            && produce_cancelled
+            && report.kept_abandoned_roll.is_empty()
+        {
             report.kept_abandoned_roll.push(segment.base);
             continue;
         }
@@ -227,4 +237,55 @@ pub fn check(facts: &Facts<'_>) -> WalProgressReport {
         });
     }
     report
+}
+
+/// The size rule: no listed segment has a frame starting at or past `segment_bytes`,
+/// unless a misdirected write hit that segment's file.
+fn sizes(
+    events: &[crate::history::Event],
+    segments: &[WalSegmentAtEnd],
+    segment_bytes: u64,
+    report: &mut WalProgressReport,
+) {
+    let misdirected: BTreeSet<u64> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Fault {
+                kind: FaultKind::Misdirected { .. },
+                path: Some(path),
+                ..
+            } => wal_segment_of(path),
+            _ => None,
+        })
+        .collect();
+    for segment in segments {
+        let Some(at) = segment.last_frame_at.filter(|&at| at >= segment_bytes) else {
+            continue;
+        };
+        if misdirected.contains(&segment.base) {
+            report.oversized_misdirected.push(segment.base);
+            continue;
+        }
+        report.violations.push(Violation {
+            records: segment
+                .ends
+                .iter()
+                .map(|(tp, _)| RecordRef::new(tp, None, None))
+                .collect(),
+            events: vec![events.len() - 1],
+            message: format!(
+                "WAL segment {} has a frame at byte {at}, at or past the segment size of \
+                 {segment_bytes} bytes: the WAL wrote to a full segment instead of rolling",
+                segment.base
+            ),
+        });
+    }
+}
+
+/// The base of the WAL segment file at `path` (`None`: not a WAL segment).
+fn wal_segment_of(path: &str) -> Option<u64> {
+    let path = std::path::Path::new(path);
+    let in_wal = path.parent().is_some_and(|d| d.ends_with("wal"));
+    let name = path.file_name()?.to_string_lossy();
+    in_wal.then(|| segment_base(&name)).flatten()
 }

@@ -147,10 +147,12 @@ impl fmt::Display for Event {
                 segments,
                 checkpoint,
                 active,
+                segment_bytes,
             } => {
                 write!(
                     f,
-                    "wal_at_end opened_ms={opened_ms} active={active} checkpoint="
+                    "wal_at_end opened_ms={opened_ms} active={active} \
+                     segment_bytes={segment_bytes} checkpoint="
                 )?;
                 match checkpoint {
                     None => write!(f, "none")?,
@@ -165,6 +167,9 @@ impl fmt::Display for Event {
                     write!(f, " {} ({} entries:", s.base, s.entries)?;
                     for (tp, end) in &s.ends {
                         write!(f, " {tp} to {end}")?;
+                    }
+                    if let Some(at) = s.last_frame_at {
+                        write!(f, ", last frame at {at}")?;
                     }
                     write!(f, ");")?;
                 }

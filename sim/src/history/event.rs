@@ -395,13 +395,15 @@ pub enum EventKind {
     /// page cache lists, oldest first, with the partitions their readable entries
     /// belong to (the reference decoder's); the checkpoint file's seq per partition
     /// (`None`: no readable file); the base of the segment the engine says it writes
-    /// to; and when the running incarnation's store open returned. `wal_progress`
-    /// judges them.
+    /// to; when the running incarnation's store open returned; and the segment size
+    /// the store was configured with (`StoreConfig::wal_segment_bytes`).
+    /// `wal_progress` judges them.
     WalAtEnd {
         opened_ms: u64,
         segments: Vec<WalSegmentAtEnd>,
         checkpoint: Option<Vec<(TopicPartition, u64)>>,
         active: u64,
+        segment_bytes: u64,
     },
 }
 
@@ -415,6 +417,8 @@ pub struct WalSegmentAtEnd {
     /// The partitions of those entries, each once, in order, with one past the last
     /// seq of theirs the segment holds.
     pub ends: Vec<(TopicPartition, u64)>,
+    /// The byte position its last readable frame starts at (`None`: no readable frame).
+    pub last_frame_at: Option<u64>,
 }
 
 /// One ingress WAL entry destroyed by damage at rest.

@@ -125,6 +125,7 @@ impl History {
         segments: Vec<WalSegmentAtEnd>,
         checkpoint: Option<Vec<(TopicPartition, u64)>>,
         active: u64,
+        segment_bytes: u64,
     ) -> &mut Self {
         self.record(
             at_ms,
@@ -133,6 +134,7 @@ impl History {
                 segments,
                 checkpoint,
                 active,
+                segment_bytes,
             },
         )
     }

@@ -173,7 +173,9 @@ pub(super) fn observe_wal_at_end(world: &World) {
             let image = world.fs.visible_bytes(&dir.join(name))?;
             let mut ends = BTreeMap::new();
             let mut entries = 0;
-            for frame in crate::reference::wal::frames(&image) {
+            let frames = crate::reference::wal::frames(&image);
+            let last_frame_at = frames.last().map(|f| f.position.start);
+            for frame in frames {
                 for e in frame.entries {
                     entries += 1;
                     let end = ends
@@ -186,6 +188,7 @@ pub(super) fn observe_wal_at_end(world: &World) {
                 base,
                 entries,
                 ends: ends.into_iter().collect(),
+                last_frame_at,
             })
         })
         .collect();
@@ -193,8 +196,9 @@ pub(super) fn observe_wal_at_end(world: &World) {
     let checkpoint = node::wal_checkpoint_seqs(&world.fs);
     let (now, opened) = (rec.now_ms(), rec.store_opened_ms);
     let active = store.wal().active_base();
+    let segment_bytes = world.spec.workload.wal_segment_bytes;
     rec.history
-        .wal_at_end(now, opened, segments, checkpoint, active);
+        .wal_at_end(now, opened, segments, checkpoint, active, segment_bytes);
 }
 
 /// Every partition's records from its log start to its HWM, by identity, as the page

@@ -1,6 +1,7 @@
 //! `wal_progress`: at the end of a run whose WAL has been quiet for the bound, only the
 //! newest WAL segment is listed; a refused partition's segment is kept; a short quiet
-//! end, or a poison in the last incarnation, is not judged.
+//! end, or a poison in the last incarnation, is not judged. No listed segment has a
+//! frame past the segment size.
 
 use super::*;
 use cafelog_sim::history::{RequestKind, TopicSetup, WalSegmentAtEnd};
@@ -47,8 +48,12 @@ fn segment(base: u64, end: Option<u64>) -> WalSegmentAtEnd {
         base,
         entries: end.map_or(0, |e| e - base),
         ends: end.map(|e| (tp(0), e)).into_iter().collect(),
+        last_frame_at: end.map(|_| 0),
     }
 }
+
+/// The store's WAL segment size in these runs.
+const SEGMENT_BYTES: u64 = 4096;
 
 /// The end of the run `quiet_ms` after the last event: the WAL lists `segments`, the
 /// last of which the engine writes to, the checkpoint is past seq 3, and the store
@@ -66,7 +71,14 @@ fn ends_writing(
     active: u64,
 ) -> CheckReport {
     r.wait(quiet_ms).with(|t, h| {
-        h.wal_at_end(t, 0, segments, Some(vec![(tp(0), 3)]), active);
+        h.wal_at_end(
+            t,
+            0,
+            segments,
+            Some(vec![(tp(0), 3)]),
+            active,
+            SEGMENT_BYTES,
+        );
     });
     r.report()
 }
@@ -207,4 +219,84 @@ fn an_empty_file_past_the_active_segment_is_kept_only_after_a_produce_was_cancel
     assert!(report.wal_progress.kept_abandoned_roll.is_empty());
     let messages = messages_of(&report, CheckerName::WalProgress);
     assert_mentions(&messages, &["WAL segment 3 (0 entries)"]);
+}
+
+#[test]
+fn a_second_empty_file_past_the_active_segment_fires() {
+    let listing = || vec![segment(0, Some(3)), segment(3, None), segment(4, None)];
+    let mut r = produced_then_healed_after(|r| {
+        let cancel = FaultKind::Cancel {
+            request: RequestKind::Produce,
+        };
+        r.fault(cancel, Some(0));
+    });
+    let report = ends_writing(&mut r, 600, listing(), 0);
+    assert_eq!(report.wal_progress.kept_abandoned_roll, vec![3]);
+    let messages = fires_only(&report, CheckerName::WalProgress);
+    assert_mentions(&messages, &["WAL segment 4 (0 entries)"]);
+}
+
+/// The newest segment, holding entries 3 and 4, with its last frame at byte `at`.
+fn active_with_last_frame_at(at: u64) -> WalSegmentAtEnd {
+    WalSegmentAtEnd {
+        last_frame_at: Some(at),
+        ..segment(3, Some(5))
+    }
+}
+
+#[test]
+fn a_frame_at_or_past_the_segment_size_fires_with_or_without_a_heal() {
+    let mut r = produced_then_healed();
+    let report = ends(&mut r, 600, vec![active_with_last_frame_at(SEGMENT_BYTES)]);
+    let messages = fires_only(&report, CheckerName::WalProgress);
+    assert_mentions(
+        &messages,
+        &["WAL segment 3 has a frame at byte 4096", "4096 bytes"],
+    );
+
+    // Unhealed (not judged for liveness), the size still holds.
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_015);
+    let report = ends(
+        &mut r,
+        10,
+        vec![active_with_last_frame_at(SEGMENT_BYTES + 1)],
+    );
+    assert!(!report.wal_progress.judged);
+    let messages = messages_of(&report, CheckerName::WalProgress);
+    assert_mentions(&messages, &["WAL segment 3 has a frame at byte 4097"]);
+
+    let mut r = produced_then_healed();
+    let report = ends(
+        &mut r,
+        600,
+        vec![active_with_last_frame_at(SEGMENT_BYTES - 1)],
+    );
+    assert!(report.violations().is_empty(), "{:?}", report.violations());
+}
+
+#[test]
+fn a_frame_past_the_segment_size_is_excused_only_by_a_misdirected_write_on_it() {
+    let misdirected = |path: &'static str| {
+        move |r: &mut Run| {
+            r.with(|t, h| {
+                let fault = FaultKind::Misdirected {
+                    file: FileKind::Wal,
+                    offsets: None,
+                    below_hwm: None,
+                    parts: None,
+                };
+                h.fault(t, fault, None, Some(path));
+            });
+        }
+    };
+    let mut r = produced_then_healed_after(misdirected("/data/wal/00000000000000000003.wal"));
+    let report = ends(&mut r, 600, vec![active_with_last_frame_at(SEGMENT_BYTES)]);
+    assert_eq!(report.wal_progress.oversized_misdirected, vec![3]);
+    assert!(report.violations().is_empty(), "{:?}", report.violations());
+
+    let mut r = produced_then_healed_after(misdirected("/data/wal/00000000000000000000.wal"));
+    let report = ends(&mut r, 600, vec![active_with_last_frame_at(SEGMENT_BYTES)]);
+    assert!(report.wal_progress.oversized_misdirected.is_empty());
+    fires_only(&report, CheckerName::WalProgress);
 }

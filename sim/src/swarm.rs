@@ -12,7 +12,9 @@
 //! probability (see `world::cancel`). With `latent_sector_probability`, a power
 //! loss leaves one sector of a segment unreadable (EIO until written again, see
 //! `fs::latent`), at most `latent_sectors_max` (4) per run. Directory fsync EIO at most
-//! 2 per run (each fails one `sync_dir`, whose entries stay pending).
+//! 2 per run (each fails one `sync_dir`, whose entries stay pending). Corrupt writes
+//! at most 2 per run (a segment write of frame bytes stores one bit flipped; the
+//! commit path's verify must catch it before anything is acknowledged).
 
 use crate::fs::FaultOptions;
 use crate::fs::dice::Dice;
@@ -23,8 +25,9 @@ use std::time::Duration;
 const CANCEL_YIELD_PROBABILITY: f64 = 0.5;
 
 /// The fault kinds [`FaultMix::without`] can turn off.
-pub const WITHOUT_KINDS: [&str; 7] = [
+pub const WITHOUT_KINDS: [&str; 8] = [
     "cancel",
+    "corrupt_write",
     "dir_fsync_eio",
     "process_crash",
     "latent_sector",
@@ -169,6 +172,11 @@ impl FaultMix {
             mix.fs.dir_fsync_eio_probability = 0.01 + dice.unit() * 0.1;
             mix.fs.dir_fsync_eio_max = 2;
         }
+        // And after that one. Rare per write, so the two shots spread over the run.
+        if on(dice, 0.3) {
+            mix.fs.corrupt_write_probability = 0.0005 + dice.unit() * 0.005;
+            mix.fs.corrupt_write_max = 2;
+        }
         mix
     }
 
@@ -200,6 +208,10 @@ impl FaultMix {
             "latent_sector" => {
                 self.latent_sector_probability = 0.0;
                 self.latent_sectors_max = 0;
+            }
+            "corrupt_write" => {
+                self.fs.corrupt_write_probability = 0.0;
+                self.fs.corrupt_write_max = 0;
             }
             // A workload knob, reset by `RunSpec::from_seed_without`; nothing in the mix.
             "wal_roll" => {}
@@ -239,6 +251,9 @@ impl FaultMix {
         }
         if self.fs.misdirect_max > 0 {
             kinds.push("misdirected_write");
+        }
+        if self.fs.corrupt_write_max > 0 {
+            kinds.push("corrupt_write");
         }
         if self.fs.latency_probability > 0.0 {
             kinds.push("latency");

@@ -897,3 +897,81 @@ fn the_written_image_shows_what_lies_under_unreadable_sectors() {
         assert_eq!(written[sector.clone()], contents[sector]);
     }
 }
+
+/// Makes every segment write of frame bytes land corrupt, up to `max` of them.
+fn corrupt_segment_writes(fs: &SimFs, max: u32) {
+    let mut options = FaultOptions::none();
+    options.corrupt_write_probability = 1.0;
+    options.corrupt_write_max = max;
+    fs.set_options(options).expect("options");
+}
+
+/// Bit positions where `a` and `b` differ.
+fn differing_bits(a: &[u8], b: &[u8]) -> Vec<u64> {
+    assert_eq!(a.len(), b.len());
+    (0..a.len() as u64 * 8)
+        .filter(|&i| (a[(i / 8) as usize] ^ b[(i / 8) as usize]) & (1 << (i % 8)) != 0)
+        .collect()
+}
+
+#[test]
+fn a_corrupt_write_stores_one_bit_flipped_in_the_cache_and_on_the_platter() {
+    let segment = "00000000000000000000.log";
+    let fs = sim(21);
+    let file = durable_file(&fs, segment, &[0u8; 4096]);
+    corrupt_segment_writes(&fs, 1);
+    let data: Vec<u8> = (0..1024u32).map(|i| (i % 251) as u8 + 1).collect();
+    block(file.write_at(&data, 512)).expect("write");
+    let cached = read_visible(&fs, &format!("/d/{segment}")).expect("file");
+    assert_eq!(differing_bits(&cached[512..1536], &data).len(), 1);
+    block(file.sync_data()).expect("sync");
+    let durable = fs
+        .durable_bytes(&path(&format!("/d/{segment}")))
+        .expect("durable");
+    assert_eq!(durable, cached, "the fsync persists what the cache shows");
+    let events: Vec<_> = fs
+        .take_events()
+        .into_iter()
+        .filter(|e| e.kind == FsEventKind::CorruptWrite)
+        .collect();
+    assert_eq!(events.len(), 1);
+    let corrupted = events[0].corrupted.as_ref().expect("what was meant");
+    assert_eq!(corrupted.written, data);
+    assert_eq!((events[0].position, events[0].len), (Some(512), Some(1024)));
+    let flipped = differing_bits(&cached, &[&[0u8; 512][..], &data, &[0u8; 2560]].concat());
+    assert_eq!(flipped, vec![corrupted.byte * 8 + u64::from(corrupted.bit)]);
+    // Capped at one: the next write lands as written.
+    block(file.write_at(&data, 2048)).expect("write");
+    let cached = read_visible(&fs, &format!("/d/{segment}")).expect("file");
+    assert_eq!(cached[2048..3072], data[..]);
+}
+
+#[test]
+fn a_corrupt_write_strikes_only_segment_frame_bytes_and_never_after_the_heal() {
+    let fs = sim(22);
+    let segment = "00000000000000000000.log";
+    let file = durable_file(&fs, segment, &[1u8; 128]);
+    let data = [0xABu8; 64];
+    for name in ["hwm", "consumer.offset", "00000000000000000000.wal"] {
+        let file = durable_file(&fs, name, &[0u8; 128]);
+        corrupt_segment_writes(&fs, 4);
+        block(file.write_at(&data, 0)).expect("write");
+        assert_eq!(
+            read_visible(&fs, &format!("/d/{name}")).unwrap()[..64],
+            data
+        );
+    }
+    block(file.write_at(&[0u8; 64], 0)).expect("zeros");
+    assert_eq!(
+        read_visible(&fs, &format!("/d/{segment}")).unwrap()[..64],
+        [0u8; 64],
+        "a preallocation's zeros land as written"
+    );
+    fs.heal();
+    block(file.write_at(&data, 0)).expect("write");
+    assert_eq!(
+        read_visible(&fs, &format!("/d/{segment}")).unwrap()[..64],
+        data
+    );
+    assert_eq!(fs.event_counts().get(&FsEventKind::CorruptWrite), None);
+}

@@ -12,12 +12,13 @@ use cafelog_sim::profile::Profile;
 use cafelog_sim::world::{RunSpec, run};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The seeds of quick 0..5000 and default 0..1500 whose runs take such a listing, and
-/// the corpus seed that needed it (default 3904101853).
-const QUICK: [u64; 14] = [
-    222, 617, 629, 1397, 1537, 2009, 2805, 3199, 3217, 3573, 3706, 3818, 4025, 4545,
+/// The seeds of quick 0..5000 and default 0..1500 whose runs take such a listing, run
+/// without the kinds drawn after they were first picked (re-scanned when recovery's
+/// write-back began to read back what it wrote, which moved the runs).
+const QUICK: [u64; 16] = [
+    397, 617, 629, 817, 895, 1099, 1397, 1537, 1564, 3127, 3199, 3276, 3573, 3706, 3724, 4025,
 ];
-const DEFAULT: [u64; 7] = [222, 242, 410, 1194, 1251, 1373, 3_904_101_853];
+const DEFAULT: [u64; 5] = [222, 242, 397, 700, 1490];
 
 /// One mid-open listing: where it sits in the history, its incarnation, and per
 /// partition the range and copies listed.
@@ -162,7 +163,8 @@ fn a_mid_open_listing_is_what_the_open_reports_and_serves() {
     ] {
         for &seed in seeds {
             // As the seeds ran when they were picked for their listings.
-            let spec = RunSpec::from_seed_without(seed, &profile, &["dir_fsync_eio".into()])
+            let without = ["corrupt_write".into(), "dir_fsync_eio".into()];
+            let spec = RunSpec::from_seed_without(seed, &profile, &without)
                 .expect("a kind the swarm draws");
             let outcome = run(&spec);
             let events = outcome.history.events();

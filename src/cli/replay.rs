@@ -47,8 +47,9 @@ pub struct Args {
     /// the verdict.
     #[arg(long, value_name = "ID")]
     pub explain_id: Vec<u64>,
-    /// Run with this fault kind off (cancel, process_crash, latent_sector, loop_drop,
-    /// settle_drop, or wal_roll: the WAL's drawn segment size; repeatable):
+    /// Run with this fault kind off (cancel, corrupt_write, dir_fsync_eio,
+    /// process_crash, latent_sector, loop_drop, settle_drop, or wal_roll: the WAL's
+    /// drawn segment size; repeatable):
     /// the seed as it ran before the swarm drew the kind, as corpus entries with
     /// `without` do.
     #[arg(long, value_name = "KIND")]

@@ -118,6 +118,10 @@ pub struct FailingFs {
     pub short_reads: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// `read_at` calls that failed with EIO (a bad sector hit).
     pub eio_reads: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// While above 0, a write of frame bytes (not all zeros) to a segment file stores
+    /// its last byte with the low bit flipped (a write that lands corrupt), and counts
+    /// this down.
+    pub corrupt_segment_writes: std::sync::Arc<std::sync::atomic::AtomicU32>,
     /// Every write attempted, in order.
     pub writes: std::sync::Arc<std::sync::Mutex<Vec<WriteOp>>>,
     /// Every directory operation, in order: `remove NAME`, `sync_dir`.
@@ -141,12 +145,21 @@ pub struct WriteOp {
 
 /// Opens a log in `dir` on a [`FailingFs`] (no faults set yet), returning both.
 pub fn open_failing(dir: &Path, config: LogConfig) -> (Log<FailingFs, ManualClock>, FailingFs) {
+    let fs = FailingFs::default();
+    let log = pollster::block_on(open_on(fs.clone(), dir, config)).expect("open log");
+    (log, fs)
+}
+
+/// Opens the log in `dir` on `fs` (a [`FailingFs`] armed beforehand).
+pub async fn open_on(
+    fs: FailingFs,
+    dir: &Path,
+    config: LogConfig,
+) -> Result<Log<FailingFs, ManualClock>, cafelog_engine::log::LogError> {
     watchdog::start();
     every_alarm_stays_interesting();
-    let fs = FailingFs::default();
     let clock = ManualClock::new(WALL_START_MS);
-    let (log, _) = pollster::block_on(Log::open(fs.clone(), clock, dir, config)).expect("open log");
-    (log, fs)
+    Log::open(fs, clock, dir, config).await.map(|(log, _)| log)
 }
 
 /// Polls `future` once, then drops it (as a timeout would); whether it finished.
@@ -242,6 +255,22 @@ impl cafelog_engine::fs::File for FailingFile {
                 .write_blocked
                 .store(true, std::sync::atomic::Ordering::SeqCst);
             std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let corrupt = !zeros
+            && self.name.ends_with(".log")
+            && self
+                .fs
+                .corrupt_segment_writes
+                .fetch_update(
+                    std::sync::atomic::Ordering::SeqCst,
+                    std::sync::atomic::Ordering::SeqCst,
+                    |n| n.checked_sub(1),
+                )
+                .is_ok();
+        if corrupt && let Some((last, rest)) = data.split_last() {
+            let mut stored = rest.to_vec();
+            stored.push(last ^ 1);
+            return self.inner.write_at(&stored, position).await;
         }
         self.inner.write_at(data, position).await
     }

@@ -174,6 +174,54 @@ fn an_open_writes_back_every_frame_above_the_hwm_with_the_bytes_it_holds() {
 }
 
 #[test]
+fn a_write_back_that_lands_corrupt_is_written_again_before_the_open_returns() {
+    // The write-back overwrites the only copy of frames that may hold acknowledged
+    // records: one that lands corrupt must not be fsynced as it is.
+    let dir = tempfile::tempdir().unwrap();
+    let config = log_with_hidden_tail(dir.path(), 12, 5);
+    let names = segment_files(dir.path());
+    let before: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| std::fs::read(dir.path().join(n)).unwrap())
+        .collect();
+    let fs = FailingFs::default();
+    fs.corrupt_segment_writes
+        .store(3, std::sync::atomic::Ordering::SeqCst);
+    let log = pollster::block_on(open_on(fs.clone(), dir.path(), config.clone())).unwrap();
+    assert_eq!(
+        fs.corrupt_segment_writes
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the first three writes back landed corrupt"
+    );
+    for (name, bytes) in names.iter().zip(&before) {
+        let now = std::fs::read(dir.path().join(name)).unwrap();
+        let end = frames_end(dir.path(), name) as usize;
+        assert_eq!(now[..end], bytes[..end], "{name} holds the bytes it held");
+    }
+    let records = read_all(&log, 0);
+    assert_eq!(records.len(), 5, "every record below the HWM reads back");
+    pollster::block_on(log.close()).unwrap();
+    drop(log);
+    let (log, _) = open_failing(dir.path(), config);
+    assert_eq!(log.hwm(), 5);
+    assert_eq!(read_all(&log, 0).len(), 5);
+}
+
+#[test]
+fn a_write_back_that_keeps_landing_corrupt_fails_the_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = log_with_hidden_tail(dir.path(), 12, 5);
+    let fs = FailingFs::default();
+    fs.corrupt_segment_writes
+        .store(u32::MAX, std::sync::atomic::Ordering::SeqCst);
+    let error = pollster::block_on(open_on(fs, dir.path(), config))
+        .err()
+        .expect("the open fails");
+    assert!(error.to_string().contains("read back different"), "{error}");
+}
+
+#[test]
 fn an_open_with_nothing_above_the_hwm_writes_no_frame_back() {
     let dir = tempfile::tempdir().unwrap();
     let config = log_with_hidden_tail(dir.path(), 6, 6);

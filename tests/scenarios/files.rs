@@ -50,6 +50,7 @@ scenarios! {
     a_crash_free_run_has_no_duplicates_and_no_loss => crash_free_accounting;
     a_gate_opening_wakes_a_parked_consumer_while_another_takes_one_at_a_time => woken_by_gates;
     a_restart_resumes_consumption_from_the_last_durable_frontier => resumed_from_durable;
+    a_write_that_lands_corrupt_is_caught_by_its_verify_and_acknowledges_nothing => corrupt_write_poisoned;
     background_loops_and_settles_dropped_part_way_lose_nothing => loops_and_settles_dropped;
     bad_frame_above_the_hwm_is_truncated;
     bit_flip_below_the_hwm_refuses_to_open;
@@ -302,6 +303,33 @@ fn both_copies_gone(_: &Scenario, outcome: &RunOutcome) {
         )
     });
     assert!(killed_after_replay, "no process crash right after a replay");
+}
+
+/// The corrupt write was a commit's: the partition it hit was poisoned after it, in the
+/// same incarnation.
+fn corrupt_write_poisoned(_: &Scenario, outcome: &RunOutcome) {
+    let events = outcome.history.events();
+    let (index, hit) = events
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| match &e.kind {
+            EventKind::Fault {
+                kind: FaultKind::CorruptWrite { .. },
+                tp: Some(tp),
+                ..
+            } => Some((i, (tp.clone(), e.incarnation))),
+            _ => None,
+        })
+        .expect("a corrupt write");
+    let poisoned = events[index..].iter().any(|e| {
+        matches!(&e.kind, EventKind::PartitionPoisoned { tp } if *tp == hit.0)
+            && e.incarnation == hit.1
+    });
+    assert!(
+        poisoned,
+        "{} was not poisoned after the corrupt write",
+        hit.0
+    );
 }
 
 fn lost_fsync_hit_a_segment(_: &Scenario, outcome: &RunOutcome) {

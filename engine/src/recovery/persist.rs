@@ -21,16 +21,23 @@
 //!   count compared with the scan's before it is written;
 //! - nothing is written past a segment's valid extent, so the zero tail stays zeros; a
 //!   sealed segment's length is set again to its valid extent in the same fsync, so a
-//!   written-back frame that lands astray past the end cannot outlive it on the platter.
+//!   written-back frame that lands astray past the end cannot outlive it on the platter;
+//! - every run written back reads back as the bytes written before the fsync that makes
+//!   it durable: a write that landed corrupt is written again (a few times, then the
+//!   open fails). The write-back overwrites the only copy of frames that may hold
+//!   acknowledged records, so it checks its own writes as the commit path does.
 
 use super::reader::SegmentReader;
 use super::scan::{FrameEntry, PartitionScan};
-use crate::fs::{File, Fs, OpenMode};
+use crate::fs::{File, Fs, OpenMode, read_exact_at};
 use std::io;
 use std::path::Path;
 
 /// Frames written back per write call, at most (one frame alone may be larger).
 const CHUNK_BYTES: u64 = 1 << 20;
+
+/// Writes of one run that may read back wrong before the open gives up.
+const WRITE_BACK_ATTEMPTS: u32 = 4;
 
 /// Writes back and fsyncs every kept frame holding an offset at or above the scan's
 /// HWM (every frame, after a clamp), then fsyncs `dir`. Returns the bytes written
@@ -137,6 +144,32 @@ async fn write_back<F: File>(file: &F, name: &str, frames: &[&FrameEntry]) -> io
         last.end_position() - first.position,
         "the frames are contiguous"
     );
-    file.write_at(&bytes, first.position).await?;
+    write_checked(file, name, &bytes, first.position).await?;
     Ok(bytes.len() as u64)
+}
+
+/// Writes `bytes` at `position` and reads them back, writing again while they read
+/// back different, at most [`WRITE_BACK_ATTEMPTS`] times.
+async fn write_checked<F: File>(
+    file: &F,
+    name: &str,
+    bytes: &[u8],
+    position: u64,
+) -> io::Result<()> {
+    let mut back = vec![0u8; bytes.len()];
+    for _ in 0..WRITE_BACK_ATTEMPTS {
+        file.write_at(bytes, position).await?;
+        read_exact_at(file, &mut back, position).await?;
+        if back == bytes {
+            return Ok(());
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "{name} at byte {position}: {} bytes written back read back different \
+             {WRITE_BACK_ATTEMPTS} times",
+            bytes.len()
+        ),
+    ))
 }

@@ -491,6 +491,7 @@ pub fn fault_name(kind: &FaultKind) -> &'static str {
         FaultKind::BitFlip { .. } => "bit flip",
         FaultKind::Misdirected { .. } => "misdirected write",
         FaultKind::LatentSector { .. } => "latent sector error",
+        FaultKind::CorruptWrite { .. } => "corrupt write",
         FaultKind::Enospc { .. } => "ENOSPC",
         FaultKind::Latency { .. } => "latency",
         FaultKind::ClockStep { .. } => "clock step",

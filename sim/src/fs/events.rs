@@ -48,6 +48,8 @@ pub enum FsEventKind {
     ProcessCrash,
     /// `sync_dir` returned EIO; the directory's pending entries stay pending.
     DirFsyncEio,
+    /// A segment write stored one bit flipped (page cache and pending write).
+    CorruptWrite,
 }
 
 /// One entry of the fault log.
@@ -77,6 +79,32 @@ pub struct FsEvent {
     /// length), so a caller can tell its loss from older divergence of the same file.
     /// Empty for other events.
     pub lost_ranges: Vec<Range<u64>>,
+    /// For a [`FsEventKind::CorruptWrite`]: the bytes as the caller meant them and the
+    /// bit that was flipped.
+    pub corrupted: Option<CorruptedWrite>,
+}
+
+/// A write that landed corrupt: what the caller passed, so a reader can tell which
+/// frame the flip hit even after the page cache changed (a rewrite, a truncation).
+#[derive(Clone, PartialEq, Eq)]
+pub struct CorruptedWrite {
+    /// The file position of the flipped byte (within the write).
+    pub byte: u64,
+    /// Which bit of it, 0 to 7.
+    pub bit: u8,
+    /// The bytes the caller wrote, starting at the event's `position`.
+    pub written: Vec<u8>,
+}
+
+impl std::fmt::Debug for CorruptedWrite {
+    // The bytes are a frame or more: their length says enough in a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CorruptedWrite")
+            .field("byte", &self.byte)
+            .field("bit", &self.bit)
+            .field("written_len", &self.written.len())
+            .finish()
+    }
 }
 
 /// What a misdirected write destroyed: the bytes it landed on, in the durable image
@@ -143,6 +171,7 @@ impl FsEventLog {
             detail,
             overwritten: None,
             lost_ranges: Vec::new(),
+            corrupted: None,
         });
     }
 
@@ -163,6 +192,16 @@ impl FsEventLog {
             && last.seq + 1 == self.next_seq
         {
             last.overwritten = Some(overwritten);
+        }
+    }
+
+    /// Attaches to the event just recorded (a corrupt write) what was meant; nothing
+    /// when that event was not stored (the buffer was full).
+    pub(crate) fn corrupted(&mut self, corrupted: CorruptedWrite) {
+        if let Some(last) = self.events.last_mut()
+            && last.seq + 1 == self.next_seq
+        {
+            last.corrupted = Some(corrupted);
         }
     }
 

@@ -63,7 +63,10 @@
 //! (`sync_dir` of a directory with pending entries commits none of them: they stay
 //! pending, as a journal commit that failed wrote all or nothing); lost fsync (Ok, nothing
 //! persisted); ENOSPC on `write_at` (nothing written); misdirected writes (a pending
-//! write persisted at fsync or crash lands a whole number of sectors away); bit flips
+//! write persisted at fsync or crash lands a whole number of sectors away); corrupt
+//! writes (a `write_at` of frame bytes to a log segment stores one bit flipped, in the
+//! cache and so on the platter at the next fsync: in contract, as the commit path
+//! re-reads what it fsynced before it acknowledges anything); bit flips
 //! at rest ([`SimFs::flip_random_bit`]); latent sector errors ([`SimFs::latent_sector`]:
 //! reads touching a sector fail with EIO until a write of it reaches the platter, see
 //! `latent.rs`); latency (until the heal) and scheduling points.
@@ -103,7 +106,7 @@ mod power;
 mod reads;
 
 pub use damage::BitFlip;
-pub use events::{EVENTS_BUFFERED_MAX, FsEvent, FsEventKind, Overwritten};
+pub use events::{CorruptedWrite, EVENTS_BUFFERED_MAX, FsEvent, FsEventKind, Overwritten};
 pub use inode::{FILE_SIZE_MAX, SECTOR_SIZE};
 pub use latent::{LatentSector, UNREADABLE_FILL};
 pub use options::{FaultOptions, FaultOptionsError, LATENCY_MAX, MISDIRECT_SHIFT_SECTORS_LIMIT};

@@ -68,6 +68,13 @@ pub struct FaultOptions {
     /// The shift is drawn from `1..=misdirect_shift_sectors_max` sectors, up or down.
     pub misdirect_shift_sectors_max: u32,
 
+    // --- writes that land corrupt (in contract: the commit path's verify catches them) ---
+    /// A `write_at` of data that is not all zeros to a log segment file stores one bit
+    /// flipped, in the page cache and so in what the next fsync persists.
+    pub corrupt_write_probability: f64,
+    /// Cap on corrupt writes.
+    pub corrupt_write_max: u32,
+
     // --- scheduling ---
     /// Probability that an operation sleeps (simulated time) before taking effect.
     pub latency_probability: f64,
@@ -107,6 +114,8 @@ impl FaultOptions {
             misdirect_probability: 0.0,
             misdirect_max: 0,
             misdirect_shift_sectors_max: 1,
+            corrupt_write_probability: 0.0,
+            corrupt_write_max: 0,
             latency_probability: 0.0,
             latency_min: Duration::ZERO,
             latency_max: Duration::ZERO,
@@ -145,6 +154,7 @@ impl FaultOptions {
             ("dir_fsync_eio_probability", self.dir_fsync_eio_probability),
             ("enospc_probability", self.enospc_probability),
             ("misdirect_probability", self.misdirect_probability),
+            ("corrupt_write_probability", self.corrupt_write_probability),
             ("latency_probability", self.latency_probability),
             ("latency_after_probability", self.latency_after_probability),
             ("yield_probability", self.yield_probability),

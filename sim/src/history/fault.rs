@@ -77,6 +77,18 @@ pub enum FaultKind {
         offsets: Option<OffsetRange>,
         below_hwm: Option<bool>,
     },
+    /// A write to a segment stored one bit flipped (in the page cache, so the next
+    /// fsync persists it). In contract: the commit path re-reads what it fsynced before
+    /// the HWM moves, so it must poison the log rather than acknowledge the frame; it
+    /// excuses no loss, skip, refusal or clamp, only the poison and a cut of its own
+    /// frame. `offsets`: the records of the frame the bit landed in (`None`: unknown);
+    /// `below_hwm` whether that frame starts below the durable `hwm` word at the write
+    /// (only a write-back after a clamp rewrites frames there).
+    CorruptWrite {
+        file: FileKind,
+        offsets: Option<OffsetRange>,
+        below_hwm: Option<bool>,
+    },
     /// A write or create failed with ENOSPC.
     Enospc { file: FileKind },
     /// I/O slowed down by `delay_ms`.
@@ -117,6 +129,7 @@ impl FaultKind {
             | FaultKind::BitFlip { file, .. }
             | FaultKind::Misdirected { file, .. }
             | FaultKind::LatentSector { file, .. }
+            | FaultKind::CorruptWrite { file, .. }
             | FaultKind::Enospc { file } => Some(*file),
             FaultKind::Crash
             | FaultKind::Latency { .. }

@@ -328,12 +328,13 @@ type SwitchOff = fn(&mut RunSpec);
 
 /// The disk's and the server's faults, one at a time.
 fn mix(push: &mut Push<'_>) {
-    let offs: [(&str, SwitchOff); 14] = [
+    let offs: [(&str, SwitchOff); 15] = [
         ("no fsync EIO", |c| c.mix.fs.fsync_eio_max = 0),
         ("no directory fsync EIO", |c| c.mix.fs.dir_fsync_eio_max = 0),
         ("no lost fsync", |c| c.mix.fs.lost_fsync_max = 0),
         ("no ENOSPC", |c| c.mix.fs.enospc_max = 0),
         ("no misdirected writes", |c| c.mix.fs.misdirect_max = 0),
+        ("no corrupt writes", |c| c.mix.fs.corrupt_write_max = 0),
         ("no latency", |c| {
             c.mix.fs.latency_probability = 0.0;
             c.mix.fs.latency_after_probability = 0.0;

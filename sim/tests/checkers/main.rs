@@ -117,6 +117,7 @@ mod causes;
 mod clamped;
 mod clean;
 mod commit_time;
+mod corrupt_write;
 mod corruption;
 mod corruption_while_open;
 mod delay_gate;

@@ -35,8 +35,9 @@ pub struct Args {
     /// Profile: quick, default or long.
     #[arg(long, default_value = "default", value_parser = Profile::by_name)]
     pub profile: Profile,
-    /// Turn a fault kind off in every seed (cancel, process_crash, latent_sector,
-    /// loop_drop, settle_drop, or wal_roll: the WAL's drawn segment size; repeatable):
+    /// Turn a fault kind off in every seed (cancel, corrupt_write, dir_fsync_eio,
+    /// process_crash, latent_sector, loop_drop, settle_drop, or wal_roll: the WAL's
+    /// drawn segment size; repeatable):
     /// the seeds as they ran before the swarm drew the kind. Failing seeds print and
     /// save with the same flags.
     #[arg(long, value_name = "KIND")]

@@ -41,6 +41,25 @@ fn damage_at(
     })
 }
 
+/// A corrupt write to `tp`'s segments before `before` whose flipped bit landed in the
+/// frame holding `offset`: the only alarm besides the poison it explains is a cut of
+/// that frame (the verify refused it, so nothing built on it).
+fn corrupt_write_at(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    offset: Offset,
+    before: usize,
+) -> Option<usize> {
+    faults(facts)
+        .find(|(i, kind, t, _)| {
+            *i < before
+                && *t == Some(tp)
+                && matches!(kind, FaultKind::CorruptWrite { offsets: Some(r), .. }
+                    if r.contains(offset))
+        })
+        .map(|(i, ..)| i)
+}
+
 /// An out-of-contract fault on a file of `files` of `tp` before `before` reaching
 /// `offset` (or of unknown reach). A frame-level alarm (a bad frame, a cut, a skip) is
 /// explained only by a fault on the log's own files; a clamp also by one on `hwm`.
@@ -229,15 +248,18 @@ pub(super) fn uncaused(
             let bound_on_word = crash.is_some_and(|p| {
                 p.durable_tail == p.persisted_hwm && p.durable_tail > p.memory_hwm.unwrap_or(0)
             }) && reach_at(facts, tp, HWM_FILE, *offset, before).is_some();
-            (*offset < durable_tail && !bound_on_word && caused_at(*offset, before).is_none()).then(
-                || {
-                    format!(
-                        "cuts durable data (the crash before left the durable tail at \
+            let corrupt = corrupt_write_at(facts, tp, *offset, before).is_some();
+            (*offset < durable_tail
+                && !bound_on_word
+                && !corrupt
+                && caused_at(*offset, before).is_none())
+            .then(|| {
+                format!(
+                    "cuts durable data (the crash before left the durable tail at \
                      {durable_tail}) with no damage at rest or out-of-contract fault reaching \
                      offset {offset} before the open"
-                    )
-                },
-            )
+                )
+            })
         }
         Alarm::FrameSkipped { base, records } => {
             let end = base + records;
@@ -331,6 +353,8 @@ pub(super) fn uncaused(
                         FaultKind::FsyncEio { file } | FaultKind::Enospc { file } => {
                             !*directory && *file != FileKind::ConsumerOffset
                         }
+                        // A frame the verify re-read found bad.
+                        FaultKind::CorruptWrite { .. } => !*directory,
                         _ => !*directory && kind.segment_damage().is_some(),
                     }
             });

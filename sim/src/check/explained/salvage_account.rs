@@ -97,9 +97,11 @@ fn offered(facts: &Facts<'_>, report: &mut AlarmsReport) {
         else {
             continue;
         };
-        let damaged_meanwhile = events[index..opened.index]
-            .iter()
-            .any(|e| matches!(&e.kind, EventKind::Fault { tp: Some(t), .. } if t == tp));
+        // A corrupt write is the open's own write-back, after the salvage read.
+        let damaged_meanwhile = events[index..opened.index].iter().any(|e| {
+            matches!(&e.kind, EventKind::Fault { tp: Some(t), kind, .. }
+                if t == tp && !matches!(kind, crate::history::FaultKind::CorruptWrite { .. }))
+        });
         if damaged_meanwhile {
             continue;
         }

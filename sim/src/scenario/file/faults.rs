@@ -4,7 +4,7 @@
 use super::*;
 
 /// The fault kinds a run's fault counts use (the `fault` tag of `FaultKind`).
-pub const FAULT_NAMES: [&str; 13] = [
+pub const FAULT_NAMES: [&str; 14] = [
     "crash",
     "process_crash",
     "torn_write",
@@ -18,6 +18,7 @@ pub const FAULT_NAMES: [&str; 13] = [
     "latency",
     "clock_step",
     "cancel",
+    "corrupt_write",
 ];
 
 /// The disk's fault options (`FaultOptions`, latencies in µs).
@@ -39,6 +40,11 @@ pub struct DiskSpec {
     pub misdirect_probability: f64,
     pub misdirect_max: u32,
     pub misdirect_shift_sectors_max: u32,
+    // Left out when off, so the files written before the fault existed read the same.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub corrupt_write_probability: f64,
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub corrupt_write_max: u32,
     pub latency_probability: f64,
     pub latency_min_us: u64,
     pub latency_max_us: u64,
@@ -74,6 +80,8 @@ impl From<&crate::fs::FaultOptions> for DiskSpec {
             misdirect_probability: o.misdirect_probability,
             misdirect_max: o.misdirect_max,
             misdirect_shift_sectors_max: o.misdirect_shift_sectors_max,
+            corrupt_write_probability: o.corrupt_write_probability,
+            corrupt_write_max: o.corrupt_write_max,
             latency_probability: o.latency_probability,
             latency_min_us: us(o.latency_min),
             latency_max_us: us(o.latency_max),
@@ -103,6 +111,8 @@ impl DiskSpec {
             misdirect_probability: self.misdirect_probability,
             misdirect_max: self.misdirect_max,
             misdirect_shift_sectors_max: self.misdirect_shift_sectors_max,
+            corrupt_write_probability: self.corrupt_write_probability,
+            corrupt_write_max: self.corrupt_write_max,
             latency_probability: self.latency_probability,
             latency_min: Duration::from_micros(self.latency_min_us),
             latency_max: Duration::from_micros(self.latency_max_us),

@@ -88,6 +88,39 @@ impl Recorder {
         }
     }
 
+    /// The records of the frame a corrupt write's flipped bit landed in, walking the
+    /// bytes the engine meant (every segment write is a run of whole frames from its
+    /// position; the page cache may have changed since), and whether that frame starts
+    /// below the durable `hwm` word. `(None, None)` when the walk cannot name it.
+    fn corrupt_write_reach(&self, event: &FsEvent) -> (Option<OffsetRange>, Option<bool>) {
+        let (Some(c), Some(position)) = (&event.corrupted, event.position) else {
+            return (None, None);
+        };
+        let within = c.byte - position;
+        let mut at = 0;
+        let offsets = loop {
+            let Some(header) = crate::reference::frame::valid_at(&c.written, at) else {
+                break None;
+            };
+            if within < at + header.frame_len() {
+                break Some(OffsetRange {
+                    start: header.base_offset,
+                    end: header.base_offset + u64::from(header.record_count),
+                });
+            }
+            at += header.frame_len();
+        };
+        let Some(offsets) = offsets else {
+            return (None, None);
+        };
+        let persisted = event
+            .path
+            .parent()
+            .and_then(|dir| self.fs.durable_bytes(&dir.join(layout::HWM_FILE)))
+            .map_or(Some(0), |bytes| word::decode(&bytes));
+        (Some(offsets), persisted.map(|p| offsets.start < p))
+    }
+
     /// What the engine believes durable in `path` but the disk does not hold: the byte
     /// ranges where the page cache and the durable image differ, with the page cache
     /// (what the engine wrote). Right after a lost fsync these are the writes it did
@@ -235,6 +268,17 @@ impl Recorder {
                         offsets: reach.offsets,
                         below_hwm: reach.below_hwm,
                         parts: reach.parts,
+                    }
+                }
+                // Not damage at rest: no damaged-partition mark, no held copies. The
+                // engine's verify must catch it before anything builds on the frame.
+                FsEventKind::CorruptWrite => {
+                    let (offsets, below_hwm) = self.corrupt_write_reach(&event);
+                    self.paths.corrupt_writes += 1;
+                    FaultKind::CorruptWrite {
+                        file,
+                        offsets,
+                        below_hwm,
                     }
                 }
                 FsEventKind::CrashWriteTorn => FaultKind::TornWrite { file },

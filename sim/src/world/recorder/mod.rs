@@ -217,6 +217,8 @@ impl Recorder {
 
     /// The partition each fault since the last restart named (`None`: a store-wide
     /// file, or the node): what an open still running may have read before it landed.
+    /// Not a corrupt write: that is the engine's own write after its scan, which it
+    /// must check itself.
     pub fn struck_since_restart(&self) -> impl Iterator<Item = Option<&TopicPartition>> {
         let events = self.history.events();
         let since = events
@@ -224,6 +226,10 @@ impl Recorder {
             .rposition(|e| matches!(e.kind, EventKind::Restart))
             .unwrap_or(0);
         events[since..].iter().filter_map(|e| match &e.kind {
+            EventKind::Fault {
+                kind: FaultKind::CorruptWrite { .. },
+                ..
+            } => None,
             EventKind::Fault { tp, .. } => Some(tp.as_ref()),
             _ => None,
         })

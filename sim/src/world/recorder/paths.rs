@@ -57,6 +57,8 @@ pub struct Paths {
     pub clock_steps: u64,
     pub bit_flips: u64,
     pub latent_sectors: u64,
+    /// Segment writes that landed with a bit flipped (each must end in a poison).
+    pub corrupt_writes: u64,
     pub restarts_after_fatal_error: u64,
     /// Acks and nacks dropped before they returned (each had no effect).
     pub settles_dropped: u64,
@@ -106,6 +108,7 @@ impl Paths {
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),
             ("latent_sectors", self.latent_sectors),
+            ("corrupt_writes", self.corrupt_writes),
             ("settles_dropped", self.settles_dropped),
             ("loops_dropped", self.loops_dropped),
             (

@@ -66,6 +66,7 @@ scenarios! {
     parked_consumers_wake_for_commits_nacks_and_expired_leases => woken_by_queue_broadcasts;
     requests_dropped_part_way_acknowledge_nothing_and_poison_nothing;
     retention_deletes_a_segment_while_a_consumer_reads_it => reaped_by_age;
+    retention_never_reaps_a_segment_a_replay_still_needs;
     retention_outruns_a_slow_consumer_and_deletes_records_it_never_read => reaped_by_age;
     torn_tail_is_truncated_on_restart;
     torn_write_into_preallocated_space_is_truncated;

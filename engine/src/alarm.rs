@@ -70,6 +70,14 @@ pub const CANCELLED_OP: &str = "records in flight dropped";
 /// checker tells the log's failure from the store's by it).
 pub const SYNC_DIR_OP: &str = "sync directory after segment create";
 
+/// The `op` of a poison raised when the re-read after an fsync found a frame that does
+/// not read back as written.
+pub const VERIFY_AFTER_FSYNC_OP: &str = "verify frame after fsync";
+
+/// The `op` of a poison raised when a frame an fsync left in doubt did not read back as
+/// written before it was rewritten.
+pub const VERIFY_BEFORE_REWRITE_OP: &str = "verify frame before rewriting it";
+
 /// Every alarm name, for a consumer that wants to know them all.
 pub const ALL: [&str; 21] = [
     TORN_TAIL,

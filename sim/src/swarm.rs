@@ -14,7 +14,8 @@
 //! `fs::latent`), at most `latent_sectors_max` (4) per run. Directory fsync EIO at most
 //! 2 per run (each fails one `sync_dir`, whose entries stay pending). Corrupt writes
 //! at most 2 per run (a segment write of frame bytes stores one bit flipped; the
-//! commit path's verify must catch it before anything is acknowledged).
+//! commit path's verify must catch it before anything is acknowledged), none later than
+//! a flush and a sync interval before the heal, so its poison comes before the heal.
 
 use crate::fs::FaultOptions;
 use crate::fs::dice::Dice;

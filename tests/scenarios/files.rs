@@ -307,29 +307,38 @@ fn both_copies_gone(_: &Scenario, outcome: &RunOutcome) {
 }
 
 /// The corrupt write was a commit's: the partition it hit was poisoned after it, in the
-/// same incarnation.
+/// same incarnation, and no record of the frame it hit was acknowledged there.
 fn corrupt_write_poisoned(_: &Scenario, outcome: &RunOutcome) {
     let events = outcome.history.events();
-    let (index, hit) = events
+    let (index, tp, incarnation, frame) = events
         .iter()
         .enumerate()
         .find_map(|(i, e)| match &e.kind {
             EventKind::Fault {
-                kind: FaultKind::CorruptWrite { .. },
+                kind: FaultKind::CorruptWrite { offsets, .. },
                 tp: Some(tp),
                 ..
-            } => Some((i, (tp.clone(), e.incarnation))),
+            } => Some((i, tp.clone(), e.incarnation, *offsets)),
             _ => None,
         })
         .expect("a corrupt write");
-    let poisoned = events[index..].iter().any(|e| {
-        matches!(&e.kind, EventKind::PartitionPoisoned { tp } if *tp == hit.0)
-            && e.incarnation == hit.1
+    let frame = frame.expect("the world named the frame it hit");
+    let same = || {
+        events[index..]
+            .iter()
+            .filter(|e| e.incarnation == incarnation)
+    };
+    let poisoned =
+        same().any(|e| matches!(&e.kind, EventKind::PartitionPoisoned { tp: t } if *t == tp));
+    assert!(poisoned, "{tp} was not poisoned after the corrupt write");
+    let acked = same().any(|e| {
+        matches!(&e.kind, EventKind::ProduceAck { tp: t, offset: Some(o), .. }
+            if *t == tp && frame.contains(*o))
     });
     assert!(
-        poisoned,
-        "{} was not poisoned after the corrupt write",
-        hit.0
+        !acked,
+        "a record of the corrupt frame [{}, {}) was acknowledged",
+        frame.start, frame.end
     );
 }
 

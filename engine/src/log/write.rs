@@ -458,7 +458,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             if let Err(reason) = verify_frame(io.active.as_ref(), &entry, &mut io.verify_buf).await
             {
                 return Err(self.poison(
-                    "verify frame before rewriting it",
+                    crate::alarm::VERIFY_BEFORE_REWRITE_OP,
                     std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
                 ));
             }
@@ -518,7 +518,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
             if let Err(reason) = verify_frame(io.active.as_ref(), &entry, &mut io.verify_buf).await
             {
                 return Err(self.poison(
-                    "verify frame after fsync",
+                    crate::alarm::VERIFY_AFTER_FSYNC_OP,
                     std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
                 ));
             }

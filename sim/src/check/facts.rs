@@ -492,6 +492,7 @@ pub fn fault_name(kind: &FaultKind) -> &'static str {
         FaultKind::Misdirected { .. } => "misdirected write",
         FaultKind::LatentSector { .. } => "latent sector error",
         FaultKind::CorruptWrite { .. } => "corrupt write",
+        FaultKind::CorruptWriteLeft { .. } => "corrupt write left by a killed write-back",
         FaultKind::Enospc { .. } => "ENOSPC",
         FaultKind::Latency { .. } => "latency",
         FaultKind::ClockStep { .. } => "clock step",

@@ -220,21 +220,16 @@ pub fn check(facts: &Facts<'_>) -> WalProgressReport {
             report.kept_for_damage.push(segment.base);
             continue;
         }
-        let end_index = events.len() - 1;
-        report.violations.push(Violation {
-            records: segment
-                .ends
-                .iter()
-                .map(|(tp, _)| RecordRef::new(tp, None, None))
-                .collect(),
-            events: vec![end_index],
-            message: format!(
+        report.violations.push(segment_violation(
+            events,
+            segment,
+            format!(
                 "WAL segment {} ({} entries) still listed at the end, {} ms after the \
                  last write to the WAL (the heal, the open's return or a produce), past \
                  the bound of {} ms",
                 segment.base, segment.entries, report.quiet_ms, report.bound_ms
             ),
-        });
+        ));
     }
     report
 }
@@ -266,19 +261,32 @@ fn sizes(
             report.oversized_misdirected.push(segment.base);
             continue;
         }
-        report.violations.push(Violation {
-            records: segment
-                .ends
-                .iter()
-                .map(|(tp, _)| RecordRef::new(tp, None, None))
-                .collect(),
-            events: vec![events.len() - 1],
-            message: format!(
+        report.violations.push(segment_violation(
+            events,
+            segment,
+            format!(
                 "WAL segment {} has a frame at byte {at}, at or past the segment size of \
                  {segment_bytes} bytes: the WAL wrote to a full segment instead of rolling",
                 segment.base
             ),
-        });
+        ));
+    }
+}
+
+/// A violation naming `segment`'s partitions, at the end of the history.
+fn segment_violation(
+    events: &[crate::history::Event],
+    segment: &WalSegmentAtEnd,
+    message: String,
+) -> Violation {
+    Violation {
+        records: segment
+            .ends
+            .iter()
+            .map(|(tp, _)| RecordRef::new(tp, None, None))
+            .collect(),
+        events: vec![events.len() - 1],
+        message,
     }
 }
 

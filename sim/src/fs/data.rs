@@ -53,6 +53,12 @@ impl State {
         if max == 0 || p == 0.0 {
             return None;
         }
+        let now = madsim::time::TimeHandle::try_current().map(|t| t.elapsed());
+        if let (Some(before), Some(now)) = (options.corrupt_write_before, now)
+            && now >= before
+        {
+            return None;
+        }
         let segment = handle
             .path
             .file_name()

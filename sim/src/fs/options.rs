@@ -74,6 +74,9 @@ pub struct FaultOptions {
     pub corrupt_write_probability: f64,
     /// Cap on corrupt writes.
     pub corrupt_write_max: u32,
+    /// Corrupt writes strike only before this simulated time (`None`: until the
+    /// heal), so the poison their verify raises at a later sync comes before the heal.
+    pub corrupt_write_before: Option<Duration>,
 
     // --- scheduling ---
     /// Probability that an operation sleeps (simulated time) before taking effect.
@@ -116,6 +119,7 @@ impl FaultOptions {
             misdirect_shift_sectors_max: 1,
             corrupt_write_probability: 0.0,
             corrupt_write_max: 0,
+            corrupt_write_before: None,
             latency_probability: 0.0,
             latency_min: Duration::ZERO,
             latency_max: Duration::ZERO,

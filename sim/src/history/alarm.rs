@@ -59,10 +59,13 @@ pub enum Alarm {
     /// A write or fsync failed, or (`cancelled`) records in flight were dropped before
     /// they reached the file; the partition acknowledges nothing more. `directory`: the
     /// failure was the fsync of the partition's directory after a segment create.
+    /// `verify`: a frame the log wrote did not read back as written.
     Poisoned {
         cancelled: bool,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         directory: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        verify: bool,
     },
     /// The hidden tail `[from, to)` made visible (the WAL lost entries).
     HiddenExposed { from: u64, to: u64 },
@@ -194,6 +197,8 @@ impl Alarm {
             a::POISONED => Alarm::Poisoned {
                 cancelled: text("op")? == a::CANCELLED_OP,
                 directory: text("op")? == a::SYNC_DIR_OP,
+                verify: [a::VERIFY_AFTER_FSYNC_OP, a::VERIFY_BEFORE_REWRITE_OP]
+                    .contains(&text("op")?.as_str()),
             },
             a::HIDDEN_EXPOSED => Alarm::HiddenExposed {
                 from: num("from")?,
@@ -308,6 +313,7 @@ impl fmt::Display for Alarm {
             Alarm::Poisoned {
                 directory: true, ..
             } => f.write_str(" (directory fsync)"),
+            Alarm::Poisoned { verify: true, .. } => f.write_str(" (a frame read back bad)"),
             Alarm::Poisoned { .. } | Alarm::WalCheckpointUnreadable | Alarm::WalPoisoned => Ok(()),
         }
     }

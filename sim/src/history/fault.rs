@@ -89,6 +89,15 @@ pub enum FaultKind {
         offsets: Option<OffsetRange>,
         below_hwm: Option<bool>,
     },
+    /// A corrupt write an open's write-back made was still in place when a kill ended
+    /// that open (the read-back that repairs it never ran): from here on it is damage
+    /// at rest to that frame, as [`FaultKind::BitFlip`] is, and excuses what such
+    /// damage excuses. Recorded at the kill, for the image the next open reads.
+    CorruptWriteLeft {
+        file: FileKind,
+        offsets: Option<OffsetRange>,
+        below_hwm: Option<bool>,
+    },
     /// A write or create failed with ENOSPC.
     Enospc { file: FileKind },
     /// I/O slowed down by `delay_ms`.
@@ -130,6 +139,7 @@ impl FaultKind {
             | FaultKind::Misdirected { file, .. }
             | FaultKind::LatentSector { file, .. }
             | FaultKind::CorruptWrite { file, .. }
+            | FaultKind::CorruptWriteLeft { file, .. }
             | FaultKind::Enospc { file } => Some(*file),
             FaultKind::Crash
             | FaultKind::Latency { .. }
@@ -172,6 +182,11 @@ impl FaultKind {
                 ..
             }
             | FaultKind::LatentSector {
+                file: FileKind::Segment,
+                offsets,
+                below_hwm,
+            }
+            | FaultKind::CorruptWriteLeft {
                 file: FileKind::Segment,
                 offsets,
                 below_hwm,

@@ -100,6 +100,12 @@ pub(super) async fn kill(
             disk::Image::Visible
         }
     };
+    // Before the crash's accounting: a corrupt write a killed write-back left is damage
+    // at rest, which lifts that partition's durable tail as a flip does.
+    world
+        .recorder
+        .lock()
+        .corrupt_writes_left(&world.fs, image == disk::Image::Durable);
     // A partition no open cut since the last kill kept every frame it had: what was
     // certainly durable then still is. One the engine holds open says for itself.
     let carried: BTreeMap<TopicPartition, u64> = {

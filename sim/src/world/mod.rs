@@ -196,7 +196,8 @@ impl World {
 }
 
 async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
-    let fs = SimFs::new(sub_seed(spec.seed, 3), spec.mix.disk()).expect("fault options are valid");
+    let fs =
+        SimFs::new(sub_seed(spec.seed, 3), disk_options(&spec)).expect("fault options are valid");
     let recorder = Shared::new(fs.clone());
     *alarms.lock().unwrap_or_else(|e| e.into_inner()) = Some(recorder.clone());
     let clock = SimClock::default();
@@ -521,6 +522,29 @@ async fn serve_restart(world: &Arc<World>, node: madsim::task::NodeId) {
         kill(world, node, Kill::Process, KillCause::Requested).await;
         restart(world, node);
     }
+}
+
+/// Slack after a topic's flush and sync intervals for a corrupt write's verify to run.
+const CORRUPT_WRITE_SLACK_MS: u64 = 250;
+
+/// The disk's options for `spec`: the mix's, with corrupt writes stopped early enough
+/// that the verify of the last one (at a sync, a flush and a sync interval later at
+/// most) poisons before the heal, as every other fault's consequence comes.
+fn disk_options(spec: &RunSpec) -> crate::fs::FaultOptions {
+    let mut options = spec.mix.disk();
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let verify_ms = spec
+        .workload
+        .topics
+        .iter()
+        .map(|t| ms(t.config.log.flush_interval).saturating_add(ms(t.config.log.sync_interval)))
+        .max()
+        .unwrap_or(0)
+        .saturating_add(CORRUPT_WRITE_SLACK_MS);
+    options.corrupt_write_before = Some(Duration::from_millis(
+        spec.profile.heal_ms.saturating_sub(verify_ms),
+    ));
+    options
 }
 
 /// Heals the world, then runs until every acknowledged record is delivered, or the

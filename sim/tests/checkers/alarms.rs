@@ -257,6 +257,7 @@ fn a_directory_fsync_eio_explains_only_the_poison_that_names_it() {
             Alarm::Poisoned {
                 cancelled: false,
                 directory,
+                verify: false,
             },
         );
         r.report().alarms_explained.violations
@@ -317,6 +318,7 @@ fn poison_needs_an_io_error_in_its_incarnation_or_the_kill_of_its_own() {
             Alarm::Poisoned {
                 cancelled,
                 directory: false,
+                verify: false,
             },
         );
         r.report()
@@ -372,6 +374,7 @@ fn poison_needs_an_io_error_in_its_incarnation_or_the_kill_of_its_own() {
             Alarm::Poisoned {
                 cancelled: false,
                 directory: false,
+                verify: false,
             },
         );
     assert_mentions(
@@ -389,6 +392,7 @@ fn poison_needs_an_io_error_in_its_incarnation_or_the_kill_of_its_own() {
                 Alarm::Poisoned {
                     cancelled: true,
                     directory: false,
+                    verify: false,
                 },
                 raised_in,
             );

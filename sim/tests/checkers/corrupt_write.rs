@@ -1,8 +1,9 @@
 //! A corrupt write (a segment write that stored one bit flipped) is in contract: the
 //! commit path re-reads what it fsynced before the HWM moves, and recovery's write-back
-//! reads back what it wrote. So it explains the poison of its own incarnation and a cut
-//! of its own frame, and nothing the engine should have prevented: no consume-time
-//! skip, no refusal, no clamp.
+//! reads back what it wrote. So it explains a verify's poison of its own incarnation
+//! (not one the write-back repaired before the open returned) and a cut of its own frame
+//! by the next completed open, and nothing the engine should have prevented: no
+//! consume-time skip, no refusal, no clamp.
 
 use super::*;
 
@@ -15,10 +16,12 @@ fn corrupt_write(start: u64, end: u64) -> FaultKind {
     }
 }
 
+/// The poison a failed verify raises.
 fn poison() -> Alarm {
     Alarm::Poisoned {
         cancelled: false,
         directory: false,
+        verify: true,
     }
 }
 
@@ -39,8 +42,30 @@ fn a_corrupt_write_explains_the_poison_of_its_own_incarnation_only() {
         .alarm(Some(0), poison());
     assert_mentions(
         &messages_of(&r.report(), CheckerName::AlarmsExplained),
-        &["poisoned with no fsync error or ENOSPC on the log's files"],
+        &["with no fsync error or ENOSPC on the log's files"],
     );
+
+    // Not a verify's poison (an encode error, an engine that poisons itself): no cause.
+    let mut r = Run::new();
+    r.produced(1).fault(corrupt_write(1, 2), Some(0)).alarm(
+        Some(0),
+        Alarm::Poisoned {
+            cancelled: false,
+            directory: false,
+            verify: false,
+        },
+    );
+    assert!(!r.report().alarms_explained.violations.is_empty());
+
+    // Written before the open returned: the write-back's, repaired by its read-back.
+    let mut r = Run::new();
+    r.produced(1)
+        .crash(&[(0, 1, 1, 1)])
+        .restart()
+        .fault(corrupt_write(0, 1), Some(0))
+        .opened(0, 1, 1)
+        .alarm(Some(0), poison());
+    assert!(!r.report().alarms_explained.violations.is_empty());
 
     // On another partition, or for a directory's poison: no cause either.
     let mut r = Run::new();
@@ -54,6 +79,7 @@ fn a_corrupt_write_explains_the_poison_of_its_own_incarnation_only() {
         Alarm::Poisoned {
             cancelled: false,
             directory: true,
+            verify: false,
         },
     );
     assert!(!r.report().alarms_explained.violations.is_empty());
@@ -81,6 +107,25 @@ fn a_corrupt_write_explains_a_cut_of_its_own_frame_only() {
     );
     assert_mentions(
         &messages_of(&cut(corrupt_write(2, 3)), CheckerName::AlarmsExplained),
+        &["cuts durable data (the crash before left the durable tail at 3)"],
+    );
+
+    // Before an open that completed since: that open found the frame whole or cut it.
+    let mut r = Run::new();
+    r.produced(3)
+        .fault(corrupt_write(1, 2), Some(0))
+        .crash(&[(0, 3, 3, 3)])
+        .restart()
+        .opened(0, 3, 3)
+        .hwm(0, 3, 1, 3)
+        .delivered(1)
+        .crash(&[(0, 1, 3, 3)])
+        .restart()
+        .disk(0, OpenRule::TornTail, 1, 1, Some(1))
+        .alarm(Some(0), torn_tail(1))
+        .opened(0, 1, 1);
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::AlarmsExplained),
         &["cuts durable data (the crash before left the durable tail at 3)"],
     );
 }

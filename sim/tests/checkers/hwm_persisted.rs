@@ -98,6 +98,7 @@ fn poisoned_at(at: u64, reported: bool) -> Run {
             Alarm::Poisoned {
                 cancelled: false,
                 directory: false,
+                verify: false,
             },
             None,
         );
@@ -290,6 +291,7 @@ fn on_a_disk_that_answers_at_once_the_time_before_the_heal_is_judged() {
             Alarm::Poisoned {
                 cancelled: false,
                 directory: false,
+                verify: false,
             },
             None,
         );
@@ -303,6 +305,7 @@ fn on_a_disk_that_answers_at_once_the_time_before_the_heal_is_judged() {
             Alarm::Poisoned {
                 cancelled: false,
                 directory: false,
+                verify: false,
             },
             None,
         );

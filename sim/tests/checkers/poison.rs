@@ -71,6 +71,7 @@ fn poisoned_unreported(ack_after: u64, restart: bool) -> Run {
         Alarm::Poisoned {
             cancelled: false,
             directory: false,
+            verify: false,
         },
         None,
     );

@@ -147,6 +147,7 @@ fn a_poison_in_the_last_incarnation_is_not_judged_but_one_before_it_is() {
     let poison = || Alarm::Poisoned {
         cancelled: false,
         directory: false,
+        verify: false,
     };
     let mut r = produced_then_healed();
     r.alarm(Some(0), poison());

@@ -41,18 +41,36 @@ fn damage_at(
     })
 }
 
-/// A corrupt write to `tp`'s segments before `before` whose flipped bit landed in the
-/// frame holding `offset`: the only alarm besides the poison it explains is a cut of
-/// that frame (the verify refused it, so nothing built on it).
+/// The history index of `tp`'s last completed open (`LogOpened`) before `before`; 0
+/// when none.
+fn last_opened_before(facts: &Facts<'_>, tp: &TopicPartition, before: usize) -> usize {
+    facts
+        .alarms
+        .of(tp)
+        .iter()
+        .filter(|a| a.index < before && matches!(a.alarm, Alarm::LogOpened { .. }))
+        .map(|a| a.index)
+        .max()
+        .unwrap_or(0)
+}
+
+/// A corrupt write to `tp`'s segments since its last completed open before `open` (the
+/// restart of the cutting open) whose flipped bit landed in the frame holding
+/// `offset`: the only alarm besides the poison it explains is a cut of that frame (the
+/// verify refused it, so nothing built on it). One before that open is past: the open
+/// found its frame whole, or cut it.
 fn corrupt_write_at(
     facts: &Facts<'_>,
     tp: &TopicPartition,
     offset: Offset,
+    open: usize,
     before: usize,
 ) -> Option<usize> {
+    let since = last_opened_before(facts, tp, open);
     faults(facts)
         .find(|(i, kind, t, _)| {
-            *i < before
+            since < *i
+                && *i < before
                 && *t == Some(tp)
                 && matches!(kind, FaultKind::CorruptWrite { offsets: Some(r), .. }
                     if r.contains(offset))
@@ -248,7 +266,7 @@ pub(super) fn uncaused(
             let bound_on_word = crash.is_some_and(|p| {
                 p.durable_tail == p.persisted_hwm && p.durable_tail > p.memory_hwm.unwrap_or(0)
             }) && reach_at(facts, tp, HWM_FILE, *offset, before).is_some();
-            let corrupt = corrupt_write_at(facts, tp, *offset, before).is_some();
+            let corrupt = corrupt_write_at(facts, tp, *offset, open, before).is_some();
             (*offset < durable_tail
                 && !bound_on_word
                 && !corrupt
@@ -340,8 +358,12 @@ pub(super) fn uncaused(
         Alarm::Poisoned {
             cancelled: false,
             directory,
+            verify,
         } => {
             let since = restart_of(facts, alarm.incarnation);
+            // A corrupt write before the open returned was the write-back's, which reads
+            // back what it wrote and repairs it: the log's verify never saw it.
+            let opened = last_opened_before(facts, tp, alarm.index).max(since);
             let caused = faults(facts).any(|(i, kind, t, _)| {
                 since <= i
                     && i < alarm.index
@@ -354,7 +376,7 @@ pub(super) fn uncaused(
                             !*directory && *file != FileKind::ConsumerOffset
                         }
                         // A frame the verify re-read found bad.
-                        FaultKind::CorruptWrite { .. } => !*directory,
+                        FaultKind::CorruptWrite { .. } => *verify && opened < i,
                         _ => !*directory && kind.segment_damage().is_some(),
                     }
             });

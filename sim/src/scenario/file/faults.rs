@@ -113,6 +113,7 @@ impl DiskSpec {
             misdirect_shift_sectors_max: self.misdirect_shift_sectors_max,
             corrupt_write_probability: self.corrupt_write_probability,
             corrupt_write_max: self.corrupt_write_max,
+            corrupt_write_before: None,
             latency_probability: self.latency_probability,
             latency_min: Duration::from_micros(self.latency_min_us),
             latency_max: Duration::from_micros(self.latency_max_us),

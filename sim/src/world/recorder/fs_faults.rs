@@ -275,6 +275,21 @@ impl Recorder {
                 FsEventKind::CorruptWrite => {
                     let (offsets, below_hwm) = self.corrupt_write_reach(&event);
                     self.paths.corrupt_writes += 1;
+                    if let (Some(tp), Some(c), Some(position)) =
+                        (partition_of(&event.path), &event.corrupted, event.position)
+                        && let Some(&meant) = usize::try_from(c.byte - position)
+                            .ok()
+                            .and_then(|i| c.written.get(i))
+                    {
+                        self.corrupt_writes.push(CorruptWriteAt {
+                            tp,
+                            path: event.path.clone(),
+                            byte: c.byte,
+                            meant,
+                            offsets,
+                            below_hwm,
+                        });
+                    }
                     FaultKind::CorruptWrite {
                         file,
                         offsets,

@@ -5,6 +5,7 @@
 //! The paths are `paths.rs`'s, what a path on the disk is `files.rs`'s, and the disk's
 //! fault events as history faults `fs_faults.rs`'s.
 
+mod corrupt_writes;
 mod damaged;
 mod files;
 mod fs_faults;
@@ -12,6 +13,7 @@ mod paths;
 mod refusals;
 mod skips;
 
+pub use corrupt_writes::CorruptWriteAt;
 use files::segment_of;
 pub use files::{file_kind, partition_of};
 pub use paths::Paths;
@@ -100,6 +102,9 @@ pub struct Recorder {
     pub hwm_last_word: BTreeMap<TopicPartition, u64>,
     /// Partitions whose segments took damage at rest no completed scan has passed since.
     pub damaged: damaged::Damaged,
+    /// The corrupt writes of this incarnation, for the kill to tell which a write-back
+    /// left behind (`corrupt_writes_left`).
+    pub corrupt_writes: Vec<CorruptWriteAt>,
     /// Receives the node is serving: their partition and ask, by a serial number.
     pub receiving: BTreeMap<u64, (TopicPartition, u64)>,
     next_receive: u64,
@@ -173,6 +178,7 @@ impl Shared {
             hwm_words: BTreeMap::new(),
             hwm_last_word: BTreeMap::new(),
             damaged: damaged::Damaged::default(),
+            corrupt_writes: Vec::new(),
             durable_frontiers: BTreeMap::new(),
             receiving: BTreeMap::new(),
             next_receive: 0,

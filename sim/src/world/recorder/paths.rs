@@ -57,7 +57,8 @@ pub struct Paths {
     pub clock_steps: u64,
     pub bit_flips: u64,
     pub latent_sectors: u64,
-    /// Segment writes that landed with a bit flipped (each must end in a poison).
+    /// Segment writes that landed with a bit flipped (the log's verify must refuse each
+    /// one still there at its sync; the write-back's read-back repairs its own).
     pub corrupt_writes: u64,
     pub restarts_after_fatal_error: u64,
     /// Acks and nacks dropped before they returned (each had no effect).

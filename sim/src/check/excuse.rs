@@ -416,15 +416,77 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 ),
             ));
         }
-        let (r, copy) = reaped().find_map(|r| Some((r, r.visible_copy(id)?)))?;
+        if let Some((r, copy)) = reaped().find_map(|r| Some((r, r.visible_copy(id)?))) {
+            return Some(Excuse::new(
+                ExcuseKind::Retention,
+                vec![r.index],
+                format!(
+                    "{tp} copy at offset {copy} in reaped segment {} (HWM shown {})",
+                    r.base, r.shown_hwm
+                ),
+            ));
+        }
+        let (r, damage, copy) = reaped()
+            .find_map(|r| Some((r, self.damage_named_copy(tp, id, r, after)?)))
+            .map(|(r, (damage, copy))| (r, damage, copy))?;
         Some(Excuse::new(
             ExcuseKind::Retention,
-            vec![r.index],
+            vec![damage, r.index],
             format!(
-                "{tp} copy at offset {copy} in reaped segment {} (HWM shown {})",
+                "{tp} copy at offset {copy} in reaped segment {} (HWM shown {}), which \
+                 damage at rest hid from the decode at the unlink",
                 r.base, r.shown_hwm
             ),
         ))
+    }
+
+    /// A copy of `id` in the file reap `r` took that in-contract damage at rest, after
+    /// `after` (the ack), hid from the world's decode at the unlink: the world named it
+    /// by identity when the damage landed (`DamageHeld`), in that very file, below the
+    /// HWM the engine had shown, and no cut or clamp at or below it came between the
+    /// damage and the reap. Returns the damage's index and the copy's offset.
+    fn damage_named_copy(
+        &self,
+        tp: &TopicPartition,
+        id: ProduceId,
+        r: &crate::check::reaped::Reaped,
+        after: usize,
+    ) -> Option<(usize, Offset)> {
+        let events = self.facts.history.events();
+        events
+            .get(after..r.index)?
+            .iter()
+            .find_map(|e| match &e.kind {
+                crate::history::EventKind::DamageHeld {
+                    fault_index,
+                    tp: t,
+                    held,
+                } if t == tp && after < *fault_index => {
+                    let crate::history::EventKind::Fault {
+                        kind,
+                        path: Some(path),
+                        ..
+                    } = &events[*fault_index].kind
+                    else {
+                        return None;
+                    };
+                    kind.segment_damage()?;
+                    let name = std::path::Path::new(path).file_name()?.to_str()?;
+                    (crate::reference::partition::segment_base(name)? == r.base).then_some(())?;
+                    let copy = held
+                        .iter()
+                        .find(|c| c.id == id && r.contains(c.offset) && c.offset < r.shown_hwm)?
+                        .offset;
+                    let alarms = &self.facts.alarms;
+                    let between = |i: usize| *fault_index < i && i < r.index;
+                    let moved = alarms
+                        .cuts(tp)
+                        .any(|c| between(c.index) && c.offset <= copy)
+                        || alarms.clamps(tp).any(|c| between(c.index) && c.hwm <= copy);
+                    (!moved).then_some((*fault_index, copy))
+                }
+                _ => None,
+            })
     }
 
     /// `OutOfContract`: the first out-of-contract fault before `before` whose reach

@@ -461,6 +461,11 @@ fn a_cut_between_the_ack_and_the_reap_leaves_the_loss_unexcused() {
 /// at offset 3 in segment 0 and the HWM shown at `shown`; segment 0 (held: ids 1, 3, 2
 /// at offsets 0, 1, 3 when `copy`) reaped a second later.
 fn copy_reaped(copy: bool, shown: u64) -> CheckReport {
+    copy_reaped_after(copy, shown, |_| {})
+}
+
+/// [`copy_reaped`], with `damage` run after the deliveries, before the reap.
+fn copy_reaped_after(copy: bool, shown: u64, damage: impl FnOnce(&mut Run)) -> CheckReport {
     let mut r = Run::with_retention(1_000);
     r.segment(0, true)
         .opened(0, 0, 0)
@@ -479,8 +484,9 @@ fn copy_reaped(copy: bool, shown: u64) -> CheckReport {
         .hwm(0, shown, 0, 4)
         .segment(4, true)
         .deliver(1, 0, 0, 35)
-        .deliver(3, 0, 1, 95)
-        .wait(1_000);
+        .deliver(3, 0, 1, 95);
+    damage(&mut r);
+    r.wait(1_000);
     let mut held = vec![
         HeldCopy {
             offset: 0,
@@ -523,6 +529,61 @@ fn a_visible_copy_in_a_reaped_segment_is_what_retention_excuses_after_a_cut() {
             &["id 2 at offset 1"],
         );
     }
+}
+
+#[test]
+fn a_copy_damage_hid_from_the_unlinks_decode_is_retentions_only_in_that_file() {
+    // A flip on segment `file` named id 2's copy at offset 3 by identity; the decode at
+    // the unlink of segment 0 could not read it.
+    let flipped = |file: &'static str| {
+        move |r: &mut Run| {
+            r.with(|t, h| {
+                let flip = FaultKind::BitFlip {
+                    file: FileKind::Segment,
+                    offsets: Some(OffsetRange { start: 3, end: 4 }),
+                    below_hwm: Some(true),
+                };
+                let index = h.len();
+                h.fault(t, flip, Some(&tp(0)), Some(file));
+                let copy = HeldCopy {
+                    offset: 3,
+                    id: 2,
+                    committed_at_ms: 120,
+                };
+                h.damage_held(t, index, &tp(0), vec![copy]);
+            });
+        }
+    };
+    let report = copy_reaped_after(
+        false,
+        4,
+        flipped("/data/topics/orders/p00000/00000000000000000000.log"),
+    );
+    assert!(messages_of(&report, CheckerName::NoLostAck).is_empty());
+    assert_mentions(
+        &[report.no_lost_ack.excused[0].excuse.covers.clone()],
+        &["copy at offset 3 in reaped segment 0", "damage at rest hid"],
+    );
+    // The damage named a copy in another file: the reap of segment 0 did not take it.
+    let report = copy_reaped_after(
+        false,
+        4,
+        flipped("/data/topics/orders/p00000/00000000000000000004.log"),
+    );
+    assert_mentions(
+        &messages_of(&report, CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
+    // Above the HWM the engine showed: consumers could not have read it.
+    let report = copy_reaped_after(
+        false,
+        3,
+        flipped("/data/topics/orders/p00000/00000000000000000000.log"),
+    );
+    assert_mentions(
+        &messages_of(&report, CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
 }
 
 #[test]

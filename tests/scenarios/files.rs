@@ -2,7 +2,7 @@
 //! `every_scenario_file_has_a_test`, so a new scenario cannot be forgotten.
 
 use cafelog_sim::clock::WALL_BASE_MS_DEFAULT;
-use cafelog_sim::history::{EventKind, FaultKind, FileKind, RequestKind};
+use cafelog_sim::history::{Alarm, EventKind, FaultKind, FileKind, RequestKind};
 use cafelog_sim::scenario::{Scenario, StableReport};
 use cafelog_sim::world::{RunOutcome, run};
 use std::path::{Path, PathBuf};
@@ -328,9 +328,14 @@ fn corrupt_write_poisoned(_: &Scenario, outcome: &RunOutcome) {
             .iter()
             .filter(|e| e.incarnation == incarnation)
     };
-    let poisoned =
-        same().any(|e| matches!(&e.kind, EventKind::PartitionPoisoned { tp: t } if *t == tp));
-    assert!(poisoned, "{tp} was not poisoned after the corrupt write");
+    let by_verify = same().any(|e| {
+        matches!(&e.kind, EventKind::EngineAlarm { tp: Some(t), alarm: Alarm::Poisoned { verify: true, .. }, .. }
+            if *t == tp)
+    });
+    assert!(
+        by_verify,
+        "{tp} was not poisoned by its verify after the corrupt write"
+    );
     let acked = same().any(|e| {
         matches!(&e.kind, EventKind::ProduceAck { tp: t, offset: Some(o), .. }
             if *t == tp && frame.contains(*o))

@@ -14,14 +14,14 @@
 
 use super::*;
 
-/// One corrupt segment write of the running incarnation: where its flipped byte is,
-/// what the engine meant there, and the frame it hit.
+/// One corrupt segment write of the running incarnation: the frame it hit, where that
+/// frame starts in the file and its bytes as the write stored them (the flip in them).
 pub struct CorruptWriteAt {
     pub tp: TopicPartition,
     pub path: PathBuf,
-    pub byte: u64,
-    pub meant: u8,
-    pub offsets: Option<OffsetRange>,
+    pub frame_at: u64,
+    pub stored: Vec<u8>,
+    pub offsets: OffsetRange,
     pub below_hwm: Option<bool>,
 }
 
@@ -60,13 +60,16 @@ impl Recorder {
             } else {
                 fs.visible_bytes(&w.path)
             };
-            let left = image
-                .and_then(|b| b.get(usize::try_from(w.byte).ok()?).copied())
-                .is_some_and(|b| b != w.meant);
+            // Left: the image holds the frame as the corrupt write stored it, whole (a
+            // power loss may have dropped it, and with it the frame).
+            let left = image.is_some_and(|b| {
+                let start = usize::try_from(w.frame_at).unwrap_or(usize::MAX);
+                b.get(start..start.saturating_add(w.stored.len())) == Some(&w.stored[..])
+            });
             if left {
                 let kind = FaultKind::CorruptWriteLeft {
                     file: FileKind::Segment,
-                    offsets: w.offsets,
+                    offsets: Some(w.offsets),
                     below_hwm: w.below_hwm,
                 };
                 let path = w.path.display().to_string();
@@ -81,13 +84,29 @@ impl Recorder {
 mod tests {
     use super::*;
     use crate::fs::FaultOptions;
+    use cafelog_engine::format::frame::{Codec, Codecs};
     use cafelog_engine::fs::{File, Fs};
 
     const SEGMENT: &str = "/data/topics/orders/p00000/00000000000000000000.log";
 
+    /// One frame holding one record at offset 0.
+    fn frame() -> Vec<u8> {
+        let mut out = Vec::new();
+        Codecs::default()
+            .encode_frame(
+                Codec::None,
+                0,
+                [&b"a record of orders"[..]].into_iter(),
+                &mut out,
+            )
+            .expect("encodes");
+        out
+    }
+
     /// Runs `body` in a madsim runtime with a recorder over a disk that corrupts the
-    /// first segment write.
-    fn with_recorder(body: impl FnOnce(&SimFs, &Shared) + Send + 'static) {
+    /// first segment write of frame bytes: a durable segment of zeros, then the frame
+    /// written over its start (landing corrupt), fsynced when `sync`.
+    fn with_recorder(sync: bool, body: impl FnOnce(&SimFs, &Shared) + Send + 'static) {
         let runtime = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
         runtime.block_on(async move {
             let mut options = FaultOptions::none();
@@ -95,16 +114,28 @@ mod tests {
             options.corrupt_write_max = 1;
             let fs = SimFs::new(1, options).expect("options");
             let path = Path::new(SEGMENT);
-            fs.create_dir_all(path.parent().unwrap())
-                .await
-                .expect("mkdir");
+            let dir = path.parent().unwrap();
+            fs.create_dir_all(dir).await.expect("mkdir");
             let file = fs
                 .open(path, OpenMode::CreateTruncate)
                 .await
                 .expect("create");
-            file.write_at(&[0xAB; 64], 0).await.expect("write");
+            file.write_at(&[0; 256], 0).await.expect("zeros");
+            file.sync_data().await.expect("sync");
+            fs.sync_dir(dir).await.expect("sync dir");
+            file.write_at(&frame(), 0).await.expect("write");
+            if sync {
+                file.sync_data().await.expect("sync");
+            }
             let rec = Shared::new(fs.clone());
             rec.lock().drain_fs();
+            let placed: Vec<OffsetRange> = rec
+                .lock()
+                .corrupt_writes
+                .iter()
+                .map(|w| w.offsets)
+                .collect();
+            assert_eq!(placed, vec![OffsetRange { start: 0, end: 1 }]);
             body(&fs, &rec);
         });
     }
@@ -127,25 +158,34 @@ mod tests {
     }
 
     #[test]
-    fn a_corrupt_write_still_in_place_while_the_open_ran_is_left_damage() {
-        with_recorder(|fs, rec| {
+    fn a_corrupt_write_still_in_the_image_while_the_open_ran_is_left_damage() {
+        with_recorder(false, |fs, rec| {
             rec.lock().corrupt_writes_left(fs, false);
-            assert_eq!(left(rec), 1);
+            assert_eq!(left(rec), 1, "a process crash keeps the cache");
             assert!(rec.lock().corrupt_writes.is_empty(), "emptied at the kill");
+        });
+        with_recorder(true, |fs, rec| {
+            rec.lock().corrupt_writes_left(fs, true);
+            assert_eq!(left(rec), 1, "fsynced, a power loss keeps it");
         });
     }
 
     #[test]
-    fn a_repaired_write_or_one_after_the_open_returned_is_not() {
-        with_recorder(|fs, rec| {
+    fn a_repaired_dropped_or_commit_path_write_is_not() {
+        with_recorder(false, |fs, rec| {
             // Written again as meant (the read-back's repair).
             let file =
                 pollster::block_on(fs.open(Path::new(SEGMENT), OpenMode::ReadWrite)).expect("open");
-            pollster::block_on(file.write_at(&[0xAB; 64], 0)).expect("write");
+            pollster::block_on(file.write_at(&frame(), 0)).expect("write");
             rec.lock().corrupt_writes_left(fs, false);
             assert_eq!(left(rec), 0);
         });
-        with_recorder(|fs, rec| {
+        with_recorder(false, |fs, rec| {
+            // A power loss before any fsync: the platter holds the zeros, not the frame.
+            rec.lock().corrupt_writes_left(fs, true);
+            assert_eq!(left(rec), 0);
+        });
+        with_recorder(false, |fs, rec| {
             {
                 let mut r = rec.lock();
                 let tp = TopicPartition::new("orders".to_owned(), 0);
@@ -159,11 +199,6 @@ mod tests {
             }
             rec.lock().corrupt_writes_left(fs, false);
             assert_eq!(left(rec), 0, "the commit path's: its verify's to catch");
-        });
-        with_recorder(|fs, rec| {
-            // A power loss that dropped the unsynced corrupt write.
-            rec.lock().corrupt_writes_left(fs, true);
-            assert_eq!(left(rec), 0);
         });
     }
 }

@@ -93,24 +93,7 @@ impl Recorder {
     /// position; the page cache may have changed since), and whether that frame starts
     /// below the durable `hwm` word. `(None, None)` when the walk cannot name it.
     fn corrupt_write_reach(&self, event: &FsEvent) -> (Option<OffsetRange>, Option<bool>) {
-        let (Some(c), Some(position)) = (&event.corrupted, event.position) else {
-            return (None, None);
-        };
-        let within = c.byte - position;
-        let mut at = 0;
-        let offsets = loop {
-            let Some(header) = crate::reference::frame::valid_at(&c.written, at) else {
-                break None;
-            };
-            if within < at + header.frame_len() {
-                break Some(OffsetRange {
-                    start: header.base_offset,
-                    end: header.base_offset + u64::from(header.record_count),
-                });
-            }
-            at += header.frame_len();
-        };
-        let Some(offsets) = offsets else {
+        let Some((offsets, _)) = corrupt_frame(event) else {
             return (None, None);
         };
         let persisted = event
@@ -275,17 +258,22 @@ impl Recorder {
                 FsEventKind::CorruptWrite => {
                     let (offsets, below_hwm) = self.corrupt_write_reach(&event);
                     self.paths.corrupt_writes += 1;
-                    if let (Some(tp), Some(c), Some(position)) =
-                        (partition_of(&event.path), &event.corrupted, event.position)
-                        && let Some(&meant) = usize::try_from(c.byte - position)
-                            .ok()
-                            .and_then(|i| c.written.get(i))
-                    {
+                    // Only a write whose frame the walk placed: one it could not place
+                    // would excuse the whole partition once left.
+                    if let (Some(tp), Some(c), Some(position), Some((offsets, frame))) = (
+                        partition_of(&event.path),
+                        &event.corrupted,
+                        event.position,
+                        corrupt_frame(&event),
+                    ) {
+                        let mut stored = c.written[frame.clone()].to_vec();
+                        let flipped = usize::try_from(c.byte - position).unwrap_or(0) - frame.start;
+                        stored[flipped] ^= 1 << c.bit;
                         self.corrupt_writes.push(CorruptWriteAt {
                             tp,
                             path: event.path.clone(),
-                            byte: c.byte,
-                            meant,
+                            frame_at: position + frame.start as u64,
+                            stored,
                             offsets,
                             below_hwm,
                         });
@@ -340,6 +328,30 @@ impl Recorder {
                 }
             }
         }
+    }
+}
+
+/// The records and the byte range (within the write) of the frame a corrupt write's
+/// flipped bit landed in, walking the bytes the engine meant (every segment write is a
+/// run of whole frames from its position; the page cache may have changed since).
+fn corrupt_frame(event: &FsEvent) -> Option<(OffsetRange, Range<usize>)> {
+    let (c, position) = (event.corrupted.as_ref()?, event.position?);
+    let within = c.byte.checked_sub(position)?;
+    let mut at = 0;
+    loop {
+        let header = crate::reference::frame::valid_at(&c.written, at)?;
+        let end = at + header.frame_len();
+        if within < end {
+            let offsets = OffsetRange {
+                start: header.base_offset,
+                end: header.base_offset + u64::from(header.record_count),
+            };
+            return Some((
+                offsets,
+                usize::try_from(at).ok()?..usize::try_from(end).ok()?,
+            ));
+        }
+        at = end;
     }
 }
 

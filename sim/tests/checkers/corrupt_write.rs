@@ -25,6 +25,17 @@ fn poison() -> Alarm {
     }
 }
 
+/// `alarms_explained` finds no cause for `r`'s poison.
+fn assert_poison_uncaused(r: &Run) {
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::AlarmsExplained),
+        &[
+            "poisoned",
+            "with no fsync error or ENOSPC on the log's files",
+        ],
+    );
+}
+
 #[test]
 fn a_corrupt_write_explains_the_poison_of_its_own_incarnation_only() {
     let mut r = Run::new();
@@ -40,10 +51,7 @@ fn a_corrupt_write_explains_the_poison_of_its_own_incarnation_only() {
         .crash(&[(0, 1, 1, 1)])
         .restart()
         .alarm(Some(0), poison());
-    assert_mentions(
-        &messages_of(&r.report(), CheckerName::AlarmsExplained),
-        &["with no fsync error or ENOSPC on the log's files"],
-    );
+    assert_poison_uncaused(&r);
 
     // Not a verify's poison (an encode error, an engine that poisons itself): no cause.
     let mut r = Run::new();
@@ -55,13 +63,7 @@ fn a_corrupt_write_explains_the_poison_of_its_own_incarnation_only() {
             verify: false,
         },
     );
-    assert_mentions(
-        &messages_of(&r.report(), CheckerName::AlarmsExplained),
-        &[
-            "poisoned",
-            "with no fsync error or ENOSPC on the log's files",
-        ],
-    );
+    assert_poison_uncaused(&r);
 
     // Written before the open returned: the write-back's, repaired by its read-back.
     let mut r = Run::new();
@@ -71,26 +73,14 @@ fn a_corrupt_write_explains_the_poison_of_its_own_incarnation_only() {
         .fault(corrupt_write(0, 1), Some(0))
         .opened(0, 1, 1)
         .alarm(Some(0), poison());
-    assert_mentions(
-        &messages_of(&r.report(), CheckerName::AlarmsExplained),
-        &[
-            "poisoned",
-            "with no fsync error or ENOSPC on the log's files",
-        ],
-    );
+    assert_poison_uncaused(&r);
 
     // On another partition, or for a directory's poison: no cause either.
     let mut r = Run::new();
     r.produced(1)
         .fault(corrupt_write(1, 2), Some(1))
         .alarm(Some(0), poison());
-    assert_mentions(
-        &messages_of(&r.report(), CheckerName::AlarmsExplained),
-        &[
-            "poisoned",
-            "with no fsync error or ENOSPC on the log's files",
-        ],
-    );
+    assert_poison_uncaused(&r);
     let mut r = Run::new();
     r.produced(1).fault(corrupt_write(1, 2), Some(0)).alarm(
         Some(0),
@@ -100,13 +90,7 @@ fn a_corrupt_write_explains_the_poison_of_its_own_incarnation_only() {
             verify: false,
         },
     );
-    assert_mentions(
-        &messages_of(&r.report(), CheckerName::AlarmsExplained),
-        &[
-            "poisoned",
-            "with no fsync error or ENOSPC on the log's files",
-        ],
-    );
+    assert_poison_uncaused(&r);
 }
 
 #[test]

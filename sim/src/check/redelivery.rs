@@ -77,7 +77,9 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
     let mut leases: BTreeMap<String, u64> = BTreeMap::new();
     // Keyed by the history's own partition names: no key is cloned per event.
     let mut owed: BTreeMap<Key<'_>, Owed> = BTreeMap::new();
-    // The id each offset's last delivery carried, in this incarnation.
+    // The id each offset's last delivery carried: in this incarnation, or in one before
+    // it while every crash since kept the offset below its persisted HWM (and no open
+    // since clamped at or below it), so a late ack after a restart still settles it.
     let mut carries: BTreeMap<Key<'_>, ProduceId> = BTreeMap::new();
     let mut acked: BTreeSet<ProduceId> = BTreeSet::new();
     // Per delivered id: its last delivery.
@@ -103,9 +105,20 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
     };
     for (index, event) in events.iter().enumerate() {
         if event.incarnation != incarnation {
-            incarnation = event.incarnation;
+            let crash = facts.crash_ending(incarnation);
+            let next = event.incarnation;
+            carries.retain(|(tp, offset), _| {
+                let kept = crash
+                    .and_then(|c| c.partitions.get(*tp))
+                    .is_some_and(|p| *offset < p.persisted_hwm);
+                let clamped = facts
+                    .alarms
+                    .clamps(tp)
+                    .any(|c| events[c.index].incarnation == next && c.hwm <= *offset);
+                kept && !clamped
+            });
+            incarnation = next;
             owed.clear();
-            carries.clear();
         }
         let after_heal = index >= heal_index;
         match &event.kind {

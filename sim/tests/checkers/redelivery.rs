@@ -249,3 +249,35 @@ fn a_nack_after_the_heal_is_timed_whatever_delivery_it_settles() {
         &["orders/0 offset 0 nacked at t=", "delivered again only at"],
     );
 }
+
+#[test]
+fn a_late_ack_after_a_restart_settles_a_delivery_the_crash_kept() {
+    // Fresh default seed 3908431805: id 63 delivered just before a process crash, then
+    // acked by its consumer after the restart; the offset lay below the persisted HWM
+    // at the crash, so it still held that record.
+    let run = |persisted: u64| {
+        let mut r = Run::with_setup(0, 0, 300);
+        r.produce(1, 0, 0, 15)
+            .deliver(1, 0, 0, 15)
+            .process_crash(&[(0, persisted, 1, 1)])
+            .restart()
+            .consume(0, 0)
+            .with(|t, h| {
+                h.heal(t);
+            })
+            .wait(2_000)
+            .hwm(0, 1, 1, 1);
+        r.report()
+    };
+    let kept = run(1);
+    assert!(
+        messages_of(&kept, CheckerName::RedeliveredAfterExpiry).is_empty(),
+        "{:#?}",
+        kept.violations()
+    );
+    // Above the persisted HWM the crash may have put another record at that offset.
+    assert_mentions(
+        &messages_of(&run(0), CheckerName::RedeliveredAfterExpiry),
+        &["delivered but never acked by any consumer: id 1"],
+    );
+}

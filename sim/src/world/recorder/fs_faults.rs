@@ -75,33 +75,21 @@ impl Recorder {
                 };
             }
         };
-        let persisted = event
-            .path
-            .parent()
-            .and_then(|dir| self.fs.durable_bytes(&dir.join(layout::HWM_FILE)))
-            .map_or(Some(0), |bytes| word::decode(&bytes));
         MisdirectedReach {
             offsets: Some(offsets),
-            below_hwm: persisted.map(|p| offsets.start < p),
+            below_hwm: self.durable_hwm(&event.path).map(|p| offsets.start < p),
             parts,
             held,
         }
     }
 
-    /// The records of the frame a corrupt write's flipped bit landed in, walking the
-    /// bytes the engine meant (every segment write is a run of whole frames from its
-    /// position; the page cache may have changed since), and whether that frame starts
-    /// below the durable `hwm` word. `(None, None)` when the walk cannot name it.
-    fn corrupt_write_reach(&self, event: &FsEvent) -> (Option<OffsetRange>, Option<bool>) {
-        let Some((offsets, _)) = corrupt_frame(event) else {
-            return (None, None);
-        };
-        let persisted = event
-            .path
+    /// The persisted HWM of the partition whose segment is at `segment`: its durable
+    /// `hwm` word (0 without one; `None` when the file holds no word).
+    fn durable_hwm(&self, segment: &Path) -> Option<u64> {
+        segment
             .parent()
             .and_then(|dir| self.fs.durable_bytes(&dir.join(layout::HWM_FILE)))
-            .map_or(Some(0), |bytes| word::decode(&bytes));
-        (Some(offsets), persisted.map(|p| offsets.start < p))
+            .map_or(Some(0), |bytes| word::decode(&bytes))
     }
 
     /// What the engine believes durable in `path` but the disk does not hold: the byte
@@ -256,15 +244,19 @@ impl Recorder {
                 // Not damage at rest: no damaged-partition mark, no held copies. The
                 // engine's verify must catch it before anything builds on the frame.
                 FsEventKind::CorruptWrite => {
-                    let (offsets, below_hwm) = self.corrupt_write_reach(&event);
                     self.paths.corrupt_writes += 1;
+                    let frame = corrupt_frame(&event);
+                    let offsets = frame.as_ref().map(|(o, _)| *o);
+                    // Whether the frame it hit starts below the durable `hwm` word.
+                    let below_hwm =
+                        offsets.and_then(|o| self.durable_hwm(&event.path).map(|p| o.start < p));
                     // Only a write whose frame the walk placed: one it could not place
                     // would excuse the whole partition once left.
                     if let (Some(tp), Some(c), Some(position), Some((offsets, frame))) = (
                         partition_of(&event.path),
                         &event.corrupted,
                         event.position,
-                        corrupt_frame(&event),
+                        frame,
                     ) {
                         let mut stored = c.written[frame.clone()].to_vec();
                         let flipped = usize::try_from(c.byte - position).unwrap_or(0) - frame.start;

@@ -293,15 +293,33 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                         .is_some_and(|p| *offset < p.persisted_hwm)
                 })
         };
+        // Still the delivered record at `i`: every crash since kept the offset below its
+        // persisted HWM and no open since cut or clamped at or below it (damage below
+        // it can hide it from the world's decode at an unlink, not move it).
+        let still_held_at = |i: usize| {
+            kept_since(i)
+                && !facts
+                    .alarms
+                    .cuts(tp)
+                    .any(|c| d < c.index && c.index < i && c.offset <= *offset)
+                && !facts
+                    .alarms
+                    .clamps(tp)
+                    .any(|c| d < c.index && c.index < i && c.hwm <= *offset)
+        };
         let ended = facts.reaped.iter().any(|r| {
             &r.tp == tp
                 && r.contains(*offset)
                 && (events[r.index].incarnation == events[d].incarnation
-                    || r.held.iter().any(|c| c.offset == *offset && c.id == *id))
+                    || r.held.iter().any(|c| c.offset == *offset && c.id == *id)
+                    || still_held_at(r.index))
                 && (asked..=due).contains(&facts.at_ms(r.index))
                 && r.back_at.is_none_or(|b| facts.at_ms(b) > due)
         }) || facts.alarms.skips(tp).any(|s| {
-            s.index > d && s.contains(*offset) && facts.at_ms(s.index) <= due && kept_since(s.index)
+            s.index > d
+                && s.contains(*offset)
+                && facts.at_ms(s.index) <= due
+                && still_held_at(s.index)
         });
         if due > end_ms || ended {
             continue;

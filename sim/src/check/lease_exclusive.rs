@@ -9,7 +9,14 @@
 //!
 //! An ack the engine accepted in between settles the offset: nothing may deliver it
 //! again in that incarnation. Each violation names the first delivery and, when one
-//! came in between, the settle that should have ended or kept the lease. No excuse
+//! came in between, the settle that should have ended or kept the lease. A delivery no
+//! consumer claimed (`DeliveriesUnclaimed`) is a lease like any other.
+//!
+//! The engine accepts a settle only of a lease: an ack of an offset leased in this
+//! incarnation (live, or back after a nack or its expiry) and not acked since, a nack
+//! only of a lease neither acked nor nacked since. An accepted ack or nack of any
+//! other offset is a violation: the engine settled a record no receive of this
+//! incarnation handed out (a stale ack from before a crash, a double ack). No excuse
 //! applies: no fault reaches the engine's memory but a crash. Deliveries without the
 //! time they were asked for (histories recorded before it was), or of a topic the run's
 //! setup does not name, are judged by the ack rule only.
@@ -24,7 +31,7 @@ use serde::Serialize;
 
 use super::facts::Facts;
 use super::{RecordRef, Violation};
-use crate::history::{EventKind, Incarnation, Offset, TopicPartition};
+use crate::history::{Event, EventKind, Incarnation, Offset, TopicPartition};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LeaseReport {
@@ -32,6 +39,8 @@ pub struct LeaseReport {
     pub redeliveries: u64,
     /// Of those, the ones a nack explained.
     pub after_nack: u64,
+    /// Acks and nacks the engine accepted with no lease to settle.
+    pub settles_without_lease: u64,
     pub violations: Vec<Violation>,
 }
 
@@ -41,6 +50,17 @@ struct Last {
     asked_at_ms: Option<u64>,
     nacked: bool,
     acked: Option<usize>,
+}
+
+impl Last {
+    fn leased(index: usize, asked_at_ms: Option<u64>) -> Self {
+        Last {
+            index,
+            asked_at_ms,
+            nacked: false,
+            acked: None,
+        }
+    }
 }
 
 pub fn check(facts: &Facts<'_>) -> LeaseReport {
@@ -62,13 +82,42 @@ pub fn check(facts: &Facts<'_>) -> LeaseReport {
                     .collect();
             }
             EventKind::Nack { tp, offset } => {
-                if let Some(l) = last.get_mut(&(tp, *offset)) {
-                    l.nacked = true;
+                let l = last.get_mut(&(tp, *offset));
+                let why = match &l {
+                    None => Some(String::new()),
+                    Some(l) => l
+                        .acked
+                        .map(|a| format!(" since its ack at t={}ms", facts.at_ms(a)))
+                        .or_else(|| l.nacked.then(|| " since its last nack".to_owned())),
+                };
+                match (l, why) {
+                    (Some(l), None) => l.nacked = true,
+                    (l, Some(why)) => {
+                        let lease = l.as_ref().map(|l| l.index);
+                        not_leased(&mut report, facts, index, event, "a nack", lease, &why);
+                    }
+                    (None, None) => unreachable!("no lease has a reason"),
                 }
             }
-            EventKind::Ack { tp, offset } => {
-                if let Some(l) = last.get_mut(&(tp, *offset)) {
-                    l.acked.get_or_insert(index);
+            EventKind::Ack { tp, offset } => match last.get_mut(&(tp, *offset)) {
+                Some(l) if l.acked.is_none() => l.acked = Some(index),
+                l => {
+                    let lease = l.as_ref().map(|l| l.index);
+                    let why = l
+                        .and_then(|l| l.acked)
+                        .map(|a| format!(" since its ack at t={}ms", facts.at_ms(a)))
+                        .unwrap_or_default();
+                    not_leased(&mut report, facts, index, event, "an ack", lease, &why);
+                }
+            },
+            EventKind::DeliveriesUnclaimed {
+                tp,
+                offsets,
+                asked_at_ms,
+                ..
+            } => {
+                for offset in offsets {
+                    last.insert((tp, *offset), Last::leased(index, *asked_at_ms));
                 }
             }
             EventKind::Delivery {
@@ -118,18 +167,39 @@ pub fn check(facts: &Facts<'_>) -> LeaseReport {
                         });
                     }
                 }
-                last.insert(
-                    key,
-                    Last {
-                        index,
-                        asked_at_ms: *asked_at_ms,
-                        nacked: false,
-                        acked: None,
-                    },
-                );
+                last.insert(key, Last::leased(index, *asked_at_ms));
             }
             _ => {}
         }
     }
     report
+}
+
+/// A settle the engine accepted of an offset with no lease to settle: none in this
+/// incarnation (`lease` is `None`), or one `why` says was settled already.
+fn not_leased(
+    report: &mut LeaseReport,
+    facts: &Facts<'_>,
+    index: usize,
+    event: &Event,
+    what: &str,
+    lease: Option<usize>,
+    why: &str,
+) {
+    let (EventKind::Ack { tp, offset } | EventKind::Nack { tp, offset }) = &event.kind else {
+        unreachable!("only settles are judged here");
+    };
+    let leased = match lease {
+        None => format!("no receive of incarnation {} leased it", event.incarnation),
+        Some(l) => format!("its lease from t={}ms was settled{why}", facts.at_ms(l)),
+    };
+    report.settles_without_lease += 1;
+    report.violations.push(Violation {
+        message: format!(
+            "{tp} offset {offset}: the engine accepted {what} at t={}ms inc {}, but {leased}",
+            event.at_ms, event.incarnation
+        ),
+        records: vec![RecordRef::new(tp, Some(*offset), None)],
+        events: lease.into_iter().chain([index]).collect(),
+    });
 }

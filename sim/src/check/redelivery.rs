@@ -13,7 +13,9 @@
 //!    that delivery at the end: they judged it).
 //!
 //! A delivery the engine made to a consumer that had already given up (the world
-//! records it as `DeliveriesUnclaimed`) is a lease like any other: rule 1 holds it.
+//! records it as `DeliveriesUnclaimed`, with the ids it carried) is a lease like any
+//! other: rule 1 holds it, and an ack of its offset (a consumer's late ack of a
+//! delivery from before a crash, say) settles the record it carried for rule 3.
 //!
 //! A crash ends every lease (leases live in memory) and with it the obligation; the
 //! frontier then brings the record back, which `delivered_after_heal` judges. What
@@ -77,9 +79,8 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
     let mut leases: BTreeMap<String, u64> = BTreeMap::new();
     // Keyed by the history's own partition names: no key is cloned per event.
     let mut owed: BTreeMap<Key<'_>, Owed> = BTreeMap::new();
-    // The id each offset's last delivery carried: in this incarnation, or in one before
-    // it while every crash since kept the offset below its persisted HWM (and no open
-    // since clamped at or below it), so a late ack after a restart still settles it.
+    // The id each offset's last lease in this incarnation carried (a delivery, or one
+    // no consumer claimed: an ack the engine accepts settles the lease, whoever sent it).
     let mut carries: BTreeMap<Key<'_>, ProduceId> = BTreeMap::new();
     let mut acked: BTreeSet<ProduceId> = BTreeSet::new();
     // Per delivered id: its last delivery.
@@ -105,19 +106,9 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
     };
     for (index, event) in events.iter().enumerate() {
         if event.incarnation != incarnation {
-            let crash = facts.crash_ending(incarnation);
-            let next = event.incarnation;
-            carries.retain(|(tp, offset), _| {
-                let kept = crash
-                    .and_then(|c| c.partitions.get(*tp))
-                    .is_some_and(|p| *offset < p.persisted_hwm);
-                let clamped = facts
-                    .alarms
-                    .clamps(tp)
-                    .any(|c| events[c.index].incarnation == next && c.hwm <= *offset);
-                kept && !clamped
-            });
-            incarnation = next;
+            // Leases live in memory: the engine accepts no ack of one from before.
+            incarnation = event.incarnation;
+            carries.clear();
             owed.clear();
         }
         let after_heal = index >= heal_index;
@@ -159,12 +150,18 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
             EventKind::DeliveriesUnclaimed {
                 tp,
                 offsets,
+                ids,
                 asked_at_ms,
             } => {
                 let lease_ms = leases.get(&tp.topic).copied().filter(|_| after_heal);
                 let asked = asked_at_ms.unwrap_or(event.at_ms);
-                for offset in offsets {
+                for (i, offset) in offsets.iter().enumerate() {
                     let key = (tp, *offset);
+                    // A late ack of the lease settles the record it carried.
+                    match ids.get(i).copied().flatten() {
+                        Some(id) => carries.insert(key, id),
+                        None => carries.remove(&key),
+                    };
                     let raced = reaped_since(facts, tp, *offset, asked, index);
                     leased(
                         &mut report,

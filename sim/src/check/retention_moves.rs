@@ -84,6 +84,7 @@ impl MoveRules {
                 tp,
                 offsets,
                 asked_at_ms: Some(asked),
+                ..
             } => self.gone(report, index, event, tp, offsets, *asked),
             EventKind::LogStartObserved { tp, log_start } => {
                 self.durable_start(report, index, event, tp, *log_start);

@@ -250,6 +250,7 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> WokenReport {
                 tp,
                 offsets,
                 asked_at_ms,
+                ..
             } => {
                 if let Some(asked) = asked_at_ms {
                     current.answered(tp, *asked, t, index);

@@ -87,8 +87,18 @@ impl fmt::Display for Event {
                 write!(f, "partition_refused {tp} reason={reason:?}")
             }
             EventKind::PartitionPoisoned { tp } => write!(f, "partition_poisoned {tp}"),
-            EventKind::DeliveriesUnclaimed { tp, offsets, .. } => {
-                write!(f, "deliveries_unclaimed {tp} offsets={offsets:?}")
+            EventKind::DeliveriesUnclaimed {
+                tp, offsets, ids, ..
+            } => {
+                write!(f, "deliveries_unclaimed {tp} offsets={offsets:?}")?;
+                if !ids.is_empty() {
+                    let ids: Vec<String> = ids
+                        .iter()
+                        .map(|id| id.map_or_else(|| "?".to_owned(), |id| id.to_string()))
+                        .collect();
+                    write!(f, " ids=[{}]", ids.join(", "))?;
+                }
+                Ok(())
             }
             EventKind::DamageHeld {
                 fault_index,

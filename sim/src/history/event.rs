@@ -157,6 +157,11 @@ pub enum EventKind {
     DeliveriesUnclaimed {
         tp: TopicPartition,
         offsets: Vec<Offset>,
+        /// The produce id each delivered payload carried, in the order of `offsets`
+        /// (`None` for one that does not parse). Empty in histories written before
+        /// they were recorded.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        ids: Vec<Option<ProduceId>>,
         /// When the receive began. Absent in histories written before it was recorded.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         asked_at_ms: Option<u64>,

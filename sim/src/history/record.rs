@@ -221,13 +221,16 @@ impl History {
         at_ms: u64,
         tp: &TopicPartition,
         offsets: Vec<Offset>,
+        ids: Vec<Option<ProduceId>>,
         asked_at_ms: u64,
     ) -> &mut Self {
+        assert_eq!(offsets.len(), ids.len(), "one id per unclaimed offset");
         self.record(
             at_ms,
             EventKind::DeliveriesUnclaimed {
                 tp: tp.clone(),
                 offsets,
+                ids,
                 asked_at_ms: Some(asked_at_ms),
             },
         )

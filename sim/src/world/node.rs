@@ -409,7 +409,12 @@ async fn serve(store: SimStore, recorder: Shared, request: Request, cancel: Opti
             if !claimed {
                 if !delivered.is_empty() {
                     let offsets = delivered.iter().map(|d| d.offset).collect();
-                    rec.history.deliveries_unclaimed(now, &tp, offsets, asked);
+                    let ids = delivered
+                        .iter()
+                        .map(|d| crate::history::parse_payload_id(&d.payload).ok())
+                        .collect();
+                    rec.history
+                        .deliveries_unclaimed(now, &tp, offsets, ids, asked);
                 }
             } else if delivered.is_empty() {
                 rec.history.receive_empty(now, &tp, asked, error);

@@ -114,3 +114,82 @@ fn an_ack_is_judged_without_the_runs_setup() {
         &["after the engine accepted its ack"],
     );
 }
+
+#[test]
+fn the_engine_accepts_a_settle_only_of_a_lease_it_has_not_settled() {
+    let settle = |r: &mut Run, ack: bool| {
+        r.with(|t, h| {
+            if ack {
+                h.ack(t, &tp(0), 0);
+            } else {
+                h.nack(t, &tp(0), 0);
+            }
+        });
+    };
+    let run = |settles: &[bool]| {
+        let mut r = leased();
+        for &ack in settles {
+            settle(&mut r, ack);
+        }
+        r.report()
+    };
+    // One ack, one nack, a nack then an ack (the offset is back to ready): all leased.
+    for settles in [&[true][..], &[false], &[false, true]] {
+        let report = run(settles);
+        assert!(
+            report.violations().is_empty(),
+            "{settles:?}: {:#?}",
+            report.violations()
+        );
+    }
+    // A second ack, a nack after the ack or after a nack: the lease was settled.
+    for (settles, expect) in [
+        (&[true, true][..], "an ack at t="),
+        (&[true, false], "a nack at t="),
+        (&[false, false], "a nack at t="),
+    ] {
+        assert_mentions(
+            &fires_only(&run(settles), CheckerName::LeaseExclusive),
+            &[
+                "orders/0 offset 0: the engine accepted",
+                expect,
+                "its lease from t=30ms was settled",
+            ],
+        );
+    }
+    // No lease in this incarnation: the one before the crash died with it.
+    let mut r = leased();
+    r.crash(&[(0, 1, 1, 1)]).restart();
+    settle(&mut r, true);
+    let report = r.report();
+    assert_mentions(
+        &messages_of(&report, CheckerName::LeaseExclusive),
+        &["accepted an ack", "no receive of incarnation 1 leased it"],
+    );
+    assert_eq!(report.lease_exclusive.settles_without_lease, 1);
+}
+
+#[test]
+fn a_delivery_no_consumer_claimed_is_a_lease() {
+    // Leased at t=20 to a receive whose consumer had given up: an ack settles it, and
+    // a delivery of the offset while it is live is a violation.
+    let unclaimed = || {
+        let mut r = Run::with_setup(0, 0, 100);
+        r.produce(1, 0, 0, 20).with(|t, h| {
+            h.deliveries_unclaimed(t, &tp(0), vec![0], vec![Some(1)], t);
+        });
+        r
+    };
+    let mut r = unclaimed();
+    r.consume(0, 0);
+    // (`no_lost_ack` still wants the record delivered to a consumer.)
+    assert!(messages_of(&r.report(), CheckerName::LeaseExclusive).is_empty());
+    let report = again(&mut unclaimed());
+    assert_mentions(
+        &fires_only(&report, CheckerName::LeaseExclusive),
+        &[
+            "orders/0 offset 0 delivered again at t=",
+            "while its lease was live",
+        ],
+    );
+}

@@ -76,7 +76,6 @@ fn stable_offsets_excuses_reuse_of_offsets_above_a_recorded_clamp() {
     r.produce(4, 0, 1, 1_010)
         .hwm(0, 2, 2, 2)
         .deliver(4, 0, 1, 1_010)
-        .consume(0, 0)
         .consume(0, 1);
     let report = r.report();
     assert_clean(&report);

@@ -251,17 +251,23 @@ fn a_nack_after_the_heal_is_timed_whatever_delivery_it_settles() {
 }
 
 #[test]
-fn a_late_ack_after_a_restart_settles_a_delivery_the_crash_kept() {
-    // Fresh default seed 3908431805: id 63 delivered just before a process crash, then
-    // acked by its consumer after the restart; the offset lay below the persisted HWM
-    // at the crash, so it still held that record.
-    let run = |persisted: u64| {
+fn a_late_ack_after_a_restart_settles_the_record_an_unclaimed_lease_carried() {
+    // Fresh default seed 3908431805: id 63 delivered just before a process crash; after
+    // the restart a receive whose consumer had given up leased offset 0 again (a
+    // delivery no one claimed), and the first consumer's late ack settled that lease.
+    let run = |unclaimed: Option<Option<u64>>| {
         let mut r = Run::with_setup(0, 0, 300);
         r.produce(1, 0, 0, 15)
             .deliver(1, 0, 0, 15)
-            .process_crash(&[(0, persisted, 1, 1)])
-            .restart()
-            .consume(0, 0)
+            .process_crash(&[(0, 1, 1, 1)])
+            .restart();
+        if let Some(id) = unclaimed {
+            let asked = r.now();
+            r.wait(5).with(|t, h| {
+                h.deliveries_unclaimed(t, &tp(0), vec![0], vec![id], asked);
+            });
+        }
+        r.consume(0, 0)
             .with(|t, h| {
                 h.heal(t);
             })
@@ -269,15 +275,31 @@ fn a_late_ack_after_a_restart_settles_a_delivery_the_crash_kept() {
             .hwm(0, 1, 1, 1);
         r.report()
     };
-    let kept = run(1);
+    let settled = run(Some(Some(1)));
     assert!(
-        messages_of(&kept, CheckerName::RedeliveredAfterExpiry).is_empty(),
+        settled.violations().is_empty(),
         "{:#?}",
-        kept.violations()
+        settled.violations()
     );
-    // Above the persisted HWM the crash may have put another record at that offset.
+    // Without the lease, the engine accepted an ack it must refuse, and the delivery of
+    // id 1 before the crash is still owed.
+    let stale = run(None);
     assert_mentions(
-        &messages_of(&run(0), CheckerName::RedeliveredAfterExpiry),
+        &messages_of(&stale, CheckerName::LeaseExclusive),
+        &[
+            "orders/0 offset 0: the engine accepted an ack",
+            "no receive of incarnation 1 leased it",
+        ],
+    );
+    assert_mentions(
+        &messages_of(&stale, CheckerName::RedeliveredAfterExpiry),
+        &["delivered but never acked by any consumer: id 1"],
+    );
+    // A lease whose payload named no id settles nothing for rule 3.
+    let unknown = run(Some(None));
+    assert!(messages_of(&unknown, CheckerName::LeaseExclusive).is_empty());
+    assert_mentions(
+        &messages_of(&unknown, CheckerName::RedeliveredAfterExpiry),
         &["delivered but never acked by any consumer: id 1"],
     );
 }

@@ -259,7 +259,7 @@ fn a_receive_asked_after_a_move_gets_nothing_below_the_new_log_start() {
     r.wait(20).segment(3, true).wait(20).move_log_start(2, 3);
     let asked = r.now() - 30;
     r.with(|t, h| {
-        h.deliveries_unclaimed(t, &tp(0), vec![1], asked);
+        h.deliveries_unclaimed(t, &tp(0), vec![1], vec![Some(2)], asked);
     });
     assert_mentions(
         &messages_of(&r.report(), CheckerName::RetentionSafe),

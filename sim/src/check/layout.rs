@@ -1,6 +1,7 @@
 //! `layout`: the engine writes the shapes the spec states (storage-engine.md, "The
 //! flusher pipeline" and "Segments are capped"), judged on the segment files it left
-//! at the end of the run ([`EventKind::LayoutObserved`]):
+//! once the run went quiet ([`EventKind::LayoutObserved`], the first of each
+//! partition):
 //! - F1: a frame holds at most `flush_records` records;
 //! - F2: a frame of two or more records holds at most `flush_bytes` of record bytes
 //!   (one record larger than that is a frame of its own);
@@ -32,7 +33,7 @@
 //! Frames a cut or retention removed before the end are not judged: the shape is read
 //! once, at the end of the run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -66,12 +67,16 @@ pub fn check(facts: &Facts<'_>) -> LayoutReport {
     let mut report = LayoutReport::default();
     let events = facts.history.events();
     let found_empty = found_empty(facts);
+    // The first listing of each partition: the world lists again at the very end,
+    // after retention's wait, which only deleted segments since.
+    let mut judged: BTreeSet<&TopicPartition> = BTreeSet::new();
     for (index, event) in events.iter().enumerate() {
         if let EventKind::LayoutObserved {
             tp,
             knobs,
             segments,
         } = &event.kind
+            && judged.insert(tp)
         {
             let judge = Judge {
                 facts,

@@ -94,6 +94,9 @@
 //! - `wal_progress`: at the end of a run whose WAL has been quiet since the heal for a
 //!   persister interval, two checkpoint periods and the slack, the WAL directory lists
 //!   only its newest segment, but for segments holding a refused partition's entries.
+//! - `retention_progress`: at the end of such a run, a reaper interval and a sweep's
+//!   slack later, no partition lists a sealed lowest segment that retention had aged,
+//!   below the HWM shown and the WAL checkpoint's floor.
 
 #![deny(clippy::unwrap_used)]
 
@@ -122,6 +125,7 @@ pub mod poison;
 pub mod reaped;
 pub mod redelivery;
 pub mod retention_moves;
+pub mod retention_progress;
 pub mod retention_safe;
 pub mod verdict;
 pub mod wal_progress;
@@ -161,10 +165,11 @@ pub enum CheckerName {
     WokenPromptly,
     HwmPersisted,
     WalProgress,
+    RetentionProgress,
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 18] = [
+    pub const ALL: [CheckerName; 19] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
@@ -183,6 +188,7 @@ impl CheckerName {
         CheckerName::WokenPromptly,
         CheckerName::HwmPersisted,
         CheckerName::WalProgress,
+        CheckerName::RetentionProgress,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -205,6 +211,7 @@ impl CheckerName {
             CheckerName::WokenPromptly => "woken_promptly",
             CheckerName::HwmPersisted => "hwm_persisted",
             CheckerName::WalProgress => "wal_progress",
+            CheckerName::RetentionProgress => "retention_progress",
         }
     }
 
@@ -216,6 +223,7 @@ impl CheckerName {
                 | CheckerName::WokenPromptly
                 | CheckerName::HwmPersisted
                 | CheckerName::WalProgress
+                | CheckerName::RetentionProgress
         )
     }
 }
@@ -307,6 +315,7 @@ pub struct CheckReport {
     pub woken_promptly: woken::WokenReport,
     pub hwm_persisted: hwm_persisted::HwmPersistedReport,
     pub wal_progress: wal_progress::WalProgressReport,
+    pub retention_progress: retention_progress::RetentionProgressReport,
 }
 
 impl CheckReport {
@@ -330,6 +339,7 @@ impl CheckReport {
             CheckerName::WokenPromptly => &self.woken_promptly.violations,
             CheckerName::HwmPersisted => &self.hwm_persisted.violations,
             CheckerName::WalProgress => &self.wal_progress.violations,
+            CheckerName::RetentionProgress => &self.retention_progress.violations,
         }
     }
 
@@ -420,6 +430,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         woken_promptly: woken::check(&facts, config),
         hwm_persisted: hwm_persisted::check(&facts),
         wal_progress: wal_progress::check(&facts),
+        retention_progress: retention_progress::check(&facts),
         accounting,
         no_lost_ack,
         delivered_after_heal,

@@ -98,6 +98,7 @@ pub fn check(facts: &Facts<'_>) -> WalProgressReport {
                 checkpoint,
                 active,
                 segment_bytes,
+                ..
             } => Some((e, *opened_ms, segments, checkpoint, *active, *segment_bytes)),
             _ => None,
         })

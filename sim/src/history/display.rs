@@ -158,6 +158,7 @@ impl fmt::Display for Event {
                 checkpoint,
                 active,
                 segment_bytes,
+                floors,
             } => {
                 write!(
                     f,
@@ -170,6 +171,12 @@ impl fmt::Display for Event {
                         for (tp, seq) in c {
                             write!(f, "{tp}@{seq},")?;
                         }
+                    }
+                }
+                if !floors.is_empty() {
+                    write!(f, " floors=")?;
+                    for (tp, offset) in floors {
+                        write!(f, "{tp}@{offset},")?;
                     }
                 }
                 write!(f, " segments:")?;

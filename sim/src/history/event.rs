@@ -46,6 +46,10 @@ pub struct TopicSetup {
     /// (and `hwm_persisted` does not judge the topic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hwm_persist_ms: Option<u64>,
+    /// The reaper's period; `None` in histories written before it was recorded (and
+    /// `retention_progress` does not judge the topic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reaper_interval_ms: Option<u64>,
 }
 
 /// One observation. Field docs say who records it.
@@ -402,13 +406,17 @@ pub enum EventKind {
     /// (`None`: no readable file); the base of the segment the engine says it writes
     /// to; when the running incarnation's store open returned; and the segment size
     /// the store was configured with (`StoreConfig::wal_segment_bytes`).
-    /// `wal_progress` judges them.
+    /// `wal_progress` judges them. `floors`: the checkpoint file's offset per
+    /// partition, below which retention may delete (`retention_progress` reads it;
+    /// empty without a readable file, and in histories written before it was recorded).
     WalAtEnd {
         opened_ms: u64,
         segments: Vec<WalSegmentAtEnd>,
         checkpoint: Option<Vec<(TopicPartition, u64)>>,
         active: u64,
         segment_bytes: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        floors: Vec<(TopicPartition, u64)>,
     },
 }
 

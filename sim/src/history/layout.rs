@@ -47,4 +47,9 @@ pub struct SegmentLayout {
     pub zstd_payload_min: Option<u64>,
     /// The decoder stopped inside it (damage): only the frames before are summarised.
     pub damaged: bool,
+    /// The commit time of its last record (the last valid frame's; what the engine's
+    /// open reads and the reaper ages it by). `None` without frames, and in
+    /// histories written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_committed_ms: Option<u64>,
 }

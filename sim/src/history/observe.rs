@@ -123,10 +123,18 @@ impl History {
         at_ms: u64,
         opened_ms: u64,
         segments: Vec<WalSegmentAtEnd>,
-        checkpoint: Option<Vec<(TopicPartition, u64)>>,
+        checkpoint: Option<Vec<(TopicPartition, u64, u64)>>,
         active: u64,
         segment_bytes: u64,
     ) -> &mut Self {
+        // The checkpoint's (partition, seq, offset): seqs for `wal_progress`, offsets
+        // (retention's floors) for `retention_progress`.
+        let floors = checkpoint
+            .iter()
+            .flatten()
+            .map(|(tp, _, offset)| (tp.clone(), *offset))
+            .collect();
+        let checkpoint = checkpoint.map(|c| c.into_iter().map(|(tp, seq, _)| (tp, seq)).collect());
         self.record(
             at_ms,
             EventKind::WalAtEnd {
@@ -135,6 +143,7 @@ impl History {
                 checkpoint,
                 active,
                 segment_bytes,
+                floors,
             },
         )
     }

@@ -142,6 +142,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         paths.wakeups_timed = r.woken_promptly.timed;
         paths.rolls_judged = r.layout.rolls_judged;
         paths.wal_ends_judged = u64::from(r.wal_progress.judged);
+        paths.retention_ends_judged = r.retention_progress.sealed;
     }
     RunOutcome {
         seed: spec.seed,
@@ -215,6 +216,9 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
                 hwm_persist_ms: Some(
                     u64::try_from(t.config.log.hwm_persist_interval.as_millis())
                         .unwrap_or(u64::MAX),
+                ),
+                reaper_interval_ms: Some(
+                    u64::try_from(t.config.log.reaper_interval.as_millis()).unwrap_or(u64::MAX),
                 ),
             })
             .collect();
@@ -587,9 +591,25 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
         .max()
         .unwrap_or(0);
     let judged_ms = persist_ms.saturating_add(crate::check::hwm_persisted::SLACK_MS + 100);
-    let wal_bound_ms =
-        crate::check::wal_progress::bound_ms(persist_ms, world.spec.mix.disk().latency_max_ms());
+    let latency_ms = world.spec.mix.disk().latency_max_ms();
+    let wal_bound_ms = crate::check::wal_progress::bound_ms(persist_ms, latency_ms);
+    // And, with retention, a reaper's sweep past that: `retention_progress` judges
+    // what the reaper left once the floor has settled.
+    let reap_bound_ms = world
+        .spec
+        .workload
+        .topics
+        .iter()
+        .filter(|t| t.config.log.retention_ms.is_some())
+        .map(|t| {
+            let reaper_ms =
+                u64::try_from(t.config.log.reaper_interval.as_millis()).unwrap_or(u64::MAX);
+            crate::check::retention_progress::bound_ms(reaper_ms, latency_ms)
+        })
+        .max()
+        .unwrap_or(0);
     let end = profile.end_ms();
+    let mut layouts_observed = false;
     loop {
         sleep_serving(world, node, 50).await;
         // Done once every acknowledged record is consumed and the engine is up: the
@@ -602,9 +622,17 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
         };
         let now = now_ms(world);
         // And not before `wal_progress` can judge the WAL: quiet for its bound.
-        let judged = done
+        let quiet = done
             && now >= profile.heal_ms.saturating_add(judged_ms)
             && now >= wal_quiet_from(world, healed_ms).saturating_add(wal_bound_ms);
+        // `layout` judges the segments as they stand once quiet: retention's wait below
+        // only deletes some.
+        if quiet && !layouts_observed {
+            restart::observe_layouts(world);
+            layouts_observed = true;
+        }
+        let judged = quiet
+            && now >= wal_quiet_from(world, healed_ms).saturating_add(wal_bound_ms + reap_bound_ms);
         if judged || now >= end {
             return;
         }

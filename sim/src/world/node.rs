@@ -32,12 +32,21 @@ pub fn wal_dir() -> PathBuf {
 /// The WAL checkpoint's seq per partition, as the page cache shows the file and the
 /// reference decoder reads it; `None` when there is no file or it does not read.
 pub fn wal_checkpoint_seqs(fs: &crate::fs::SimFs) -> Option<Vec<(TopicPartition, u64)>> {
+    let entries = wal_checkpoint_entries(fs)?;
+    Some(entries.into_iter().map(|(tp, seq, _)| (tp, seq)).collect())
+}
+
+/// The WAL checkpoint in the page cache: each partition's seq and offset (retention's
+/// floor), `None` without a readable file.
+pub fn wal_checkpoint_entries(fs: &crate::fs::SimFs) -> Option<Vec<(TopicPartition, u64, u64)>> {
     let bytes = fs.visible_bytes(&wal_dir().join(cafelog_engine::store::wal::CHECKPOINT_FILE))?;
     let entries = crate::reference::wal::checkpoint(&bytes)?;
     Some(
         entries
             .into_iter()
-            .map(|(topic, partition, seq, _)| (TopicPartition::new(topic, partition), seq))
+            .map(|(topic, partition, seq, offset)| {
+                (TopicPartition::new(topic, partition), seq, offset)
+            })
             .collect(),
     )
 }

@@ -193,7 +193,7 @@ pub(super) fn observe_wal_at_end(world: &World) {
         })
         .collect();
     segments.sort_by_key(|s| s.base);
-    let checkpoint = node::wal_checkpoint_seqs(&world.fs);
+    let checkpoint = node::wal_checkpoint_entries(&world.fs);
     let (now, opened) = (rec.now_ms(), rec.store_opened_ms);
     let active = store.wal().active_base();
     let segment_bytes = world.spec.workload.wal_segment_bytes;

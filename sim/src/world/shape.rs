@@ -63,6 +63,11 @@ pub fn summarise(image: &DirImage) -> Vec<SegmentLayout> {
             multi_record_bytes_max: 0,
             zstd_payload_min: None,
             damaged,
+            last_committed_ms: extent.frames.last().and_then(|at| {
+                let header = frame::header_at(bytes, at.position)?;
+                let records = frame::records_at(bytes, at.position, &header)?;
+                Some(frame::envelope(records.last()?)?.committed_at_ms)
+            }),
         };
         for at in &extent.frames {
             let header = frame::header_at(bytes, at.position)

@@ -26,6 +26,7 @@ fn segment(base: u64, frames: u32) -> SegmentLayout {
         multi_record_bytes_max: 0,
         zstd_payload_min: None,
         damaged: false,
+        last_committed_ms: None,
     }
 }
 

@@ -149,6 +149,7 @@ mod recommitted;
 mod redelivery;
 mod refused;
 mod replayed;
+mod retention_progress;
 mod retention_safe;
 mod salvaged_entry;
 mod showed;
@@ -200,6 +201,7 @@ impl Run {
             lease_ms,
             retention_ms: None,
             hwm_persist_ms: None,
+            reaper_interval_ms: None,
         };
         r.h.run_started(0, wall_base_ms, vec![topic], 0);
         r

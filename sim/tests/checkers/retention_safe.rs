@@ -15,6 +15,7 @@ impl Run {
             lease_ms: 30_000,
             retention_ms: Some(retention_ms),
             hwm_persist_ms: None,
+            reaper_interval_ms: None,
         };
         r.h.run_started(0, 0, vec![topic], 0);
         r

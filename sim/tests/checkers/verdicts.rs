@@ -94,6 +94,7 @@ fn checker_names_are_stable_snake_case() {
             "woken_promptly",
             "hwm_persisted",
             "wal_progress",
+            "retention_progress",
         ]
     );
     for checker in CheckerName::ALL {

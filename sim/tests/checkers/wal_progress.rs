@@ -23,6 +23,7 @@ fn produced_then_healed_after(before: impl FnOnce(&mut Run)) -> Run {
         lease_ms: 300,
         retention_ms: None,
         hwm_persist_ms: Some(100),
+        reaper_interval_ms: None,
     };
     r.h.run_started(0, 1_000, vec![topic], 0);
     before(&mut r);
@@ -75,7 +76,7 @@ fn ends_writing(
             t,
             0,
             segments,
-            Some(vec![(tp(0), 3)]),
+            Some(vec![(tp(0), 3, 0)]),
             active,
             SEGMENT_BYTES,
         );

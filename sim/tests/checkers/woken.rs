@@ -47,6 +47,7 @@ fn parked_then_committed_healing(io_latency_max_ms: u64, heal_at: Option<u64>) -
         lease_ms: 300,
         retention_ms: None,
         hwm_persist_ms: None,
+        reaper_interval_ms: None,
     };
     r.h.run_started(0, 0, vec![topic], io_latency_max_ms);
     if heal_at == Some(0) {

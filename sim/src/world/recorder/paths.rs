@@ -52,6 +52,9 @@ pub struct Paths {
     pub wal_replayed: u64,
     /// Runs whose WAL listing at the end `wal_progress` judged (quiet long enough).
     pub wal_ends_judged: u64,
+    /// Partitions with retention whose listing at the end held a sealed segment, judged
+    /// by `retention_progress`.
+    pub retention_ends_judged: u64,
     /// WAL segments deleted behind the checkpoint.
     pub wal_segments_deleted: u64,
     pub clock_steps: u64,
@@ -106,6 +109,7 @@ impl Paths {
             ("wal_entries_replayed", self.wal_replayed),
             ("wal_segments_deleted", self.wal_segments_deleted),
             ("wal_ends_judged", self.wal_ends_judged),
+            ("retention_ends_judged", self.retention_ends_judged),
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),
             ("latent_sectors", self.latent_sectors),

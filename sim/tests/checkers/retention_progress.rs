@@ -1,0 +1,149 @@
+//! `retention_progress`: once the run is quiet, a sealed segment retention has aged,
+//! below the HWM shown and the WAL checkpoint's floor, is gone from the listing within
+//! a reaper interval and a sweep's slack.
+
+use super::*;
+use cafelog_sim::history::{LayoutKnobs, SegmentLayout, TopicSetup};
+
+const KNOBS: LayoutKnobs = LayoutKnobs {
+    segment_bytes: 1_000,
+    flush_records: 10,
+    flush_bytes: 500,
+    compress_min_bytes: 256,
+    zstd: true,
+};
+
+/// A full segment of ten one-record frames of 100 bytes from `base`, whose last record
+/// was committed at `committed_ms` (the wall clock starts at 0).
+fn segment(base: u64, committed_ms: u64) -> SegmentLayout {
+    SegmentLayout {
+        base,
+        end: base + 10,
+        file_len: 1_000,
+        valid_len: 1_000,
+        frames: 10,
+        first_frame_len: 100,
+        records_max: 1,
+        multi_record_bytes_max: 0,
+        zstd_payload_min: None,
+        damaged: false,
+        last_committed_ms: Some(committed_ms),
+    }
+}
+
+/// What the run does before its end, and what the world lists then.
+#[derive(Clone)]
+struct End {
+    /// Segment 0 holds `[0, 10)`, committed last at this wall-clock ms.
+    committed_ms: u64,
+    /// The checkpoint's offset for orders/0, and the HWM a sample showed.
+    floor: u64,
+    hwm: u64,
+    /// Clock steps back, and a fault on orders/0 in the last incarnation.
+    stepped_back_ms: u64,
+    fault: bool,
+    /// How long after the heal the listing comes.
+    end_after_heal_ms: u64,
+}
+
+const DUE: End = End {
+    committed_ms: 100,
+    floor: 20,
+    hwm: 20,
+    stepped_back_ms: 0,
+    fault: false,
+    end_after_heal_ms: 3_000,
+};
+
+/// Topic `orders` keeping segments 1 s, reaped every 200 ms, HWM persisted every 100
+/// ms; the heal at t=1000ms; segments 0 `[0, 10)` and 10 `[10, 20)` listed at the end.
+fn ends(e: &End) -> CheckReport {
+    let mut r = Run::new();
+    let topic = TopicSetup {
+        name: "orders".into(),
+        partitions: 1,
+        delay_ms: 0,
+        lease_ms: 30_000,
+        retention_ms: Some(1_000),
+        hwm_persist_ms: Some(100),
+        reaper_interval_ms: Some(200),
+    };
+    r.h.run_started(0, 0, vec![topic], 0);
+    if e.stepped_back_ms > 0 {
+        let back_ms = e.stepped_back_ms;
+        r.fault(FaultKind::ClockStep { back_ms }, None);
+    }
+    if e.fault {
+        let flip = segment_flip(OffsetRange { start: 0, end: 1 }, Some(true));
+        r.fault(flip, Some(0));
+    }
+    r.wait(1_000).with(|t, h| {
+        h.heal(t);
+    });
+    r.hwm(0, e.hwm, e.hwm, e.hwm);
+    let (committed_ms, floor) = (e.committed_ms, e.floor);
+    r.wait(e.end_after_heal_ms).with(|t, h| {
+        let segments = vec![segment(0, committed_ms), segment(10, 900)];
+        h.layout_observed(t, &tp(0), KNOBS, segments);
+        let checkpoint = Some(vec![(tp(0), 0, floor)]);
+        h.wal_at_end(t, 0, Vec::new(), checkpoint, 0, 1 << 20);
+    });
+    r.report()
+}
+
+#[test]
+fn a_sealed_segment_retention_aged_still_listed_at_the_end_fires() {
+    let report = ends(&DUE);
+    assert_mentions(
+        &fires_only(&report, CheckerName::RetentionProgress),
+        &[
+            "orders/0: sealed segment 0 ([0, 10)) still listed at the end",
+            "committed at 100 ms, aged 1000 ms by t=1100ms",
+            "below the HWM 20 shown at t=1020ms",
+            "the WAL checkpoint's floor 20",
+            "every 200 ms, had until t=2030ms",
+        ],
+    );
+    assert_eq!(report.retention_progress.sealed, 1);
+    assert!(CheckerName::RetentionProgress.is_liveness());
+}
+
+#[test]
+fn a_segment_not_yet_due_for_a_reaper_interval_is_not_judged() {
+    let quiet = |e: End| {
+        let report = ends(&e);
+        assert!(
+            messages_of(&report, CheckerName::RetentionProgress).is_empty(),
+            "{:#?}",
+            report.retention_progress
+        );
+        assert_eq!(report.retention_progress.not_due, 1);
+    };
+    // Aged only at t=3800ms, 200 ms before the end: less than a reaper interval and
+    // the slack.
+    quiet(End {
+        committed_ms: 2_800,
+        ..DUE
+    });
+    // The checkpoint's floor, or the HWM shown, below the segment's end.
+    quiet(End { floor: 9, ..DUE });
+    quiet(End { hwm: 9, ..DUE });
+    // Steps back of the clock delay the age by as much (the engine's clock may lag).
+    quiet(End {
+        committed_ms: 1_000,
+        stepped_back_ms: 2_500,
+        ..DUE
+    });
+    // Listed too soon after the heal for the WAL's quiet bound and a sweep.
+    quiet(End {
+        end_after_heal_ms: 600,
+        ..DUE
+    });
+}
+
+#[test]
+fn a_partition_a_fault_reached_in_the_last_incarnation_is_not_judged() {
+    let report = ends(&End { fault: true, ..DUE });
+    assert!(messages_of(&report, CheckerName::RetentionProgress).is_empty());
+    assert_eq!(report.retention_progress.sealed, 0);
+}

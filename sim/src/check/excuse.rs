@@ -470,7 +470,14 @@ impl<'f, 'h> Excuses<'f, 'h> {
                     else {
                         return None;
                     };
-                    kind.segment_damage()?;
+                    // Only damage at rest names copies (`DamageHeld`); say so, so that a
+                    // future emitter does not join this row unread.
+                    matches!(
+                        kind,
+                        crate::history::FaultKind::BitFlip { .. }
+                            | crate::history::FaultKind::LatentSector { .. }
+                    )
+                    .then_some(())?;
                     let name = std::path::Path::new(path).file_name()?.to_str()?;
                     (crate::reference::partition::segment_base(name)? == r.base).then_some(())?;
                     let copy = held

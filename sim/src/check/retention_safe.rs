@@ -19,7 +19,9 @@
 //!    last write, decoded by the reference decoder), and every commit time observed for
 //!    an offset in `[base, end)` since the segment was created (deliveries, and for an
 //!    acknowledged record the wall clock at its attempt, less steps back since: a lower
-//!    bound on its commit), `c`, has `c + retention_ms <= U(t)` at the move
+//!    bound on its commit), and every copy damage at rest named in the file since
+//!    (`DamageHeld`: the decode at the unlink stops at the damage), `c`, has
+//!    `c + retention_ms <= U(t)` at the move
 //!    ([`super::engine_clock`]). A topic without retention deletes nothing.
 //! 3. **Boundaries.** Every log start the engine reports (samples, its open's
 //!    account, its moves) is 0 or the base of a segment created before (histories that
@@ -67,6 +69,10 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
     // Per partition: offset -> latest commit time seen, and each base's latest creation.
     let mut commits: BTreeMap<TopicPartition, BTreeMap<Offset, (u64, usize)>> = BTreeMap::new();
     let mut created: BTreeMap<TopicPartition, BTreeMap<Offset, usize>> = BTreeMap::new();
+    // Per (partition, segment base): the copies damage at rest named in that file (its
+    // `DamageHeld`), as (offset, commit time, index): the decode at the unlink may not
+    // reach them, and the reaper ages the file by its last record all the same.
+    let mut damaged: BTreeMap<(&TopicPartition, Offset), Vec<NamedCopy>> = BTreeMap::new();
     let mut moves = MoveRules::default();
     for (index, event) in events.iter().enumerate() {
         moves.observe(&mut report, index, event);
@@ -104,6 +110,18 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
             }
             EventKind::SegmentCreated { tp, base } => {
                 created.entry(tp.clone()).or_default().insert(*base, index);
+            }
+            EventKind::DamageHeld {
+                fault_index,
+                tp,
+                held,
+            } => {
+                if let Some(base) = segment_of(&events[*fault_index]) {
+                    damaged
+                        .entry((tp, base))
+                        .or_default()
+                        .extend(held.iter().map(|c| (c.offset, c.committed_at_ms, index)));
+                }
             }
             // What a crash left is what exists; a listed segment keeps its creation.
             EventKind::SegmentsListed { tp, bases } => {
@@ -192,7 +210,17 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
                     .map(|(o, (at, i))| (*o, *at, *i))
             });
             let last_held = r.held.last().map(|c| (c.offset, c.committed_at_ms, index));
-            let latest = seen.into_iter().chain(last_held).max_by_key(|l| l.1);
+            let named = damaged
+                .get(&(&r.tp, r.base))
+                .into_iter()
+                .flatten()
+                .filter(|(o, _, i)| *i > born && (r.base..end).contains(o))
+                .copied();
+            let latest = seen
+                .into_iter()
+                .chain(last_held)
+                .chain(named)
+                .max_by_key(|l| l.1);
             let Some((offset, committed, seen)) = latest else {
                 continue;
             };
@@ -213,4 +241,19 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
         }
     }
     report
+}
+
+/// A copy damage named in a segment file: offset, commit time, the `DamageHeld`'s index.
+type NamedCopy = (Offset, u64, usize);
+
+/// The base of the segment file a fault event names, if it names one.
+fn segment_of(event: &crate::history::Event) -> Option<Offset> {
+    let EventKind::Fault {
+        path: Some(path), ..
+    } = &event.kind
+    else {
+        return None;
+    };
+    let name = std::path::Path::new(path).file_name()?.to_str()?;
+    crate::reference::partition::segment_base(name)
 }

@@ -532,29 +532,82 @@ fn a_visible_copy_in_a_reaped_segment_is_what_retention_excuses_after_a_cut() {
     }
 }
 
+/// A flip on segment `file` that named id 2's copy at offset 3 (committed at
+/// `committed_at_ms`) by identity, then `after` (an alarm) when given.
+fn flipped_copy(
+    file: &'static str,
+    committed_at_ms: u64,
+    after: Option<Alarm>,
+) -> impl FnOnce(&mut Run) {
+    move |r: &mut Run| {
+        r.with(|t, h| {
+            let flip = FaultKind::BitFlip {
+                file: FileKind::Segment,
+                offsets: Some(OffsetRange { start: 3, end: 4 }),
+                below_hwm: Some(true),
+            };
+            let index = h.len();
+            h.fault(t, flip, Some(&tp(0)), Some(file));
+            let copy = HeldCopy {
+                offset: 3,
+                id: 2,
+                committed_at_ms,
+            };
+            h.damage_held(t, index, &tp(0), vec![copy]);
+        });
+        if let Some(alarm) = after {
+            r.alarm(Some(0), alarm);
+        }
+    }
+}
+
+const SEGMENT_0: &str = "/data/topics/orders/p00000/00000000000000000000.log";
+
+#[test]
+fn a_damage_named_copy_counts_only_without_a_cut_or_clamp_since_and_ages_its_file() {
+    // A cut or a clamp at or below the copy between the damage and the reap may have
+    // taken it before retention did: the loss is not retention's.
+    let cut = Alarm::TornTail {
+        segment: "00000000000000000000.log".into(),
+        position: 300,
+        offset: 3,
+        bytes: 10,
+    };
+    let clamp = Alarm::Clamp {
+        persisted_hwm: 4,
+        hwm: 3,
+        lost: 1,
+    };
+    // (The clamp is an excuse of its own: it names itself, not the reap.)
+    for alarm in [cut, clamp] {
+        let report = copy_reaped_after(false, 4, flipped_copy(SEGMENT_0, 120, Some(alarm)));
+        assert!(
+            report
+                .no_lost_ack
+                .excused
+                .iter()
+                .all(|e| !e.excuse.covers.contains("damage at rest hid")),
+            "{:#?}",
+            report.no_lost_ack.excused
+        );
+    }
+    // The named copy ages the file too: committed at 900, it was not 1,000 ms old at a
+    // reap a little past t=1,100.
+    let report = copy_reaped_after(false, 4, flipped_copy(SEGMENT_0, 900, None));
+    assert_mentions(
+        &messages_of(&report, CheckerName::RetentionSafe),
+        &[
+            "segment 0 of orders/0 deleted by retention",
+            "offset 3, committed at 900",
+        ],
+    );
+}
+
 #[test]
 fn a_copy_damage_hid_from_the_unlinks_decode_is_retentions_only_in_that_file() {
     // A flip on segment `file` named id 2's copy at offset 3 by identity; the decode at
     // the unlink of segment 0 could not read it.
-    let flipped = |file: &'static str| {
-        move |r: &mut Run| {
-            r.with(|t, h| {
-                let flip = FaultKind::BitFlip {
-                    file: FileKind::Segment,
-                    offsets: Some(OffsetRange { start: 3, end: 4 }),
-                    below_hwm: Some(true),
-                };
-                let index = h.len();
-                h.fault(t, flip, Some(&tp(0)), Some(file));
-                let copy = HeldCopy {
-                    offset: 3,
-                    id: 2,
-                    committed_at_ms: 120,
-                };
-                h.damage_held(t, index, &tp(0), vec![copy]);
-            });
-        }
-    };
+    let flipped = |file: &'static str| flipped_copy(file, 120, None);
     let report = copy_reaped_after(
         false,
         4,

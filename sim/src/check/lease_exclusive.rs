@@ -117,7 +117,13 @@ pub fn check(facts: &Facts<'_>) -> LeaseReport {
                 ..
             } => {
                 for offset in offsets {
-                    last.insert((tp, *offset), Last::leased(index, *asked_at_ms));
+                    let lease = Lease {
+                        tp,
+                        offset: *offset,
+                        index,
+                        asked_at_ms: *asked_at_ms,
+                    };
+                    leased(&mut report, facts, &leases, &mut last, lease, event);
                 }
             }
             EventKind::Delivery {
@@ -126,53 +132,89 @@ pub fn check(facts: &Facts<'_>) -> LeaseReport {
                 asked_at_ms,
                 ..
             } => {
-                let key = (tp, *offset);
-                if let Some(previous) = last.get(&key) {
-                    report.redeliveries += 1;
-                    // The expiry rule needs the topic's lease and the ask; the ack rule
-                    // needs neither.
-                    let lease_ms = leases.get(&tp.topic).copied();
-                    let live_until = previous.asked_at_ms.zip(lease_ms).map(|(a, l)| a + l);
-                    let why = if let Some(ack) = previous.acked {
-                        Some(format!(
-                            "after the engine accepted its ack at t={}ms",
-                            facts.at_ms(ack)
-                        ))
-                    } else if previous.nacked {
-                        report.after_nack += 1;
-                        None
-                    } else {
-                        live_until
-                            .filter(|&until| event.at_ms < until)
-                            .map(|until| {
-                                format!(
-                                    "while its lease was live (asked for at t={}ms, leased for {} ms: until \
-                                 t={until}ms at the earliest), with no nack in between",
-                                previous.asked_at_ms.unwrap_or_default(),
-                                lease_ms.unwrap_or_default()
-                                )
-                            })
-                    };
-                    if let Some(why) = why {
-                        report.violations.push(Violation {
-                            message: format!(
-                                "{tp} offset {offset} delivered again at t={}ms inc {} {why}; \
-                                 first delivered at t={}ms",
-                                event.at_ms,
-                                event.incarnation,
-                                facts.at_ms(previous.index)
-                            ),
-                            records: vec![RecordRef::new(tp, Some(*offset), None)],
-                            events: vec![previous.index, index],
-                        });
-                    }
-                }
-                last.insert(key, Last::leased(index, *asked_at_ms));
+                let lease = Lease {
+                    tp,
+                    offset: *offset,
+                    index,
+                    asked_at_ms: *asked_at_ms,
+                };
+                leased(&mut report, facts, &leases, &mut last, lease, event);
             }
             _ => {}
         }
     }
     report
+}
+
+/// A lease the engine made: a delivery, or one no consumer claimed.
+struct Lease<'h> {
+    tp: &'h TopicPartition,
+    offset: Offset,
+    index: usize,
+    asked_at_ms: Option<u64>,
+}
+
+/// Judges a lease against the offset's last one in the incarnation (ended by a nack or
+/// its expiry, never by an ack), then makes it the last.
+fn leased<'h>(
+    report: &mut LeaseReport,
+    facts: &Facts<'_>,
+    leases: &BTreeMap<String, u64>,
+    last: &mut BTreeMap<(&'h TopicPartition, Offset), Last>,
+    lease: Lease<'h>,
+    event: &Event,
+) {
+    let Lease {
+        tp,
+        offset,
+        index,
+        asked_at_ms,
+    } = lease;
+    if let Some(previous) = last.get(&(tp, offset)) {
+        report.redeliveries += 1;
+        // The expiry rule needs the topic's lease and the ask; the ack rule needs
+        // neither.
+        let lease_ms = leases.get(&tp.topic).copied();
+        let live_until = previous.asked_at_ms.zip(lease_ms).map(|(a, l)| a + l);
+        let why = if let Some(ack) = previous.acked {
+            Some(format!(
+                "after the engine accepted its ack at t={}ms",
+                facts.at_ms(ack)
+            ))
+        } else if previous.nacked {
+            report.after_nack += 1;
+            None
+        } else {
+            live_until
+                .filter(|&until| event.at_ms < until)
+                .map(|until| {
+                    format!(
+                        "while its lease was live (asked for at t={}ms, leased for {} ms: \
+                         until t={until}ms at the earliest), with no nack in between",
+                        previous.asked_at_ms.unwrap_or_default(),
+                        lease_ms.unwrap_or_default()
+                    )
+                })
+        };
+        if let Some(why) = why {
+            let what = match event.kind {
+                EventKind::DeliveriesUnclaimed { .. } => "leased again (unclaimed)",
+                _ => "delivered again",
+            };
+            report.violations.push(Violation {
+                message: format!(
+                    "{tp} offset {offset} {what} at t={}ms inc {} {why}; first delivered at \
+                     t={}ms",
+                    event.at_ms,
+                    event.incarnation,
+                    facts.at_ms(previous.index)
+                ),
+                records: vec![RecordRef::new(tp, Some(offset), None)],
+                events: vec![previous.index, index],
+            });
+        }
+    }
+    last.insert((tp, offset), Last::leased(index, asked_at_ms));
 }
 
 /// A settle the engine accepted of an offset with no lease to settle: none in this

@@ -17,16 +17,22 @@
 //!   (after which the checkpoint covers everything below the persisted HWM, so the
 //!   floor no longer moves).
 //!
+//! And the floor itself moves: by then the checkpoint has passed every entry below the
+//! persisted HWM, so its offset is at least the highest persisted HWM a sample of the
+//! running incarnation read (a floor that never rises stops retention for good).
+//!
 //! Why it matters though no record is lost without it: a reaper that never ages a
 //! segment (milliseconds read as seconds, a floor that never rises) fills the disk,
 //! and every other checker only judges the deletions that happen.
 //!
 //! Judged at the end of the history, from the world's listing (`LayoutObserved`) and
 //! the checkpoint's offsets (`WalAtEnd::floors`), when the run has a heal and the
-//! running incarnation's store open returned. Not judged: a partition poisoned or
-//! refused in the last incarnation, one a fault reached in it, one whose lowest
+//! running incarnation's store open returned, and not when its WAL was poisoned (no
+//! checkpoint moves) or the run ended before the WAL's bound. Not judged: a partition
+//! poisoned or refused in the last incarnation, one whose segment files a fault
+//! reached in it (damage hides frames from the listing's decode), one whose lowest
 //! segment the decoder found damaged or without frames, and topics without retention
-//! or without a recorded reaper interval.
+//! or without a recorded reaper interval (the floor rule judges every partition).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -90,9 +96,12 @@ pub fn check(facts: &Facts<'_>) -> RetentionProgressReport {
     let (mut persist_ms, mut latency_ms, mut last_write_ms) = (0, 0, 0);
     let mut excluded: BTreeSet<&TopicPartition> = BTreeSet::new();
     let mut refused_topics: BTreeSet<&str> = BTreeSet::new();
+    let mut wal_poisoned = false;
     let mut layouts: BTreeMap<&TopicPartition, (usize, &[SegmentLayout])> = BTreeMap::new();
     // Per partition, the samples of the running incarnation: (at, HWM).
     let mut hwms: BTreeMap<&TopicPartition, Vec<(u64, Offset)>> = BTreeMap::new();
+    // Per partition, the highest persisted HWM a sample of the running incarnation read.
+    let mut persisted: BTreeMap<&TopicPartition, (usize, Offset)> = BTreeMap::new();
     for (index, event) in events.iter().enumerate() {
         match &event.kind {
             EventKind::RunStarted {
@@ -137,8 +146,19 @@ pub fn check(facts: &Facts<'_>) -> RetentionProgressReport {
             EventKind::ProduceAttempt { .. } | EventKind::ProduceAck { .. } => {
                 last_write_ms = event.at_ms;
             }
-            EventKind::HwmObserved { tp, hwm, .. } => {
+            EventKind::HwmObserved {
+                tp,
+                hwm,
+                persisted_hwm,
+                ..
+            } => {
                 hwms.entry(tp).or_default().push((event.at_ms, *hwm));
+                if let Some(p) = *persisted_hwm {
+                    let highest = persisted.entry(tp).or_insert((index, p));
+                    if p > highest.1 {
+                        *highest = (index, p);
+                    }
+                }
             }
             EventKind::PartitionPoisoned { tp } | EventKind::PartitionRefused { tp, .. } => {
                 excluded.insert(tp);
@@ -157,16 +177,56 @@ pub fn check(facts: &Facts<'_>) -> RetentionProgressReport {
                 refused_topics.insert(topic.as_str());
             }
             // Damage can hide frames from the listing's decode that the engine read.
-            EventKind::Fault { tp: Some(tp), .. } => {
+            EventKind::Fault {
+                tp: Some(tp),
+                path: Some(path),
+                ..
+            } if names_segment(path) => {
                 excluded.insert(tp);
             }
+            EventKind::EngineAlarm {
+                alarm: Alarm::WalPoisoned,
+                raised_in: None,
+                ..
+            } => wal_poisoned = true,
             _ => {}
         }
     }
     let quiet_from = heal_ms.max(opened_ms).max(last_write_ms);
     let floor_from =
         quiet_from.saturating_add(super::wal_progress::bound_ms(persist_ms, latency_ms));
+    if wal_poisoned {
+        return not_judged(report, "the WAL was poisoned in the last incarnation");
+    }
+    if end.at_ms < floor_from {
+        return not_judged(
+            report,
+            "the quiet end of the run is shorter than the WAL's bound",
+        );
+    }
     report.judged = true;
+    // The floor: once quiet for the WAL's bound, the checkpoint has passed every entry
+    // below the persisted HWM, which no longer moves, so its offset is at least the
+    // highest persisted HWM any sample read.
+    for (&tp, &(sample, p)) in &persisted {
+        let Some(floor) = floors.iter().find(|(t, _)| t == tp).map(|(_, o)| *o) else {
+            continue;
+        };
+        if excluded.contains(tp) || refused_topics.contains(tp.topic.as_str()) || floor >= p {
+            continue;
+        }
+        report.violations.push(Violation {
+            message: format!(
+                "{tp}: the WAL checkpoint's offset (retention's floor) is {floor} at the end \
+                 (t={}ms), below the persisted HWM {p} a sample read at t={}ms, though the \
+                 WAL was quiet from t={quiet_from}ms for its bound",
+                end.at_ms,
+                facts.at_ms(sample)
+            ),
+            records: vec![RecordRef::new(tp, Some(floor), None)],
+            events: vec![sample],
+        });
+    }
     for (tp, (listed, segments)) in layouts {
         let Some(&Retention {
             retention_ms,
@@ -221,4 +281,13 @@ pub fn check(facts: &Facts<'_>) -> RetentionProgressReport {
         });
     }
     report
+}
+
+/// Whether a fault's path is a log segment file (damage there can hide frames).
+fn names_segment(path: &str) -> bool {
+    std::path::Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(crate::reference::partition::segment_base)
+        .is_some()
 }

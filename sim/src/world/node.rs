@@ -418,10 +418,18 @@ async fn serve(store: SimStore, recorder: Shared, request: Request, cancel: Opti
             if !claimed {
                 if !delivered.is_empty() {
                     let offsets = delivered.iter().map(|d| d.offset).collect();
-                    let ids = delivered
+                    let ids: Vec<_> = delivered
                         .iter()
                         .map(|d| crate::history::parse_payload_id(&d.payload).ok())
                         .collect();
+                    // A late ack of the lease (a consumer settling what it took before
+                    // a crash) consumes the record it carried.
+                    for (d, id) in delivered.iter().zip(&ids) {
+                        match id {
+                            Some(id) => rec.carried.insert((tp.clone(), d.offset), *id),
+                            None => rec.carried.remove(&(tp.clone(), d.offset)),
+                        };
+                    }
                     rec.history
                         .deliveries_unclaimed(now, &tp, offsets, ids, asked);
                 }
@@ -439,9 +447,10 @@ async fn serve(store: SimStore, recorder: Shared, request: Request, cancel: Opti
                         d.attempt,
                     );
                     rec.history.asked_at(asked);
-                    if let Ok(id) = crate::history::parse_payload_id(&d.payload) {
-                        rec.carried.insert((tp.clone(), d.offset), id);
-                    }
+                    match crate::history::parse_payload_id(&d.payload) {
+                        Ok(id) => rec.carried.insert((tp.clone(), d.offset), id),
+                        Err(_) => rec.carried.remove(&(tp.clone(), d.offset)),
+                    };
                 }
             }
         }

@@ -193,3 +193,28 @@ fn a_delivery_no_consumer_claimed_is_a_lease() {
         ],
     );
 }
+
+#[test]
+fn a_nack_without_a_lease_and_an_unclaimed_lease_after_an_ack_fire() {
+    // A nack of an offset no receive of this incarnation leased.
+    let mut r = Run::with_setup(0, 0, 100);
+    r.produce(1, 0, 0, 20).with(|t, h| {
+        h.nack(t, &tp(0), 0);
+    });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::LeaseExclusive),
+        &["accepted a nack", "no receive of incarnation 0 leased it"],
+    );
+    // Acked, then leased again to a receive whose consumer had given up.
+    let mut r = leased();
+    r.consume(0, 0).with(|t, h| {
+        h.deliveries_unclaimed(t, &tp(0), vec![0], vec![Some(1)], t);
+    });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::LeaseExclusive),
+        &[
+            "orders/0 offset 0 leased again (unclaimed)",
+            "after the engine accepted its ack",
+        ],
+    );
+}

@@ -36,9 +36,11 @@ fn segment(base: u64, committed_ms: u64) -> SegmentLayout {
 struct End {
     /// Segment 0 holds `[0, 10)`, committed last at this wall-clock ms.
     committed_ms: u64,
-    /// The checkpoint's offset for orders/0, and the HWM a sample showed.
+    /// The checkpoint's offset for orders/0, and the HWM and persisted HWM a sample
+    /// showed.
     floor: u64,
     hwm: u64,
+    persisted: u64,
     /// Clock steps back, and a fault on orders/0 in the last incarnation.
     stepped_back_ms: u64,
     fault: bool,
@@ -50,6 +52,7 @@ const DUE: End = End {
     committed_ms: 100,
     floor: 20,
     hwm: 20,
+    persisted: 20,
     stepped_back_ms: 0,
     fault: false,
     end_after_heal_ms: 3_000,
@@ -58,6 +61,11 @@ const DUE: End = End {
 /// Topic `orders` keeping segments 1 s, reaped every 200 ms, HWM persisted every 100
 /// ms; the heal at t=1000ms; segments 0 `[0, 10)` and 10 `[10, 20)` listed at the end.
 fn ends(e: &End) -> CheckReport {
+    ends_with(e, |_| {})
+}
+
+/// [`ends`], with `before_heal` run just before the heal.
+fn ends_with(e: &End, before_heal: impl FnOnce(&mut Run)) -> CheckReport {
     let mut r = Run::new();
     let topic = TopicSetup {
         name: "orders".into(),
@@ -75,12 +83,16 @@ fn ends(e: &End) -> CheckReport {
     }
     if e.fault {
         let flip = segment_flip(OffsetRange { start: 0, end: 1 }, Some(true));
-        r.fault(flip, Some(0));
+        r.with(|t, h| {
+            let path = "/data/topics/orders/p00000/00000000000000000000.log";
+            h.fault(t, flip, Some(&tp(0)), Some(path));
+        });
     }
+    before_heal(&mut r);
     r.wait(1_000).with(|t, h| {
         h.heal(t);
     });
-    r.hwm(0, e.hwm, e.hwm, e.hwm);
+    r.hwm(0, e.hwm, e.persisted, e.hwm);
     let (committed_ms, floor) = (e.committed_ms, e.floor);
     r.wait(e.end_after_heal_ms).with(|t, h| {
         let segments = vec![segment(0, committed_ms), segment(10, 900)];
@@ -126,8 +138,16 @@ fn a_segment_not_yet_due_for_a_reaper_interval_is_not_judged() {
         ..DUE
     });
     // The checkpoint's floor, or the HWM shown, below the segment's end.
-    quiet(End { floor: 9, ..DUE });
-    quiet(End { hwm: 9, ..DUE });
+    quiet(End {
+        floor: 9,
+        persisted: 9,
+        ..DUE
+    });
+    quiet(End {
+        hwm: 9,
+        persisted: 9,
+        ..DUE
+    });
     // Steps back of the clock delay the age by as much (the engine's clock may lag).
     quiet(End {
         committed_ms: 1_000,
@@ -146,4 +166,67 @@ fn a_partition_a_fault_reached_in_the_last_incarnation_is_not_judged() {
     let report = ends(&End { fault: true, ..DUE });
     assert!(messages_of(&report, CheckerName::RetentionProgress).is_empty());
     assert_eq!(report.retention_progress.sealed, 0);
+}
+
+#[test]
+fn only_a_sealed_segment_is_judged_and_only_damage_to_segments_excludes() {
+    // One segment listed: the active one, never reaped.
+    let mut r = Run::new();
+    let topic = TopicSetup {
+        name: "orders".into(),
+        partitions: 1,
+        delay_ms: 0,
+        lease_ms: 30_000,
+        retention_ms: Some(1_000),
+        hwm_persist_ms: Some(100),
+        reaper_interval_ms: Some(200),
+    };
+    r.h.run_started(0, 0, vec![topic], 0);
+    r.wait(1_000).with(|t, h| {
+        h.heal(t);
+    });
+    r.hwm(0, 10, 10, 10).wait(3_000).with(|t, h| {
+        h.layout_observed(t, &tp(0), KNOBS, vec![segment(0, 100)]);
+        h.wal_at_end(t, 0, Vec::new(), Some(vec![(tp(0), 0, 10)]), 0, 1 << 20);
+    });
+    let report = r.report();
+    assert!(report.violations().is_empty(), "{:#?}", report.violations());
+    assert_eq!(report.retention_progress.sealed, 0);
+    // A dropped receive on the partition touches no segment: still judged.
+    let mut e = DUE;
+    e.fault = false;
+    let report = ends_with(&e, |r| {
+        r.fault(
+            FaultKind::Cancel {
+                request: cafelog_sim::history::RequestKind::Receive,
+            },
+            Some(0),
+        );
+    });
+    assert_mentions(
+        &messages_of(&report, CheckerName::RetentionProgress),
+        &["sealed segment 0 ([0, 10)) still listed"],
+    );
+}
+
+#[test]
+fn the_floor_reaches_the_persisted_hwm_once_the_wal_is_quiet() {
+    // A sample read the persisted HWM 20; the checkpoint at the end says 15.
+    let report = ends(&End {
+        committed_ms: 2_800,
+        floor: 15,
+        ..DUE
+    });
+    assert_mentions(
+        &fires_only(&report, CheckerName::RetentionProgress),
+        &[
+            "orders/0: the WAL checkpoint's offset (retention's floor) is 15 at the end",
+            "below the persisted HWM 20 a sample read at t=1020ms",
+        ],
+    );
+    // At the persisted HWM: nothing to say (and the segment is not due yet).
+    assert_clean(&ends(&End {
+        committed_ms: 2_800,
+        ..DUE
+    }));
 }

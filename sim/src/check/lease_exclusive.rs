@@ -116,13 +116,8 @@ pub fn check(facts: &Facts<'_>) -> LeaseReport {
                 asked_at_ms,
                 ..
             } => {
-                for offset in offsets {
-                    let lease = Lease {
-                        tp,
-                        offset: *offset,
-                        index,
-                        asked_at_ms: *asked_at_ms,
-                    };
+                for &offset in offsets {
+                    let lease = Lease::new(tp, offset, index, *asked_at_ms);
                     leased(&mut report, facts, &leases, &mut last, lease, event);
                 }
             }
@@ -132,12 +127,7 @@ pub fn check(facts: &Facts<'_>) -> LeaseReport {
                 asked_at_ms,
                 ..
             } => {
-                let lease = Lease {
-                    tp,
-                    offset: *offset,
-                    index,
-                    asked_at_ms: *asked_at_ms,
-                };
+                let lease = Lease::new(tp, *offset, index, *asked_at_ms);
                 leased(&mut report, facts, &leases, &mut last, lease, event);
             }
             _ => {}
@@ -152,6 +142,17 @@ struct Lease<'h> {
     offset: Offset,
     index: usize,
     asked_at_ms: Option<u64>,
+}
+
+impl<'h> Lease<'h> {
+    fn new(tp: &'h TopicPartition, offset: Offset, index: usize, asked_at_ms: Option<u64>) -> Self {
+        Lease {
+            tp,
+            offset,
+            index,
+            asked_at_ms,
+        }
+    }
 }
 
 /// Judges a lease against the offset's last one in the incarnation (ended by a nack or

@@ -4,7 +4,7 @@
 use super::*;
 use cafelog_sim::history::{LayoutKnobs, SegmentLayout};
 
-const KNOBS: LayoutKnobs = LayoutKnobs {
+pub(super) const KNOBS: LayoutKnobs = LayoutKnobs {
     segment_bytes: 1_000,
     flush_records: 10,
     flush_bytes: 500,

@@ -2,16 +2,9 @@
 //! below the HWM shown and the WAL checkpoint's floor, is gone from the listing within
 //! a reaper interval and a sweep's slack.
 
+use super::layout::KNOBS;
 use super::*;
-use cafelog_sim::history::{LayoutKnobs, SegmentLayout, TopicSetup};
-
-const KNOBS: LayoutKnobs = LayoutKnobs {
-    segment_bytes: 1_000,
-    flush_records: 10,
-    flush_bytes: 500,
-    compress_min_bytes: 256,
-    zstd: true,
-};
+use cafelog_sim::history::{SegmentLayout, TopicSetup};
 
 /// A full segment of ten one-record frames of 100 bytes from `base`, whose last record
 /// was committed at `committed_ms` (the wall clock starts at 0).
@@ -59,13 +52,8 @@ const DUE: End = End {
 };
 
 /// Topic `orders` keeping segments 1 s, reaped every 200 ms, HWM persisted every 100
-/// ms; the heal at t=1000ms; segments 0 `[0, 10)` and 10 `[10, 20)` listed at the end.
-fn ends(e: &End) -> CheckReport {
-    ends_with(e, |_| {})
-}
-
-/// [`ends`], with `before_heal` run just before the heal.
-fn ends_with(e: &End, before_heal: impl FnOnce(&mut Run)) -> CheckReport {
+/// ms.
+fn reaped_every_200ms() -> Run {
     let mut r = Run::new();
     let topic = TopicSetup {
         name: "orders".into(),
@@ -77,6 +65,17 @@ fn ends_with(e: &End, before_heal: impl FnOnce(&mut Run)) -> CheckReport {
         reaper_interval_ms: Some(200),
     };
     r.h.run_started(0, 0, vec![topic], 0);
+    r
+}
+
+/// [`reaped_every_200ms`]; the heal at t=1000ms; segments 0 `[0, 10)` and 10 `[10, 20)` listed at the end.
+fn ends(e: &End) -> CheckReport {
+    ends_with(e, |_| {})
+}
+
+/// [`ends`], with `before_heal` run just before the heal.
+fn ends_with(e: &End, before_heal: impl FnOnce(&mut Run)) -> CheckReport {
+    let mut r = reaped_every_200ms();
     if e.stepped_back_ms > 0 {
         let back_ms = e.stepped_back_ms;
         r.fault(FaultKind::ClockStep { back_ms }, None);
@@ -171,17 +170,7 @@ fn a_partition_a_fault_reached_in_the_last_incarnation_is_not_judged() {
 #[test]
 fn only_a_sealed_segment_is_judged_and_only_damage_to_segments_excludes() {
     // One segment listed: the active one, never reaped.
-    let mut r = Run::new();
-    let topic = TopicSetup {
-        name: "orders".into(),
-        partitions: 1,
-        delay_ms: 0,
-        lease_ms: 30_000,
-        retention_ms: Some(1_000),
-        hwm_persist_ms: Some(100),
-        reaper_interval_ms: Some(200),
-    };
-    r.h.run_started(0, 0, vec![topic], 0);
+    let mut r = reaped_every_200ms();
     r.wait(1_000).with(|t, h| {
         h.heal(t);
     });

@@ -165,6 +165,15 @@ fn a_partition_a_fault_reached_in_the_last_incarnation_is_not_judged() {
     let report = ends(&End { fault: true, ..DUE });
     assert!(messages_of(&report, CheckerName::RetentionProgress).is_empty());
     assert_eq!(report.retention_progress.sealed, 0);
+    // Nor one the engine poisoned (its reaper stops), with or without a floor behind.
+    for floor in [20, 15] {
+        let report = ends_with(&End { floor, ..DUE }, |r| {
+            r.with(|t, h| {
+                h.partition_poisoned(t, &tp(0));
+            });
+        });
+        assert!(messages_of(&report, CheckerName::RetentionProgress).is_empty());
+    }
 }
 
 #[test]

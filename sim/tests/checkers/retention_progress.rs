@@ -37,6 +37,8 @@ struct End {
     /// Clock steps back, and a fault on orders/0 in the last incarnation.
     stepped_back_ms: u64,
     fault: bool,
+    /// The decoder stopped inside segment 0 (its commit time is not the file's last).
+    damaged: bool,
     /// How long after the heal the listing comes.
     end_after_heal_ms: u64,
 }
@@ -48,6 +50,7 @@ const DUE: End = End {
     persisted: 20,
     stepped_back_ms: 0,
     fault: false,
+    damaged: false,
     end_after_heal_ms: 3_000,
 };
 
@@ -92,9 +95,11 @@ fn ends_with(e: &End, before_heal: impl FnOnce(&mut Run)) -> CheckReport {
         h.heal(t);
     });
     r.hwm(0, e.hwm, e.persisted, e.hwm);
-    let (committed_ms, floor) = (e.committed_ms, e.floor);
+    let (committed_ms, floor, damaged) = (e.committed_ms, e.floor, e.damaged);
     r.wait(e.end_after_heal_ms).with(|t, h| {
-        let segments = vec![segment(0, committed_ms), segment(10, 900)];
+        let mut first = segment(0, committed_ms);
+        first.damaged = damaged;
+        let segments = vec![first, segment(10, 900)];
         h.layout_observed(t, &tp(0), KNOBS, segments);
         let checkpoint = Some(vec![(tp(0), 0, floor)]);
         h.wal_at_end(t, 0, Vec::new(), checkpoint, 0, 1 << 20);
@@ -163,6 +168,13 @@ fn a_segment_not_yet_due_for_a_reaper_interval_is_not_judged() {
 #[test]
 fn a_partition_a_fault_reached_in_the_last_incarnation_is_not_judged() {
     let report = ends(&End { fault: true, ..DUE });
+    assert!(messages_of(&report, CheckerName::RetentionProgress).is_empty());
+    assert_eq!(report.retention_progress.sealed, 0);
+    // Nor a lowest segment the decoder found damaged.
+    let report = ends(&End {
+        damaged: true,
+        ..DUE
+    });
     assert!(messages_of(&report, CheckerName::RetentionProgress).is_empty());
     assert_eq!(report.retention_progress.sealed, 0);
     // Nor one the engine poisoned (its reaper stops), with or without a floor behind.

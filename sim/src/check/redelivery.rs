@@ -291,10 +291,17 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                 })
         };
         // Still the delivered record at `i`: every crash since kept the offset below its
-        // persisted HWM and no open since cut or clamped at or below it (damage below
-        // it can hide it from the world's decode at an unlink, not move it).
+        // persisted HWM, every open since trusted an HWM above it, and none cut or
+        // clamped at or below it (damage below it can hide it from the world's decode
+        // at an unlink, not move it).
         let still_held_at = |i: usize| {
             kept_since(i)
+                && facts.alarms.of(tp).iter().all(|a| match a.alarm {
+                    crate::history::Alarm::LogOpened { hwm, .. } => {
+                        !(d < a.index && a.index < i) || *offset < hwm
+                    }
+                    _ => true,
+                })
                 && !facts
                     .alarms
                     .cuts(tp)

@@ -210,11 +210,24 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
                     .map(|(o, (at, i))| (*o, *at, *i))
             });
             let last_held = r.held.last().map(|c| (c.offset, c.committed_at_ms, index));
+            // A copy a cut or clamp at or below it took before the reap no longer ages
+            // the file (as the excuse row that names it asks).
+            let moved = |o: Offset, since: usize| {
+                let between = |i: usize| since < i && i < index;
+                facts
+                    .alarms
+                    .cuts(&r.tp)
+                    .any(|c| between(c.index) && c.offset <= o)
+                    || facts
+                        .alarms
+                        .clamps(&r.tp)
+                        .any(|c| between(c.index) && c.hwm <= o)
+            };
             let named = damaged
                 .get(&(&r.tp, r.base))
                 .into_iter()
                 .flatten()
-                .filter(|(o, _, i)| *i > born && (r.base..end).contains(o))
+                .filter(|(o, _, i)| *i > born && (r.base..end).contains(o) && !moved(*o, *i))
                 .copied();
             let latest = seen
                 .into_iter()

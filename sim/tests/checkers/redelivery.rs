@@ -310,9 +310,11 @@ fn a_reap_in_a_later_incarnation_ends_a_delivery_every_crash_kept() {
     // its offset below the persisted HWM; the reaper deleted its segment three
     // incarnations later, and a flip below it cut the world's decode at the unlink
     // short, so the deletion names no copy of it.
-    let run = |persisted: u64, clamp: bool| {
+    let run_opened = |persisted: u64, clamp: bool, opened_hwm: u64| {
         let mut r = delivered_in_a_sealed_segment();
-        r.crash(&[(0, persisted, 1, 1)]).restart().opened(0, 1, 1);
+        r.crash(&[(0, persisted, 1, 1)])
+            .restart()
+            .opened(0, opened_hwm, 1);
         if clamp {
             r.alarm(
                 Some(0),
@@ -335,6 +337,7 @@ fn a_reap_in_a_later_incarnation_ends_a_delivery_every_crash_kept() {
         .hwm(0, 1, 1, 1);
         r.report()
     };
+    let run = |persisted: u64, clamp: bool| run_opened(persisted, clamp, 1);
     let kept = run(1, false);
     assert!(
         messages_of(&kept, CheckerName::RedeliveredAfterExpiry).is_empty(),
@@ -345,6 +348,15 @@ fn a_reap_in_a_later_incarnation_ends_a_delivery_every_crash_kept() {
     // the reap: the delivered one was owed.
     assert_mentions(
         &messages_of(&run(0, false), CheckerName::RedeliveredAfterExpiry),
+        &["delivered but never acked by any consumer: id 1"],
+    );
+    // An open that trusted an HWM at or below the offset (whatever the crash said)
+    // may have put another record there.
+    assert_mentions(
+        &messages_of(
+            &run_opened(1, false, 0),
+            CheckerName::RedeliveredAfterExpiry,
+        ),
         &["delivered but never acked by any consumer: id 1"],
     );
     // A clamp at the open is its own excuse (the record may be gone), never the reap's.

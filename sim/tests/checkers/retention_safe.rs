@@ -601,6 +601,20 @@ fn a_damage_named_copy_counts_only_without_a_cut_or_clamp_since_and_ages_its_fil
             "offset 3, committed at 900",
         ],
     );
+    // Unless a cut at or below it took it before the reap: the engine ages the file by
+    // what the cut left (helper-93).
+    let cut = Alarm::Hole {
+        segment: "00000000000000000000.log".into(),
+        position: 300,
+        offset: 3,
+        bytes: 10,
+    };
+    let report = copy_reaped_after(false, 4, flipped_copy(SEGMENT_0, 900, Some(cut)));
+    let messages = messages_of(&report, CheckerName::RetentionSafe);
+    assert!(
+        messages.iter().all(|m| !m.contains("committed at 900")),
+        "{messages:#?}"
+    );
 }
 
 #[test]

@@ -478,8 +478,8 @@ impl<'f, 'h> Excuses<'f, 'h> {
                             | crate::history::FaultKind::LatentSector { .. }
                     )
                     .then_some(())?;
-                    let name = std::path::Path::new(path).file_name()?.to_str()?;
-                    (crate::reference::partition::segment_base(name)? == r.base).then_some(())?;
+                    (crate::reference::partition::segment_base_of_path(path)? == r.base)
+                        .then_some(())?;
                     let copy = held
                         .iter()
                         .find(|c| c.id == id && r.contains(c.offset) && c.offset < r.shown_hwm)?

@@ -42,7 +42,7 @@ use super::{RecordRef, Violation};
 use crate::history::{
     Alarm, EventKind, FaultKind, Incarnation, LayoutKnobs, Offset, SegmentLayout, TopicPartition,
 };
-use crate::reference::partition::segment_base;
+use crate::reference::partition::segment_base_of_path;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LayoutReport {
@@ -278,11 +278,7 @@ impl Judge<'_, '_> {
             } => {
                 (!matches!(kind, FaultKind::FsyncEio { .. }) || sealed.is_some_and(|s| s < i))
                     && tp == self.tp
-                    && std::path::Path::new(path)
-                        .file_name()
-                        .and_then(|n| n.to_str())
-                        .and_then(segment_base)
-                        == Some(base)
+                    && segment_base_of_path(path) == Some(base)
             }
             _ => false,
         })?;

@@ -181,7 +181,7 @@ pub fn check(facts: &Facts<'_>) -> RetentionProgressReport {
                 tp: Some(tp),
                 path: Some(path),
                 ..
-            } if names_segment(path) => {
+            } if crate::reference::partition::segment_base_of_path(path).is_some() => {
                 excluded.insert(tp);
             }
             EventKind::EngineAlarm {
@@ -281,13 +281,4 @@ pub fn check(facts: &Facts<'_>) -> RetentionProgressReport {
         });
     }
     report
-}
-
-/// Whether a fault's path is a log segment file (damage there can hide frames).
-fn names_segment(path: &str) -> bool {
-    std::path::Path::new(path)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(crate::reference::partition::segment_base)
-        .is_some()
 }

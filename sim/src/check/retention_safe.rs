@@ -267,6 +267,5 @@ fn segment_of(event: &crate::history::Event) -> Option<Offset> {
     else {
         return None;
     };
-    let name = std::path::Path::new(path).file_name()?.to_str()?;
-    crate::reference::partition::segment_base(name)
+    crate::reference::partition::segment_base_of_path(path)
 }

@@ -160,6 +160,11 @@ pub fn segment_base(name: &str) -> Option<u64> {
         .flatten()
 }
 
+/// The base offset of the segment file a path names (see [`segment_base`]).
+pub fn segment_base_of_path(path: &str) -> Option<u64> {
+    segment_base(std::path::Path::new(path).file_name()?.to_str()?)
+}
+
 /// The `hwm` word: `Ok(None)` for an absent or empty file, `Err(len)` for a file of
 /// another length than 8 bytes.
 pub fn hwm_word(bytes: Option<&[u8]>) -> Result<Option<u64>, usize> {

@@ -622,17 +622,15 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
         };
         let now = now_ms(world);
         // And not before `wal_progress` can judge the WAL: quiet for its bound.
-        let quiet = done
-            && now >= profile.heal_ms.saturating_add(judged_ms)
-            && now >= wal_quiet_from(world, healed_ms).saturating_add(wal_bound_ms);
+        let quiet_from = (done && now >= profile.heal_ms.saturating_add(judged_ms))
+            .then(|| wal_quiet_from(world, healed_ms).saturating_add(wal_bound_ms));
         // `layout` judges the segments as they stand once quiet: retention's wait below
         // only deletes some.
-        if quiet && !layouts_observed {
+        if quiet_from.is_some_and(|q| now >= q) && !layouts_observed {
             restart::observe_layouts(world);
             layouts_observed = true;
         }
-        let judged = quiet
-            && now >= wal_quiet_from(world, healed_ms).saturating_add(wal_bound_ms + reap_bound_ms);
+        let judged = quiet_from.is_some_and(|q| now >= q.saturating_add(reap_bound_ms));
         if judged || now >= end {
             return;
         }

@@ -369,9 +369,10 @@ impl<'f, 'h> Excuses<'f, 'h> {
     /// `Retention`: a segment of `tp` the reaper moved out of the log after `after`
     /// (the record's acknowledgement), and that no restart found again (a reap
     /// `retention_safe` judges), held it below the HWM the engine had shown in that
-    /// incarnation, so consumers could have read it: at `offset`, its acknowledged one, with no engine cut or clamp at or below the
-    /// offset in between (which would have put another record there; a frame there
-    /// damaged at rest is still the record's, which the decode cannot name); or a copy
+    /// incarnation, so consumers could have read it: at `offset`, its acknowledged one,
+    /// while every open in between trusted an HWM above the offset and none cut or
+    /// clamped at or below it (either would have let another record in there; a frame
+    /// there damaged at rest is still the record's, which the decode cannot name); or a copy
     /// of it elsewhere (the WAL replay re-commits a record a cut or a hidden tail took),
     /// by the world's decode of the file at the unlink. A record left in a hidden tail
     /// the engine never showed again is no reaped record of consumers'.
@@ -392,6 +393,12 @@ impl<'f, 'h> Excuses<'f, 'h> {
             reaped().find(|r| {
                 r.contains(offset)
                     && offset < r.shown_hwm
+                    && self.facts.alarms.of(tp).iter().all(|a| match a.alarm {
+                        Alarm::LogOpened { hwm, .. } => {
+                            !(after < a.index && a.index < r.index) || offset < hwm
+                        }
+                        _ => true,
+                    })
                     && !self
                         .facts
                         .alarms

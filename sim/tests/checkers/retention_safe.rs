@@ -458,6 +458,44 @@ fn a_cut_between_the_ack_and_the_reap_leaves_the_loss_unexcused() {
     );
 }
 
+#[test]
+fn an_open_that_trusted_an_hwm_at_the_acked_offset_leaves_the_loss_unexcused() {
+    // Id 2, acknowledged at offset 1, persisted HWM 3; a crash, and the open trusts
+    // `trusted` with no cut or clamp alarm. At 1 the offset is past what the engine
+    // trusted, and it commits id 3 there: the file the reaper deleted no longer held id
+    // 2, and only an open that kept the offset below its HWM leaves it the record's.
+    let run = |trusted: u64| {
+        let mut r = Run::with_retention(1_000);
+        r.segment(0, true)
+            .opened(0, 0, 0)
+            .committed(1, 0)
+            .committed(2, 1)
+            .hwm(0, 2, 2, 2)
+            .crash(&[(0, 2, 2, 2)])
+            .restart()
+            .opened(0, trusted, trusted);
+        if trusted == 1 {
+            r.committed(3, 1);
+        }
+        r.segment(2, true)
+            .committed(4, 2)
+            .hwm(0, 3, 3, 3)
+            .deliver(1, 0, 0, 35)
+            .deliver(4, 0, 2, 95)
+            .wait(1_000)
+            .reap(0)
+            .with(|t, h| {
+                h.log_start_observed(t, &tp(0), 2);
+            });
+        r.report()
+    };
+    assert!(messages_of(&run(2), CheckerName::NoLostAck).is_empty());
+    assert_mentions(
+        &messages_of(&run(1), CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
+}
+
 /// Id 2, acknowledged at offset 1, cut away by a torn tail there, its copy re-committed
 /// at offset 3 in segment 0 and the HWM shown at `shown`; segment 0 (held: ids 1, 3, 2
 /// at offsets 0, 1, 3 when `copy`) reaped a second later.

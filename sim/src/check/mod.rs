@@ -97,6 +97,10 @@
 //! - `retention_progress`: at the end of such a run, a reaper interval and a sweep's
 //!   slack later, no partition lists a sealed lowest segment that retention had aged,
 //!   below the HWM shown and the WAL checkpoint's floor.
+//! - `frontier_progress`: after the heal, the offsets acked in an incarnation past
+//!   the frontier its open loaded (capped by the persisted HWM) are in the
+//!   `consumer.offset` word on the platter (read by the world) by
+//!   `t + frontier_persist_interval + a tick + 250 ms` (plus the clock's steps back).
 
 #![deny(clippy::unwrap_used)]
 
@@ -115,6 +119,7 @@ pub mod facts;
 mod flow;
 pub mod frontier;
 pub mod frontier_durable;
+pub mod frontier_progress;
 pub mod hwm_persisted;
 pub mod layout;
 pub mod lease_exclusive;
@@ -166,10 +171,11 @@ pub enum CheckerName {
     HwmPersisted,
     WalProgress,
     RetentionProgress,
+    FrontierProgress,
 }
 
 impl CheckerName {
-    pub const ALL: [CheckerName; 19] = [
+    pub const ALL: [CheckerName; 20] = [
         CheckerName::NoLostAck,
         CheckerName::BoundedDuplicates,
         CheckerName::MonotonicCommitTime,
@@ -189,6 +195,7 @@ impl CheckerName {
         CheckerName::HwmPersisted,
         CheckerName::WalProgress,
         CheckerName::RetentionProgress,
+        CheckerName::FrontierProgress,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -212,6 +219,7 @@ impl CheckerName {
             CheckerName::HwmPersisted => "hwm_persisted",
             CheckerName::WalProgress => "wal_progress",
             CheckerName::RetentionProgress => "retention_progress",
+            CheckerName::FrontierProgress => "frontier_progress",
         }
     }
 
@@ -224,6 +232,7 @@ impl CheckerName {
                 | CheckerName::HwmPersisted
                 | CheckerName::WalProgress
                 | CheckerName::RetentionProgress
+                | CheckerName::FrontierProgress
         )
     }
 }
@@ -316,6 +325,7 @@ pub struct CheckReport {
     pub hwm_persisted: hwm_persisted::HwmPersistedReport,
     pub wal_progress: wal_progress::WalProgressReport,
     pub retention_progress: retention_progress::RetentionProgressReport,
+    pub frontier_progress: frontier_progress::FrontierProgressReport,
 }
 
 impl CheckReport {
@@ -340,6 +350,7 @@ impl CheckReport {
             CheckerName::HwmPersisted => &self.hwm_persisted.violations,
             CheckerName::WalProgress => &self.wal_progress.violations,
             CheckerName::RetentionProgress => &self.retention_progress.violations,
+            CheckerName::FrontierProgress => &self.frontier_progress.violations,
         }
     }
 
@@ -431,6 +442,7 @@ pub fn check(history: &History, config: &CheckConfig) -> CheckReport {
         hwm_persisted: hwm_persisted::check(&facts),
         wal_progress: wal_progress::check(&facts),
         retention_progress: retention_progress::check(&facts),
+        frontier_progress: frontier_progress::check(&facts),
         accounting,
         no_lost_ack,
         delivered_after_heal,

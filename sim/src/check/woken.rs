@@ -183,6 +183,7 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> WokenReport {
                 wall_base_ms,
                 topics,
                 io_latency_max_ms,
+                ..
             } => {
                 let heal_ms = facts.heal.map_or(u64::MAX, |(_, ms)| ms);
                 setup = Some(Setup {

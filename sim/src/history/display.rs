@@ -257,6 +257,9 @@ impl fmt::Display for Event {
             EventKind::HwmWordObserved { tp, word } => {
                 write!(f, "hwm_word_observed {tp} word={}", opt(word))
             }
+            EventKind::FrontierWordObserved { tp, word } => {
+                write!(f, "frontier_word_observed {tp} word={}", opt(word))
+            }
             EventKind::LogStartObserved { tp, log_start } => {
                 write!(f, "log_start_observed {tp} log_start={log_start}")
             }
@@ -300,10 +303,14 @@ impl fmt::Display for Event {
                 wall_base_ms,
                 topics,
                 io_latency_max_ms,
+                frontier_persist_ms,
             } => {
                 write!(f, "run_started wall_base_ms={wall_base_ms}")?;
                 if *io_latency_max_ms > 0 {
                     write!(f, " io_latency_max_ms={io_latency_max_ms}")?;
+                }
+                if let Some(ms) = frontier_persist_ms {
+                    write!(f, " frontier_persist_ms={ms}")?;
                 }
                 for t in topics {
                     write!(

@@ -65,6 +65,10 @@ pub enum EventKind {
         /// disk answers at once): how long a woken receive can take to answer.
         #[serde(default, skip_serializing_if = "is_zero")]
         io_latency_max_ms: u64,
+        /// The store's frontier persister period; `None` in histories written before
+        /// it was recorded (and `frontier_progress` does not judge the run).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        frontier_persist_ms: Option<u64>,
     },
     /// Producer, just before calling produce. `payload` must come from
     /// [`encode_payload`] with this `id`. `partition` is `None` when the engine picks.
@@ -182,6 +186,13 @@ pub enum EventKind {
     /// `hwm` word as the platter holds it (`None`: no file, or not 8 bytes), read by
     /// the world, not asked of the engine.
     HwmWordObserved {
+        tp: TopicPartition,
+        word: Option<Offset>,
+    },
+    /// World, every sampling period: the partition's `consumer.offset` word as the
+    /// platter holds it (`None`: no file, or not 8 bytes), read by the world, not asked
+    /// of the engine.
+    FrontierWordObserved {
         tp: TopicPartition,
         word: Option<Offset>,
     },

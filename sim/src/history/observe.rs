@@ -262,6 +262,21 @@ impl History {
         )
     }
 
+    pub fn frontier_word_observed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        word: Option<Offset>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::FrontierWordObserved {
+                tp: tp.clone(),
+                word,
+            },
+        )
+    }
+
     pub fn log_start_observed(
         &mut self,
         at_ms: u64,

@@ -328,6 +328,7 @@ impl History {
         wall_base_ms: u64,
         topics: Vec<TopicSetup>,
         io_latency_max_ms: u64,
+        frontier_persist_ms: Option<u64>,
     ) -> &mut Self {
         self.record(
             at_ms,
@@ -335,6 +336,7 @@ impl History {
                 wall_base_ms,
                 topics,
                 io_latency_max_ms,
+                frontier_persist_ms,
             },
         )
     }

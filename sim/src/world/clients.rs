@@ -27,6 +27,11 @@ pub(super) fn sample(world: &World) {
             .durable_bytes(&dir.join(layout::HWM_FILE))
             .and_then(|bytes| word::decode(&bytes));
         rec.history.hwm_word_observed(now, &tp, word);
+        let frontier_word = world
+            .fs
+            .durable_bytes(&dir.join(layout::CONSUMER_OFFSET_FILE))
+            .and_then(|bytes| word::decode(&bytes));
+        rec.history.frontier_word_observed(now, &tp, frontier_word);
         rec.history.log_start_observed(now, &tp, status.log_start);
         rec.history.engine_counters(
             now,

@@ -143,6 +143,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         paths.rolls_judged = r.layout.rolls_judged;
         paths.wal_ends_judged = u64::from(r.wal_progress.judged);
         paths.retention_ends_judged = r.retention_progress.sealed;
+        paths.frontier_words_judged = r.frontier_progress.checked as u64;
     }
     RunOutcome {
         seed: spec.seed,
@@ -225,8 +226,13 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
         let mut rec = recorder.lock();
         let now = rec.now_ms();
         let io_latency_max_ms = spec.mix.disk().latency_max_ms();
-        rec.history
-            .run_started(now, clock.wall_base_ms(), topics, io_latency_max_ms);
+        rec.history.run_started(
+            now,
+            clock.wall_base_ms(),
+            topics,
+            io_latency_max_ms,
+            Some(node::FRONTIER_PERSIST_MS),
+        );
     }
     let (tx, rx) = async_channel::unbounded();
     let current = Arc::new(Mutex::new(None));

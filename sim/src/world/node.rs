@@ -239,6 +239,11 @@ pub(super) fn report_poison(rec: &mut Recorder, now: u64, tp: &TopicPartition, h
     }
 }
 
+/// The store's frontier persister period: the spec's ~100 ms, set by the world (not
+/// taken from the engine's default) so that `frontier_progress` holds the engine to a
+/// period the engine did not choose.
+pub const FRONTIER_PERSIST_MS: u64 = 100;
+
 /// How soon a poisoned engine is noticed (an operator's restart, compressed).
 const WATCHDOG_PERIOD: Duration = Duration::from_millis(100);
 
@@ -249,6 +254,7 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
         PathBuf::from(DATA_ROOT),
         StoreConfig {
             wal_segment_bytes: ctx.workload.wal_segment_bytes,
+            frontier_persist_interval: Duration::from_millis(FRONTIER_PERSIST_MS),
             ..StoreConfig::default()
         },
     ))

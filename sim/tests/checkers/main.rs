@@ -135,6 +135,7 @@ mod explain;
 mod flip_window;
 mod frontier;
 mod frontier_durable;
+mod frontier_progress;
 mod hwm_persisted;
 mod layout;
 mod lease_exclusive;
@@ -203,7 +204,7 @@ impl Run {
             hwm_persist_ms: None,
             reaper_interval_ms: None,
         };
-        r.h.run_started(0, wall_base_ms, vec![topic], 0);
+        r.h.run_started(0, wall_base_ms, vec![topic], 0, None);
         r
     }
 

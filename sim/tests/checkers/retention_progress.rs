@@ -67,7 +67,7 @@ fn reaped_every_200ms() -> Run {
         hwm_persist_ms: Some(100),
         reaper_interval_ms: Some(200),
     };
-    r.h.run_started(0, 0, vec![topic], 0);
+    r.h.run_started(0, 0, vec![topic], 0, None);
     r
 }
 

@@ -95,6 +95,7 @@ fn checker_names_are_stable_snake_case() {
             "hwm_persisted",
             "wal_progress",
             "retention_progress",
+            "frontier_progress",
         ]
     );
     for checker in CheckerName::ALL {

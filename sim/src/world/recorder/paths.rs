@@ -55,6 +55,8 @@ pub struct Paths {
     /// Partitions with retention whose listing at the end held a sealed segment, judged
     /// by `retention_progress`.
     pub retention_ends_judged: u64,
+    /// `consumer.offset` words on the platter `frontier_progress` held to the acks.
+    pub frontier_words_judged: u64,
     /// WAL segments deleted behind the checkpoint.
     pub wal_segments_deleted: u64,
     pub clock_steps: u64,
@@ -110,6 +112,7 @@ impl Paths {
             ("wal_segments_deleted", self.wal_segments_deleted),
             ("wal_ends_judged", self.wal_ends_judged),
             ("retention_ends_judged", self.retention_ends_judged),
+            ("frontier_words_judged", self.frontier_words_judged),
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),
             ("latent_sectors", self.latent_sectors),

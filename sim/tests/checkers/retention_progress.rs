@@ -39,6 +39,10 @@ struct End {
     fault: bool,
     /// The decoder stopped inside segment 0 (its commit time is not the file's last).
     damaged: bool,
+    /// The decoder found no frames in segment 0 (an empty file: no commit time).
+    empty: bool,
+    /// The disk's longest sleep.
+    latency_ms: u64,
     /// How long after the heal the listing comes.
     end_after_heal_ms: u64,
 }
@@ -51,12 +55,14 @@ const DUE: End = End {
     stepped_back_ms: 0,
     fault: false,
     damaged: false,
+    empty: false,
+    latency_ms: 0,
     end_after_heal_ms: 3_000,
 };
 
 /// Topic `orders` keeping segments 1 s, reaped every 200 ms, HWM persisted every 100
-/// ms.
-fn reaped_every_200ms() -> Run {
+/// ms, on a disk whose longest sleep is `latency_ms`.
+fn reaped_every_200ms(latency_ms: u64) -> Run {
     let mut r = Run::new();
     let topic = TopicSetup {
         name: "orders".into(),
@@ -67,7 +73,7 @@ fn reaped_every_200ms() -> Run {
         hwm_persist_ms: Some(100),
         reaper_interval_ms: Some(200),
     };
-    r.h.run_started(0, 0, vec![topic], 0, None);
+    r.h.run_started(0, 0, vec![topic], latency_ms, None);
     r
 }
 
@@ -78,7 +84,7 @@ fn ends(e: &End) -> CheckReport {
 
 /// [`ends`], with `before_heal` run just before the heal.
 fn ends_with(e: &End, before_heal: impl FnOnce(&mut Run)) -> CheckReport {
-    let mut r = reaped_every_200ms();
+    let mut r = reaped_every_200ms(e.latency_ms);
     if e.stepped_back_ms > 0 {
         let back_ms = e.stepped_back_ms;
         r.fault(FaultKind::ClockStep { back_ms }, None);
@@ -95,10 +101,22 @@ fn ends_with(e: &End, before_heal: impl FnOnce(&mut Run)) -> CheckReport {
         h.heal(t);
     });
     r.hwm(0, e.hwm, e.persisted, e.hwm);
-    let (committed_ms, floor, damaged) = (e.committed_ms, e.floor, e.damaged);
+    let (committed_ms, floor, damaged, empty) = (e.committed_ms, e.floor, e.damaged, e.empty);
     r.wait(e.end_after_heal_ms).with(|t, h| {
         let mut first = segment(0, committed_ms);
         first.damaged = damaged;
+        if empty {
+            first = SegmentLayout {
+                end: 0,
+                file_len: 0,
+                valid_len: 0,
+                frames: 0,
+                first_frame_len: 0,
+                records_max: 0,
+                last_committed_ms: None,
+                ..first
+            };
+        }
         let segments = vec![first, segment(10, 900)];
         h.layout_observed(t, &tp(0), KNOBS, segments);
         let checkpoint = Some(vec![(tp(0), 0, floor)]);
@@ -191,7 +209,7 @@ fn a_partition_a_fault_reached_in_the_last_incarnation_is_not_judged() {
 #[test]
 fn only_a_sealed_segment_is_judged_and_only_damage_to_segments_excludes() {
     // One segment listed: the active one, never reaped.
-    let mut r = reaped_every_200ms();
+    let mut r = reaped_every_200ms(0);
     r.wait(1_000).with(|t, h| {
         h.heal(t);
     });
@@ -239,4 +257,89 @@ fn the_floor_reaches_the_persisted_hwm_once_the_wal_is_quiet() {
         committed_ms: 2_800,
         ..DUE
     }));
+}
+
+#[test]
+fn a_partition_refused_in_the_last_incarnation_is_not_judged() {
+    // The engine runs no reaper and no checkpoint for a partition it refused, nor for
+    // any of a topic it refused: neither the segment nor a floor behind is judged.
+    let cases = [(20, DUE.committed_ms), (15, 2_800)];
+    for (floor, committed_ms) in cases {
+        let e = End {
+            floor,
+            committed_ms,
+            ..DUE
+        };
+        let report = ends_with(&e, |r| {
+            r.with(|t, h| {
+                h.partition_refused(t, &tp(0), "crc mismatch at 0");
+            });
+        });
+        let refused = messages_of(&report, CheckerName::RetentionProgress);
+        assert!(
+            refused.is_empty(),
+            "partition refused, floor {floor}: {refused:#?}"
+        );
+        assert_eq!(report.retention_progress.sealed, 0);
+        let report = ends_with(&e, |r| {
+            let topic = "orders".into();
+            r.alarm(None, Alarm::TopicRefused { topic });
+        });
+        let refused = messages_of(&report, CheckerName::RetentionProgress);
+        assert!(
+            refused.is_empty(),
+            "topic refused, floor {floor}: {refused:#?}"
+        );
+        assert_eq!(report.retention_progress.sealed, 0);
+    }
+    // Another partition refused excuses nothing here.
+    let report = ends_with(&DUE, |r| {
+        r.with(|t, h| {
+            h.partition_refused(t, &tp(1), "crc mismatch at 0");
+        });
+    });
+    assert_mentions(
+        &messages_of(&report, CheckerName::RetentionProgress),
+        &["orders/0: sealed segment 0 ([0, 10)) still listed"],
+    );
+}
+
+#[test]
+fn a_lowest_segment_the_decoder_found_without_frames_is_not_judged() {
+    // No frame, no commit time to age it by: the engine's reaper cannot age it either.
+    let report = ends(&End { empty: true, ..DUE });
+    assert!(
+        messages_of(&report, CheckerName::RetentionProgress).is_empty(),
+        "{:#?}",
+        report.retention_progress
+    );
+    assert_eq!(report.retention_progress.sealed, 0);
+    assert_eq!(report.retention_progress.not_due, 0);
+}
+
+#[test]
+fn the_reapers_bound_allows_eight_of_the_disks_longest_sleeps() {
+    // Aged at t=2850ms, 1180 ms before the end: past a reaper interval, the slack and
+    // seven sleeps of 100 ms, not past eight.
+    let e = End {
+        committed_ms: 1_850,
+        latency_ms: 100,
+        ..DUE
+    };
+    let report = ends(&e);
+    assert!(
+        messages_of(&report, CheckerName::RetentionProgress).is_empty(),
+        "{:#?}",
+        report.retention_progress
+    );
+    assert_eq!(report.retention_progress.not_due, 1);
+    // Aged 100 ms sooner, it is past eight too.
+    let report = ends(&End {
+        committed_ms: 1_750,
+        ..e
+    });
+    assert_mentions(
+        &fires_only(&report, CheckerName::RetentionProgress),
+        &["aged 1000 ms by t=2750ms", "had until t=4000ms"],
+    );
 }

@@ -185,6 +185,72 @@ fn a_refusal_needs_damage_where_its_bad_region_starts_on_its_partition() {
 }
 
 #[test]
+fn a_refusal_or_a_cut_names_the_file_and_byte_where_the_bad_region_starts() {
+    // The disk says R3 at offset 0, byte 0 of segment 0 (flipped there).
+    let flip = segment_flip(OffsetRange { start: 0, end: 1 }, Some(true));
+    let refused = |alarm: Alarm, word_malformed: bool| {
+        let mut r = Run::new();
+        r.produced(2).hwm(0, 2, 2, 2).delivered(2);
+        r.fault(flip.clone(), Some(0));
+        if word_malformed {
+            let torn = FaultKind::TornWrite {
+                file: cafelog_sim::history::FileKind::Hwm,
+            };
+            r.fault(torn, Some(0));
+        }
+        r.crash(&[(0, 2, 2, 2)]).restart().with(|t, h| {
+            let mut view = disk_view(OpenRule::Refuse, 2, 0, Some(0));
+            if word_malformed {
+                view.persisted_hwm = None;
+            }
+            h.disk_at_open(t, &tp(0), view, false);
+        });
+        r.alarm(Some(0), alarm).report()
+    };
+    assert_clean(&refused(refused_alarm(0), false));
+    let elsewhere = Alarm::Refused {
+        segment: "00000000000000000002.log".into(),
+        position: 0,
+    };
+    let hwm_file = Alarm::Refused {
+        segment: "hwm".into(),
+        position: 0,
+    };
+    for alarm in [refused_alarm(100), elsewhere, hwm_file.clone()] {
+        assert_mentions(
+            &messages_of(&refused(alarm, false), CheckerName::AlarmsExplained),
+            &["r3_refused", "names the bad frame's file and byte"],
+        );
+    }
+    // A malformed `hwm` word refuses too, and the engine reads it first.
+    let m = messages_of(&refused(hwm_file, true), CheckerName::AlarmsExplained);
+    assert!(m.is_empty(), "{m:?}");
+
+    // An R1 cut at offset 1 names byte 100 of segment 0.
+    let cut = |alarm: Alarm| {
+        let mut r = Run::new();
+        r.produced(3).hwm(0, 1, 1, 3).delivered(1);
+        r.crash(&[(0, 1, 1, 1)])
+            .restart()
+            .disk(0, OpenRule::TornTail, 1, 1, Some(1))
+            .alarm(Some(0), alarm)
+            .opened(0, 1, 1);
+        messages_of(&r.report(), CheckerName::AlarmsExplained)
+    };
+    assert!(cut(torn_tail(1)).is_empty());
+    let moved = Alarm::TornTail {
+        segment: "00000000000000000000.log".into(),
+        position: 120,
+        offset: 1,
+        bytes: 100,
+    };
+    assert_mentions(
+        &cut(moved),
+        &["r1_torn_tail", "but the disk that open read says R1"],
+    );
+}
+
+#[test]
 fn a_cut_of_durable_data_needs_a_cause_and_a_cut_of_what_was_never_durable_does_not() {
     // The crash left a durable tail of 3; the open cut at 1: durable data.
     let cut = |damage: Option<FaultKind>, tail: u64| {

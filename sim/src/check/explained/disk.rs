@@ -27,14 +27,45 @@ pub(super) fn against_disk(
 /// How `alarm` disagrees with the disk view `disk`, if it does.
 fn disagrees(disk: &DiskView, alarm: &AlarmFact) -> Option<String> {
     let says = || format!("but the disk that open read says {disk}");
+    // The cut or refusal names where the bad region starts, as an operator reads it:
+    // the segment file and the byte in it, and (a cut) the offset.
+    let names = |segment: &str, position: u64| {
+        disk.bad
+            .as_ref()
+            .is_some_and(|b| b.segment == segment && b.position == position)
+    };
     match &alarm.alarm {
-        Alarm::TornTail { offset, .. } => (disk.rule != OpenRule::TornTail
-            || disk.bad.as_ref().map(|b| b.offset) != Some(*offset))
+        Alarm::TornTail {
+            segment,
+            position,
+            offset,
+            ..
+        } => (disk.rule != OpenRule::TornTail
+            || disk.bad.as_ref().map(|b| b.offset) != Some(*offset)
+            || !names(segment, *position))
         .then(says),
-        Alarm::Hole { offset, .. } => (disk.rule != OpenRule::Hole
-            || disk.bad.as_ref().map(|b| b.offset) != Some(*offset))
+        Alarm::Hole {
+            segment,
+            position,
+            offset,
+            ..
+        } => (disk.rule != OpenRule::Hole
+            || disk.bad.as_ref().map(|b| b.offset) != Some(*offset)
+            || !names(segment, *position))
         .then(says),
-        Alarm::Refused { .. } => (disk.rule != OpenRule::Refuse).then(says),
+        // A malformed `hwm` word refuses too (the view cannot tell it from an absent
+        // one), and the engine reads the word first: it may name that file instead.
+        Alarm::Refused { segment, position } => {
+            let word = disk.persisted_hwm.is_none()
+                && segment == cafelog_engine::format::layout::HWM_FILE
+                && *position == 0;
+            (disk.rule != OpenRule::Refuse || !(names(segment, *position) || word)).then(|| {
+                format!(
+                    "{} (an R3 refusal names the bad frame's file and byte)",
+                    says()
+                )
+            })
+        }
         Alarm::Clamp {
             persisted_hwm,
             hwm,

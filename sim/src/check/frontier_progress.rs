@@ -57,7 +57,8 @@ pub struct FrontierProgressReport {
     pub violations: Vec<Violation>,
 }
 
-type Key = (TopicPartition, Incarnation);
+/// The history's own partition names, not clones (this walk sees every sample).
+type Key<'h> = (&'h TopicPartition, Incarnation);
 
 /// One partition's incarnation, as the history shows it.
 #[derive(Default)]
@@ -95,10 +96,18 @@ impl Track {
     }
 
     /// What was due by `t`: the acked run's end then, capped by the persisted HWM
-    /// shown by then (`None`: nothing beyond the loaded frontier).
-    fn due_at(&self, t: u64) -> Option<(Offset, usize)> {
-        let (_, end, index) = *self.due.iter().rev().find(|d| d.0 <= t)?;
-        let persisted = self.persisted.iter().rev().find(|p| p.0 <= t)?.1;
+    /// shown by then (`None`: nothing beyond the loaded frontier). `t` only grows
+    /// from call to call, so `cursor` (the entries of `due` and `persisted` at or
+    /// before the last `t`) moves forward.
+    fn due_at(&self, t: u64, cursor: &mut (usize, usize)) -> Option<(Offset, usize)> {
+        while self.due.get(cursor.0).is_some_and(|d| d.0 <= t) {
+            cursor.0 += 1;
+        }
+        while self.persisted.get(cursor.1).is_some_and(|p| p.0 <= t) {
+            cursor.1 += 1;
+        }
+        let (_, end, index) = *self.due.get(cursor.0.checked_sub(1)?)?;
+        let persisted = self.persisted.get(cursor.1.checked_sub(1)?)?.1;
         let due = end.min(persisted);
         let loaded = self.loaded?.0;
         (due > loaded).then_some((due, index))
@@ -129,9 +138,9 @@ pub fn check(facts: &Facts<'_>) -> FrontierProgressReport {
     let mut latency_ms = 0;
     let mut tracks: BTreeMap<Key, Track> = BTreeMap::new();
     let mut faulted: BTreeSet<Key> = BTreeSet::new();
-    let mut broken_from: BTreeMap<TopicPartition, Incarnation> = BTreeMap::new();
+    let mut broken_from: BTreeMap<&TopicPartition, Incarnation> = BTreeMap::new();
     for (index, event) in facts.history.events().iter().enumerate() {
-        let key = |tp: &TopicPartition| (tp.clone(), event.incarnation);
+        let key = |tp| (tp, event.incarnation);
         let at = event.at_ms;
         match &event.kind {
             EventKind::RunStarted {
@@ -192,7 +201,7 @@ pub fn check(facts: &Facts<'_>) -> FrontierProgressReport {
                 raised_in,
             } => {
                 let incarnation = raised_in.unwrap_or(event.incarnation);
-                let key = (tp.clone(), incarnation);
+                let key = (tp, incarnation);
                 tracks.entry(key).or_default().poisoned_ms.get_or_insert(at);
             }
             // Only faults the engine cannot see from its calls' results; a directory
@@ -206,7 +215,7 @@ pub fn check(facts: &Facts<'_>) -> FrontierProgressReport {
             ) && (kind.is_out_of_contract() || unseen(kind)) =>
             {
                 if kind.is_out_of_contract() {
-                    broken_from.entry(tp.clone()).or_insert(event.incarnation);
+                    broken_from.entry(tp).or_insert(event.incarnation);
                 }
                 faulted.insert(key(tp));
             }
@@ -223,16 +232,17 @@ pub fn check(facts: &Facts<'_>) -> FrontierProgressReport {
         };
         let broken = broken_from.get(tp).is_some_and(|from| from <= incarnation);
         if faulted.contains(key) || broken {
-            report.word_faulted.push(key.clone());
+            report.word_faulted.push(((*tp).clone(), *incarnation));
             continue;
         }
+        let mut cursor = (0, 0);
         let poisoned_ms = track.poisoned_ms.unwrap_or(u64::MAX);
         let bound = interval + TICK_MS + SLACK_MS + 2 * latency_ms;
         for &(at, word, word_index) in &track.words {
             if at >= poisoned_ms || at < heal_ms.max(loaded_ms) + bound {
                 continue;
             }
-            let Some((due, due_index)) = track.due_at(at - bound) else {
+            let Some((due, due_index)) = track.due_at(at - bound, &mut cursor) else {
                 continue;
             };
             report.checked += 1;

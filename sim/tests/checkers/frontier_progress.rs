@@ -8,6 +8,12 @@ use cafelog_sim::history::{FileKind, TopicSetup};
 /// Topic `orders` (1 partition), frontier persister every 100 ms (`None`: not
 /// recorded): a bound of 360 ms. The open loaded frontier `loaded` at t=5.
 fn setup_loaded(interval: Option<u64>, loaded: u64) -> Run {
+    setup_on_disk(interval, loaded, 0)
+}
+
+/// [`setup_loaded`] on a disk that may sleep up to `latency_ms` per operation until
+/// the heal.
+fn setup_on_disk(interval: Option<u64>, loaded: u64, latency_ms: u64) -> Run {
     let mut r = Run::new();
     let topic = TopicSetup {
         name: "orders".into(),
@@ -18,7 +24,7 @@ fn setup_loaded(interval: Option<u64>, loaded: u64) -> Run {
         hwm_persist_ms: None,
         reaper_interval_ms: None,
     };
-    r.h.run_started(0, 0, vec![topic], 0, interval);
+    r.h.run_started(0, 0, vec![topic], latency_ms, interval);
     r.h.frontier_loaded(5, &tp(0), loaded, loaded);
     r.t = 10;
     r
@@ -176,19 +182,7 @@ fn a_step_of_the_wall_clock_does_not_widen_the_bound_and_disk_latency_does() {
     // A disk that slept up to 150 ms per operation until the heal: two such sleeps
     // more, so a word read at 800 is judged first.
     let run = |from: u64| {
-        let mut r = Run::new();
-        let topic = TopicSetup {
-            name: "orders".into(),
-            partitions: 1,
-            delay_ms: 0,
-            lease_ms: 30_000,
-            retention_ms: None,
-            hwm_persist_ms: None,
-            reaper_interval_ms: None,
-        };
-        r.h.run_started(0, 0, vec![topic], 150, Some(100));
-        r.h.frontier_loaded(5, &tp(0), 0, 0);
-        r.t = 10;
+        let mut r = setup_on_disk(Some(100), 0, 150);
         acked(&mut r, true);
         samples(&mut r, 3, 0, from, 3);
         r.report()

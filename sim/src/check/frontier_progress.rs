@@ -187,22 +187,14 @@ pub fn check(facts: &Facts<'_>) -> FrontierProgressReport {
                 .words
                 // A missing or short file is a frontier of 0 (as the engine reads it).
                 .push((at, word.unwrap_or(0), index)),
-            EventKind::PartitionPoisoned { tp } => {
-                tracks
-                    .entry(key(tp))
-                    .or_default()
-                    .poisoned_ms
-                    .get_or_insert(at);
-            }
-            // A poison raised by a killed incarnation's task after the restart is its own.
-            EventKind::EngineAlarm {
-                tp: Some(tp),
+            EventKind::PartitionPoisoned { .. }
+            | EventKind::EngineAlarm {
                 alarm: Alarm::Poisoned { .. },
-                raised_in,
+                ..
             } => {
-                let incarnation = raised_in.unwrap_or(event.incarnation);
-                let key = (tp, incarnation);
-                tracks.entry(key).or_default().poisoned_ms.get_or_insert(at);
+                if let Some(key) = event.poisoned() {
+                    tracks.entry(key).or_default().poisoned_ms.get_or_insert(at);
+                }
             }
             // Only faults the engine cannot see from its calls' results; a directory
             // fault without a partition is the topic's, the root's or the WAL's, none

@@ -111,18 +111,15 @@ pub fn check(facts: &Facts<'_>) -> HwmPersistedReport {
                 })
             }
             // The engine's alarm comes as the poison strikes, the world's report up to
-            // a sampling period later.
-            EventKind::PartitionPoisoned { tp } => {
-                poisoned.entry(key(tp)).or_insert(index);
-            }
-            // A poison raised by a killed incarnation's task after the restart is its own.
-            EventKind::EngineAlarm {
-                tp: Some(tp),
+            // a sampling period later: whichever came first.
+            EventKind::PartitionPoisoned { .. }
+            | EventKind::EngineAlarm {
                 alarm: Alarm::Poisoned { .. },
-                raised_in,
+                ..
             } => {
-                let incarnation = raised_in.unwrap_or(event.incarnation);
-                poisoned.entry((tp.clone(), incarnation)).or_insert(index);
+                if let Some((tp, incarnation)) = event.poisoned() {
+                    poisoned.entry((tp.clone(), incarnation)).or_insert(index);
+                }
             }
             EventKind::Fault {
                 kind:

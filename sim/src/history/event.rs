@@ -481,6 +481,23 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+impl Event {
+    /// The partition a poison struck and the incarnation it struck in, if this event
+    /// says so: the world's report, or the engine's alarm (which comes as the poison
+    /// strikes; one a killed incarnation's task raises after the restart is its own).
+    pub fn poisoned(&self) -> Option<(&TopicPartition, Incarnation)> {
+        match &self.kind {
+            EventKind::PartitionPoisoned { tp } => Some((tp, self.incarnation)),
+            EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: crate::history::Alarm::Poisoned { .. },
+                raised_in,
+            } => Some((tp, raised_in.unwrap_or(self.incarnation))),
+            _ => None,
+        }
+    }
+}
+
 fn is_zero(value: &u64) -> bool {
     *value == 0
 }

@@ -40,19 +40,23 @@ fn disagrees(disk: &DiskView, alarm: &AlarmFact) -> Option<String> {
             position,
             offset,
             ..
-        } => (disk.rule != OpenRule::TornTail
-            || disk.bad.as_ref().map(|b| b.offset) != Some(*offset)
-            || !names(segment, *position))
-        .then(says),
-        Alarm::Hole {
+        }
+        | Alarm::Hole {
             segment,
             position,
             offset,
             ..
-        } => (disk.rule != OpenRule::Hole
-            || disk.bad.as_ref().map(|b| b.offset) != Some(*offset)
-            || !names(segment, *position))
-        .then(says),
+        } => {
+            let rule = if matches!(alarm.alarm, Alarm::TornTail { .. }) {
+                OpenRule::TornTail
+            } else {
+                OpenRule::Hole
+            };
+            (disk.rule != rule
+                || disk.bad.as_ref().map(|b| b.offset) != Some(*offset)
+                || !names(segment, *position))
+            .then(says)
+        }
         // A malformed `hwm` word refuses too (the view cannot tell it from an absent
         // one), and the engine reads the word first: it may name that file instead.
         Alarm::Refused { segment, position } => {

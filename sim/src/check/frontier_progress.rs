@@ -25,9 +25,10 @@
 //! before the partition was poisoned in that incarnation. The bound is the interval,
 //! a store tick, [`SLACK_MS`] and two of the disk's longest sleeps (a replace begun
 //! before the heal may still sleep through it). The persister measures its interval
-//! on the engine's monotonic clock, which a wall-clock step does not move. Owed is
-//! only what passed the frontier the open loaded and the word it read (a replace whose
-//! directory fsync a crash cut leaves the engine believing an older word persisted).
+//! on the engine's monotonic clock, which a wall-clock step does not move. The run of
+//! acks starts at the frontier the open loaded, and is owed only past the word the open
+//! read, which the engine takes as persisted (a clamp may load below it; a replace
+//! whose directory fsync a crash cut leaves an older word on the platter).
 //! Not judged: a partition whose `consumer.offset` or own directory took, in that
 //! incarnation, a fault the engine cannot see (damage at rest, a lost or misplaced
 //! write, a lost fsync: it takes the word as written and writes again only when the
@@ -60,11 +61,21 @@ pub struct FrontierProgressReport {
 /// The history's own partition names, not clones (this walk sees every sample).
 type Key<'h> = (&'h TopicPartition, Incarnation);
 
+/// What an open loaded.
+#[derive(Clone, Copy)]
+struct Loaded {
+    /// The engine's frontier: where the run of acks starts.
+    frontier: Offset,
+    /// What the engine takes as persisted: the word it read (the log start when the
+    /// word was torn; never below the frontier): only a run past it is owed.
+    persisted: Offset,
+}
+
 /// One partition's incarnation, as the history shows it.
 #[derive(Default)]
 struct Track {
-    /// The frontier the open loaded (or the word it read, if higher), and when.
-    loaded: Option<(Offset, u64)>,
+    /// The open's load, and when.
+    loaded: Option<(Loaded, u64)>,
     delivered: BTreeSet<Offset>,
     acked: BTreeSet<Offset>,
     /// The run of acked offsets from `loaded`: its end, as it grew (time, end, index).
@@ -78,7 +89,10 @@ struct Track {
 
 impl Track {
     fn end(&self) -> Option<Offset> {
-        self.due.last().map(|d| d.1).or(self.loaded.map(|l| l.0))
+        self.due
+            .last()
+            .map(|d| d.1)
+            .or(self.loaded.map(|l| l.0.frontier))
     }
 
     /// Extends the acked run past `loaded` after an ack at `at_ms`.
@@ -109,8 +123,7 @@ impl Track {
         let (_, end, index) = *self.due.get(cursor.0.checked_sub(1)?)?;
         let persisted = self.persisted.get(cursor.1.checked_sub(1)?)?.1;
         let due = end.min(persisted);
-        let loaded = self.loaded?.0;
-        (due > loaded).then_some((due, index))
+        (due > self.loaded?.0.persisted).then_some((due, index))
     }
 }
 
@@ -156,8 +169,18 @@ pub fn check(facts: &Facts<'_>) -> FrontierProgressReport {
                 frontier,
                 loaded: Some(loaded),
             } => {
-                // A torn word reads as `u64::MAX`: nothing past it is ever owed.
-                tracks.entry(key(tp)).or_default().loaded = Some(((*loaded).max(*frontier), at));
+                // A torn word reads as `u64::MAX`; the engine resets to the log start,
+                // which the frontier it loaded is.
+                let persisted = if *frontier == u64::MAX {
+                    *loaded
+                } else {
+                    (*frontier).max(*loaded)
+                };
+                let load = Loaded {
+                    frontier: *loaded,
+                    persisted,
+                };
+                tracks.entry(key(tp)).or_default().loaded = Some((load, at));
             }
             EventKind::Delivery { tp, offset, .. } => {
                 let track = tracks.entry(key(tp)).or_default();

@@ -195,7 +195,7 @@ fn a_step_of_the_wall_clock_does_not_widen_the_bound_and_disk_latency_does() {
 }
 
 #[test]
-fn owed_is_only_what_passed_the_word_the_open_read() {
+fn owed_is_only_what_passed_the_word_the_open_read_counted_from_what_it_loaded() {
     // The open read word 3 and loaded 0 (clamped): the engine may take 3 as persisted
     // and write nothing until its frontier passes it.
     let mut r = setup(Some(100));
@@ -205,6 +205,24 @@ fn owed_is_only_what_passed_the_word_the_open_read() {
     let report = r.report();
     assert!(messages_of(&report, CheckerName::FrontierProgress).is_empty());
     assert_eq!(report.frontier_progress.checked, 0);
+    // The open read 1 and loaded 0: the run of acks starts at 0, so with offset 0 never
+    // acked the engine's frontier stays at 0 and nothing is owed; acked too, 3 is.
+    let run = |ack_first: bool| {
+        let mut r = setup_loaded(Some(100), 0);
+        r.h.frontier_loaded(6, &tp(0), 1, 0);
+        for id in 1..=3 {
+            let commit = r.t + 15;
+            r.produce(id, 0, id - 1, commit)
+                .deliver(id, 0, id - 1, commit);
+            if ack_first || id > 1 {
+                r.consume(0, id - 1);
+            }
+        }
+        samples(&mut r, 3, 0, u64::MAX, 0);
+        messages_of(&r.report(), CheckerName::FrontierProgress)
+    };
+    assert!(run(false).is_empty());
+    assert_mentions(&run(true), &["offsets below 3 were acked"]);
 }
 
 #[test]

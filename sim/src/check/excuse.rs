@@ -370,9 +370,10 @@ impl<'f, 'h> Excuses<'f, 'h> {
     /// (the record's acknowledgement), and that no restart found again (a reap
     /// `retention_safe` judges), held it below the HWM the engine had shown in that
     /// incarnation, so consumers could have read it: at `offset`, its acknowledged one,
-    /// while every open in between trusted an HWM above the offset and none cut or
-    /// clamped at or below it (either would have let another record in there; a frame
-    /// there damaged at rest is still the record's, which the decode cannot name); or a copy
+    /// while every open in between kept a tail above the offset (a hidden tail keeps
+    /// its records where they are; new commits go past it) and none cut or clamped at
+    /// or below it (either would have let another record in there; a frame there
+    /// damaged at rest is still the record's, which the decode cannot name); or a copy
     /// of it elsewhere (the WAL replay re-commits a record a cut or a hidden tail took),
     /// by the world's decode of the file at the unlink. A record left in a hidden tail
     /// the engine never showed again is no reaped record of consumers'.
@@ -394,8 +395,8 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 r.contains(offset)
                     && offset < r.shown_hwm
                     && self.facts.alarms.of(tp).iter().all(|a| match a.alarm {
-                        Alarm::LogOpened { hwm, .. } => {
-                            !(after < a.index && a.index < r.index) || offset < hwm
+                        Alarm::LogOpened { tail, .. } => {
+                            !(after < a.index && a.index < r.index) || offset < tail
                         }
                         _ => true,
                     })

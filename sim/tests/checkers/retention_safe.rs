@@ -496,6 +496,57 @@ fn an_open_that_trusted_an_hwm_at_the_acked_offset_leaves_the_loss_unexcused() {
     );
 }
 
+#[test]
+fn an_open_that_hid_the_acked_offset_in_its_tail_keeps_the_retention_excuse() {
+    // Id 2, acknowledged at offset 1; a crash with the persisted HWM at 1 and the
+    // durable tail at `tail`. With the tail at 2 the open hides offset 1 and commits id
+    // 3 past it, at 2 (storage-engine.md: "new commits append past the hidden tail"), so
+    // the reaped file still held id 2 at 1, shown once the HWM passed it. With the tail
+    // at 1 the offset is gone and id 3 takes it: the reap excuses nothing. The world's
+    // decode of the file at the unlink names no copy (as when damage stops it short),
+    // so only the acknowledged offset can excuse.
+    let run = |tail: u64| {
+        let mut r = Run::with_retention(1_000);
+        r.segment(0, true)
+            .opened(0, 0, 0)
+            .committed(1, 0)
+            .committed(2, 1)
+            .hwm(0, 2, 1, 2)
+            .crash(&[(0, 1, tail, 2)])
+            .restart()
+            .opened(0, 1, tail)
+            .committed(3, tail)
+            .hwm(0, tail + 1, tail + 1, tail + 1)
+            .segment(3, true)
+            .committed(4, 3)
+            .hwm(0, 4, 4, 4)
+            .deliver(1, 0, 0, 35)
+            .deliver(4, 0, 3, 95)
+            .wait(1_000)
+            .move_log_start(0, 3)
+            .with(|t, h| {
+                h.segment_deleted(t, &tp(0), 0, Vec::new());
+                h.log_start_observed(t, &tp(0), 3);
+            });
+        r.report()
+    };
+    let kept = run(2);
+    assert!(messages_of(&kept, CheckerName::NoLostAck).is_empty());
+    assert_mentions(
+        &[kept
+            .no_lost_ack
+            .excuse_of(2)
+            .expect("excused")
+            .covers
+            .clone()],
+        &["offsets [0, 3) in a reaped segment"],
+    );
+    assert_mentions(
+        &messages_of(&run(1), CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
+}
+
 /// Id 2, acknowledged at offset 1, cut away by a torn tail there, its copy re-committed
 /// at offset 3 in segment 0 and the HWM shown at `shown`; segment 0 (held: ids 1, 3, 2
 /// at offsets 0, 1, 3 when `copy`) reaped a second later.

@@ -28,14 +28,16 @@
 //! | `frontier_persisted` | debug | dir, value | that replace returned: `value` is durable |
 //! | `log_start_moved` | info | dir, from, log_start | a retention sweep took `[from, log_start)` out of the log |
 //! | `replay_committing` | info | dir, records | an open's WAL replay begins to commit `records` entries into the partition |
+//! | `drain_partial` | debug | dir, base, records, bytes, next_bytes, left | a drain took `records` records (`bytes` of envelopes) into the frame at `base` and left `left` buffered, the next of `next_bytes`: the frame was full |
 //!
-//! The last four are not alarms but the engine's account: a harness holds a recovered
+//! The last five are not alarms but the engine's account: a harness holds a recovered
 //! frontier to at least the last value persisted before a crash, and at most one it
 //! began to write; it learns that records are gone when the reaper forgets them, which
 //! is before (a sweep dropped or failed part-way: much before) their files' unlinks;
 //! and it learns which open's replay re-committed entries, even one killed before the
 //! store came up (two crashes before one replay share that replay's one commit of each
-//! entry).
+//! entry); and it holds a drain that left records buffered to the frame caps
+//! (storage-engine.md: "one frame per drain"), which the bytes on disk cannot show.
 
 use std::path::Path;
 
@@ -60,6 +62,7 @@ pub const FRONTIER_PERSISTING: &str = "frontier_persisting";
 pub const FRONTIER_PERSISTED: &str = "frontier_persisted";
 pub const LOG_START_MOVED: &str = "log_start_moved";
 pub const REPLAY_COMMITTING: &str = "replay_committing";
+pub const DRAIN_PARTIAL: &str = "drain_partial";
 
 /// The `op` of a poison that no I/O error caused: records in flight were dropped (a
 /// cancelled `sync`, or a panic) before they reached the file.
@@ -79,7 +82,7 @@ pub const VERIFY_AFTER_FSYNC_OP: &str = "verify frame after fsync";
 pub const VERIFY_BEFORE_REWRITE_OP: &str = "verify frame before rewriting it";
 
 /// Every alarm name, for a consumer that wants to know them all.
-pub const ALL: [&str; 21] = [
+pub const ALL: [&str; 22] = [
     TORN_TAIL,
     HOLE,
     SALVAGED,
@@ -101,6 +104,7 @@ pub const ALL: [&str; 21] = [
     FRONTIER_PERSISTED,
     LOG_START_MOVED,
     REPLAY_COMMITTING,
+    DRAIN_PARTIAL,
 ];
 
 /// Which rule a truncation followed.
@@ -153,6 +157,18 @@ pub(crate) fn log_opened(dir: &Path, log_start: u64, hwm: u64, tail: u64) {
 pub(crate) fn replay_committing(dir: &Path, records: u64) {
     tracing::info!(alarm = REPLAY_COMMITTING, dir = %dir.display(), records,
         "WAL replay committing entries");
+}
+
+pub(crate) fn drain_partial(
+    dir: &Path,
+    base: u64,
+    records: usize,
+    bytes: usize,
+    next_bytes: usize,
+    left: usize,
+) {
+    tracing::debug!(alarm = DRAIN_PARTIAL, dir = %dir.display(), base, records, bytes,
+        next_bytes, left, "a full frame drained; records left buffered");
 }
 
 /// `position`: where in its segment the reader looked for the frame, so an observer can

@@ -49,7 +49,7 @@ fn segments_are_summarised_from_their_valid_frames() {
         ],
         ..DirImage::default()
     };
-    let s = summarise(&image);
+    let s = summarise(&image, None);
     assert_eq!(s.len(), 3);
     assert_eq!((s[0].base, s[0].end), (0, 4));
     assert_eq!((s[0].valid_len, s[0].file_len), (valid, valid + 16));
@@ -67,4 +67,72 @@ fn segments_are_summarised_from_their_valid_frames() {
     assert_eq!((s[2].base, s[2].end, s[2].frames), (7, 8, 1));
     assert_eq!(s[2].valid_len, seg7.len() as u64);
     assert!(!s[2].damaged);
+}
+
+/// An envelope around `payload` (key `k`).
+fn record_of(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    envelope::encode(&mut out, b"k", 1_700_000_000_000, payload);
+    out
+}
+
+/// One raw frame at `base` holding `records`.
+fn raw_frame(codecs: &mut Codecs, base: u64, records: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    codecs
+        .encode_frame(
+            Codec::None,
+            base,
+            records.iter().map(Vec::as_slice),
+            &mut out,
+        )
+        .expect("encode");
+    out
+}
+
+#[test]
+fn a_raw_frame_zstd_would_shrink_is_noted_in_a_zstd_topic() {
+    use cafelog_engine::log::LogConfig;
+    use cafelog_sim::world::shape::ZstdSettings;
+    let zstd = ZstdSettings::of(&LogConfig::default()).expect("zstd by default");
+    let mut codecs = Codecs::default();
+    // Three compressible records (312 payload bytes, over compress_min_bytes 256),
+    // after a lone one under it; then a segment of one record of noise.
+    let small = raw_frame(&mut codecs, 0, &[record(89)]);
+    let big = raw_frame(&mut codecs, 1, &[record(89), record(89), record(89)]);
+    let mut seg0 = small.clone();
+    seg0.extend_from_slice(&big);
+    let mut noise = 0x9e37_79b9_7f4a_7c15u64;
+    let noisy: Vec<u8> = (0..300)
+        .map(|_| {
+            noise ^= noise << 13;
+            noise ^= noise >> 7;
+            noise ^= noise << 17;
+            noise as u8
+        })
+        .collect();
+    let seg4 = raw_frame(&mut codecs, 4, &[record_of(&noisy)]);
+    let image = DirImage {
+        segments: vec![
+            ("00000000000000000000.log".into(), seg0),
+            ("00000000000000000004.log".into(), seg4),
+        ],
+        ..DirImage::default()
+    };
+    let s = summarise(&image, Some(zstd));
+    let (position, payload, zstd_len) = s[0].compressible_raw.expect("the big frame");
+    assert_eq!((position, payload), (small.len() as u64, 3 * 104));
+    assert!(zstd_len < payload / 2, "{zstd_len}");
+    assert_eq!(s[1].compressible_raw, None, "noise does not shrink");
+    // The small frame alone is under compress_min_bytes; a raw topic asks nothing.
+    let lone = DirImage {
+        segments: vec![("00000000000000000000.log".into(), small)],
+        ..DirImage::default()
+    };
+    assert_eq!(summarise(&lone, Some(zstd))[0].compressible_raw, None);
+    assert!(
+        summarise(&image, None)
+            .iter()
+            .all(|s| s.compressible_raw.is_none())
+    );
 }

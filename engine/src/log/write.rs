@@ -121,7 +121,7 @@ impl<F: Fs, C: Clock> Log<F, C> {
     /// Returns `false` when there was nothing to drain.
     pub(super) async fn encode_frame(&self, limit: u64) -> Result<bool, LogError> {
         let config = &self.inner.config;
-        let (base, slot, payload, take, bytes, last_committed_at_ms, mut frame, mut codecs) = {
+        let (base, slot, payload, take, bytes, last_committed_at_ms, mut frame, mut codecs, left) = {
             let mut st = self.state();
             st.check_not_poisoned()?;
             if !st.has_undrained_below(limit) {
@@ -137,6 +137,13 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 take += 1;
                 bytes += size;
             }
+            // What a partial drain leaves: the next record's size and the count, for
+            // the account below (raised once the lock is released).
+            let left = st
+                .buffer
+                .records
+                .get(take)
+                .map(|&(_, next)| (next, st.buffer.len() - take));
             let (payload, last) = st.buffer.take(take);
             st.buffer_bytes -= bytes;
             st.oldest_buffered_at = if st.buffer.is_empty() {
@@ -152,8 +159,12 @@ impl<F: Fs, C: Clock> Log<F, C> {
             let (slot, frame, codecs) = st
                 .queue
                 .reserve(|| Codecs::new(config.zstd_level, config.zstd_hash_log));
-            (base, slot, payload, take, bytes, last, frame, codecs)
+            (base, slot, payload, take, bytes, last, frame, codecs, left)
         };
+        if let Some((next_bytes, left)) = left {
+            debug_assert!(take >= config.flush_records || bytes + next_bytes > config.flush_bytes);
+            crate::alarm::drain_partial(&self.inner.dir, base, take, bytes, next_bytes, left);
+        }
         // Whatever happens from here on (an encode error, a panic), the reserved slot
         // must not stay empty: writers would wait on it. (There is no await before it
         // is filled, so a dropped future cannot leave it.)

@@ -97,6 +97,16 @@ pub enum Alarm {
     /// `records` entries into the partition (the open may still be killed before the
     /// store comes up).
     ReplayCommitting { records: u64 },
+    /// Not an alarm but the engine's account: a drain took `records` buffered records
+    /// (`bytes` of envelopes) into the frame at `base` and left `left` buffered, the
+    /// next one `next_bytes` long. Raised only when records were left.
+    DrainPartial {
+        base: u64,
+        records: u64,
+        bytes: u64,
+        next_bytes: u64,
+        left: u64,
+    },
 }
 
 impl Alarm {
@@ -125,6 +135,7 @@ impl Alarm {
             Alarm::FrontierPersisted { .. } => a::FRONTIER_PERSISTED,
             Alarm::LogStartMoved { .. } => a::LOG_START_MOVED,
             Alarm::ReplayCommitting { .. } => a::REPLAY_COMMITTING,
+            Alarm::DrainPartial { .. } => a::DRAIN_PARTIAL,
         }
     }
 
@@ -236,6 +247,13 @@ impl Alarm {
             a::REPLAY_COMMITTING => Alarm::ReplayCommitting {
                 records: num("records")?,
             },
+            a::DRAIN_PARTIAL => Alarm::DrainPartial {
+                base: num("base")?,
+                records: num("records")?,
+                bytes: num("bytes")?,
+                next_bytes: num("next_bytes")?,
+                left: num("left")?,
+            },
             _ => return None,
         };
         Some(alarm)
@@ -307,6 +325,16 @@ impl fmt::Display for Alarm {
             }
             Alarm::LogStartMoved { from, log_start } => write!(f, " [{from}, {log_start})"),
             Alarm::ReplayCommitting { records } => write!(f, " records={records}"),
+            Alarm::DrainPartial {
+                base,
+                records,
+                bytes,
+                next_bytes,
+                left,
+            } => write!(
+                f,
+                " base={base} records={records} bytes={bytes} next_bytes={next_bytes} left={left}"
+            ),
             Alarm::Poisoned {
                 cancelled: true, ..
             } => f.write_str(" (records in flight dropped)"),

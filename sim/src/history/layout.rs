@@ -45,6 +45,11 @@ pub struct SegmentLayout {
     pub multi_record_bytes_max: u64,
     /// The fewest payload bytes (before the codec) of a zstd frame.
     pub zstd_payload_min: Option<u64>,
+    /// In a zstd topic, the first raw frame of at least `compress_min_bytes` payload
+    /// bytes that zstd at the topic's settings shrinks: `(position, payload bytes,
+    /// zstd's bytes)`. `None` in histories written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compressible_raw: Option<(u64, u64, u64)>,
     /// The decoder stopped inside it (damage): only the frames before are summarised.
     pub damaged: bool,
     /// The commit time of its last record (the last valid frame's; what the engine's

@@ -187,12 +187,18 @@ impl<'a> Readable<'a> {
     }
 }
 
+/// The stored payload of the frame at `at` (as the codec left it). `None` when the
+/// image ends first.
+pub fn stored_at<'i>(image: &'i [u8], at: u64, header: &Header) -> Option<&'i [u8]> {
+    let start = usize::try_from(at).ok()?.checked_add(HEADER_LEN)?;
+    image.get(start..start.checked_add(header.stored as usize)?)
+}
+
 /// The records of the valid frame at `at`: its payload decoded (codec) and split into
 /// exactly `recordCount` length-prefixed entries. `None` when the payload does not
 /// decode or split exactly (a bad frame).
 pub fn records_at(image: &[u8], at: u64, header: &Header) -> Option<Vec<Vec<u8>>> {
-    let start = usize::try_from(at).ok()?.checked_add(HEADER_LEN)?;
-    let stored = image.get(start..start.checked_add(header.stored as usize)?)?;
+    let stored = stored_at(image, at, header)?;
     let payload = if header.zstd {
         let out = zstd::bulk::decompress(stored, header.uncompressed as usize).ok()?;
         if out.len() != header.uncompressed as usize {

@@ -141,6 +141,7 @@ pub fn run(spec: &RunSpec) -> RunOutcome {
         paths.frontiers_recovered = r.frontier_durable.held_to_durable;
         paths.wakeups_timed = r.woken_promptly.timed;
         paths.rolls_judged = r.layout.rolls_judged;
+        paths.partial_drains_judged = r.layout.drains_judged;
         paths.wal_ends_judged = u64::from(r.wal_progress.judged);
         paths.retention_ends_judged = r.retention_progress.sealed;
         paths.frontier_words_judged = r.frontier_progress.checked as u64;

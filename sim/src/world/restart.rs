@@ -142,9 +142,10 @@ pub(super) fn observe_layouts(world: &World) {
     let now = rec.now_ms();
     for plan in &world.spec.workload.topics {
         let knobs = shape::knobs(&plan.config.log);
+        let zstd = shape::ZstdSettings::of(&plan.config.log);
         for p in 0..plan.config.partitions {
             let dir = layout::partition_dir(Path::new(DATA_ROOT), &plan.name, p);
-            if let Some(segments) = shape::visible_layout(&world.fs, &dir) {
+            if let Some(segments) = shape::visible_layout(&world.fs, &dir, zstd) {
                 let tp = TopicPartition::new(plan.name.clone(), p);
                 rec.history.layout_observed(now, &tp, knobs, segments);
             }

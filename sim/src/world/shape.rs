@@ -26,15 +26,56 @@ pub fn knobs(config: &LogConfig) -> LayoutKnobs {
     }
 }
 
+/// What a zstd topic asks of its raw frames: one of at least `compress_min_bytes` is
+/// stored raw only when zstd at the topic's `level` and `hash_log` (0: zstd's own)
+/// does not shrink it (storage-engine.md: "codec applied here").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZstdSettings {
+    pub level: i32,
+    pub hash_log: u32,
+    pub compress_min_bytes: u64,
+}
+
+impl ZstdSettings {
+    /// `None` for a raw topic.
+    pub fn of(config: &LogConfig) -> Option<ZstdSettings> {
+        (config.codec == Codec::Zstd).then_some(ZstdSettings {
+            level: config.zstd_level,
+            hash_log: config.zstd_hash_log,
+            compress_min_bytes: config.compress_min_bytes as u64,
+        })
+    }
+
+    /// zstd's output for `payload` at these settings, when shorter than `payload`.
+    fn shrinks(&self, payload: &[u8]) -> Option<u64> {
+        let mut compressor =
+            zstd::bulk::Compressor::new(self.level).expect("a level the engine accepted");
+        if self.hash_log != 0 {
+            compressor
+                .set_parameter(zstd::zstd_safe::CParameter::HashLog(self.hash_log))
+                .expect("a hash log the engine accepted");
+        }
+        let out = compressor.compress(payload).expect("compress in memory");
+        (out.len() < payload.len()).then_some(out.len() as u64)
+    }
+}
+
 /// The segment files of `dir` as the page cache holds them, summarised in offset
 /// order; `None` when the directory is not there.
-pub fn visible_layout(fs: &SimFs, dir: &Path) -> Option<Vec<SegmentLayout>> {
-    super::disk::dir_image(fs, dir, super::disk::Image::Visible).map(|image| summarise(&image))
+pub fn visible_layout(
+    fs: &SimFs,
+    dir: &Path,
+    zstd: Option<ZstdSettings>,
+) -> Option<Vec<SegmentLayout>> {
+    super::disk::dir_image(fs, dir, super::disk::Image::Visible)
+        .map(|image| summarise(&image, zstd))
 }
 
 /// Every segment of `image`, each walked on its own from byte 0, summarised in offset
-/// order: damage in one segment hides nothing of the others.
-pub fn summarise(image: &DirImage) -> Vec<SegmentLayout> {
+/// order: damage in one segment hides nothing of the others. With `zstd` (a zstd
+/// topic), the first raw frame of each segment that should have been compressed is
+/// noted.
+pub fn summarise(image: &DirImage, zstd: Option<ZstdSettings>) -> Vec<SegmentLayout> {
     let mut segments: Vec<(u64, &str, &[u8])> = image
         .segments
         .iter()
@@ -62,6 +103,7 @@ pub fn summarise(image: &DirImage) -> Vec<SegmentLayout> {
             records_max: 0,
             multi_record_bytes_max: 0,
             zstd_payload_min: None,
+            compressible_raw: None,
             damaged,
             last_committed_ms: extent.frames.last().and_then(|at| {
                 let header = frame::header_at(bytes, at.position)?;
@@ -84,6 +126,15 @@ pub fn summarise(image: &DirImage) -> Vec<SegmentLayout> {
                 let payload = u64::from(header.uncompressed);
                 layout.zstd_payload_min =
                     Some(layout.zstd_payload_min.map_or(payload, |m| m.min(payload)));
+            } else if let Some(z) = zstd
+                && layout.compressible_raw.is_none()
+                && u64::from(header.uncompressed) >= z.compress_min_bytes
+            {
+                let stored = frame::stored_at(bytes, at.position, &header)
+                    .expect("the decoder placed a valid frame here");
+                layout.compressible_raw = z
+                    .shrinks(stored)
+                    .map(|zstd_len| (at.position, u64::from(header.uncompressed), zstd_len));
             }
         }
         assert!(layout.valid_len <= layout.file_len);

@@ -25,6 +25,7 @@ fn segment(base: u64, frames: u32) -> SegmentLayout {
         records_max: u32::from(frames > 0),
         multi_record_bytes_max: 0,
         zstd_payload_min: None,
+        compressible_raw: None,
         damaged: false,
         last_committed_ms: None,
     }
@@ -82,6 +83,74 @@ fn each_frame_rule_fires_alone() {
     let mut s = good();
     s[2].zstd_payload_min = Some(256);
     assert_clean(&report_of(s));
+
+    let mut s = good();
+    s[1].compressible_raw = Some((300, 400, 120));
+    let m = fires_only(&report_of(s), CheckerName::Layout);
+    assert_mentions(
+        &m,
+        &[
+            "F5",
+            "segment 10",
+            "raw frame at byte 300",
+            "400 payload",
+            "in 120",
+        ],
+    );
+}
+
+/// The engine's account of a drain into the frame at 5 of `records` records of
+/// `bytes`, leaving 3 behind, the next of `next_bytes`.
+fn drained(r: &mut Run, records: u64, bytes: u64, next_bytes: u64) -> &mut Run {
+    r.alarm(
+        Some(0),
+        Alarm::DrainPartial {
+            base: 5,
+            records,
+            bytes,
+            next_bytes,
+            left: 3,
+        },
+    )
+}
+
+#[test]
+fn a_drain_that_left_records_must_have_filled_its_frame() {
+    // KNOBS: flush_records 10, flush_bytes 500.
+    let run = |records: u64, bytes: u64, next_bytes: u64| {
+        let mut r = Run::new();
+        drained(&mut r, records, bytes, next_bytes);
+        observed(&mut r, good());
+        r.report()
+    };
+    // Full by count, or the next record past the byte cap (a lone large record too).
+    for (records, bytes, next) in [(10, 100, 10), (4, 400, 101), (1, 600, 10)] {
+        let report = run(records, bytes, next);
+        assert_clean(&report);
+        assert_eq!(report.layout.drains_judged, 1);
+    }
+    // Room for the next one: by one record, and by one byte.
+    let m = fires_only(&run(9, 100, 10), CheckerName::Layout);
+    assert_mentions(
+        &m,
+        &[
+            "orders/0 F4",
+            "frame at 5",
+            "took 9 record(s) of 100 bytes",
+            "left 3",
+        ],
+    );
+    let m = fires_only(&run(4, 400, 100), CheckerName::Layout);
+    assert_mentions(&m, &["F4", "the next of 100 bytes"]);
+    // With no listing at the end there are no knobs: counted, not judged.
+    let mut r = Run::new();
+    drained(&mut r, 1, 10, 10);
+    let report = r.report();
+    assert_clean(&report);
+    assert_eq!(
+        (report.layout.drains_judged, report.layout.drains_unjudged),
+        (0, 1)
+    );
 }
 
 #[test]

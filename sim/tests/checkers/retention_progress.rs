@@ -19,6 +19,7 @@ fn segment(base: u64, committed_ms: u64) -> SegmentLayout {
         records_max: 1,
         multi_record_bytes_max: 0,
         zstd_payload_min: None,
+        compressible_raw: None,
         damaged: false,
         last_committed_ms: Some(committed_ms),
     }

@@ -57,6 +57,8 @@ pub struct Paths {
     pub retention_ends_judged: u64,
     /// `consumer.offset` words on the platter `frontier_progress` held to the acks.
     pub frontier_words_judged: u64,
+    /// Drains that left records buffered, held to the frame caps by `layout` (F4).
+    pub partial_drains_judged: u64,
     /// WAL segments deleted behind the checkpoint.
     pub wal_segments_deleted: u64,
     pub clock_steps: u64,
@@ -113,6 +115,7 @@ impl Paths {
             ("wal_ends_judged", self.wal_ends_judged),
             ("retention_ends_judged", self.retention_ends_judged),
             ("frontier_words_judged", self.frontier_words_judged),
+            ("partial_drains_judged", self.partial_drains_judged),
             ("clock_steps", self.clock_steps),
             ("bit_flips", self.bit_flips),
             ("latent_sectors", self.latent_sectors),

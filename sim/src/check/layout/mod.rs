@@ -10,6 +10,10 @@
 //! - S1: a segment of two or more frames is at most `segment_bytes` long;
 //! - S2: a segment is rolled only when the next frame would overflow it: a segment's
 //!   frames plus its successor's first frame exceed `segment_bytes`;
+//! - F4: a drain that left records buffered filled its frame ([`drain`]: the engine's
+//!   account of the drain, which the bytes on disk cannot show);
+//! - F5: in a zstd topic, a raw frame of at least `compress_min_bytes` is one zstd at the
+//!   topic's settings does not shrink (the world compresses it as the engine would);
 //! - S3: a sealed segment (one with a successor) ends at its last frame.
 //!
 //! Each segment is walked on its own, so damage in one hides nothing of the others.
@@ -32,6 +36,8 @@
 //!
 //! Frames a cut or retention removed before the end are not judged: the shape is read
 //! once, at the end of the run.
+
+mod drain;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -60,6 +66,11 @@ pub struct LayoutReport {
     pub tails_excused: Vec<(TopicPartition, Offset, usize)>,
     /// Segments the decoder stopped inside (damage), not judged by S2 and S3.
     pub damaged: u64,
+    /// Drains that left records buffered, judged by F4.
+    pub drains_judged: u64,
+    /// Drains that left records buffered on a partition the world did not list at the
+    /// end: no knobs to judge them by.
+    pub drains_unjudged: u64,
     pub violations: Vec<Violation>,
 }
 
@@ -88,6 +99,7 @@ pub fn check(facts: &Facts<'_>) -> LayoutReport {
             judge.partition(segments, &mut report);
         }
     }
+    drain::check(facts, &mut report);
     report
 }
 
@@ -143,6 +155,7 @@ impl Judge<'_, '_> {
             report.segments += 1;
             report.frames += u64::from(segment.frames);
             self.frames(segment, report);
+            self.codec(segment, report);
             if segment.frames > 1 && segment.valid_len > self.knobs.segment_bytes {
                 self.violation(
                     report,
@@ -204,6 +217,23 @@ impl Judge<'_, '_> {
                 ),
             );
         }
+    }
+
+    /// F5: a zstd topic stores raw only what zstd does not shrink.
+    fn codec(&self, segment: &SegmentLayout, report: &mut LayoutReport) {
+        let Some((position, payload, zstd)) = segment.compressible_raw else {
+            return;
+        };
+        self.violation(
+            report,
+            segment,
+            format!(
+                "F5: segment {} holds a raw frame at byte {position} of {payload} payload \
+                 bytes, which zstd at the topic's settings stores in {zstd} \
+                 (compress_min_bytes {})",
+                segment.base, self.knobs.compress_min_bytes
+            ),
+        );
     }
 
     /// S3: a sealed segment ends at its last frame.

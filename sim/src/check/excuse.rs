@@ -373,7 +373,8 @@ impl<'f, 'h> Excuses<'f, 'h> {
     /// while every open in between kept a tail above the offset (a hidden tail keeps
     /// its records where they are; new commits go past it) and none cut or clamped at
     /// or below it (either would have let another record in there; a frame there
-    /// damaged at rest is still the record's, which the decode cannot name); or a copy
+    /// damaged at rest is still the record's, which the decode cannot name), and the
+    /// world's decode of the file at the unlink names no other record there; or a copy
     /// of it elsewhere (the WAL replay re-commits a record a cut or a hidden tail took),
     /// by the world's decode of the file at the unlink. A record left in a hidden tail
     /// the engine never showed again is no reaped record of consumers'.
@@ -394,6 +395,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
             reaped().find(|r| {
                 r.contains(offset)
                     && offset < r.shown_hwm
+                    && !r.held.iter().any(|c| c.offset == offset && c.id != id)
                     && self.facts.alarms.of(tp).iter().all(|a| match a.alarm {
                         Alarm::LogOpened { tail, .. } => {
                             !(after < a.index && a.index < r.index) || offset < tail

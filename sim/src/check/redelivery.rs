@@ -277,8 +277,9 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
         // The engine took the delivered copy away by the deadline: a reap of the file
         // that held it (in the delivery's incarnation, or the world's decode at the
         // unlink names it there) that no restart undid by then, or a skip of its frame
-        // while the offset still held it (no crash since left it at or above the
-        // persisted HWM, where a cut and a replay can put another record there).
+        // while the offset still held it (no crash since left it at or past the durable
+        // tail, where the next open commits another record; a hidden tail keeps its
+        // records where they are).
         let kept_since = |i: usize| {
             facts
                 .crashes
@@ -287,18 +288,18 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> RedeliveryReport {
                 .all(|c| {
                     c.partitions
                         .get(tp)
-                        .is_some_and(|p| *offset < p.persisted_hwm)
+                        .is_some_and(|p| *offset < p.durable_tail)
                 })
         };
         // Still the delivered record at `i`: every crash since kept the offset below its
-        // persisted HWM, every open since trusted an HWM above it, and none cut or
+        // durable tail, every open since kept a tail above it, and none cut or
         // clamped at or below it (damage below it can hide it from the world's decode
         // at an unlink, not move it).
         let still_held_at = |i: usize| {
             kept_since(i)
                 && facts.alarms.of(tp).iter().all(|a| match a.alarm {
-                    crate::history::Alarm::LogOpened { hwm, .. } => {
-                        !(d < a.index && a.index < i) || *offset < hwm
+                    crate::history::Alarm::LogOpened { tail, .. } => {
+                        !(d < a.index && a.index < i) || *offset < tail
                     }
                     _ => true,
                 })

@@ -504,8 +504,9 @@ fn an_open_that_hid_the_acked_offset_in_its_tail_keeps_the_retention_excuse() {
     // the reaped file still held id 2 at 1, shown once the HWM passed it. With the tail
     // at 1 the offset is gone and id 3 takes it: the reap excuses nothing. The world's
     // decode of the file at the unlink names no copy (as when damage stops it short),
-    // so only the acknowledged offset can excuse.
-    let run = |tail: u64| {
+    // so only the acknowledged offset can excuse; when `other` it names id 3 at the
+    // acknowledged offset (an open that reported the tail and wrote there anyway).
+    let run_with = |tail: u64, other: bool| {
         let mut r = Run::with_retention(1_000);
         r.segment(0, true)
             .opened(0, 0, 0)
@@ -524,12 +525,22 @@ fn an_open_that_hid_the_acked_offset_in_its_tail_keeps_the_retention_excuse() {
             .deliver(4, 0, 3, 95)
             .wait(1_000)
             .move_log_start(0, 3)
-            .with(|t, h| {
-                h.segment_deleted(t, &tp(0), 0, Vec::new());
+            .with(move |t, h| {
+                let held = if other {
+                    vec![HeldCopy {
+                        offset: 1,
+                        id: 3,
+                        committed_at_ms: 0,
+                    }]
+                } else {
+                    Vec::new()
+                };
+                h.segment_deleted(t, &tp(0), 0, held);
                 h.log_start_observed(t, &tp(0), 3);
             });
         r.report()
     };
+    let run = |tail: u64| run_with(tail, false);
     let kept = run(2);
     assert!(messages_of(&kept, CheckerName::NoLostAck).is_empty());
     assert_mentions(
@@ -543,6 +554,10 @@ fn an_open_that_hid_the_acked_offset_in_its_tail_keeps_the_retention_excuse() {
     );
     assert_mentions(
         &messages_of(&run(1), CheckerName::NoLostAck),
+        &["id 2 at offset 1"],
+    );
+    assert_mentions(
+        &messages_of(&run_with(2, true), CheckerName::NoLostAck),
         &["id 2 at offset 1"],
     );
 }

@@ -17,9 +17,15 @@
 //!    earlier; else it must lie in (or be made unreadable by) the reach of such an
 //!    out-of-contract `consumer.offset` fault.
 //!
+//! 3. Every delivery of an incarnation recorded after its open's `FrontierObserved` is
+//!    of an offset at or above the frontier the engine reported loading there
+//!    (`loaded`, after its clamps): every offset below it is settled, and a settled
+//!    offset is never leased again (the frontier only rises in an incarnation). This
+//!    asks the engine's own frontier, whatever the disk held, so no fault excuses it.
+//!
 //! A recovered value the engine itself reported unreadable (its `frontier_reset` alarm
-//! in that incarnation, whose own cause `alarms_explained` demands) is not judged: the
-//! engine restarted at the log start instead of using it.
+//! in that incarnation, whose own cause `alarms_explained` demands) is not judged by 1
+//! and 2: the engine restarted at the log start instead of using it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,12 +34,14 @@ use serde::Serialize;
 use super::alarms::SkipFact;
 use super::facts::Facts;
 use super::{RecordRef, Violation, list};
-use crate::history::{EventKind, FileKind, Offset, TopicPartition};
+use crate::history::{EventKind, FileKind, Incarnation, Offset, TopicPartition};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FrontierReport {
     /// Frontier values checked (written and observed).
     pub checked: usize,
+    /// Deliveries held to the frontier their incarnation's open loaded (rule 3).
+    pub deliveries_above_loaded: usize,
     pub violations: Vec<Violation>,
 }
 
@@ -197,5 +205,43 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
             written.entry(tp.clone()).or_default().insert(frontier);
         }
     }
+    deliveries_above_loaded(facts, &mut report);
     report
+}
+
+/// Rule 3: no delivery below the frontier its incarnation's open loaded.
+fn deliveries_above_loaded(facts: &Facts<'_>, report: &mut FrontierReport) {
+    let mut loaded: BTreeMap<&TopicPartition, (Incarnation, Offset, usize)> = BTreeMap::new();
+    for (index, event) in facts.history.events().iter().enumerate() {
+        match &event.kind {
+            EventKind::FrontierObserved {
+                tp,
+                loaded: Some(frontier),
+                ..
+            } => {
+                loaded.insert(tp, (event.incarnation, *frontier, index));
+            }
+            EventKind::Delivery { tp, offset, .. } => {
+                let Some(&(incarnation, frontier, at)) = loaded.get(tp) else {
+                    continue;
+                };
+                if incarnation != event.incarnation {
+                    continue;
+                }
+                report.deliveries_above_loaded += 1;
+                if *offset < frontier {
+                    report.violations.push(Violation {
+                        message: format!(
+                            "{tp} delivered offset {offset} at t={}ms inc {}, below the \
+                             frontier {frontier} its open loaded (everything below it settled)",
+                            event.at_ms, event.incarnation
+                        ),
+                        records: vec![RecordRef::new(tp, Some(*offset), None)],
+                        events: vec![at, index],
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
 }

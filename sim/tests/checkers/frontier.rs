@@ -152,3 +152,48 @@ fn a_flip_no_open_read_excuses_no_frontier() {
         .is_empty()
     );
 }
+
+/// Offsets 0-3 delivered and acked, the frontier written as 2 and 4; a crash, and the
+/// open loads `loaded`; then offset `offset` (id `offset + 1`) is delivered again,
+/// before the world saw the load when `early`.
+fn delivered_after_load(loaded: u64, offset: u64, early: bool) -> CheckReport {
+    let mut r = frontier_recovered_as(4);
+    let id = offset + 1;
+    if early {
+        r.deliver(id, 0, offset, 1_000 + offset);
+    }
+    r.with(|t, h| {
+        h.frontier_loaded(t, &tp(0), 4, loaded);
+    });
+    if !early {
+        r.deliver(id, 0, offset, 1_000 + offset);
+    }
+    r.report()
+}
+
+#[test]
+fn nothing_below_the_frontier_an_open_loaded_is_delivered_again() {
+    let report = delivered_after_load(4, 3, false);
+    assert_mentions(
+        &messages_of(&report, CheckerName::FrontierSafe),
+        &[
+            "orders/0 delivered offset 3",
+            "inc 1",
+            "below the frontier 4 its open loaded",
+        ],
+    );
+    assert_eq!(report.frontier_safe.deliveries_above_loaded, 1);
+    // At the loaded frontier, or before the world saw the load: not this rule's.
+    for report in [
+        delivered_after_load(3, 3, false),
+        delivered_after_load(4, 3, true),
+    ] {
+        assert!(
+            messages_of(&report, CheckerName::FrontierSafe)
+                .iter()
+                .all(|m| !m.contains("its open loaded")),
+            "{:?}",
+            messages_of(&report, CheckerName::FrontierSafe)
+        );
+    }
+}

@@ -6,6 +6,9 @@ use cafelog_sim::profile::Profile;
 use cafelog_sim::world::{RunOutcome, RunSpec, run};
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::cli::deadline::{self, Finished, run_within};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -54,6 +57,10 @@ pub struct Args {
     /// `without` do.
     #[arg(long, value_name = "KIND")]
     pub without: Vec<String>,
+    /// Give up on a run still going after this many seconds of wall time (a deadlock,
+    /// or a loop that lets no simulated time pass), as a sweep does.
+    #[arg(long, value_name = "SECS", default_value_t = crate::cli::deadline::SEED_TIMEOUT_SECS)]
+    pub timeout: f64,
 }
 
 pub const EXIT_CODES_HELP: &str = "\
@@ -62,6 +69,7 @@ Exit codes:
   10  safety failure (a checker found a violation)
   11  liveness failure (acknowledged records not delivered in time after the heal)
   12  simulator crash (a panic in the engine or the simulator)
+  13  hang: the run did not finish within --timeout
   2   usage error";
 
 pub fn run_command(args: &Args) -> ExitCode {
@@ -72,7 +80,16 @@ pub fn run_command(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let outcome = run(&spec);
+    let limit = Duration::from_secs_f64(args.timeout);
+    let outcome = match run_within(limit, move || run(&spec)) {
+        Finished::Ran(outcome) => outcome,
+        // `run` reports every panic as a verdict; one that escapes it stays a panic.
+        Finished::Panicked(panic) => std::panic::resume_unwind(panic),
+        Finished::Hung => {
+            eprintln!("cafelog: {}", deadline::hung_message(limit));
+            return ExitCode::from(13);
+        }
+    };
     if let Some(path) = &args.history
         && let Err(e) = std::fs::write(path, outcome.history.to_json_lines())
     {

@@ -1,6 +1,7 @@
 //! `cafelog sweep`: many seeds in parallel, a summary of verdicts, faults and the
 //! paths the runs reached, one replay line per failure, and a determinism check.
 
+use crate::cli::deadline::{Finished, run_within};
 use cafelog_sim::check::Verdict;
 use cafelog_sim::profile::Profile;
 use cafelog_sim::world::{RunOutcome, RunSpec, run};
@@ -71,14 +72,19 @@ pub struct Args {
     /// Seeds re-run to check that each replays to the same trace hash.
     #[arg(long, default_value_t = 8)]
     pub determinism_sample: usize,
+    /// A seed still running after this many seconds of wall time is reported as hung
+    /// (a failure) and the sweep goes on without it.
+    #[arg(long, value_name = "SECS", default_value_t = crate::cli::deadline::SEED_TIMEOUT_SECS)]
+    pub seed_timeout: f64,
 }
 
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  every seed passed (or failed exactly as a --known corpus entry expects), and the
      re-run sample replayed to identical trace hashes
-  1  a seed failed (safety, liveness or simulator crash) and no --known entry expects
-     it, or a --known failure now passes (update the corpus)
+  1  a seed failed (safety, liveness, simulator crash, or hung past --seed-timeout)
+     and no --known entry expects it, or a --known failure now passes (update the
+     corpus)
   2  usage or I/O error
   3  non-determinism: a re-run seed gave a different trace hash";
 
@@ -260,6 +266,7 @@ fn run_all(
     let (tx, rx) = mpsc::channel::<SeedRecord>();
     let seeds = Arc::new(seeds.to_vec());
     let budget = args.time_budget.map(Duration::from_secs_f64);
+    let limit = Duration::from_secs_f64(args.seed_timeout);
     let mut workers = Vec::new();
     for _ in 0..jobs.min(seeds.len().max(1)) {
         let (next, stop, tx, seeds, profile) = (
@@ -282,14 +289,17 @@ fn run_all(
                 let spec = RunSpec::from_seed_without(seed, &profile, &without)
                     .expect("--without checked before the sweep");
                 let begun = Instant::now();
-                // A fresh OS thread per seed: nothing of one run's thread state can leak
-                // into the next (madsim's own test builder does the same).
+                // A fresh OS thread per seed (madsim's own test builder does the same),
+                // waited for at most `limit`.
                 let name = spec.profile.name;
-                let mut record = match std::thread::spawn(move || run(&spec)).join() {
-                    Ok(outcome) => SeedRecord::from_outcome(&outcome, begun.elapsed()),
+                let mut record = match run_within(limit, move || run(&spec)) {
+                    Finished::Ran(outcome) => SeedRecord::from_outcome(&outcome, begun.elapsed()),
                     // `run` reports every panic as a verdict; one that still escapes
                     // is this seed's simulator crash, never a seed silently dropped.
-                    Err(panic) => SeedRecord::escaped_panic(seed, name, &*panic, begun.elapsed()),
+                    Finished::Panicked(panic) => {
+                        SeedRecord::escaped_panic(seed, name, &*panic, begun.elapsed())
+                    }
+                    Finished::Hung => SeedRecord::hung(seed, name, limit),
                 };
                 record.flags = without_flags(&without);
                 if tx.send(record).is_err() {
@@ -340,9 +350,10 @@ fn check_determinism(
     if sample == 0 || records.is_empty() {
         return true;
     }
+    // A hung seed would hang again: it is not re-run.
     let mut chosen: Vec<&SeedRecord> = records
         .iter()
-        .filter(|r| !r.passed())
+        .filter(|r| !r.passed() && !r.is_hung())
         .take(sample / 2)
         .collect();
     let step = (records.len() / (sample - chosen.len()).max(1)).max(1);

@@ -12,7 +12,8 @@ pub struct SeedRecord {
     /// written when profiles differed in the kinds they drew.
     #[serde(default, alias = "with", skip_serializing_if = "String::is_empty")]
     pub flags: String,
-    /// pass, safety_failure, liveness_failure or simulator_crash.
+    /// pass, safety_failure, liveness_failure, simulator_crash, or hang (no verdict:
+    /// the run did not finish within the sweep's `--seed-timeout`).
     pub verdict: String,
     pub checker: Option<String>,
     pub message: String,
@@ -37,6 +38,9 @@ pub struct Stats {
     pub recorded_loss: u64,
     pub crashes: u64,
 }
+
+/// The verdict of a seed that did not finish.
+const HUNG: &str = "hang";
 
 fn verdict_name(verdict: &Verdict) -> &'static str {
     match verdict {
@@ -71,6 +75,29 @@ impl SeedRecord {
             sim_ms: 0,
             wall_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
         }
+    }
+
+    /// The record of a seed still running at the sweep's limit.
+    pub(super) fn hung(seed: u64, profile: &str, limit: Duration) -> SeedRecord {
+        SeedRecord {
+            seed,
+            profile: profile.to_string(),
+            flags: String::new(),
+            verdict: HUNG.to_string(),
+            checker: None,
+            message: crate::cli::deadline::hung_message(limit),
+            faults: BTreeMap::new(),
+            stats: Stats::default(),
+            paths: BTreeMap::new(),
+            excuses: BTreeMap::new(),
+            trace_hash: String::new(),
+            sim_ms: 0,
+            wall_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    pub(super) fn is_hung(&self) -> bool {
+        self.verdict == HUNG
     }
 
     pub(super) fn from_outcome(o: &RunOutcome, wall: Duration) -> SeedRecord {

@@ -149,3 +149,32 @@ fn retention_moving_the_log_start_under_a_consumer_skips_it_forward() {
     assert_eq!(rest.last().unwrap().offset, 19);
     assert_eq!(block(store.frontier("t", 0)).unwrap(), 20);
 }
+
+#[test]
+fn a_frontier_that_fails_to_persist_holds_no_other_partition_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(WALL_START_MS);
+    let (store, _) = open(dir.path(), &clock);
+    block(store.create_topic("t", topic(2))).unwrap();
+    for p in 0..2 {
+        block(store.produce("t", Some(p), b"k", b"a")).unwrap();
+        let got = block(store.receive("t", p, 10)).unwrap();
+        block(store.ack("t", p, got[0].offset)).unwrap();
+    }
+    block(store.persist_hwms()).unwrap();
+    // Partition 0's temp file cannot be created: a directory stands at its path.
+    let p0 = dir.path().join("topics/t/p00000");
+    std::fs::create_dir(p0.join("consumer.offset.tmp")).unwrap();
+    assert!(block(store.persist_frontiers()).is_err());
+    let word = |p: &str| {
+        std::fs::read(dir.path().join(format!("topics/t/{p}/consumer.offset")))
+            .ok()
+            .map(|b| u64::from_be_bytes(b.try_into().unwrap()))
+    };
+    assert_eq!(word("p00000"), None, "its write failed");
+    assert_eq!(word("p00001"), Some(1), "persisted all the same");
+    // The next round retries partition 0.
+    std::fs::remove_dir(p0.join("consumer.offset.tmp")).unwrap();
+    block(store.persist_frontiers()).unwrap();
+    assert_eq!(word("p00000"), Some(1));
+}

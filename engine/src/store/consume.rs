@@ -237,8 +237,13 @@ impl<F: Fs, C: Clock> Store<F, C> {
     }
 
     /// Persists every loaded frontier that moved: temp file, fsync, rename over,
-    /// directory fsync. Never past the partition's persisted HWM.
+    /// directory fsync. Never past the partition's persisted HWM. Every partition is
+    /// tried; the first failure is returned.
     pub async fn persist_frontiers(&self) -> Result<(), StoreError> {
+        // A partition whose write fails keeps its old word (the next round retries it)
+        // and does not stop the round: one bad directory must not hold every other
+        // partition's frontier back. The first failure is returned.
+        let mut failed = None;
         for part in self.partitions() {
             let mut guard = part.queue.lock().await;
             let Some(q) = guard.as_mut() else { continue };
@@ -247,11 +252,17 @@ impl<F: Fs, C: Clock> Store<F, C> {
                 continue;
             }
             let dir = part.log.dir().to_path_buf();
-            persist_frontier_word(&self.inner.fs, &dir, value).await?;
-            q.persisted_frontier = value;
-            add(&self.inner.metrics.frontier_persists, 1);
+            match persist_frontier_word(&self.inner.fs, &dir, value).await {
+                Ok(()) => {
+                    q.persisted_frontier = value;
+                    add(&self.inner.metrics.frontier_persists, 1);
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 }
 

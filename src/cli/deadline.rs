@@ -9,8 +9,20 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
 use std::time::Duration;
 
-/// The default limit of one seed's wall time: far past any profile's longest seed.
-pub const SEED_TIMEOUT_SECS: f64 = 300.0;
+/// The default limit of one seed's wall time: a `long` seed takes 0.1-0.5 s in a
+/// release build, so this is far past any profile's longest seed, and still lets a
+/// sweep whose every seed hangs end within CI's limit.
+pub const SEED_TIMEOUT_SECS: f64 = 60.0;
+
+/// A limit in seconds: finite and positive.
+pub fn parse_secs(s: &str) -> Result<f64, String> {
+    let secs: f64 = s.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    if secs.is_finite() && secs > 0.0 && Duration::try_from_secs_f64(secs).is_ok() {
+        Ok(secs)
+    } else {
+        Err(format!("{s:?}: need a positive, finite number of seconds"))
+    }
+}
 
 /// How a run with a limit ended.
 pub enum Finished<T> {
@@ -51,9 +63,9 @@ pub fn run_within<T: Send + 'static>(
 pub fn hung_message(limit: Duration) -> String {
     format!(
         "HANG: the run did not finish within {:.0} s of wall time: a deadlock in the \
-         engine or the simulator, or a loop that lets no simulated time pass; attach a \
-         debugger to `cafelog replay` of the seed (gdb -p PID -batch -ex 'thread apply \
-         all bt')",
+         engine or the simulator, or a loop that lets no simulated time pass; replay the \
+         seed with a long --timeout and attach a debugger (gdb -p PID -batch -ex 'thread \
+         apply all bt')",
         limit.as_secs_f64()
     )
 }
@@ -61,6 +73,14 @@ pub fn hung_message(limit: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_is_a_positive_finite_number_of_seconds() {
+        assert_eq!(parse_secs("0.5"), Ok(0.5));
+        for bad in ["0", "-1", "inf", "NaN", "1e300", "soon"] {
+            assert!(parse_secs(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn a_run_past_its_limit_is_hung_and_one_within_it_returns() {

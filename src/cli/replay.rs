@@ -59,7 +59,8 @@ pub struct Args {
     pub without: Vec<String>,
     /// Give up on a run still going after this many seconds of wall time (a deadlock,
     /// or a loop that lets no simulated time pass), as a sweep does.
-    #[arg(long, value_name = "SECS", default_value_t = crate::cli::deadline::SEED_TIMEOUT_SECS)]
+    #[arg(long, value_name = "SECS", default_value_t = crate::cli::deadline::SEED_TIMEOUT_SECS,
+          value_parser = crate::cli::deadline::parse_secs)]
     pub timeout: f64,
 }
 

@@ -74,7 +74,8 @@ pub struct Args {
     pub determinism_sample: usize,
     /// A seed still running after this many seconds of wall time is reported as hung
     /// (a failure) and the sweep goes on without it.
-    #[arg(long, value_name = "SECS", default_value_t = crate::cli::deadline::SEED_TIMEOUT_SECS)]
+    #[arg(long, value_name = "SECS", default_value_t = crate::cli::deadline::SEED_TIMEOUT_SECS,
+          value_parser = crate::cli::deadline::parse_secs)]
     pub seed_timeout: f64,
 }
 
@@ -224,16 +225,27 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
         );
     }
     if let Some(path) = &args.save_failures {
-        for f in &failures {
+        // A hung seed would hang the corpus test that replays it: it is named, not saved.
+        let (hung, saved): (Vec<&&SeedRecord>, Vec<&&SeedRecord>) =
+            failures.iter().partition(|f| f.is_hung());
+        for f in &saved {
             let why = format!("sweep failure: {}", f.kind());
             cafelog_sim::corpus::append(path, f.seed, &f.profile, &args.without, &why)?;
         }
-        if !failures.is_empty() {
+        if !saved.is_empty() {
             let _ = writeln!(
                 out,
                 "saved {} failing seeds to {}",
-                failures.len(),
+                saved.len(),
                 path.display()
+            );
+        }
+        if !hung.is_empty() {
+            let seeds: Vec<String> = hung.iter().map(|f| f.seed.to_string()).collect();
+            let _ = writeln!(
+                out,
+                "not saved, since the corpus test would hang on them: hung seeds {}",
+                seeds.join(", ")
             );
         }
     }
@@ -243,6 +255,7 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
         &args.without,
         &records,
         args.determinism_sample,
+        Duration::from_secs_f64(args.seed_timeout),
     );
     let _ = out.flush();
     Ok(if !deterministic {
@@ -346,6 +359,7 @@ fn check_determinism(
     without: &[String],
     records: &[SeedRecord],
     sample: usize,
+    limit: Duration,
 ) -> bool {
     if sample == 0 || records.is_empty() {
         return true;
@@ -361,7 +375,7 @@ fn check_determinism(
         if chosen.len() >= sample {
             break;
         }
-        if !chosen.iter().any(|c| c.seed == r.seed) {
+        if !r.is_hung() && !chosen.iter().any(|c| c.seed == r.seed) {
             chosen.push(r);
         }
     }
@@ -369,10 +383,11 @@ fn check_determinism(
     for r in &chosen {
         let spec = RunSpec::from_seed_without(r.seed, profile, without)
             .expect("--without checked before the sweep");
-        let again = std::thread::spawn(move || run(&spec).trace_hash).join();
-        let hash = again
-            .map(|h| format!("{h:016x}"))
-            .unwrap_or_else(|_| "panicked".into());
+        let hash = match run_within(limit, move || run(&spec).trace_hash) {
+            Finished::Ran(h) => format!("{h:016x}"),
+            Finished::Panicked(_) => "panicked".into(),
+            Finished::Hung => "hung".into(),
+        };
         if hash != r.trace_hash {
             ok = false;
             let _ = writeln!(

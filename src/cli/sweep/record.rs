@@ -60,13 +60,36 @@ impl SeedRecord {
         wall: Duration,
     ) -> SeedRecord {
         let verdict = Verdict::from_panic(panic);
+        SeedRecord::without_outcome(
+            seed,
+            profile,
+            verdict_name(&verdict),
+            verdict.to_string(),
+            wall,
+        )
+    }
+
+    /// The record of a seed still running at the sweep's limit.
+    pub(super) fn hung(seed: u64, profile: &str, limit: Duration) -> SeedRecord {
+        let message = crate::cli::deadline::hung_message(limit);
+        SeedRecord::without_outcome(seed, profile, HUNG, message, limit)
+    }
+
+    /// A seed whose run gave no outcome: nothing but its verdict and message.
+    fn without_outcome(
+        seed: u64,
+        profile: &str,
+        verdict: &str,
+        message: String,
+        wall: Duration,
+    ) -> SeedRecord {
         SeedRecord {
             seed,
             profile: profile.to_string(),
             flags: String::new(),
-            verdict: verdict_name(&verdict).to_string(),
+            verdict: verdict.to_string(),
             checker: None,
-            message: verdict.to_string(),
+            message,
             faults: BTreeMap::new(),
             stats: Stats::default(),
             paths: BTreeMap::new(),
@@ -74,25 +97,6 @@ impl SeedRecord {
             trace_hash: String::new(),
             sim_ms: 0,
             wall_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
-        }
-    }
-
-    /// The record of a seed still running at the sweep's limit.
-    pub(super) fn hung(seed: u64, profile: &str, limit: Duration) -> SeedRecord {
-        SeedRecord {
-            seed,
-            profile: profile.to_string(),
-            flags: String::new(),
-            verdict: HUNG.to_string(),
-            checker: None,
-            message: crate::cli::deadline::hung_message(limit),
-            faults: BTreeMap::new(),
-            stats: Stats::default(),
-            paths: BTreeMap::new(),
-            excuses: BTreeMap::new(),
-            trace_hash: String::new(),
-            sim_ms: 0,
-            wall_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
         }
     }
 
@@ -159,6 +163,14 @@ impl SeedRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hung_seed_is_a_failing_seed_named_as_hung() {
+        let record = SeedRecord::hung(9, "long", Duration::from_secs(60));
+        assert!(!record.passed() && record.is_hung());
+        assert_eq!((record.verdict.as_str(), record.wall_ms), ("hang", 60_000));
+        assert!(record.message.starts_with("HANG"), "{}", record.message);
+    }
 
     #[test]
     fn a_panic_that_escapes_a_run_is_a_failing_seed_not_a_missing_one() {

@@ -28,7 +28,7 @@
 //! | `frontier_persisted` | debug | dir, value | that replace returned: `value` is durable |
 //! | `log_start_moved` | info | dir, from, log_start | a retention sweep took `[from, log_start)` out of the log |
 //! | `replay_committing` | info | dir, records | an open's WAL replay begins to commit `records` entries into the partition |
-//! | `drain_partial` | debug | dir, base, records, bytes, next_bytes, left | a drain took `records` records (`bytes` of envelopes) into the frame at `base` and left `left` buffered, the next of `next_bytes`: the frame was full |
+//! | `drain_partial` | debug | dir, base, records, bytes, next_bytes | a drain took `records` records (`bytes` of envelopes) into the frame at `base` and left records buffered, the next of `next_bytes`: the frame was full |
 //!
 //! The last five are not alarms but the engine's account: a harness holds a recovered
 //! frontier to at least the last value persisted before a crash, and at most one it
@@ -165,10 +165,9 @@ pub(crate) fn drain_partial(
     records: usize,
     bytes: usize,
     next_bytes: usize,
-    left: usize,
 ) {
     tracing::debug!(alarm = DRAIN_PARTIAL, dir = %dir.display(), base, records, bytes,
-        next_bytes, left, "a full frame drained; records left buffered");
+        next_bytes, "a full frame drained; records left buffered");
 }
 
 /// `position`: where in its segment the reader looked for the frame, so an observer can

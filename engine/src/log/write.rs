@@ -137,13 +137,9 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 take += 1;
                 bytes += size;
             }
-            // What a partial drain leaves: the next record's size and the count, for
-            // the account below (raised once the lock is released).
-            let left = st
-                .buffer
-                .records
-                .get(take)
-                .map(|&(_, next)| (next, st.buffer.len() - take));
+            // The size of the first record a partial drain leaves, for the account
+            // below (raised once the lock is released).
+            let left = st.buffer.records.get(take).map(|&(_, next)| next);
             let (payload, last) = st.buffer.take(take);
             st.buffer_bytes -= bytes;
             st.oldest_buffered_at = if st.buffer.is_empty() {
@@ -161,9 +157,9 @@ impl<F: Fs, C: Clock> Log<F, C> {
                 .reserve(|| Codecs::new(config.zstd_level, config.zstd_hash_log));
             (base, slot, payload, take, bytes, last, frame, codecs, left)
         };
-        if let Some((next_bytes, left)) = left {
+        if let Some(next_bytes) = left {
             debug_assert!(take >= config.flush_records || bytes + next_bytes > config.flush_bytes);
-            crate::alarm::drain_partial(&self.inner.dir, base, take, bytes, next_bytes, left);
+            crate::alarm::drain_partial(&self.inner.dir, base, take, bytes, next_bytes);
         }
         // Whatever happens from here on (an encode error, a panic), the reserved slot
         // must not stay empty: writers would wait on it. (There is no await before it

@@ -98,14 +98,13 @@ pub enum Alarm {
     /// store comes up).
     ReplayCommitting { records: u64 },
     /// Not an alarm but the engine's account: a drain took `records` buffered records
-    /// (`bytes` of envelopes) into the frame at `base` and left `left` buffered, the
+    /// (`bytes` of envelopes) into the frame at `base` and left records buffered, the
     /// next one `next_bytes` long. Raised only when records were left.
     DrainPartial {
         base: u64,
         records: u64,
         bytes: u64,
         next_bytes: u64,
-        left: u64,
     },
 }
 
@@ -252,7 +251,6 @@ impl Alarm {
                 records: num("records")?,
                 bytes: num("bytes")?,
                 next_bytes: num("next_bytes")?,
-                left: num("left")?,
             },
             _ => return None,
         };
@@ -330,10 +328,9 @@ impl fmt::Display for Alarm {
                 records,
                 bytes,
                 next_bytes,
-                left,
             } => write!(
                 f,
-                " base={base} records={records} bytes={bytes} next_bytes={next_bytes} left={left}"
+                " base={base} records={records} bytes={bytes} next_bytes={next_bytes}"
             ),
             Alarm::Poisoned {
                 cancelled: true, ..

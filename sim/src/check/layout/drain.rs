@@ -42,7 +42,6 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut LayoutReport) {
                     records,
                     bytes,
                     next_bytes,
-                    left,
                 },
             ..
         } = &event.kind
@@ -57,14 +56,14 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut LayoutReport) {
         };
         report.drains_judged += 1;
         let full = *records >= k.flush_records || bytes + next_bytes > k.flush_bytes;
-        if *records >= 1 && *left >= 1 && full {
+        if *records >= 1 && full {
             continue;
         }
         report.violations.push(Violation {
             message: format!(
                 "{tp} F4: the drain into the frame at {base} took {records} record(s) of \
-                 {bytes} bytes and left {left}, the next of {next_bytes} bytes, though the \
-                 frame had room (flush_records {}, flush_bytes {})",
+                 {bytes} bytes and left the next, of {next_bytes} bytes, though the frame \
+                 had room (flush_records {}, flush_bytes {})",
                 k.flush_records, k.flush_bytes
             ),
             records: vec![RecordRef::new(tp, Some(*base), None)],

@@ -312,7 +312,7 @@ fn a_reap_in_a_later_incarnation_ends_a_delivery_every_crash_kept() {
     // short, so the deletion names no copy of it.
     // The crash leaves the persisted HWM and the durable tail `crash`; the open
     // reports HWM and tail `opened`.
-    let run_with = |crash: (u64, u64), clamp: bool, opened: (u64, u64)| {
+    let run_held = |crash: (u64, u64), clamp: bool, opened: (u64, u64), held: Vec<HeldCopy>| {
         let mut r = delivered_in_a_sealed_segment();
         r.crash(&[(0, crash.0, crash.1, 1)])
             .restart()
@@ -332,13 +332,14 @@ fn a_reap_in_a_later_incarnation_ends_a_delivery_every_crash_kept() {
         })
         .wait(950)
         .move_log_start(0, 2)
-        .with(|t, h| {
-            h.segment_deleted(t, &tp(0), 0, Vec::new());
+        .with(move |t, h| {
+            h.segment_deleted(t, &tp(0), 0, held);
         })
         .wait(1_500)
         .hwm(0, 1, 1, 1);
         r.report()
     };
+    let run_with = |crash, clamp, opened| run_held(crash, clamp, opened, Vec::new());
     let run = |persisted: u64, clamp: bool| run_with((persisted, 1), clamp, (1, 1));
     let kept = run(1, false);
     assert!(
@@ -354,6 +355,20 @@ fn a_reap_in_a_later_incarnation_ends_a_delivery_every_crash_kept() {
         messages_of(&hidden, CheckerName::RedeliveredAfterExpiry).is_empty(),
         "{:#?}",
         hidden.violations()
+    );
+    // The decode at the unlink names another record at the offset: the open wrote
+    // there whatever tail it reported, and the delivered record was owed.
+    let other = HeldCopy {
+        offset: 0,
+        id: 9,
+        committed_at_ms: 0,
+    };
+    assert_mentions(
+        &messages_of(
+            &run_held((0, 1), false, (0, 1), vec![other]),
+            CheckerName::RedeliveredAfterExpiry,
+        ),
+        &["delivered but never acked by any consumer: id 1"],
     );
     // At or past the durable tail the crash left the offset free, and the open may have
     // put another record there by the reap: the delivered one was owed.

@@ -46,8 +46,9 @@ impl ZstdSettings {
         })
     }
 
-    /// zstd's output for `payload` at these settings, when shorter than `payload`.
-    fn shrinks(&self, payload: &[u8]) -> Option<u64> {
+    /// A compressor at these settings (its output does not depend on what it
+    /// compressed before, so one serves every frame of a listing).
+    fn compressor(&self) -> zstd::bulk::Compressor<'static> {
         let mut compressor =
             zstd::bulk::Compressor::new(self.level).expect("a level the engine accepted");
         if self.hash_log != 0 {
@@ -55,9 +56,14 @@ impl ZstdSettings {
                 .set_parameter(zstd::zstd_safe::CParameter::HashLog(self.hash_log))
                 .expect("a hash log the engine accepted");
         }
-        let out = compressor.compress(payload).expect("compress in memory");
-        (out.len() < payload.len()).then_some(out.len() as u64)
+        compressor
     }
+}
+
+/// zstd's output length for `payload` from `compressor`, when shorter than `payload`.
+fn shrinks(compressor: &mut zstd::bulk::Compressor<'static>, payload: &[u8]) -> Option<u64> {
+    let out = compressor.compress(payload).expect("compress in memory");
+    (out.len() < payload.len()).then_some(out.len() as u64)
 }
 
 /// The segment files of `dir` as the page cache holds them, summarised in offset
@@ -89,6 +95,8 @@ pub fn summarise(image: &DirImage, zstd: Option<ZstdSettings>) -> Vec<SegmentLay
         .collect();
     segments.sort_by_key(|s| s.0);
     let mut out = Vec::new();
+    // Made at the first raw frame it must judge.
+    let mut compressor = None;
     for (index, &(base, name, bytes)) in segments.iter().enumerate() {
         let next_base = segments.get(index + 1).map(|s| s.0);
         let readable = image.readable(name, bytes);
@@ -132,8 +140,8 @@ pub fn summarise(image: &DirImage, zstd: Option<ZstdSettings>) -> Vec<SegmentLay
             {
                 let stored = frame::stored_at(bytes, at.position, &header)
                     .expect("the decoder placed a valid frame here");
-                layout.compressible_raw = z
-                    .shrinks(stored)
+                let compressor = compressor.get_or_insert_with(|| z.compressor());
+                layout.compressible_raw = shrinks(compressor, stored)
                     .map(|zstd_len| (at.position, u64::from(header.uncompressed), zstd_len));
             }
         }

@@ -29,10 +29,11 @@
 //! | `log_start_moved` | info | dir, from, log_start | a retention sweep took `[from, log_start)` out of the log |
 //! | `replay_committing` | info | dir, records | an open's WAL replay begins to commit `records` entries into the partition |
 //! | `drain_partial` | debug | dir, base, records, bytes, next_bytes | a drain took `records` records (`bytes` of envelopes) into the frame at `base` and left records buffered, the next of `next_bytes`: the frame was full |
+//! | `frontier_loaded` | debug | dir, loaded | the partition's queue state was loaded on first touch, its frontier at `loaded` (after any reset or clamp) |
 //!
-//! The last five are not alarms but the engine's account: a harness holds a recovered
+//! The last six are not alarms but the engine's account: a harness holds a recovered
 //! frontier to at least the last value persisted before a crash, and at most one it
-//! began to write; it learns that records are gone when the reaper forgets them, which
+//! began to write, at the moment the queue loads it (lazily, on first touch); it learns that records are gone when the reaper forgets them, which
 //! is before (a sweep dropped or failed part-way: much before) their files' unlinks;
 //! and it learns which open's replay re-committed entries, even one killed before the
 //! store came up (two crashes before one replay share that replay's one commit of each
@@ -63,6 +64,7 @@ pub const FRONTIER_PERSISTED: &str = "frontier_persisted";
 pub const LOG_START_MOVED: &str = "log_start_moved";
 pub const REPLAY_COMMITTING: &str = "replay_committing";
 pub const DRAIN_PARTIAL: &str = "drain_partial";
+pub const FRONTIER_LOADED: &str = "frontier_loaded";
 
 /// The `op` of a poison that no I/O error caused: records in flight were dropped (a
 /// cancelled `sync`, or a panic) before they reached the file.
@@ -82,7 +84,7 @@ pub const VERIFY_AFTER_FSYNC_OP: &str = "verify frame after fsync";
 pub const VERIFY_BEFORE_REWRITE_OP: &str = "verify frame before rewriting it";
 
 /// Every alarm name, for a consumer that wants to know them all.
-pub const ALL: [&str; 22] = [
+pub const ALL: [&str; 23] = [
     TORN_TAIL,
     HOLE,
     SALVAGED,
@@ -105,6 +107,7 @@ pub const ALL: [&str; 22] = [
     LOG_START_MOVED,
     REPLAY_COMMITTING,
     DRAIN_PARTIAL,
+    FRONTIER_LOADED,
 ];
 
 /// Which rule a truncation followed.
@@ -234,6 +237,11 @@ pub(crate) fn frontier_persisting(dir: &Path, value: u64) {
 pub(crate) fn frontier_persisted(dir: &Path, value: u64) {
     tracing::debug!(alarm = FRONTIER_PERSISTED, dir = %dir.display(), value,
         "consumer frontier persisted");
+}
+
+pub(crate) fn frontier_loaded(dir: &Path, loaded: u64) {
+    tracing::debug!(alarm = FRONTIER_LOADED, dir = %dir.display(), loaded,
+        "consumer frontier loaded");
 }
 
 pub(crate) fn log_start_moved(dir: &Path, from: u64, log_start: u64) {

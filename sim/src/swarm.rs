@@ -26,10 +26,11 @@ use std::time::Duration;
 const CANCEL_YIELD_PROBABILITY: f64 = 0.5;
 
 /// The fault kinds [`FaultMix::without`] can turn off.
-pub const WITHOUT_KINDS: [&str; 8] = [
+pub const WITHOUT_KINDS: [&str; 9] = [
     "cancel",
     "corrupt_write",
     "dir_fsync_eio",
+    "lazy_frontier",
     "process_crash",
     "latent_sector",
     "loop_drop",
@@ -215,7 +216,7 @@ impl FaultMix {
                 self.fs.corrupt_write_max = 0;
             }
             // A workload knob, reset by `RunSpec::from_seed_without`; nothing in the mix.
-            "wal_roll" => {}
+            "wal_roll" | "lazy_frontier" => {}
             other => {
                 return Err(format!(
                     "cannot turn off fault kind {other:?}: one of {}",

@@ -28,6 +28,43 @@ fn quick_seeds_pass_and_replay_to_the_same_trace_hash() {
 }
 
 #[test]
+fn loading_frontiers_at_the_open_is_a_draw_of_its_own_that_without_leaves_out() {
+    let profile = Profile::by_name("quick").unwrap();
+    let lazy = (0..200)
+        .filter(|&seed| !RunSpec::from_seed(seed, &profile).workload.frontier_at_open)
+        .count();
+    assert!(
+        (60..=140).contains(&lazy),
+        "{lazy} of 200 seeds load lazily"
+    );
+    for seed in 0..50 {
+        let with = RunSpec::from_seed(seed, &profile);
+        let without =
+            RunSpec::from_seed_without(seed, &profile, &["lazy_frontier".into()]).unwrap();
+        assert!(without.workload.frontier_at_open);
+        let mut reset = with.workload.clone();
+        reset.frontier_at_open = true;
+        assert_eq!(reset, without.workload);
+        assert_eq!(with.mix, without.mix);
+    }
+    // A lazy run leaves the loads to its clients, and the engine reports each; one
+    // that loads at the open has none left for them.
+    for at_open in [false, true] {
+        let seed = (0..200)
+            .find(|&seed| RunSpec::from_seed(seed, &profile).workload.frontier_at_open == at_open)
+            .unwrap();
+        let outcome = run(&RunSpec::from_seed(seed, &profile));
+        assert!(outcome.verdict.is_pass(), "{}", outcome.verdict);
+        assert_eq!(
+            outcome.paths.frontiers_loaded_on_touch > 0,
+            !at_open,
+            "seed {seed}: {:?}",
+            outcome.paths
+        );
+    }
+}
+
+#[test]
 fn the_wal_segment_size_is_a_draw_of_its_own_that_without_leaves_out() {
     let profile = Profile::by_name("quick").unwrap();
     let default = cafelog_sim::world::workload::default_wal_segment_bytes();

@@ -51,8 +51,9 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     pub explain_id: Vec<u64>,
     /// Run with this fault kind off (cancel, corrupt_write, dir_fsync_eio,
-    /// process_crash, latent_sector, loop_drop, settle_drop, or wal_roll: the WAL's
-    /// drawn segment size; repeatable):
+    /// process_crash, latent_sector, loop_drop, settle_drop, wal_roll: the WAL's
+    /// drawn segment size, or lazy_frontier: frontiers left to load on first touch;
+    /// repeatable):
     /// the seed as it ran before the swarm drew the kind, as corpus entries with
     /// `without` do.
     #[arg(long, value_name = "KIND")]

@@ -156,6 +156,7 @@ fn an_explicit_schedule_repeats_the_swarm_run_to_its_last_fault() {
 fn a_drawn_wal_segment_size_is_written_and_read_back() {
     let mut spec = RunSpec::from_seed(SEED, &Profile::quick());
     spec.workload.wal_segment_bytes = 4_096;
+    spec.workload.frontier_at_open = true;
     let expect = Expect {
         verdict: VerdictKind::Pass,
         checker: None,
@@ -174,6 +175,23 @@ fn a_drawn_wal_segment_size_is_written_and_read_back() {
         .to_toml("default")
         .unwrap();
     assert!(!text.contains("[store]"), "{text}");
+    // Frontiers left to their clients' first touch are written and read back too.
+    spec.workload.frontier_at_open = false;
+    let text = Scenario::from_spec(&spec, expect_pass())
+        .to_toml("lazy")
+        .unwrap();
+    assert!(text.contains("\nfrontier_at_open = false"), "{text}");
+    let back = Scenario::parse("lazy", &text).expect("parses back");
+    assert!(!back.spec().workload.frontier_at_open);
+}
+
+fn expect_pass() -> Expect {
+    Expect {
+        verdict: VerdictKind::Pass,
+        checker: None,
+        reaches: vec![],
+        injects: vec![],
+    }
 }
 
 /// A quick seed whose swarm kills at its own times only (no aimed crashes, which wait

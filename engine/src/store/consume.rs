@@ -47,6 +47,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
             }
             let mut q = Queue::new(clamped);
             q.persisted_frontier = value;
+            crate::alarm::frontier_loaded(part.log.dir(), clamped);
             *guard = Some(q);
         }
         Ok(guard)

@@ -17,15 +17,20 @@
 //!    earlier; else it must lie in (or be made unreadable by) the reach of such an
 //!    out-of-contract `consumer.offset` fault.
 //!
-//! 3. Every delivery of an incarnation recorded after its open's `FrontierObserved` is
-//!    of an offset at or above the frontier the engine reported loading there
-//!    (`loaded`, after its clamps): every offset below it is settled, and a settled
-//!    offset is never leased again (the frontier only rises in an incarnation). This
-//!    asks the engine's own frontier, whatever the disk held, so no fault excuses it.
+//! 3. Every delivery of an incarnation comes after the engine reported loading the
+//!    partition's frontier there (its `frontier_loaded` account, recorded as a
+//!    `FrontierObserved` with `loaded`: the queue loads on first touch), and is of an
+//!    offset at or above that frontier (after its clamps): every offset below it is
+//!    settled, and a settled offset is never leased again (the frontier only rises in
+//!    an incarnation). This asks the engine's own frontier, whatever the disk held, so
+//!    no fault excuses it. Histories that predate the account are held only to the
+//!    loads they record.
 //!
 //! A recovered value the engine itself reported unreadable (its `frontier_reset` alarm
 //! in that incarnation, whose own cause `alarms_explained` demands) is not judged by 1
-//! and 2: the engine restarted at the log start instead of using it.
+//! and 2: the engine restarted at the log start instead of using it. Nor is an
+//! unreadable word an open left before anything loaded it: each load is observed again,
+//! after its reset.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -115,7 +120,18 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
                     && a.index < index
                     && matches!(a.alarm, crate::history::Alarm::FrontierReset { .. })
             });
-        if reset {
+        // Nor is a word an open found unreadable (`u64::MAX`) before anything loaded
+        // it: the load that reads it resets first (above) or is judged by its own
+        // observation.
+        let unread = matches!(
+            &event.kind,
+            EventKind::FrontierObserved {
+                frontier: u64::MAX,
+                loaded: None,
+                ..
+            }
+        );
+        if reset || unread {
             continue;
         }
         let kind = if observed { "recovered" } else { "written" };
@@ -209,11 +225,17 @@ pub fn check(facts: &Facts<'_>) -> FrontierReport {
     report
 }
 
-/// Rule 3: no delivery below the frontier its incarnation's open loaded.
+/// Rule 3: no delivery below the frontier its incarnation loaded, nor before it
+/// reported loading one.
 fn deliveries_above_loaded(facts: &Facts<'_>, report: &mut FrontierReport) {
     let mut loaded: BTreeMap<&TopicPartition, (Incarnation, Offset, usize)> = BTreeMap::new();
+    let mut reported = false;
     for (index, event) in facts.history.events().iter().enumerate() {
         match &event.kind {
+            EventKind::RunStarted {
+                frontier_loads_reported,
+                ..
+            } => reported = *frontier_loads_reported,
             EventKind::FrontierObserved {
                 tp,
                 loaded: Some(frontier),
@@ -222,18 +244,31 @@ fn deliveries_above_loaded(facts: &Facts<'_>, report: &mut FrontierReport) {
                 loaded.insert(tp, (event.incarnation, *frontier, index));
             }
             EventKind::Delivery { tp, offset, .. } => {
-                let Some(&(incarnation, frontier, at)) = loaded.get(tp) else {
+                let load = loaded.get(tp).filter(|l| l.0 == event.incarnation);
+                let Some(&(_, frontier, at)) = load else {
+                    // The queue a delivery leases from is the loaded one: a delivery
+                    // with no load reported before it came from state the engine
+                    // never accounted for.
+                    if reported {
+                        report.violations.push(Violation {
+                            message: format!(
+                                "{tp} delivered offset {offset} at t={}ms inc {} before the \
+                                 engine reported loading the partition's frontier in that \
+                                 incarnation",
+                                event.at_ms, event.incarnation
+                            ),
+                            records: vec![RecordRef::new(tp, Some(*offset), None)],
+                            events: vec![index],
+                        });
+                    }
                     continue;
                 };
-                if incarnation != event.incarnation {
-                    continue;
-                }
                 report.deliveries_above_loaded += 1;
                 if *offset < frontier {
                     report.violations.push(Violation {
                         message: format!(
                             "{tp} delivered offset {offset} at t={}ms inc {}, below the \
-                             frontier {frontier} its open loaded (everything below it settled)",
+                             frontier {frontier} the engine loaded there (everything below it settled)",
                             event.at_ms, event.incarnation
                         ),
                         records: vec![RecordRef::new(tp, Some(*offset), None)],

@@ -106,6 +106,9 @@ pub enum Alarm {
         bytes: u64,
         next_bytes: u64,
     },
+    /// Not an alarm but the engine's account: the partition's queue state loaded on
+    /// first touch, its frontier at `loaded` (after any reset or clamp).
+    FrontierLoaded { loaded: u64 },
 }
 
 impl Alarm {
@@ -135,6 +138,7 @@ impl Alarm {
             Alarm::LogStartMoved { .. } => a::LOG_START_MOVED,
             Alarm::ReplayCommitting { .. } => a::REPLAY_COMMITTING,
             Alarm::DrainPartial { .. } => a::DRAIN_PARTIAL,
+            Alarm::FrontierLoaded { .. } => a::FRONTIER_LOADED,
         }
     }
 
@@ -252,6 +256,9 @@ impl Alarm {
                 bytes: num("bytes")?,
                 next_bytes: num("next_bytes")?,
             },
+            a::FRONTIER_LOADED => Alarm::FrontierLoaded {
+                loaded: num("loaded")?,
+            },
             _ => return None,
         };
         Some(alarm)
@@ -323,6 +330,7 @@ impl fmt::Display for Alarm {
             }
             Alarm::LogStartMoved { from, log_start } => write!(f, " [{from}, {log_start})"),
             Alarm::ReplayCommitting { records } => write!(f, " records={records}"),
+            Alarm::FrontierLoaded { loaded } => write!(f, " loaded={loaded}"),
             Alarm::DrainPartial {
                 base,
                 records,

@@ -304,6 +304,7 @@ impl fmt::Display for Event {
                 topics,
                 io_latency_max_ms,
                 frontier_persist_ms,
+                ..
             } => {
                 write!(f, "run_started wall_base_ms={wall_base_ms}")?;
                 if *io_latency_max_ms > 0 {

@@ -69,6 +69,11 @@ pub enum EventKind {
         /// it was recorded (and `frontier_progress` does not judge the run).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         frontier_persist_ms: Option<u64>,
+        /// Whether the engine's account of every frontier load (`frontier_loaded`) is in
+        /// the history, each as a `FrontierObserved` with its `loaded`; `false` in
+        /// histories written before it was (and deliveries are not held to a load).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        frontier_loads_reported: bool,
     },
     /// Producer, just before calling produce. `payload` must come from
     /// [`encode_payload`] with this `id`. `partition` is `None` when the engine picks.
@@ -130,10 +135,11 @@ pub enum EventKind {
         word: Offset,
         highest: Offset,
     },
-    /// World, after a restart: the frontier the engine recovered from
-    /// `consumer.offset` (every offset below it is acknowledged): the file's value as
-    /// the durable image holds it (0 when absent), and the frontier the engine loaded
-    /// from it (after its clamps), as its API reports it.
+    /// World: the frontier in `consumer.offset` (every offset below it acknowledged),
+    /// read as a process reads it (0 when absent or empty, `u64::MAX` when not a word).
+    /// Without `loaded`: when an open came up, the word it left. With it: when the
+    /// engine reported loading the queue (`frontier_loaded`, its first touch), the word
+    /// then and the frontier the engine loaded from it (after its clamps).
     FrontierObserved {
         tp: TopicPartition,
         frontier: Offset,

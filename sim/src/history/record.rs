@@ -329,6 +329,7 @@ impl History {
         topics: Vec<TopicSetup>,
         io_latency_max_ms: u64,
         frontier_persist_ms: Option<u64>,
+        frontier_loads_reported: bool,
     ) -> &mut Self {
         self.record(
             at_ms,
@@ -337,6 +338,7 @@ impl History {
                 topics,
                 io_latency_max_ms,
                 frontier_persist_ms,
+                frontier_loads_reported,
             },
         )
     }

@@ -192,6 +192,7 @@ impl Scenario {
                 })
                 .collect(),
             wal_segment_bytes: f.store.wal_segment_bytes,
+            frontier_at_open: f.store.frontier_at_open,
         };
         let mut mix = FaultMix::none();
         mix.fs = f.disk.options().expect("validated: disk options");
@@ -308,6 +309,7 @@ impl Scenario {
             disk: DiskSpec::from(&spec.mix.fs),
             store: StoreSpec {
                 wal_segment_bytes: spec.workload.wal_segment_bytes,
+                frontier_at_open: spec.workload.frontier_at_open,
             },
             swarm,
             cancel,

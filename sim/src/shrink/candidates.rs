@@ -313,6 +313,9 @@ fn knobs(spec: &RunSpec, push: &mut Push<'_>) {
     push("the WAL segment size to its default".into(), &|c| {
         c.workload.wal_segment_bytes = crate::world::workload::default_wal_segment_bytes()
     });
+    push("every frontier loaded at the open".into(), &|c| {
+        c.workload.frontier_at_open = true
+    });
     let default = default_config();
     for (t, topic) in spec.workload.topics.iter().enumerate() {
         for (name, set) in KNOBS {

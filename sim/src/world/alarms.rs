@@ -216,6 +216,12 @@ impl Subscriber for AlarmSubscriber {
                 }
                 _ => None,
             };
+            let loaded = match (&alarm, &tp) {
+                (Alarm::FrontierLoaded { loaded }, Some(tp)) if current => {
+                    Some((tp.clone(), *loaded))
+                }
+                _ => None,
+            };
             let refused = match (&alarm, &tp, fields.text.get("dir")) {
                 (Alarm::Refused { .. }, Some(tp), Some(dir)) if current => {
                     Some((tp.clone(), PathBuf::from(dir)))
@@ -226,6 +232,9 @@ impl Subscriber for AlarmSubscriber {
                 .engine_alarm(now, tp.as_ref(), alarm, RAISING.get());
             if let Some((tp, dir, base, records, position)) = skipped {
                 rec.frame_at_skip(&dir, &tp, base, records, position);
+            }
+            if let Some((tp, loaded)) = loaded {
+                rec.frontier_load_reported(&tp, loaded);
             }
             if let Some((tp, dir)) = refused {
                 rec.held_at_refusal(&dir, &tp);

@@ -233,6 +233,7 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
             topics,
             io_latency_max_ms,
             Some(node::FRONTIER_PERSIST_MS),
+            true,
         );
     }
     let (tx, rx) = async_channel::unbounded();

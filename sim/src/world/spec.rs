@@ -163,6 +163,8 @@ impl RunSpec {
         let mix = FaultMix::draw(&mut dice, profile);
         let mut dice = Dice::new(sub_seed(seed, 3));
         workload.wal_segment_bytes = workload::draw_wal_segment_bytes(&mut dice);
+        let mut dice = Dice::new(sub_seed(seed, 9));
+        workload.frontier_at_open = workload::draw_frontier_at_open(&mut dice);
         RunSpec {
             seed,
             profile: profile.clone(),
@@ -184,6 +186,8 @@ impl RunSpec {
         for kind in without {
             if kind == "wal_roll" {
                 spec.workload.wal_segment_bytes = workload::default_wal_segment_bytes();
+            } else if kind == "lazy_frontier" {
+                spec.workload.frontier_at_open = true;
             } else {
                 spec.mix.without(kind)?;
             }

@@ -56,6 +56,10 @@ pub struct Workload {
     pub consumers: Vec<ConsumerPlan>,
     /// The ingress WAL's segment size (`StoreConfig::wal_segment_bytes`).
     pub wal_segment_bytes: u64,
+    /// Whether the world asks for every partition's frontier right after each open,
+    /// before any client, or leaves each load to the first client that touches the
+    /// partition's queue (the spec's lazy load).
+    pub frontier_at_open: bool,
 }
 
 /// The engine's own WAL segment size, which no simulated run fills.
@@ -73,6 +77,13 @@ pub fn draw_wal_segment_bytes(dice: &mut Dice) -> u64 {
     } else {
         default_wal_segment_bytes()
     }
+}
+
+/// Whether a swarm seed loads every frontier at the open, from its own dice (drawn after
+/// everything else, like the WAL segment size): half the seeds leave each load to the
+/// first client that touches the partition.
+pub fn draw_frontier_at_open(dice: &mut Dice) -> bool {
+    dice.chance(0.5)
 }
 
 impl Workload {
@@ -220,6 +231,7 @@ impl Workload {
             producers,
             consumers,
             wal_segment_bytes: default_wal_segment_bytes(),
+            frontier_at_open: true,
         }
     }
 

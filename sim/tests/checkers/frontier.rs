@@ -179,7 +179,7 @@ fn nothing_below_the_frontier_an_open_loaded_is_delivered_again() {
         &[
             "orders/0 delivered offset 3",
             "inc 1",
-            "below the frontier 4 its open loaded",
+            "below the frontier 4 the engine loaded there",
         ],
     );
     assert_eq!(report.frontier_safe.deliveries_above_loaded, 1);
@@ -191,7 +191,7 @@ fn nothing_below_the_frontier_an_open_loaded_is_delivered_again() {
         assert!(
             messages_of(&report, CheckerName::FrontierSafe)
                 .iter()
-                .all(|m| !m.contains("its open loaded")),
+                .all(|m| !m.contains("the engine loaded there")),
             "{:?}",
             messages_of(&report, CheckerName::FrontierSafe)
         );

@@ -24,7 +24,7 @@ fn setup_on_disk(interval: Option<u64>, loaded: u64, latency_ms: u64) -> Run {
         hwm_persist_ms: None,
         reaper_interval_ms: None,
     };
-    r.h.run_started(0, 0, vec![topic], latency_ms, interval);
+    r.h.run_started(0, 0, vec![topic], latency_ms, interval, false);
     r.h.frontier_loaded(5, &tp(0), loaded, loaded);
     r.t = 10;
     r

@@ -23,7 +23,7 @@ fn setup_with_latency(interval: Option<u64>, latency_ms: u64) -> Run {
         hwm_persist_ms: interval,
         reaper_interval_ms: None,
     };
-    r.h.run_started(0, 0, vec![topic], latency_ms, None);
+    r.h.run_started(0, 0, vec![topic], latency_ms, None, false);
     r
 }
 

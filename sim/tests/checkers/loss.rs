@@ -1952,7 +1952,7 @@ fn wal_damage_reported_by_an_open(announced: bool) -> Run {
 fn wal_damage_reported_on_a_disk(announced: bool, pause_ms: Option<u64>) -> Run {
     let mut r = Run::new();
     if let Some(pause) = pause_ms {
-        r.h.run_started(0, 0, Vec::new(), pause, None);
+        r.h.run_started(0, 0, Vec::new(), pause, None, false);
     }
     r.produced(1)
         .hwm(0, 1, 0, 1)

@@ -135,6 +135,7 @@ mod explain;
 mod flip_window;
 mod frontier;
 mod frontier_durable;
+mod frontier_lazy;
 mod frontier_progress;
 mod hwm_persisted;
 mod layout;
@@ -204,7 +205,7 @@ impl Run {
             hwm_persist_ms: None,
             reaper_interval_ms: None,
         };
-        r.h.run_started(0, wall_base_ms, vec![topic], 0, None);
+        r.h.run_started(0, wall_base_ms, vec![topic], 0, None, false);
         r
     }
 

@@ -74,7 +74,7 @@ fn reaped_every_200ms(latency_ms: u64) -> Run {
         hwm_persist_ms: Some(100),
         reaper_interval_ms: Some(200),
     };
-    r.h.run_started(0, 0, vec![topic], latency_ms, None);
+    r.h.run_started(0, 0, vec![topic], latency_ms, None, false);
     r
 }
 

@@ -17,7 +17,7 @@ impl Run {
             hwm_persist_ms: None,
             reaper_interval_ms: None,
         };
-        r.h.run_started(0, 0, vec![topic], 0, None);
+        r.h.run_started(0, 0, vec![topic], 0, None, false);
         r
     }
 

@@ -25,7 +25,7 @@ fn produced_then_healed_after(before: impl FnOnce(&mut Run)) -> Run {
         hwm_persist_ms: Some(100),
         reaper_interval_ms: None,
     };
-    r.h.run_started(0, 1_000, vec![topic], 0, None);
+    r.h.run_started(0, 1_000, vec![topic], 0, None, false);
     before(&mut r);
     // Committed between the attempt and the ack, by a wall clock at 1_000 + t.
     let commits: Vec<u64> = (0..3)

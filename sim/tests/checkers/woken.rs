@@ -49,7 +49,7 @@ fn parked_then_committed_healing(io_latency_max_ms: u64, heal_at: Option<u64>) -
         hwm_persist_ms: None,
         reaper_interval_ms: None,
     };
-    r.h.run_started(0, 0, vec![topic], io_latency_max_ms, None);
+    r.h.run_started(0, 0, vec![topic], io_latency_max_ms, None, false);
     if heal_at == Some(0) {
         r.h.heal(0);
     }

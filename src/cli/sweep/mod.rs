@@ -37,8 +37,9 @@ pub struct Args {
     #[arg(long, default_value = "default", value_parser = Profile::by_name)]
     pub profile: Profile,
     /// Turn a fault kind off in every seed (cancel, corrupt_write, dir_fsync_eio,
-    /// process_crash, latent_sector, loop_drop, settle_drop, or wal_roll: the WAL's
-    /// drawn segment size; repeatable):
+    /// process_crash, latent_sector, loop_drop, settle_drop, wal_roll: the WAL's
+    /// drawn segment size, or lazy_frontier: frontiers left to load on first touch;
+    /// repeatable):
     /// the seeds as they ran before the swarm drew the kind. Failing seeds print and
     /// save with the same flags.
     #[arg(long, value_name = "KIND")]

@@ -64,12 +64,17 @@ pub struct StoreSpec {
     /// The ingress WAL's segment size: small ones roll the WAL and delete segments
     /// behind the checkpoint within a run.
     pub wal_segment_bytes: u64,
+    /// Whether the world asks for every partition's consumer frontier right after each
+    /// open (`true`, the default), or leaves each load to the first client that touches
+    /// the partition, as the spec's lazy load does.
+    pub frontier_at_open: bool,
 }
 
 impl Default for StoreSpec {
     fn default() -> Self {
         StoreSpec {
             wal_segment_bytes: crate::world::workload::default_wal_segment_bytes(),
+            frontier_at_open: true,
         }
     }
 }

@@ -584,6 +584,28 @@ impl Recorder {
         out
     }
 
+    /// The engine's account of a frontier load (`frontier_loaded`, on the queue's first
+    /// touch: the world's ask right after the open, or a client's): recorded with what
+    /// `consumer.offset` holds now, read from the page cache as the engine just read it
+    /// (0 when absent or empty, `u64::MAX` when not a word, as at the open).
+    pub fn frontier_load_reported(&mut self, tp: &TopicPartition, loaded: u64) {
+        let dir = layout::partition_dir(Path::new(DATA_ROOT), &tp.topic, tp.partition);
+        let raw = match self
+            .fs
+            .visible_bytes(&dir.join(layout::CONSUMER_OFFSET_FILE))
+        {
+            None => 0,
+            Some(bytes) if bytes.is_empty() => 0,
+            Some(bytes) => word::decode(&bytes).unwrap_or(u64::MAX),
+        };
+        let now = self.now_ms();
+        self.history.frontier_loaded(now, tp, raw, loaded);
+        if self.store_open {
+            self.paths.frontiers_loaded_on_touch += 1;
+        }
+        self.frontier_skips(tp, loaded);
+    }
+
     /// Right after an open loaded `tp`'s frontier as `loaded`: when it passed the last
     /// value an earlier incarnation wrote, or the word the disk durably held at the
     /// restart if lower (a crash lost the last rename), it skipped records (the open may

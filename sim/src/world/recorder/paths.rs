@@ -47,6 +47,9 @@ pub struct Paths {
     /// Frontiers loaded at an open after the engine had persisted one (each held to it
     /// by `frontier_durable`).
     pub frontiers_recovered: u64,
+    /// Frontiers the engine loaded on a client's first touch of the partition after
+    /// its store came up (the spec's lazy load), not at the world's ask during the open.
+    pub frontiers_loaded_on_touch: u64,
     /// Segment rolls judged by `layout` (a segment and its successor's first frame).
     pub rolls_judged: u64,
     pub wal_replayed: u64,
@@ -109,6 +112,7 @@ impl Paths {
                 "frontiers_recovered_after_persist",
                 self.frontiers_recovered,
             ),
+            ("frontiers_loaded_on_touch", self.frontiers_loaded_on_touch),
             ("segment_rolls_judged", self.rolls_judged),
             ("wal_entries_replayed", self.wal_replayed),
             ("wal_segments_deleted", self.wal_segments_deleted),

@@ -1,8 +1,8 @@
 //! `frontier_durable`: a recovered consumer frontier is one the engine made durable, or
 //! one it began to write after that. The engine reports each `consumer.offset` replace
 //! when it begins (`frontier_persisting`) and when it returned, the temp file fsynced,
-//! renamed over and the directory fsynced (`frontier_persisted`). At every open, for
-//! each partition the engine loaded a frontier `l` for (its API's answer):
+//! renamed over and the directory fsynced (`frontier_persisted`). At every load of a
+//! partition's frontier `l` (by the engine's account):
 //!
 //! 1. **At least the last durable value.** Let `P` be the last replace that returned
 //!    before the load, unless the fsync of the partition's directory was lost while it
@@ -19,6 +19,13 @@
 //!    starts there when there is no file); above that only an out-of-contract fault on
 //!    the word whose reach holds `l` can have moved it.
 //!
+//! 3. **Never written back** ([`lowered`]): a running incarnation's replaces write at
+//!    least the word its open left and every value it began to write before.
+//!
+//! A load is the engine's account (`frontier_loaded`): the queue loads on first touch,
+//! whether the world asks right after the open or a client touches it later, so the log
+//! start of rule 2 is where the incarnation's retention had left it by then.
+//!
 //! The engine's own account of its load must agree with `l`: a `frontier_reset` puts it
 //! at the log start it names, a `frontier_clamped` at the clamped value. Neither
 //! excuses anything here: either needs a fault on the word (`alarms_explained`), and
@@ -29,6 +36,8 @@
 //! crash, so this is the whole of what a restart may claim about consumption. Loads
 //! recorded without the engine's value (histories written before it was recorded) are
 //! not judged.
+
+mod lowered;
 
 use std::collections::BTreeMap;
 
@@ -56,6 +65,8 @@ pub struct FrontierDurableReport {
     pub held_to_durable: u64,
     /// Replaces the engine reported returned.
     pub persists: usize,
+    /// Replaces held to the floor of their incarnation (rule 3).
+    pub replaces_held: usize,
     pub excused: Vec<Excuse>,
     pub violations: Vec<Violation>,
 }
@@ -118,6 +129,7 @@ pub fn check(facts: &Facts<'_>) -> FrontierDurableReport {
             _ => {}
         }
     }
+    lowered::check(facts, &mut report);
     report
 }
 
@@ -154,7 +166,7 @@ fn judge_load(
         .filter(|r| floor.is_none_or(|f| r.begun >= f.begun))
         .map(|r| r.value)
         .max();
-    let log_start = open_log_start(facts, tp, index);
+    let log_start = log_start_at_load(facts, tp, index);
     let upper = begun_since.unwrap_or(0).max(log_start);
     let account = load_account(facts, tp, index);
     let violation = |message: String| Violation {
@@ -272,8 +284,10 @@ fn durable_floor<'r>(
     (None, causes)
 }
 
-/// The log start the open of this load found (its `log_opened` account), or 0.
-fn open_log_start(facts: &Facts<'_>, tp: &TopicPartition, index: usize) -> Offset {
+/// The log start when this load ran, by the engine's account: the one its open found
+/// (`log_opened`), or where a retention sweep of the incarnation moved it since
+/// (`log_start_moved`: a load on first touch may come after one); 0 when neither.
+fn log_start_at_load(facts: &Facts<'_>, tp: &TopicPartition, index: usize) -> Offset {
     let incarnation = facts.history.events()[index].incarnation;
     facts
         .alarms
@@ -282,7 +296,9 @@ fn open_log_start(facts: &Facts<'_>, tp: &TopicPartition, index: usize) -> Offse
         .rev()
         .filter(|a| a.incarnation == incarnation && a.index < index)
         .find_map(|a| match a.alarm {
-            Alarm::LogOpened { log_start, .. } => Some(log_start),
+            Alarm::LogOpened { log_start, .. } | Alarm::LogStartMoved { log_start, .. } => {
+                Some(log_start)
+            }
             _ => None,
         })
         .unwrap_or(0)

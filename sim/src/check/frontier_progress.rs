@@ -168,6 +168,7 @@ pub fn check(facts: &Facts<'_>) -> FrontierProgressReport {
                 tp,
                 frontier,
                 loaded: Some(loaded),
+                ..
             } => {
                 // A torn word reads as `u64::MAX`; the engine resets to the log start,
                 // which the frontier it loaded is.

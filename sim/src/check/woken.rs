@@ -23,8 +23,9 @@
 //! `wake_bound_ms`: a receive asked at `A` and answered at `E` has
 //! `min(E, U) <= max(A, X) + wake_bound_ms`. A receive parked before `X` must be woken;
 //! one asked after it must find the record at once. The engine takes a record away by
-//! a consume-time skip of its frame (with its alarm) or a reap of its segment; after a
-//! lease, an accepted ack settles it.
+//! a consume-time skip of its frame (with its alarm), a reap of its segment, or a
+//! frontier it loaded above it on first touch (a fault on the word can put it there);
+//! after a lease, an accepted ack settles it.
 //!
 //! A receive the kill of the node cut short (`ReceiveKilled`, just before the
 //! `Crash`) waited until then; one still waiting at the end of the history is not
@@ -140,6 +141,8 @@ struct IncarnationLog {
     /// Per gated offset, the simulated ms at which the wall clock reads its gate open,
     /// from the commit time its first delivery here reported.
     gate_opens: BTreeMap<Key, u64>,
+    /// Per partition, the incarnation's frontier load: `(index, loaded)`.
+    loads: BTreeMap<TopicPartition, (usize, Offset)>,
 }
 
 struct Setup {
@@ -225,6 +228,13 @@ pub fn check(facts: &Facts<'_>, config: &CheckConfig) -> WokenReport {
                     Some(&delay) => current.gated.push((tp.clone(), *offset, index, t, delay)),
                     None => {}
                 }
+            }
+            EventKind::FrontierObserved {
+                tp,
+                loaded: Some(loaded),
+                ..
+            } => {
+                current.loads.entry(tp.clone()).or_insert((index, *loaded));
             }
             EventKind::Delivery {
                 tp,
@@ -475,7 +485,9 @@ impl IncarnationLog {
     }
 
     /// When the engine took `offset` away in this incarnation, if it did: a
-    /// consume-time skip of its frame (with its alarm) or a reap of its segment.
+    /// consume-time skip of its frame (with its alarm), a reap of its segment, or a load
+    /// on first touch of a frontier above it (settled: whether it may pass the offset
+    /// is `frontier_durable`'s and `frontier_safe`'s to judge).
     fn taken_by_engine(
         &self,
         facts: &Facts<'_>,
@@ -492,7 +504,16 @@ impl IncarnationLog {
             .iter()
             .filter(|r| &r.tp == tp && r.contains(offset) && r.index >= self.start)
             .map(|r| r.index);
-        skips.chain(reaps).min().map(|index| facts.at_ms(index))
+        let load = self
+            .loads
+            .get(tp)
+            .filter(|&&(_, loaded)| offset < loaded)
+            .map(|&(index, _)| index);
+        skips
+            .chain(reaps)
+            .chain(load)
+            .min()
+            .map(|index| facts.at_ms(index))
     }
 }
 

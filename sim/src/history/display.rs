@@ -58,8 +58,12 @@ impl fmt::Display for Event {
                 tp,
                 frontier,
                 loaded,
+                found,
             } => {
                 write!(f, "frontier_observed {tp} frontier={frontier}")?;
+                if let Some(w) = found {
+                    write!(f, " found={w}")?;
+                }
                 match loaded {
                     Some(l) => write!(f, " loaded={l}"),
                     None => Ok(()),

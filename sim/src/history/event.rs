@@ -146,6 +146,11 @@ pub enum EventKind {
         /// Absent in histories written before it was recorded.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         loaded: Option<Offset>,
+        /// At an open (no `loaded`): the word the restart found before the open ran,
+        /// read the same way, when it held one (absent at the first open, and in
+        /// histories written before it was recorded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        found: Option<Offset>,
     },
     /// World, when it kills the node; the event's incarnation is the one that dies. One
     /// entry per partition on the node, from what the next incarnation will open: the

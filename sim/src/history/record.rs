@@ -166,6 +166,27 @@ impl History {
                 tp: tp.clone(),
                 frontier,
                 loaded: None,
+                found: None,
+            },
+        )
+    }
+
+    /// An open came up and left `frontier` in `consumer.offset`; the restart before it
+    /// found `found` there.
+    pub fn frontier_opened(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        found: Option<Offset>,
+        frontier: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::FrontierObserved {
+                tp: tp.clone(),
+                frontier,
+                loaded: None,
+                found,
             },
         )
     }
@@ -184,6 +205,7 @@ impl History {
                 tp: tp.clone(),
                 frontier,
                 loaded: Some(loaded),
+                found: None,
             },
         )
     }

@@ -331,7 +331,8 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
             let tp = TopicPartition::new(topic, partition);
             // The word the open left; the load's own observation (with what the engine
             // loaded) is recorded from the engine's account when the queue first loads.
-            rec.history.frontier_observed(now, &tp, raw);
+            let found = rec.durable_frontiers.get(&tp).copied().flatten();
+            rec.history.frontier_opened(now, &tp, found, raw);
             // The log start recovery found, before the reaper can move it: a segment gone by
             // now was deleted before this open scanned the partition.
             rec.history.log_start_observed(now, &tp, log_start);

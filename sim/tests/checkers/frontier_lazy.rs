@@ -234,3 +234,96 @@ fn a_load_after_retention_moved_the_log_start_may_start_there_and_no_higher() {
         assert_eq!(above, fires, "loaded {loaded}");
     }
 }
+
+/// orders/0 holds 6 acked records, frontier 4 durable; a crash; the restart found the
+/// word `found`, the open raised `alarms` and left the word at `left`.
+fn opened_with(found: u64, alarms: &[Alarm], left: u64) -> CheckReport {
+    let mut r = Run::new();
+    r.produced(6).hwm(0, 6, 6, 6);
+    for offset in 0..6 {
+        r.deliver(offset + 1, 0, offset, 1_000 + offset)
+            .consume(0, offset);
+    }
+    r.replaced(4)
+        .crash(&[(0, 6, 6, 6)])
+        .restart()
+        .open_clean(0, 6, 6);
+    for alarm in alarms {
+        r.alarm(Some(0), alarm.clone());
+    }
+    r.with(|t, h| {
+        h.frontier_opened(t, &tp(0), Some(found), left);
+    });
+    r.report()
+}
+
+#[test]
+fn an_open_changes_the_word_only_by_its_clamp_to_the_hwm() {
+    let clamp = |value, clamped| Alarm::FrontierClamped { value, clamped };
+    let opened = |hwm| Alarm::LogOpened {
+        log_start: 0,
+        hwm,
+        tail: hwm,
+        hidden: 0,
+    };
+    // Left as found, or clamped from above the HWM to it: nothing.
+    for report in [
+        opened_with(4, &[], 4),
+        opened_with(9, &[opened(6), clamp(9, 6)], 6),
+    ] {
+        assert!(
+            messages_of(&report, CheckerName::FrontierDurable).is_empty(),
+            "{:?}",
+            messages_of(&report, CheckerName::FrontierDurable)
+        );
+        assert_eq!(report.frontier_durable.opens_held, 1);
+    }
+    for (report, says) in [
+        (opened_with(4, &[], 0), "with no frontier_clamped account"),
+        (opened_with(4, &[], 5), "an open only ever lowers the word"),
+        (
+            opened_with(9, &[opened(6), clamp(9, 6)], 0),
+            "says it read 9 and wrote 6",
+        ),
+        (
+            opened_with(9, &[opened(6), clamp(9, 2)], 2),
+            "clamped 9 to 2, where its HWM was 6",
+        ),
+    ] {
+        assert_mentions(
+            &messages_of(&report, CheckerName::FrontierDurable),
+            &["found consumer.offset at", "inc 1", says],
+        );
+    }
+}
+
+#[test]
+fn only_a_fault_on_the_word_while_the_open_ran_excuses_what_it_left() {
+    for during_open in [true, false] {
+        let mut r = Run::new();
+        r.produced(6).hwm(0, 6, 6, 6);
+        if !during_open {
+            r.fault(offset_flip(2, 4), Some(0));
+        }
+        r.crash(&[(0, 6, 6, 6)]).restart().open_clean(0, 6, 6);
+        if during_open {
+            r.fault(offset_flip(2, 4), Some(0));
+        }
+        r.with(|t, h| {
+            h.frontier_opened(t, &tp(0), Some(4), 2);
+        });
+        let report = r.report();
+        let fired = messages_of(&report, CheckerName::FrontierDurable)
+            .iter()
+            .any(|m| m.contains("found consumer.offset at 4 and left it at 2"));
+        assert_eq!(fired, !during_open, "during the open: {during_open}");
+        assert_eq!(
+            report
+                .frontier_durable
+                .excused
+                .iter()
+                .any(|e| e.covers.contains("word 4 left as 2")),
+            during_open
+        );
+    }
+}

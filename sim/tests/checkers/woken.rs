@@ -325,6 +325,30 @@ fn slow_io_is_judged_only_from_when_the_disk_answers_at_once() {
     );
 }
 
+/// A frontier the engine loaded on first touch above the record settles it (a flip of
+/// `consumer.offset` after the open can put it there: fresh quick seed
+/// 682641406004225); one at or below it does not.
+#[test]
+fn a_frontier_loaded_above_the_record_ends_the_obligation() {
+    for (loaded, ends) in [(1, true), (0, false)] {
+        let mut r = parked_then_committed(0);
+        r.with(|t, h| {
+            h.frontier_loaded(t, &tp(0), 1, loaded);
+        })
+        .wait(200)
+        .empty_receive(0)
+        .wait(500)
+        .hwm(0, 1, 1, 1);
+        let report = r.report();
+        assert_eq!(
+            messages_of(&report, CheckerName::WokenPromptly).is_empty(),
+            ends,
+            "loaded {loaded}"
+        );
+        assert_eq!(report.woken_promptly.ended_by_engine, u64::from(ends));
+    }
+}
+
 #[test]
 fn a_skip_or_a_reap_of_the_record_ends_the_obligation() {
     // The engine skipped the frame holding offset 0 (its alarm): nothing to deliver.

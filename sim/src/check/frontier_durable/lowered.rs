@@ -12,9 +12,10 @@
 //! observation) is not judged here, and only its `frontier_clamped` account speaks for it.
 //!
 //! Excused (row `out_of_contract`) only by an out-of-contract fault on the word's files
-//! live when the open or the incarnation's load read the word: the engine then loads
-//! what the fault left (a flip can make the word anything). A fault after the load
-//! changes nothing the running engine holds. A word the open found unreadable (its `frontier_reset`, recorded as
+//! live when the open or the incarnation's load read the word, whose reach holds the
+//! lowered value: the engine then loads what the fault left (a flip can make the word
+//! anything) and writes from there. A fault after the load changes nothing the running
+//! engine holds. A word the open found unreadable (its `frontier_reset`, recorded as
 //! `u64::MAX`) sets no floor; the incarnation's replaces are still held to each other.
 
 use std::collections::BTreeMap;
@@ -44,6 +45,7 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
                 tp,
                 frontier,
                 loaded: None,
+                ..
             } => {
                 let value = (*frontier != u64::MAX).then_some((*frontier, index));
                 floors.insert(
@@ -102,6 +104,7 @@ fn judge(
         .reaches_before(tp, index)
         .filter(|r| {
             r.on(WORD_FILES)
+                && r.offsets.is_none_or(|o| o.start <= value && value <= o.end)
                 && (r.live_at(facts, floor.opened, None)
                     || floor.loaded_at.is_some_and(|j| r.live_at(facts, j, None)))
         })

@@ -21,6 +21,9 @@
 //!
 //! 3. **Never written back** ([`lowered`]): a running incarnation's replaces write at
 //!    least the word its open left and every value it began to write before.
+//! 4. **An open changes the word only by its clamp** ([`open_clamp`]): the word it
+//!    left is the one the restart found, or that word lowered to the HWM, as its
+//!    `frontier_clamped` account says.
 //!
 //! A load is the engine's account (`frontier_loaded`): the queue loads on first touch,
 //! whether the world asks right after the open or a client touches it later, so the log
@@ -38,6 +41,7 @@
 //! not judged.
 
 mod lowered;
+mod open_clamp;
 
 use std::collections::BTreeMap;
 
@@ -67,6 +71,8 @@ pub struct FrontierDurableReport {
     pub persists: usize,
     /// Replaces held to the floor of their incarnation (rule 3).
     pub replaces_held: usize,
+    /// Opens whose word left is held to the word the restart found (rule 4).
+    pub opens_held: usize,
     pub excused: Vec<Excuse>,
     pub violations: Vec<Violation>,
 }
@@ -130,6 +136,7 @@ pub fn check(facts: &Facts<'_>) -> FrontierDurableReport {
         }
     }
     lowered::check(facts, &mut report);
+    open_clamp::check(facts, &mut report);
     report
 }
 

@@ -226,3 +226,60 @@ fn sweep_writes_one_json_object_per_seed_and_a_junit_report() {
     let merged = cafelog().arg("merge").arg(&s0).arg(&s1).output().unwrap();
     assert!(String::from_utf8_lossy(&merged.stdout).contains("seeds run: 6"));
 }
+
+#[test]
+fn a_sweep_writes_each_seed_as_it_finishes_and_refuses_a_json_path_it_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    // A path that cannot be written fails before any seed runs.
+    let bad = dir.path().join("missing").join("s.json");
+    let out = cafelog()
+        .args(["sweep", "--profile", "quick", "--seeds", "0..1000000"])
+        .arg("--json")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing/s.json"));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("seeds run"));
+    // A sweep stopped part-way keeps every seed it finished.
+    let json = dir.path().join("s.json");
+    let mut child = cafelog()
+        .args([
+            "sweep",
+            "--profile",
+            "quick",
+            "--seeds",
+            "0..1000000",
+            "--jobs",
+            "1",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = |text: &str| -> Vec<serde_json::Value> {
+        // The line being written when the sweep was killed may be cut short.
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while lines(&std::fs::read_to_string(&json).unwrap_or_default()).len() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no seed written in 120 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let records = lines(&std::fs::read_to_string(&json).unwrap());
+    assert!(records.len() >= 3);
+    let seeds: std::collections::BTreeSet<u64> = records
+        .iter()
+        .map(|r| r["seed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds.len(), records.len(), "each seed once");
+}

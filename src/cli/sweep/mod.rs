@@ -8,7 +8,7 @@ use cafelog_sim::world::{RunOutcome, RunSpec, run};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
@@ -21,7 +21,7 @@ mod summary;
 
 pub use merge::{MergeArgs, merge_command};
 pub use record::SeedRecord;
-use report::{write_json, write_junit};
+use report::{JsonStream, write_json, write_junit};
 pub use summary::print_summary;
 use summary::without_flags;
 
@@ -50,7 +50,8 @@ pub struct Args {
     /// Run only the I-th of N disjoint slices of the seeds (`0/4` .. `3/4`).
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<(u64, u64)>,
-    /// Write one JSON object per seed to FILE.
+    /// Write one JSON object per seed to FILE: each line as its seed finishes (a sweep
+    /// stopped part-way keeps every seed it finished), in seed order at the end.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write a JUnit XML report to FILE.
@@ -157,8 +158,10 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
         without_flags(&args.without)
     );
 
+    let mut stream = args.json.as_deref().map(JsonStream::create).transpose()?;
     let started = Instant::now();
-    let records = run_all(args, profile, &seeds, jobs, started);
+    let records = run_all(args, profile, &seeds, jobs, started, stream.as_mut());
+    drop(stream);
     let elapsed = started.elapsed();
 
     if let Some(path) = &args.json {
@@ -274,6 +277,7 @@ fn run_all(
     seeds: &[u64],
     jobs: usize,
     started: Instant,
+    mut stream: Option<&mut JsonStream>,
 ) -> Vec<SeedRecord> {
     let next = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -332,6 +336,9 @@ fn run_all(
             if args.fail_fast {
                 stop.store(true, Ordering::SeqCst);
             }
+        }
+        if let Some(stream) = stream.as_deref_mut() {
+            stream.append(&record);
         }
         records.push(record);
         if progress {

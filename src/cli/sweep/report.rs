@@ -3,6 +3,44 @@
 use super::summary::excuse_totals;
 use super::*;
 
+/// The `--json` file while the sweep runs: each seed's line is appended the moment the
+/// seed finishes, so a sweep stopped part-way (killed, out of memory, a hang past its
+/// supervisor's patience) leaves every seed it finished; [`write_json`] rewrites it in
+/// seed order at the end.
+pub(super) struct JsonStream {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl JsonStream {
+    /// Creates (or truncates) the file: a path that cannot be written fails the sweep
+    /// before any seed runs.
+    pub(super) fn create(path: &Path) -> Result<JsonStream, String> {
+        let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(JsonStream {
+            path: path.to_path_buf(),
+            file: Some(file),
+        })
+    }
+
+    /// Appends `record`'s line. A write that fails is reported once and ends the
+    /// streaming; the final rewrite reports its own error.
+    pub(super) fn append(&mut self, record: &SeedRecord) {
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        let mut line = serde_json::to_string(record).expect("a seed record serialises");
+        line.push('\n');
+        if let Err(e) = file.write_all(line.as_bytes()) {
+            eprintln!(
+                "cafelog: warning: {}: {e}; seeds are no longer written as they finish",
+                self.path.display()
+            );
+            self.file = None;
+        }
+    }
+}
+
 pub(super) fn write_json(path: &PathBuf, records: &[SeedRecord]) -> Result<(), String> {
     let mut text = String::new();
     for r in records {

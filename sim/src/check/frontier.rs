@@ -17,7 +17,8 @@
 //!    earlier; else it must lie in (or be made unreadable by) the reach of such an
 //!    out-of-contract `consumer.offset` fault.
 //!
-//! 3. Every delivery of an incarnation comes after the engine reported loading the
+//! 3. Every delivery of an incarnation (an answer no consumer claimed, too: the engine
+//!    leased its offsets all the same) comes after the engine reported loading the
 //!    partition's frontier there (its `frontier_loaded` account, recorded as a
 //!    `FrontierObserved` with `loaded`: the queue loads on first touch), and is of an
 //!    offset at or above that frontier (after its clamps): every offset below it is
@@ -244,39 +245,55 @@ fn deliveries_above_loaded(facts: &Facts<'_>, report: &mut FrontierReport) {
                 loaded.insert(tp, (event.incarnation, *frontier, index));
             }
             EventKind::Delivery { tp, offset, .. } => {
-                let load = loaded.get(tp).filter(|l| l.0 == event.incarnation);
-                let Some(&(_, frontier, at)) = load else {
-                    // The queue a delivery leases from is the loaded one: a delivery
-                    // with no load reported before it came from state the engine
-                    // never accounted for.
-                    if reported {
-                        report.violations.push(Violation {
-                            message: format!(
-                                "{tp} delivered offset {offset} at t={}ms inc {} before the \
-                                 engine reported loading the partition's frontier in that \
-                                 incarnation",
-                                event.at_ms, event.incarnation
-                            ),
-                            records: vec![RecordRef::new(tp, Some(*offset), None)],
-                            events: vec![index],
-                        });
-                    }
-                    continue;
-                };
-                report.deliveries_above_loaded += 1;
-                if *offset < frontier {
-                    report.violations.push(Violation {
-                        message: format!(
-                            "{tp} delivered offset {offset} at t={}ms inc {}, below the \
-                             frontier {frontier} the engine loaded there (everything below it settled)",
-                            event.at_ms, event.incarnation
-                        ),
-                        records: vec![RecordRef::new(tp, Some(*offset), None)],
-                        events: vec![at, index],
-                    });
-                }
+                judge_delivery(report, (index, event), tp, &[*offset], &loaded, reported);
+            }
+            // An answer whose consumer had given up leased its offsets all the same.
+            EventKind::DeliveriesUnclaimed { tp, offsets, .. } => {
+                judge_delivery(report, (index, event), tp, offsets, &loaded, reported);
             }
             _ => {}
+        }
+    }
+}
+
+/// Rule 3 for one answer of a receive: its offsets against the incarnation's load.
+fn judge_delivery(
+    report: &mut FrontierReport,
+    (index, event): (usize, &crate::history::Event),
+    tp: &TopicPartition,
+    offsets: &[Offset],
+    loaded: &BTreeMap<&TopicPartition, (Incarnation, Offset, usize)>,
+    reported: bool,
+) {
+    let load = loaded.get(tp).filter(|l| l.0 == event.incarnation);
+    let Some(&(_, frontier, at)) = load else {
+        // The queue a delivery leases from is the loaded one: a delivery with no load
+        // reported before it came from state the engine never accounted for.
+        if let (true, Some(offset)) = (reported, offsets.first()) {
+            report.violations.push(Violation {
+                message: format!(
+                    "{tp} delivered offset {offset} at t={}ms inc {} before the engine \
+                     reported loading the partition's frontier in that incarnation",
+                    event.at_ms, event.incarnation
+                ),
+                records: vec![RecordRef::new(tp, Some(*offset), None)],
+                events: vec![index],
+            });
+        }
+        return;
+    };
+    for offset in offsets {
+        report.deliveries_above_loaded += 1;
+        if *offset < frontier {
+            report.violations.push(Violation {
+                message: format!(
+                    "{tp} delivered offset {offset} at t={}ms inc {}, below the frontier \
+                     {frontier} the engine loaded there (everything below it settled)",
+                    event.at_ms, event.incarnation
+                ),
+                records: vec![RecordRef::new(tp, Some(*offset), None)],
+                events: vec![at, index],
+            });
         }
     }
 }

@@ -58,7 +58,8 @@ pub struct WokenReport {
     pub timed_by_cause: BTreeMap<&'static str, u64>,
     /// Their sum.
     pub timed: u64,
-    /// Of those, records a skip or a reap took away before a delivery.
+    /// Of those, records a skip, a reap or a frontier loaded above them took away
+    /// before a delivery.
     pub ended_by_engine: u64,
     /// Records watched by a receive that became deliverable while the disk could still
     /// sleep (slow I/O): their waits are judged only from when it could not.
@@ -486,8 +487,8 @@ impl IncarnationLog {
 
     /// When the engine took `offset` away in this incarnation, if it did: a
     /// consume-time skip of its frame (with its alarm), a reap of its segment, or a load
-    /// on first touch of a frontier above it (settled: whether it may pass the offset
-    /// is `frontier_durable`'s and `frontier_safe`'s to judge).
+    /// on first touch of a frontier above it (settled: whether the load may pass the
+    /// offset is `frontier_durable`'s rule 2 to judge).
     fn taken_by_engine(
         &self,
         facts: &Facts<'_>,

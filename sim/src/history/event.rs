@@ -147,8 +147,8 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         loaded: Option<Offset>,
         /// At an open (no `loaded`): the word the restart found before the open ran,
-        /// read the same way, when it held one (absent at the first open, and in
-        /// histories written before it was recorded).
+        /// when the file held an 8-byte word (absent when it was absent, empty or torn,
+        /// at the first open, and in histories written before it was recorded).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         found: Option<Offset>,
     },

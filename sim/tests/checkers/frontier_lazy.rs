@@ -161,6 +161,13 @@ fn an_unreadable_word_is_judged_at_the_load_that_reads_it() {
 
 /// A run whose history says every load is reported, with ids 1..=3 at offsets 0..3.
 fn reporting_run() -> Run {
+    let mut r = reporting_start();
+    r.produced(3).hwm(0, 3, 3, 3);
+    r
+}
+
+/// A run whose history says every load (and every open's word) is reported.
+fn reporting_start() -> Run {
     let mut r = Run::new();
     let topic = cafelog_sim::history::TopicSetup {
         name: "orders".into(),
@@ -172,7 +179,6 @@ fn reporting_run() -> Run {
         reaper_interval_ms: None,
     };
     r.h.run_started(0, 0, vec![topic], 0, None, true);
-    r.produced(3).hwm(0, 3, 3, 3);
     r
 }
 
@@ -236,9 +242,11 @@ fn a_load_after_retention_moved_the_log_start_may_start_there_and_no_higher() {
 }
 
 /// orders/0 holds 6 acked records, frontier 4 durable; a crash; the restart found the
-/// word `found`, the open raised `alarms` and left the word at `left`.
-fn opened_with(found: u64, alarms: &[Alarm], left: u64) -> CheckReport {
-    let mut r = Run::new();
+/// word `found`, the open (HWM 6) raised `alarms` and came up leaving the word at
+/// `left` (`None`: killed before it came up).
+fn opened_with(found: u64, alarms: &[Alarm], left: Option<u64>) -> CheckReport {
+    let mut r = reporting_start();
+    r.frontier_seen(0, 0).loaded(0, 0);
     r.produced(6).hwm(0, 6, 6, 6);
     for offset in 0..6 {
         r.deliver(offset + 1, 0, offset, 1_000 + offset)
@@ -251,25 +259,28 @@ fn opened_with(found: u64, alarms: &[Alarm], left: u64) -> CheckReport {
     for alarm in alarms {
         r.alarm(Some(0), alarm.clone());
     }
-    r.with(|t, h| {
-        h.frontier_opened(t, &tp(0), Some(found), left);
-    });
+    if let Some(left) = left {
+        r.with(|t, h| {
+            h.frontier_opened(t, &tp(0), Some(found), left);
+        });
+    }
     r.report()
 }
 
+fn clamp(value: u64, clamped: u64) -> Alarm {
+    Alarm::FrontierClamped { value, clamped }
+}
+
+fn persisting(value: u64) -> Alarm {
+    Alarm::FrontierPersisting { value }
+}
+
 #[test]
-fn an_open_changes_the_word_only_by_its_clamp_to_the_hwm() {
-    let clamp = |value, clamped| Alarm::FrontierClamped { value, clamped };
-    let opened = |hwm| Alarm::LogOpened {
-        log_start: 0,
-        hwm,
-        tail: hwm,
-        hidden: 0,
-    };
-    // Left as found, or clamped from above the HWM to it: nothing.
+fn an_open_leaves_the_word_it_found_or_clamps_it_to_the_hwm() {
+    // At or below the HWM 6 and left, or above it and clamped to it: nothing.
     for report in [
-        opened_with(4, &[], 4),
-        opened_with(9, &[opened(6), clamp(9, 6)], 6),
+        opened_with(4, &[], Some(4)),
+        opened_with(9, &[clamp(9, 6), persisting(6)], Some(6)),
     ] {
         assert!(
             messages_of(&report, CheckerName::FrontierDurable).is_empty(),
@@ -279,21 +290,50 @@ fn an_open_changes_the_word_only_by_its_clamp_to_the_hwm() {
         assert_eq!(report.frontier_durable.opens_held, 1);
     }
     for (report, says) in [
-        (opened_with(4, &[], 0), "with no frontier_clamped account"),
-        (opened_with(4, &[], 5), "an open only ever lowers the word"),
         (
-            opened_with(9, &[opened(6), clamp(9, 6)], 0),
-            "says it read 9 and wrote 6",
+            opened_with(4, &[], Some(0)),
+            "left it at 0, not 4 (its HWM was 6)",
         ),
+        (opened_with(4, &[], Some(5)), "left it at 5, not 4"),
+        (opened_with(9, &[], Some(9)), "left it at 9, not 6"),
         (
-            opened_with(9, &[opened(6), clamp(9, 2)], 2),
-            "clamped 9 to 2, where its HWM was 6",
+            opened_with(9, &[clamp(9, 6)], Some(0)),
+            "left it at 0, not 6",
         ),
     ] {
         assert_mentions(
             &messages_of(&report, CheckerName::FrontierDurable),
-            &["found consumer.offset at", "inc 1", says],
+            &["the open at", "inc 1 found consumer.offset at", says],
         );
+    }
+}
+
+#[test]
+fn every_replace_an_open_begins_is_its_clamp_to_the_hwm() {
+    // Killed before it came up, or up: each replace is judged by the accounts alone.
+    for left in [None, Some(6)] {
+        let clean = opened_with(9, &[clamp(9, 6), persisting(6)], left);
+        assert!(messages_of(&clean, CheckerName::FrontierDurable).is_empty());
+        assert_eq!(clean.frontier_durable.open_replaces_held, 1);
+        for (alarms, says) in [
+            (
+                vec![persisting(0)],
+                "no frontier_clamped account came before it",
+            ),
+            (
+                vec![clamp(9, 6), persisting(0)],
+                "its frontier_clamped account wrote 6",
+            ),
+            (
+                vec![clamp(9, 2), persisting(2)],
+                "it clamped 9 to 2, where its HWM was 6",
+            ),
+        ] {
+            assert_mentions(
+                &messages_of(&opened_with(9, &alarms, left), CheckerName::FrontierDurable),
+                &["the open of inc 1 began to write frontier", says],
+            );
+        }
     }
 }
 
@@ -325,5 +365,30 @@ fn only_a_fault_on_the_word_while_the_open_ran_excuses_what_it_left() {
                 .any(|e| e.covers.contains("word 4 left as 2")),
             during_open
         );
+    }
+}
+
+#[test]
+fn an_answer_no_consumer_claimed_is_held_to_the_load_too() {
+    for (offset, fires) in [(3, true), (4, false)] {
+        let mut r = reopened_with_word_4();
+        r.loaded(4, 4).with(|t, h| {
+            h.deliveries_unclaimed(
+                t,
+                &tp(0),
+                vec![5, offset],
+                vec![Some(6), Some(offset + 1)],
+                t,
+            );
+        });
+        let report = r.report();
+        let below = messages_of(&report, CheckerName::FrontierSafe)
+            .iter()
+            .any(|m| {
+                m.contains(&format!("delivered offset {offset}"))
+                    && m.contains("below the frontier 4")
+            });
+        assert_eq!(below, fires, "offset {offset}");
+        assert_eq!(report.frontier_safe.deliveries_above_loaded, 2);
     }
 }

@@ -15,8 +15,9 @@
 //! live when the open or the incarnation's load read the word, whose reach holds the
 //! lowered value: the engine then loads what the fault left (a flip can make the word
 //! anything) and writes from there. A fault after the load changes nothing the running
-//! engine holds. A word the open found unreadable (its `frontier_reset`, recorded as
-//! `u64::MAX`) sets no floor; the incarnation's replaces are still held to each other.
+//! engine holds. A word the open left that is not a word (recorded as `u64::MAX`; the
+//! load resets it) sets no floor, and an absent or empty one reads as 0; the
+//! incarnation's replaces are still held to each other.
 
 use std::collections::BTreeMap;
 

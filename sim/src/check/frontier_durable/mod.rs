@@ -21,9 +21,9 @@
 //!
 //! 3. **Never written back** ([`lowered`]): a running incarnation's replaces write at
 //!    least the word its open left and every value it began to write before.
-//! 4. **An open changes the word only by its clamp** ([`open_clamp`]): the word it
-//!    left is the one the restart found, or that word lowered to the HWM, as its
-//!    `frontier_clamped` account says.
+//! 4. **An open changes the word only by its clamp** ([`open_clamp`]): each replace
+//!    it begins is its `frontier_clamped` account's, to the HWM; the word it left is
+//!    the one the restart found, or the HWM when that was above it.
 //!
 //! A load is the engine's account (`frontier_loaded`): the queue loads on first touch,
 //! whether the world asks right after the open or a client touches it later, so the log
@@ -73,6 +73,8 @@ pub struct FrontierDurableReport {
     pub replaces_held: usize,
     /// Opens whose word left is held to the word the restart found (rule 4).
     pub opens_held: usize,
+    /// Replaces opens began, each held to its clamp account (rule 4).
+    pub open_replaces_held: usize,
     pub excused: Vec<Excuse>,
     pub violations: Vec<Violation>,
 }

@@ -1,25 +1,79 @@
 //! Rule 4 of `frontier_durable`: **an open changes the word only by its clamp.** The
 //! one write an open makes to `consumer.offset` lowers a word above the partition's
 //! HWM to that HWM (`clamp_frontiers_to_hwms`, so that the WAL replay's re-commits are
-//! not taken as acknowledged), and it says so first (`frontier_clamped`). So the word
-//! an open left (its observation) is the word the restart found, or that word clamped:
-//! the engine's account names the word it read and the value it wrote, and the value is
-//! the HWM it had then (its `log_opened` account, or the end of a `hidden_exposed`
-//! raised since). Rules 1-3 cannot see an open that lowers the word further: its
-//! replace becomes the durable floor of rule 1, and rule 3 starts at the open.
+//! not taken as acknowledged), and it says so first (`frontier_clamped`). Rules 1-3
+//! cannot see an open that lowers the word further: its replace becomes the durable
+//! floor of rule 1, and rule 3 starts once the open is up.
 //!
-//! Judged where the world read the word at the restart (every open but the first).
-//! Excused (row `out_of_contract`) only by an out-of-contract fault on the word's files
-//! injected while the open ran, after the restart's read: the open may have read what
-//! it left. A fault before the restart is in the word both read.
+//! - **Every replace an open begins** (before its observation, or in an incarnation
+//!   whose open never came up: a kill can land after the rename) follows a
+//!   `frontier_clamped` of the same incarnation that wrote its value, and that value is
+//!   the HWM the open had (its `log_opened` account, or the end of a `hidden_exposed`
+//!   raised since).
+//! - **The word the open left** is the word the restart found when that was at or
+//!   below the HWM, and the HWM when it was above (the clamp's, as its account says).
+//!   Judged where the restart found a word (not at the first open, nor after a restart
+//!   that found the file absent, empty or torn).
+//!
+//! The second point is excused (row `out_of_contract`) only by an out-of-contract fault
+//! on the word's files injected while the open ran, after the restart's read, still
+//! live in the page cache when the open came up, whose reach holds the word the restart
+//! found: the open may then have read another. A fault before the restart is in the
+//! word both read. The first point has no excuse: it asks only the engine's accounts.
+
+use std::collections::BTreeMap;
 
 use super::{FrontierDurableReport, WORD_FILES};
+use crate::check::alarms::AlarmFact;
 use crate::check::excuse::{Excuse, ExcuseKind};
 use crate::check::facts::Facts;
 use crate::check::{RecordRef, Violation};
-use crate::history::{Alarm, EventKind, Offset, TopicPartition};
+use crate::history::{Alarm, EventKind, Incarnation, Offset, TopicPartition};
 
 pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
+    // Per partition and incarnation, where the open came up; histories that predate the
+    // open's observation (the one of each open that came up) cannot tell an open's
+    // replaces from the running engine's.
+    let mut opened: BTreeMap<(&TopicPartition, Incarnation), usize> = BTreeMap::new();
+    let mut observed = false;
+    for (index, event) in facts.history.events().iter().enumerate() {
+        match &event.kind {
+            EventKind::RunStarted {
+                frontier_loads_reported,
+                ..
+            } => observed = *frontier_loads_reported,
+            EventKind::FrontierObserved {
+                tp, loaded: None, ..
+            } => {
+                opened.entry((tp, event.incarnation)).or_insert(index);
+            }
+            _ => {}
+        }
+    }
+    for (tp, alarms) in facts.alarms.by_tp.iter().filter(|_| observed) {
+        for (k, a) in alarms.iter().enumerate() {
+            let Alarm::FrontierPersisting { value } = a.alarm else {
+                continue;
+            };
+            let up = opened.get(&(tp, a.incarnation)).copied();
+            if up.is_some_and(|u| u < a.index) {
+                continue; // the running incarnation's: rule 3's
+            }
+            report.open_replaces_held += 1;
+            if let Some(wrong) = replace_wrong(&alarms[..k], a.incarnation, value) {
+                report.violations.push(Violation {
+                    message: format!(
+                        "{tp}: the open of inc {} began to write frontier {value} at t={}ms: \
+                         {wrong}",
+                        a.incarnation,
+                        facts.at_ms(a.index)
+                    ),
+                    records: vec![RecordRef::new(tp, Some(value), None)],
+                    events: vec![a.index],
+                });
+            }
+        }
+    }
     for (index, event) in facts.history.events().iter().enumerate() {
         let EventKind::FrontierObserved {
             tp,
@@ -31,14 +85,24 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
             continue;
         };
         report.opens_held += 1;
-        let Some(wrong) = judge(facts, tp, index, *found, *left) else {
-            continue;
+        let alarms = facts.alarms.of(tp);
+        let before = alarms.partition_point(|a| a.index < index);
+        let hwm = hwm_of_open(&alarms[..before], event.incarnation);
+        let due = match hwm {
+            Some(hwm) if *found > hwm => hwm,
+            _ => *found,
         };
-        // A fault the restart's read already saw changed nothing between the two reads.
+        if *left == due {
+            continue;
+        }
         let restart = facts.restarts.get(&event.incarnation).copied().unwrap_or(0);
-        let cause = facts
-            .reaches_before(tp, index)
-            .find(|r| r.on(WORD_FILES) && r.fault_index > restart);
+        let cause = facts.reaches_before(tp, index).find(|r| {
+            r.on(WORD_FILES)
+                && r.fault_index > restart
+                && r.live_at(facts, index, None)
+                && r.offsets
+                    .is_none_or(|o| o.start <= *found && *found <= o.end)
+        });
         match cause {
             Some(fault) => report.excused.push(Excuse::new(
                 ExcuseKind::OutOfContract,
@@ -48,8 +112,13 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
             None => report.violations.push(Violation {
                 message: format!(
                     "{tp}: the open at t={}ms inc {} found consumer.offset at {found} and \
-                     left it at {left}: {wrong}",
-                    event.at_ms, event.incarnation
+                     left it at {left}, not {due} ({})",
+                    event.at_ms,
+                    event.incarnation,
+                    match hwm {
+                        Some(hwm) => format!("its HWM was {hwm}"),
+                        None => "it reported no log_opened".into(),
+                    }
                 ),
                 records: vec![RecordRef::new(tp, Some(*left), None)],
                 events: vec![index],
@@ -58,51 +127,42 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
     }
 }
 
-/// What is wrong with an open that found `found` and left `left`, if anything.
-fn judge(
-    facts: &Facts<'_>,
-    tp: &TopicPartition,
-    index: usize,
-    found: Offset,
-    left: Offset,
-) -> Option<String> {
-    if left == found {
-        return None;
-    }
-    if left > found {
-        return Some("an open only ever lowers the word".into());
-    }
-    let incarnation = facts.history.events()[index].incarnation;
-    let of_open: Vec<_> = facts
-        .alarms
-        .of(tp)
+/// The HWM an open had by the end of `alarms` (its `log_opened`, or a `hidden_exposed`
+/// raised since), if it reported one.
+fn hwm_of_open(alarms: &[AlarmFact], incarnation: Incarnation) -> Option<Offset> {
+    alarms
         .iter()
-        .filter(|a| a.incarnation == incarnation && a.index < index)
+        .rev()
+        .filter(|a| a.incarnation == incarnation)
+        .find_map(|a| match a.alarm {
+            Alarm::LogOpened { hwm, .. } => Some(hwm),
+            Alarm::HiddenExposed { to, .. } => Some(to),
+            _ => None,
+        })
+}
+
+/// What is wrong with a replace of `value` an open began after `before`, if anything.
+fn replace_wrong(before: &[AlarmFact], incarnation: Incarnation, value: Offset) -> Option<String> {
+    let of_open: Vec<&AlarmFact> = before
+        .iter()
+        .filter(|a| a.incarnation == incarnation)
         .collect();
-    let clamp = of_open
-        .iter()
-        .rposition(|a| matches!(a.alarm, Alarm::FrontierClamped { .. }));
-    let Some(at) = clamp else {
-        return Some("it lowered the word with no frontier_clamped account".into());
-    };
-    let Alarm::FrontierClamped { value, clamped } = of_open[at].alarm else {
-        unreachable!("found by its kind");
-    };
-    if value != found || clamped != left {
-        return Some(format!(
-            "its frontier_clamped account says it read {value} and wrote {clamped}"
-        ));
-    }
-    let hwm = of_open[..at].iter().rev().find_map(|a| match a.alarm {
-        Alarm::LogOpened { hwm, .. } => Some(hwm),
-        Alarm::HiddenExposed { to, .. } => Some(to),
+    let clamp = of_open.iter().rev().find_map(|a| match a.alarm {
+        Alarm::FrontierClamped { value, clamped } => Some((value, clamped)),
         _ => None,
     });
-    match hwm {
-        Some(hwm) if hwm == clamped && found > hwm => None,
+    let Some((read, clamped)) = clamp else {
+        return Some("no frontier_clamped account came before it".into());
+    };
+    if clamped != value {
+        return Some(format!("its frontier_clamped account wrote {clamped}"));
+    }
+    let of_open: Vec<AlarmFact> = of_open.into_iter().cloned().collect();
+    match hwm_of_open(&of_open, incarnation) {
+        Some(hwm) if hwm == clamped && read > hwm => None,
         Some(hwm) => Some(format!(
-            "it clamped {found} to {clamped}, where its HWM was {hwm} (a clamp lowers a \
-             word above the HWM to the HWM)"
+            "it clamped {read} to {clamped}, where its HWM was {hwm} (a clamp lowers a word \
+             above the HWM to the HWM)"
         )),
         None => Some("it clamped with no log_opened account before".into()),
     }

@@ -2,11 +2,13 @@
 //! summary as `replay` for each, and exits 0 only when every run ends in the verdict
 //! its file expects and reaches the paths it names.
 
+use crate::cli::deadline::{self, Finished, run_within};
 use cafelog_sim::scenario::Scenario;
 use cafelog_sim::world::run;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -27,12 +29,17 @@ pub struct RunArgs {
     /// Print every event of each run.
     #[arg(long)]
     pub trace: bool,
+    /// Give up on a run still going after this many seconds of wall time (a deadlock,
+    /// or a loop that lets no simulated time pass): a mismatch, and on to the next.
+    #[arg(long, value_name = "SECS", default_value_t = deadline::SEED_TIMEOUT_SECS,
+          value_parser = deadline::parse_secs)]
+    pub timeout: f64,
 }
 
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  every scenario ended as it expects (verdict, checker, paths reached)
-  1  at least one scenario did not (each mismatch is printed)
+  1  at least one scenario did not (each mismatch is printed), or hung past --timeout
   2  usage error, or a scenario file that cannot be read or parsed";
 
 pub fn run_command(args: &Args) -> ExitCode {
@@ -64,9 +71,24 @@ fn run_scenarios(args: &RunArgs) -> ExitCode {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut mismatched = Vec::new();
+    let limit = Duration::from_secs_f64(args.timeout);
     for scenario in &scenarios {
-        let outcome = run(&scenario.spec());
+        let spec = scenario.spec();
         let _ = writeln!(out, "== scenario {}", scenario.name);
+        let outcome = match run_within(limit, move || run(&spec)) {
+            Finished::Ran(outcome) => outcome,
+            Finished::Panicked(panic) => std::panic::resume_unwind(panic),
+            Finished::Hung => {
+                let _ = writeln!(
+                    out,
+                    "scenario {}: MISMATCH: {}\n",
+                    scenario.name,
+                    deadline::hung_message(limit)
+                );
+                mismatched.push(scenario.name.clone());
+                continue;
+            }
+        };
         if args.trace {
             for event in outcome.history.events() {
                 let _ = writeln!(out, "{event}");

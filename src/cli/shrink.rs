@@ -1,12 +1,14 @@
 //! `cafelog shrink --seed S [--profile P] -o FILE`: shrinks a failing seed into a
 //! scenario file that fails the same checker, and reports the sizes before and after.
 
+use crate::cli::deadline::{self, Finished, run_within};
 use cafelog_sim::profile::Profile;
 use cafelog_sim::scenario::{Expect, Scenario};
 use cafelog_sim::shrink::{Limits, Shrunk, Target, shrink};
 use cafelog_sim::world::{RunSpec, run};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -29,13 +31,20 @@ pub struct Args {
     /// `without`); repeatable.
     #[arg(long, value_name = "KIND")]
     pub without: Vec<String>,
+    /// Give up on one run still going after this many seconds of wall time (a deadlock,
+    /// or a loop that lets no simulated time pass), as a sweep does; the shrink as a
+    /// whole gives up past its time limit plus this.
+    #[arg(long, value_name = "SECS", default_value_t = deadline::SEED_TIMEOUT_SECS,
+          value_parser = deadline::parse_secs)]
+    pub timeout: f64,
 }
 
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
-  0  a scenario that fails the same checker was written
-  1  the seed passes (nothing to shrink), or the scenario could not be written
-  2  usage error";
+  0   a scenario that fails the same checker was written
+  1   the seed passes (nothing to shrink), or the scenario could not be written
+  13  hang: the seed's run, or a run of the shrink, did not finish within --timeout
+  2   usage error";
 
 pub fn run_command(args: &Args) -> ExitCode {
     let profile = &args.profile;
@@ -46,7 +55,15 @@ pub fn run_command(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let first = run(&spec);
+    let limit = Duration::from_secs_f64(args.timeout);
+    let hung = |what: &str| {
+        eprintln!("cafelog: {what}: {}", deadline::hung_message(limit));
+        ExitCode::from(13)
+    };
+    let first = match run_limited(limit, &spec) {
+        Some(outcome) => outcome,
+        None => return hung(&format!("seed {}", args.seed)),
+    };
     if first.verdict.is_pass() {
         eprintln!(
             "cafelog: seed {} passes on {}: nothing to shrink",
@@ -56,16 +73,26 @@ pub fn run_command(args: &Args) -> ExitCode {
     }
     let target = Target::of(&first.verdict);
     eprintln!("shrinking seed {}: {}", args.seed, first.verdict);
-    let keep = |o: &cafelog_sim::world::RunOutcome| target.matches(o);
     let limits = Limits {
         runs: args.attempts,
-        time: Some(std::time::Duration::from_secs(args.time_limit)),
+        time: Some(Duration::from_secs(args.time_limit)),
     };
-    let shrunk = match shrink(&spec, &keep, limits, &mut |line| eprintln!("  {line}")) {
-        Ok(s) => s,
-        Err(e) => {
+    // The shrink checks its time limit between runs, so one run that never returns
+    // would hold it for ever: the whole shrink gets that limit plus one run's.
+    let (start, aim) = (spec.clone(), target.clone());
+    let whole = Duration::from_secs(args.time_limit).saturating_add(limit);
+    let shrunk = match run_within(whole, move || {
+        let keep = |o: &cafelog_sim::world::RunOutcome| aim.matches(o);
+        shrink(&start, &keep, limits, &mut |line| eprintln!("  {line}"))
+    }) {
+        Finished::Ran(Ok(s)) => s,
+        Finished::Ran(Err(e)) => {
             eprintln!("cafelog: error: {e}");
             return ExitCode::from(1);
+        }
+        Finished::Panicked(panic) => std::panic::resume_unwind(panic),
+        Finished::Hung => {
+            return hung("a run of the shrink (the progress above shows how far it got)");
         }
     };
     let text = match scenario_text(args, &first.verdict.to_string(), &target, &shrunk) {
@@ -83,7 +110,9 @@ pub fn run_command(args: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let written = run(&back);
+    let Some(written) = run_limited(limit, &back) else {
+        return hung("the scenario file's run");
+    };
     if !target.matches(&written) {
         eprintln!(
             "cafelog: error: the scenario file does not fail as the shrunk run did (it \
@@ -234,4 +263,14 @@ fn wrap(text: &str, width: usize) -> String {
         out.push('\n');
     }
     out
+}
+
+/// One run within `limit`, `None` when it hung (a panic that escapes it stays a panic).
+fn run_limited(limit: Duration, spec: &RunSpec) -> Option<cafelog_sim::world::RunOutcome> {
+    let spec = spec.clone();
+    match run_within(limit, move || run(&spec)) {
+        Finished::Ran(outcome) => Some(outcome),
+        Finished::Panicked(panic) => std::panic::resume_unwind(panic),
+        Finished::Hung => None,
+    }
 }

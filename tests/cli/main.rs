@@ -283,3 +283,56 @@ fn a_sweep_writes_each_seed_as_it_finishes_and_refuses_a_json_path_it_cannot_wri
         .collect();
     assert_eq!(seeds.len(), records.len(), "each seed once");
 }
+
+/// A run past its wall-clock limit (here 0.1 ms, which no run meets) is a hang in every
+/// command that runs seeds, never a wait without end.
+#[test]
+fn replay_shrink_and_scenario_give_up_on_a_run_past_its_limit() {
+    let replay = cafelog()
+        .args([
+            "replay",
+            "--seed",
+            "1",
+            "--profile",
+            "quick",
+            "--timeout",
+            "0.0001",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(13));
+    assert!(String::from_utf8_lossy(&replay.stderr).contains("HANG"));
+    let dir = tempfile::tempdir().unwrap();
+    let shrink = cafelog()
+        .args([
+            "shrink",
+            "--seed",
+            "1",
+            "--profile",
+            "quick",
+            "--timeout",
+            "0.0001",
+        ])
+        .arg("-o")
+        .arg(dir.path().join("s.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(shrink.status.code(), Some(13));
+    assert!(String::from_utf8_lossy(&shrink.stderr).contains("seed 1: HANG"));
+    let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+    let first = std::fs::read_dir(scenarios)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .min()
+        .unwrap();
+    let scenario = cafelog()
+        .args(["scenario", "run", "--timeout", "0.0001"])
+        .arg(&first)
+        .output()
+        .unwrap();
+    assert_eq!(scenario.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&scenario.stdout);
+    assert!(stdout.contains("MISMATCH: HANG"), "{stdout}");
+    assert!(stdout.contains("1 mismatched"), "{stdout}");
+}

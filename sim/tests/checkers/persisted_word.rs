@@ -120,6 +120,34 @@ fn a_rewrite_whose_fsync_was_lost_leaves_the_flips_word_explained() {
     assert!(!persisted_fell(&r));
 }
 
+/// Flip 6 -> 20, over a tail of 7; the engine's rewrite to 7 loses its fsync, so the
+/// power loss finds 20. The open refuses the partition (a segment flip below the word)
+/// and never writes the word again, so every crash after finds 20 beyond the tail:
+/// the lost fsync kept the flip's word, and both explain it (fresh quick seed
+/// 3968119015). A lost fsync whose older word no flip made explains nothing there.
+#[test]
+fn a_lost_fsync_that_kept_a_flips_word_explains_it_at_every_crash_after() {
+    for flipped in [true, false] {
+        let mut r = Run::new();
+        r.produced(7).delivered(7).hwm(0, 7, 6, 7);
+        if flipped {
+            r.fault(hwm_flip_between(6, 20), Some(0));
+        }
+        r.fault(hwm_lost_fsync(7, 20), Some(0))
+            .hwm(0, 7, 7, 7)
+            .crash(&[(0, 20, 7, 7)])
+            .restart()
+            .alarm(Some(0), refused_alarm(0))
+            .crash(&[(0, 20, 7, 7)]);
+        let report = r.report();
+        let beyond = messages_of(&report, CheckerName::StableOffsets)
+            .iter()
+            .filter(|m| m.contains("persisted HWM of orders/0 is 20, beyond the durable tail 7"))
+            .count();
+        assert_eq!(beyond, if flipped { 0 } else { 2 }, "flipped {flipped}");
+    }
+}
+
 /// The open of inc 1 read the flipped word 2 (6 -> 2 at the restart) and cut at 3 for
 /// a segment flip there (no clamp); its first report, 3, is both a rewrite and the fall
 /// from inc 0's 6, which the flip explains.

@@ -82,12 +82,13 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 // lost its fsync.
                 GapLasts::ThroughNextIncarnation => index > r.window_end,
                 // A lost fsync of `hwm` leaves the older word: lower, never past the log,
-                // unless the write it lost was a clamp's, down across the gap.
+                // unless the write it lost was a clamp's, down across the gap, or the
+                // older word was a flip's, which the write would have mended.
                 GapLasts::UntilHwmRewritten if r.file == FileKind::Hwm && r.lost_fsync() => {
                     r.offsets.is_some_and(|o| {
                         self.facts.alarms.clamps(tp).any(|c| {
                             c.index < r.fault_index && c.hwm == o.start && c.persisted_hwm == o.end
-                        })
+                        }) || self.kept_flip(tp, r).is_some()
                     })
                 }
                 GapLasts::UntilHwmRewritten => true,
@@ -113,9 +114,14 @@ impl<'f, 'h> Excuses<'f, 'h> {
                 && (index <= end || live)
                 && self.lowers_tail_to(r, tp, gap, index)
         })?;
+        // A lost fsync that kept a flip's word rests on both.
+        let causes = match self.kept_flip(tp, r) {
+            Some(flip) if r.file == FileKind::Hwm && r.lost_fsync() => vec![flip, r.fault_index],
+            _ => vec![r.fault_index],
+        };
         Some(Excuse::new(
             ExcuseKind::OutOfContract,
-            vec![r.fault_index],
+            causes,
             format!(
                 "{} reaching {tp} {} across the gap {gap}",
                 self.facts.describe_fault(r.fault_index),
@@ -123,6 +129,22 @@ impl<'f, 'h> Excuses<'f, 'h> {
                     .map_or_else(|| "offsets unknown".to_owned(), |o| o.to_string())
             ),
         ))
+    }
+
+    /// The flip of `tp`'s `hwm` word, before the lost fsync `r` of it, that left the
+    /// older word `r` kept on the platter (one end of the flip is that word; the write
+    /// whose fsync was lost would have replaced it).
+    fn kept_flip(&self, tp: &TopicPartition, r: &Reach) -> Option<usize> {
+        let kept = r.offsets?.end;
+        self.facts
+            .reaches_before(tp, r.fault_index)
+            .filter(|f| {
+                f.file == FileKind::Hwm
+                    && matches!(f.kind, crate::history::FaultKind::BitFlip { .. })
+            })
+            .filter(|f| f.offsets.is_some_and(|w| w.start == kept || w.end == kept))
+            .map(|f| f.fault_index)
+            .last()
     }
 
     /// Whether `r` can account for the gap `[low, high)` at `index`. A fault on a log

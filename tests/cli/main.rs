@@ -234,13 +234,15 @@ fn a_sweep_writes_each_seed_as_it_finishes_and_refuses_a_json_path_it_cannot_wri
     let bad = dir.path().join("missing").join("s.json");
     let out = cafelog()
         .args(["sweep", "--profile", "quick", "--seeds", "0..1000000"])
+        .args(["--time-budget", "30"])
         .arg("--json")
         .arg(&bad)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("missing/s.json"));
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("seeds run"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("missing/s.json"), "{stderr}");
+    assert!(!stderr.contains("cafelog sweep:"), "a seed ran: {stderr}");
     // A sweep stopped part-way keeps every seed it finished.
     let json = dir.path().join("s.json");
     let mut child = cafelog()
@@ -282,6 +284,32 @@ fn a_sweep_writes_each_seed_as_it_finishes_and_refuses_a_json_path_it_cannot_wri
         .map(|r| r["seed"].as_u64().unwrap())
         .collect();
     assert_eq!(seeds.len(), records.len(), "each seed once");
+    // `merge` reads the file of a killed sweep, leaving out a line cut short.
+    let mut text = std::fs::read_to_string(&json).unwrap();
+    text.truncate(text.trim_end().len() - 5);
+    std::fs::write(&json, &text).unwrap();
+    let merged = cafelog().arg("merge").arg(&json).output().unwrap();
+    assert_eq!(merged.status.code(), Some(0), "{merged:?}");
+    assert!(String::from_utf8_lossy(&merged.stderr).contains("a line cut short"));
+    // A --json that is not a regular file gets each record once, at the end.
+    let out = cafelog()
+        .args([
+            "sweep",
+            "--profile",
+            "quick",
+            "--seeds",
+            "0..3",
+            "--json",
+            "/dev/stdout",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("{\"seed\""))
+        .collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
 }
 
 /// A run past its wall-clock limit (here 0.1 ms, which no run meets) is a hang in every

@@ -23,6 +23,8 @@ pub fn merge_command(args: &MergeArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
+        // A sweep killed while it wrote a line leaves that line without its newline.
+        let cut = (!text.is_empty() && !text.ends_with('\n')).then(|| text.lines().count());
         for (line_no, line) in text
             .lines()
             .enumerate()
@@ -30,6 +32,12 @@ pub fn merge_command(args: &MergeArgs) -> ExitCode {
         {
             match serde_json::from_str::<SeedRecord>(line) {
                 Ok(r) => records.push(r),
+                Err(_) if cut == Some(line_no + 1) => eprintln!(
+                    "cafelog: warning: {}:{}: a line cut short (a sweep stopped while it \
+                     wrote it), left out",
+                    path.display(),
+                    line_no + 1
+                ),
                 Err(e) => {
                     eprintln!("cafelog: error: {}:{}: {e}", path.display(), line_no + 1);
                     return ExitCode::from(2);

@@ -151,6 +151,10 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
     let shard = args
         .shard
         .map_or(String::new(), |(i, n)| format!(", shard {i}/{n}"));
+    let mut stream = match args.json.as_deref() {
+        Some(path) => JsonStream::create(path)?,
+        None => None,
+    };
     eprintln!(
         "cafelog sweep: {} seeds ({start}..{end}{shard}) on profile {}{} with {jobs} jobs",
         seeds.len(),
@@ -158,7 +162,6 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
         without_flags(&args.without)
     );
 
-    let mut stream = args.json.as_deref().map(JsonStream::create).transpose()?;
     let started = Instant::now();
     let records = run_all(args, profile, &seeds, jobs, started, stream.as_mut());
     drop(stream);

@@ -14,13 +14,17 @@ pub(super) struct JsonStream {
 
 impl JsonStream {
     /// Creates (or truncates) the file: a path that cannot be written fails the sweep
-    /// before any seed runs.
-    pub(super) fn create(path: &Path) -> Result<JsonStream, String> {
+    /// before any seed runs. Only a regular file (or a new one) is written as the sweep
+    /// goes: a pipe or `/dev/stdout` gets the records once, at the end (`None`).
+    pub(super) fn create(path: &Path) -> Result<Option<JsonStream>, String> {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Ok(None);
+        }
         let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(JsonStream {
+        Ok(Some(JsonStream {
             path: path.to_path_buf(),
             file: Some(file),
-        })
+        }))
     }
 
     /// Appends `record`'s line. A write that fails is reported once and ends the

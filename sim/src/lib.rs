@@ -11,6 +11,7 @@ compile_error!(
 pub mod check;
 pub mod clock;
 pub mod corpus;
+pub mod deadline;
 pub mod fs;
 pub mod history;
 pub mod profile;

@@ -7,7 +7,7 @@
 //! - 2: usage error, or an I/O error that stopped the command (missing directory, ...).
 
 pub mod append;
-pub mod deadline;
+pub use cafelog_sim::deadline;
 pub mod dump;
 pub mod mutants;
 mod partition;

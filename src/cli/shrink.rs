@@ -32,8 +32,8 @@ pub struct Args {
     #[arg(long, value_name = "KIND")]
     pub without: Vec<String>,
     /// Give up on one run still going after this many seconds of wall time (a deadlock,
-    /// or a loop that lets no simulated time pass), as a sweep does; the shrink as a
-    /// whole gives up past its time limit plus this.
+    /// or a loop that lets no simulated time pass), as a sweep does: the seed's own run
+    /// is a hang (exit 13), a candidate's is dropped and the shrink goes on.
     #[arg(long, value_name = "SECS", default_value_t = deadline::SEED_TIMEOUT_SECS,
           value_parser = deadline::parse_secs)]
     pub timeout: f64,
@@ -73,14 +73,16 @@ pub fn run_command(args: &Args) -> ExitCode {
     }
     let target = Target::of(&first.verdict);
     eprintln!("shrinking seed {}: {}", args.seed, first.verdict);
+    // A candidate run past the limit is dropped and the shrink goes on; the shrink
+    // checks its own time limit between runs, and gets that plus two runs' worth in all
+    // (the backstop, should a run outlive its own limit's thread).
     let limits = Limits {
         runs: args.attempts,
         time: Some(Duration::from_secs(args.time_limit)),
+        run: Some(limit),
     };
-    // The shrink checks its time limit between runs, so one run that never returns
-    // would hold it for ever: the whole shrink gets that limit plus one run's.
     let (start, aim) = (spec.clone(), target.clone());
-    let whole = Duration::from_secs(args.time_limit).saturating_add(limit);
+    let whole = Duration::from_secs(args.time_limit).saturating_add(limit.saturating_mul(2));
     let shrunk = match run_within(whole, move || {
         let keep = |o: &cafelog_sim::world::RunOutcome| aim.matches(o);
         shrink(&start, &keep, limits, &mut |line| eprintln!("  {line}"))

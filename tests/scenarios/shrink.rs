@@ -74,6 +74,29 @@ fn a_predicate_only_the_swarm_run_meets_falls_back_to_the_swarm_faults() {
     assert_eq!(shrunk.outcome.trace_hash, original);
 }
 
+/// A candidate whose run outlives the limit of one run (here 0.1 ms, which no run
+/// meets) is dropped as not failing the same way, and the shrink goes on to its end.
+#[test]
+fn a_candidate_run_past_its_limit_is_dropped_and_the_shrink_goes_on() {
+    let spec = RunSpec::from_seed(SEED, &Profile::quick());
+    let keep = |_: &RunOutcome| true;
+    let limits = Limits {
+        run: Some(std::time::Duration::from_micros(100)),
+        ..Limits::runs(20)
+    };
+    let shrunk = shrink(&spec, &keep, limits, &mut |_| {}).expect("the start run qualifies");
+    assert_eq!(shrunk.spec.workload, spec.workload, "no candidate was kept");
+    assert!(shrunk.attempts > 1);
+    assert!(
+        shrunk
+            .notes
+            .iter()
+            .any(|n| n.contains(&format!("{} candidate runs hung", shrunk.attempts - 1))),
+        "{:?}",
+        shrunk.notes
+    );
+}
+
 #[test]
 fn a_passing_run_is_not_shrunk() {
     let spec = RunSpec::from_seed(SEED, &Profile::quick());

@@ -78,12 +78,19 @@ pub struct Limits {
     pub runs: usize,
     /// Wall time, if bounded.
     pub time: Option<Duration>,
+    /// Wall time of one run, if bounded: a candidate still running then (a deadlock, or
+    /// a loop that lets no simulated time pass) is dropped as not failing the same way.
+    pub run: Option<Duration>,
 }
 
 impl Limits {
     /// A bound on runs alone (tests: the same tries on every machine).
     pub fn runs(runs: usize) -> Limits {
-        Limits { runs, time: None }
+        Limits {
+            runs,
+            time: None,
+            run: None,
+        }
     }
 }
 
@@ -193,6 +200,7 @@ pub fn shrink(
         limits,
         started: Instant::now(),
         attempts: 0,
+        hung: 0,
     };
     let first = run(start);
     runner.attempts = 1;
@@ -269,6 +277,13 @@ pub fn shrink(
             "stopped at the limit ({} runs, {:.0} s)",
             runner.attempts,
             runner.started.elapsed().as_secs_f64()
+        ));
+    }
+    if runner.hung > 0 {
+        notes.push(format!(
+            "{} candidate runs hung past the limit of one run and were dropped: a deadlock \
+             or a loop the failure's cut exposed",
+            runner.hung
         ));
     }
     if !explicit {

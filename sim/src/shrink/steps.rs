@@ -2,6 +2,7 @@
 //! fault number, delta debugging over a schedule, and the greedy pass.
 
 use super::{Limits, Sizes, candidates, schedule};
+use crate::deadline::{Finished, run_within};
 use crate::history::EventKind;
 use crate::world::{RunOutcome, RunSpec, run};
 use std::time::Instant;
@@ -12,18 +13,34 @@ pub(super) struct Runner<'a> {
     pub(super) limits: Limits,
     pub(super) started: Instant,
     pub(super) attempts: usize,
+    /// Candidates dropped because their run hung past `limits.run`.
+    pub(super) hung: usize,
 }
 
 impl Runner<'_> {
-    /// Runs `spec` and says whether it fails the same way, or `None` when the limits
-    /// are spent.
-    pub(super) fn try_run(&mut self, spec: &RunSpec) -> Option<(bool, RunOutcome)> {
+    /// Runs `spec`: `Some(Some(outcome))` when it fails the same way, `Some(None)` when
+    /// it does not (or hung past the limit of one run: the candidate is dropped, and
+    /// the shrink goes on), `None` when the limits are spent.
+    pub(super) fn try_run(&mut self, spec: &RunSpec) -> Option<Option<RunOutcome>> {
         if self.spent() {
             return None;
         }
         self.attempts += 1;
-        let outcome = run(spec);
-        Some(((self.keep)(&outcome), outcome))
+        let outcome = match self.limits.run {
+            None => run(spec),
+            Some(limit) => {
+                let spec = spec.clone();
+                match run_within(limit, move || run(&spec)) {
+                    Finished::Ran(outcome) => outcome,
+                    Finished::Panicked(panic) => std::panic::resume_unwind(panic),
+                    Finished::Hung => {
+                        self.hung += 1;
+                        return Some(None);
+                    }
+                }
+            }
+        };
+        Some((self.keep)(&outcome).then_some(outcome))
     }
 
     pub(super) fn spent(&self) -> bool {
@@ -53,10 +70,10 @@ pub(super) fn make_explicit(
     progress: &mut dyn FnMut(&str),
 ) -> bool {
     for (label, candidate) in schedule::explicit_variants(&best.0, &best.1) {
-        let Some((kept, outcome)) = runner.try_run(&candidate) else {
+        let Some(kept) = runner.try_run(&candidate) else {
             return false;
         };
-        if kept {
+        if let Some(outcome) = kept {
             progress(&format!(
                 "explicit schedule ({label}) reproduces the failure"
             ));
@@ -155,8 +172,8 @@ pub(super) fn each_needed(runner: &mut Runner<'_>, best: &(RunSpec, RunOutcome))
     for (label, candidate) in tries {
         match runner.try_run(&candidate) {
             None => return Needed::Stopped,
-            Some((true, outcome)) => return Needed::Cut(label, Box::new((candidate, outcome))),
-            Some((false, _)) => {}
+            Some(Some(outcome)) => return Needed::Cut(label, Box::new((candidate, outcome))),
+            Some(None) => {}
         }
     }
     Needed::Each {
@@ -218,11 +235,14 @@ fn ddmin_run<T: Clone + PartialEq>(
     let kept = schedule::ddmin(items, &mut |subset| {
         let mut candidate = base.clone();
         apply(&mut candidate, subset.to_vec());
-        let (kept, outcome) = runner.try_run(&candidate)?;
-        if kept && found.as_ref().is_none_or(|(f, ..)| f.len() > subset.len()) {
+        let kept = runner.try_run(&candidate)?;
+        let failed = kept.is_some();
+        if let Some(outcome) = kept
+            && found.as_ref().is_none_or(|(f, ..)| f.len() > subset.len())
+        {
             found = Some((subset.to_vec(), candidate, outcome));
         }
-        Some(kept)
+        Some(failed)
     });
     found
         .filter(|(subset, ..)| *subset == kept && kept.len() < items.len())
@@ -240,10 +260,10 @@ pub(super) fn greedy(
 ) -> bool {
     'passes: loop {
         for (label, candidate) in candidates::candidates(&best.0, &best.1) {
-            let Some((kept, outcome)) = runner.try_run(&candidate) else {
+            let Some(kept) = runner.try_run(&candidate) else {
                 return true;
             };
-            if kept {
+            if let Some(outcome) = kept {
                 progress(&format!(
                     "{} kept: {label} ({})",
                     runner.tag(),
@@ -287,6 +307,7 @@ mod tests {
             limits: Limits::runs(100),
             started: Instant::now(),
             attempts: 0,
+            hung: 0,
         };
         let best = (spec.clone(), run(&spec));
         assert!(keep(&best.1), "id 20 is acknowledged with no faults");

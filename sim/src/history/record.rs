@@ -160,15 +160,7 @@ impl History {
         tp: &TopicPartition,
         frontier: Offset,
     ) -> &mut Self {
-        self.record(
-            at_ms,
-            EventKind::FrontierObserved {
-                tp: tp.clone(),
-                frontier,
-                loaded: None,
-                found: None,
-            },
-        )
+        self.frontier_opened(at_ms, tp, None, frontier)
     }
 
     /// An open came up and left `frontier` in `consumer.offset`; the restart before it

@@ -17,9 +17,9 @@
 //!
 //! The second point is excused (row `out_of_contract`) only by an out-of-contract fault
 //! on the word's files injected while the open ran, after the restart's read, still
-//! live in the page cache when the open came up, whose reach holds the word the restart
-//! found: the open may then have read another. A fault before the restart is in the
-//! word both read. The first point has no excuse: it asks only the engine's accounts.
+//! live in the page cache when the open came up, whose reach holds the word left and
+//! the word it moved (the one the restart found, or the one the open's clamp wrote). A
+//! fault before the restart is in the word both read. The first point has no excuse: it asks only the engine's accounts.
 
 use std::collections::BTreeMap;
 
@@ -96,12 +96,15 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
             continue;
         }
         let restart = facts.restarts.get(&event.incarnation).copied().unwrap_or(0);
+        // The fault moved the word from what the open read (before its clamp) or wrote
+        // (after it) to what it left: its reach holds both.
+        let holds = |o: &crate::history::OffsetRange, v: Offset| o.start <= v && v <= o.end;
         let cause = facts.reaches_before(tp, index).find(|r| {
             r.on(WORD_FILES)
                 && r.fault_index > restart
                 && r.live_at(facts, index, None)
                 && r.offsets
-                    .is_none_or(|o| o.start <= *found && *found <= o.end)
+                    .is_none_or(|o| holds(&o, *left) && (holds(&o, *found) || holds(&o, due)))
         });
         match cause {
             Some(fault) => report.excused.push(Excuse::new(

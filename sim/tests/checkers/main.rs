@@ -136,6 +136,7 @@ mod flip_window;
 mod frontier;
 mod frontier_durable;
 mod frontier_lazy;
+mod frontier_open_clamp;
 mod frontier_progress;
 mod hwm_persisted;
 mod layout;

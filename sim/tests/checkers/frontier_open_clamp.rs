@@ -1,0 +1,148 @@
+//! `frontier_durable` rule 4: an open changes `consumer.offset` only by its clamp to the
+//! HWM, as its `frontier_clamped` account says; each replace it begins, and the word it
+//! leaves, against the word the restart found.
+
+use super::frontier_lazy::{acked_4_durable_then_reopened, reporting_start};
+use super::*;
+
+/// orders/0 holds 6 acked records, frontier 4 durable; a crash; the restart found the
+/// word `found`, the open (HWM 6) raised `alarms` and came up leaving the word at
+/// `left` (`None`: killed before it came up).
+fn opened_with(found: u64, alarms: &[Alarm], left: Option<u64>) -> CheckReport {
+    let mut r = reporting_start();
+    r.frontier_seen(0, 0).loaded(0, 0);
+    acked_4_durable_then_reopened(&mut r);
+    for alarm in alarms {
+        r.alarm(Some(0), alarm.clone());
+    }
+    if let Some(left) = left {
+        r.with(|t, h| {
+            h.frontier_opened(t, &tp(0), Some(found), left);
+        });
+    }
+    r.report()
+}
+
+fn clamp(value: u64, clamped: u64) -> Alarm {
+    Alarm::FrontierClamped { value, clamped }
+}
+
+fn persisting(value: u64) -> Alarm {
+    Alarm::FrontierPersisting { value }
+}
+
+#[test]
+fn an_open_leaves_the_word_it_found_or_clamps_it_to_the_hwm() {
+    // At or below the HWM 6 and left, or above it and clamped to it: nothing.
+    for report in [
+        opened_with(4, &[], Some(4)),
+        opened_with(9, &[clamp(9, 6), persisting(6)], Some(6)),
+    ] {
+        assert!(
+            messages_of(&report, CheckerName::FrontierDurable).is_empty(),
+            "{:?}",
+            messages_of(&report, CheckerName::FrontierDurable)
+        );
+        assert_eq!(report.frontier_durable.opens_held, 1);
+    }
+    for (report, says) in [
+        (
+            opened_with(4, &[], Some(0)),
+            "left it at 0, not 4 (its HWM was 6)",
+        ),
+        (opened_with(4, &[], Some(5)), "left it at 5, not 4"),
+        (opened_with(9, &[], Some(9)), "left it at 9, not 6"),
+        (
+            opened_with(9, &[clamp(9, 6)], Some(0)),
+            "left it at 0, not 6",
+        ),
+    ] {
+        assert_mentions(
+            &messages_of(&report, CheckerName::FrontierDurable),
+            &["the open at", "inc 1 found consumer.offset at", says],
+        );
+    }
+}
+
+#[test]
+fn every_replace_an_open_begins_is_its_clamp_to_the_hwm() {
+    // Killed before it came up, or up: each replace is judged by the accounts alone.
+    for left in [None, Some(6)] {
+        let clean = opened_with(9, &[clamp(9, 6), persisting(6)], left);
+        assert!(messages_of(&clean, CheckerName::FrontierDurable).is_empty());
+        assert_eq!(clean.frontier_durable.open_replaces_held, 1);
+        for (alarms, says) in [
+            (
+                vec![persisting(0)],
+                "no frontier_clamped account came before it",
+            ),
+            (
+                vec![clamp(9, 6), persisting(0)],
+                "its frontier_clamped account wrote 6",
+            ),
+            (
+                vec![clamp(9, 2), persisting(2)],
+                "it clamped 9 to 2, where its HWM was 6",
+            ),
+        ] {
+            assert_mentions(
+                &messages_of(&opened_with(9, &alarms, left), CheckerName::FrontierDurable),
+                &["the open of inc 1 began to write frontier", says],
+            );
+        }
+    }
+}
+
+/// The open clamped the flipped word 9 to its HWM 6, then a flip during the open moved
+/// the clamp's 6 to 7 (fresh quick seed 1022265493000399): the flip excuses the 7; one
+/// whose reach misses the clamp's word does not.
+#[test]
+fn a_flip_after_the_opens_clamp_excuses_the_word_it_left() {
+    for (flip, excused) in [(offset_flip(6, 7), true), (offset_flip(7, 8), false)] {
+        let mut r = reporting_start();
+        r.frontier_seen(0, 0).loaded(0, 0);
+        acked_4_durable_then_reopened(&mut r)
+            .alarm(Some(0), clamp(9, 6))
+            .alarm(Some(0), persisting(6))
+            .fault(flip, Some(0))
+            .with(|t, h| {
+                h.frontier_opened(t, &tp(0), Some(9), 7);
+            });
+        let report = r.report();
+        let fired = messages_of(&report, CheckerName::FrontierDurable)
+            .iter()
+            .any(|m| m.contains("found consumer.offset at 9 and left it at 7, not 6"));
+        assert_eq!(fired, !excused, "excused {excused}");
+    }
+}
+
+#[test]
+fn only_a_fault_on_the_word_while_the_open_ran_excuses_what_it_left() {
+    for during_open in [true, false] {
+        let mut r = Run::new();
+        r.produced(6).hwm(0, 6, 6, 6);
+        if !during_open {
+            r.fault(offset_flip(2, 4), Some(0));
+        }
+        r.crash(&[(0, 6, 6, 6)]).restart().open_clean(0, 6, 6);
+        if during_open {
+            r.fault(offset_flip(2, 4), Some(0));
+        }
+        r.with(|t, h| {
+            h.frontier_opened(t, &tp(0), Some(4), 2);
+        });
+        let report = r.report();
+        let fired = messages_of(&report, CheckerName::FrontierDurable)
+            .iter()
+            .any(|m| m.contains("found consumer.offset at 4 and left it at 2"));
+        assert_eq!(fired, !during_open, "during the open: {during_open}");
+        assert_eq!(
+            report
+                .frontier_durable
+                .excused
+                .iter()
+                .any(|e| e.covers.contains("word 4 left as 2")),
+            during_open
+        );
+    }
+}

@@ -174,16 +174,7 @@ fn reporting_run() -> Run {
 /// A run whose history says every load (and every open's word) is reported.
 pub(super) fn reporting_start() -> Run {
     let mut r = Run::new();
-    let topic = cafelog_sim::history::TopicSetup {
-        name: "orders".into(),
-        partitions: 2,
-        delay_ms: 0,
-        lease_ms: 30_000,
-        retention_ms: None,
-        hwm_persist_ms: None,
-        reaper_interval_ms: None,
-    };
-    r.h.run_started(0, 0, vec![topic], 0, None, true);
+    r.h.run_started(0, 0, vec![orders_topic(0, 30_000)], 0, None, true);
     r
 }
 

@@ -185,6 +185,19 @@ struct Run {
     h: History,
     t: u64,
 }
+/// Topic `orders` (2 partitions) with `delay_ms` and `lease_ms`, no retention.
+fn orders_topic(delay_ms: u64, lease_ms: u64) -> cafelog_sim::history::TopicSetup {
+    cafelog_sim::history::TopicSetup {
+        name: "orders".into(),
+        partitions: 2,
+        delay_ms,
+        lease_ms,
+        retention_ms: None,
+        hwm_persist_ms: None,
+        reaper_interval_ms: None,
+    }
+}
+
 impl Run {
     fn new() -> Self {
         Run {
@@ -197,15 +210,7 @@ impl Run {
     /// and `lease_ms`, and a wall clock reading `wall_base_ms` at time 0.
     fn with_setup(wall_base_ms: u64, delay_ms: u64, lease_ms: u64) -> Self {
         let mut r = Run::new();
-        let topic = cafelog_sim::history::TopicSetup {
-            name: "orders".into(),
-            partitions: 2,
-            delay_ms,
-            lease_ms,
-            retention_ms: None,
-            hwm_persist_ms: None,
-            reaper_interval_ms: None,
-        };
+        let topic = orders_topic(delay_ms, lease_ms);
         r.h.run_started(0, wall_base_ms, vec![topic], 0, None, false);
         r
     }

@@ -98,7 +98,13 @@ fn every_replace_an_open_begins_is_its_clamp_to_the_hwm() {
 /// whose reach misses the clamp's word does not.
 #[test]
 fn a_flip_after_the_opens_clamp_excuses_the_word_it_left() {
-    for (flip, excused) in [(offset_flip(6, 7), true), (offset_flip(7, 8), false)] {
+    // A flip 0 -> 7 holds both 7 and the clamp's 6 but moved neither (helper-103: an
+    // open clamping to 0, then a flip of that 0).
+    for (flip, excused) in [
+        (offset_flip(6, 7), true),
+        (offset_flip(7, 8), false),
+        (offset_flip(0, 7), false),
+    ] {
         let mut r = reporting_start();
         r.frontier_seen(0, 0).loaded(0, 0);
         acked_4_durable_then_reopened(&mut r)
@@ -144,5 +150,24 @@ fn only_a_fault_on_the_word_while_the_open_ran_excuses_what_it_left() {
                 .any(|e| e.covers.contains("word 4 left as 2")),
             during_open
         );
+    }
+}
+
+/// A flip during the open, before its clamp read the word (4 -> 9 over the HWM 6):
+/// the open clamped the flip's 9 to 6, which the flip excuses; a 5 it does not.
+#[test]
+fn a_flip_before_the_opens_clamp_excuses_the_clamped_word() {
+    for (left, excused) in [(6, true), (5, false)] {
+        let mut r = reporting_start();
+        r.frontier_seen(0, 0).loaded(0, 0);
+        acked_4_durable_then_reopened(&mut r)
+            .fault(offset_flip(4, 9), Some(0))
+            .with(|t, h| {
+                h.frontier_opened(t, &tp(0), Some(4), left);
+            });
+        let fired = messages_of(&r.report(), CheckerName::FrontierDurable)
+            .iter()
+            .any(|m| m.contains(&format!("found consumer.offset at 4 and left it at {left}")));
+        assert_eq!(fired, !excused, "left {left}");
     }
 }

@@ -17,9 +17,10 @@
 //!
 //! The second point is excused (row `out_of_contract`) only by an out-of-contract fault
 //! on the word's files injected while the open ran, after the restart's read, still
-//! live in the page cache when the open came up, whose reach holds the word left and
-//! the word it moved (the one the restart found, or the one the open's clamp wrote). A
-//! fault before the restart is in the word both read. The first point has no excuse: it asks only the engine's accounts.
+//! live in the page cache when the open came up, that moved the word the open read or
+//! wrote to the word it left: a flip whose two words are the word left and the one the
+//! restart found, or the one the open's clamp wrote; another fault with the word left
+//! at one end of its reach. A fault before the restart is in the word both read. The first point has no excuse: it asks only the engine's accounts.
 
 use std::collections::BTreeMap;
 
@@ -97,14 +98,28 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
         }
         let restart = facts.restarts.get(&event.incarnation).copied().unwrap_or(0);
         // The fault moved the word from what the open read (before its clamp) or wrote
-        // (after it) to what it left: its reach holds both.
-        let holds = |o: &crate::history::OffsetRange, v: Offset| o.start <= v && v <= o.end;
+        // (after it) to what it left. A flip's reach is exactly its two words; another
+        // fault's (a lost fsync, a misdirected write) has the word it left at one end.
+        let moved = |o: &crate::history::OffsetRange, from: Offset| {
+            (o.start, o.end) == ((*left).min(from), (*left).max(from))
+        };
         let cause = facts.reaches_before(tp, index).find(|r| {
             r.on(WORD_FILES)
                 && r.fault_index > restart
                 && r.live_at(facts, index, None)
-                && r.offsets
-                    .is_none_or(|o| holds(&o, *left) && (holds(&o, *found) || holds(&o, due)))
+                && r.offsets.is_none_or(|o| match r.kind {
+                    // After the open read the word (from what it found, or its clamp
+                    // wrote), or before: then the open clamped the flip's word.
+                    crate::history::FaultKind::BitFlip { .. } => {
+                        let read = [(o.start, o.end), (o.end, o.start)]
+                            .into_iter()
+                            .find_map(|(a, b)| (a == *found).then_some(b));
+                        moved(&o, *found)
+                            || moved(&o, due)
+                            || read.is_some_and(|x| *left == hwm.map_or(x, |h| x.min(h)))
+                    }
+                    _ => o.start == *left || o.end == *left,
+                })
         });
         match cause {
             Some(fault) => report.excused.push(Excuse::new(
@@ -146,22 +161,21 @@ fn hwm_of_open(alarms: &[AlarmFact], incarnation: Incarnation) -> Option<Offset>
 
 /// What is wrong with a replace of `value` an open began after `before`, if anything.
 fn replace_wrong(before: &[AlarmFact], incarnation: Incarnation, value: Offset) -> Option<String> {
-    let of_open: Vec<&AlarmFact> = before
+    let clamp = before
         .iter()
+        .rev()
         .filter(|a| a.incarnation == incarnation)
-        .collect();
-    let clamp = of_open.iter().rev().find_map(|a| match a.alarm {
-        Alarm::FrontierClamped { value, clamped } => Some((value, clamped)),
-        _ => None,
-    });
+        .find_map(|a| match a.alarm {
+            Alarm::FrontierClamped { value, clamped } => Some((value, clamped)),
+            _ => None,
+        });
     let Some((read, clamped)) = clamp else {
         return Some("no frontier_clamped account came before it".into());
     };
     if clamped != value {
         return Some(format!("its frontier_clamped account wrote {clamped}"));
     }
-    let of_open: Vec<AlarmFact> = of_open.into_iter().cloned().collect();
-    match hwm_of_open(&of_open, incarnation) {
+    match hwm_of_open(before, incarnation) {
         Some(hwm) if hwm == clamped && read > hwm => None,
         Some(hwm) => Some(format!(
             "it clamped {read} to {clamped}, where its HWM was {hwm} (a clamp lowers a word \

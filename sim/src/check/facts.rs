@@ -64,6 +64,9 @@ pub struct Facts<'h> {
     pub opened: BTreeSet<Incarnation>,
     /// The history index at which each of those opens was seen complete.
     pub opened_at: BTreeMap<Incarnation, usize>,
+    /// The history index of the world's read of the WAL checkpoint at each restart
+    /// (`CheckpointAtOpen`).
+    checkpoints_at_open: BTreeMap<Incarnation, usize>,
     /// The engine's alarms and the disk each open read.
     pub alarms: AlarmIndex,
     /// The reach of every out-of-contract fault, in history order.
@@ -93,6 +96,7 @@ impl<'h> Facts<'h> {
             kept_at_power_loss: BTreeMap::new(),
             opened: BTreeSet::new(),
             opened_at: BTreeMap::new(),
+            checkpoints_at_open: BTreeMap::new(),
             alarms: AlarmIndex::new(history),
             reaches: Vec::new(),
             reaped: super::reaped::reaped(history),
@@ -137,6 +141,9 @@ impl<'h> Facts<'h> {
                         "restart into incarnation {incarnation} without a crash of the previous one"
                     );
                     facts.restarts.insert(*incarnation, index);
+                }
+                EventKind::CheckpointAtOpen { .. } => {
+                    facts.checkpoints_at_open.insert(event.incarnation, index);
                 }
                 EventKind::PartitionRefused { .. } | EventKind::FrontierObserved { .. } => {
                     facts.opened.insert(event.incarnation);
@@ -208,6 +215,19 @@ impl<'h> Facts<'h> {
         }
         facts.reaches = contract::reaches(&facts);
         facts
+    }
+
+    /// The WAL checkpoint the world read at the restart of `incarnation`: `None` when it
+    /// recorded none, `Some(None)` when the file did not read, else its floors.
+    pub fn checkpoint_at_open(
+        &self,
+        incarnation: Incarnation,
+    ) -> Option<Option<&[crate::history::CheckpointFloor]>> {
+        let &index = self.checkpoints_at_open.get(&incarnation)?;
+        match &self.history.events()[index].kind {
+            EventKind::CheckpointAtOpen { floors } => Some(floors.as_deref()),
+            _ => unreachable!("indexed as a checkpoint read"),
+        }
     }
 
     pub fn incarnation_at(&self, index: usize) -> Incarnation {

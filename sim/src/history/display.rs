@@ -283,6 +283,18 @@ impl fmt::Display for Event {
                 f,
                 "wal_at_open skipped_bytes={skipped_bytes} corrupt_entries={corrupt_entries}"
             ),
+            EventKind::CheckpointAtOpen { floors: None } => {
+                write!(f, "checkpoint_at_open unreadable")
+            }
+            EventKind::CheckpointAtOpen {
+                floors: Some(floors),
+            } => {
+                write!(f, "checkpoint_at_open")?;
+                for CheckpointFloor { tp, seq, offset } in floors {
+                    write!(f, " {tp} seq={seq} offset={offset}")?;
+                }
+                Ok(())
+            }
             EventKind::EngineCounters {
                 tp,
                 recorded_loss_records,

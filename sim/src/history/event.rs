@@ -239,6 +239,13 @@ pub enum EventKind {
         skipped_bytes: u64,
         corrupt_entries: u64,
     },
+    /// World, at each restart: the WAL checkpoint as the reference decoder reads it
+    /// (FORMAT.md), each partition's replay floor; `None` when the file is there and
+    /// does not read (the open must replay every entry and say so,
+    /// `wal_checkpoint_unreadable`). No file reads as no floors.
+    CheckpointAtOpen {
+        floors: Option<Vec<CheckpointFloor>>,
+    },
     /// World, sampling the engine's counters for a partition. Counters are cumulative
     /// within an incarnation and start from 0 at each restart.
     EngineCounters {
@@ -464,6 +471,15 @@ pub struct DamagedWalEntry {
     pub tp: TopicPartition,
     /// The produce id its payload carries.
     pub id: ProduceId,
+}
+
+/// One partition's entry in the WAL checkpoint: the replay takes its entries from seq
+/// `seq` on, and looks for their visible copies from offset `offset` up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointFloor {
+    pub tp: TopicPartition,
+    pub seq: u64,
+    pub offset: Offset,
 }
 
 /// One record a deleted segment file held: where, whose, and the commit time its

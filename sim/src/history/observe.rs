@@ -334,6 +334,14 @@ impl History {
         )
     }
 
+    pub fn checkpoint_at_open(
+        &mut self,
+        at_ms: u64,
+        floors: Option<Vec<CheckpointFloor>>,
+    ) -> &mut Self {
+        self.record(at_ms, EventKind::CheckpointAtOpen { floors })
+    }
+
     pub fn segments_listed(
         &mut self,
         at_ms: u64,

@@ -2,6 +2,7 @@
 //! records it will hide, see or salvage, by identity), and the end-of-run layouts.
 
 use super::*;
+use crate::history::CheckpointFloor;
 
 /// What a restart's open will find on one partition.
 pub(super) struct OpenDisk {
@@ -23,10 +24,8 @@ pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
     let mut disks: Vec<OpenDisk> = Vec::new();
     // An open that finds the WAL checkpoint unreadable replays every entry, skipping
     // those whose records it can see: list those records too.
-    let full_replay = world
-        .fs
-        .visible_bytes(&node::wal_dir().join(cafelog_engine::store::wal::CHECKPOINT_FILE))
-        .is_some_and(|bytes| !crate::reference::wal::checkpoint_readable(&bytes));
+    let checkpoint = checkpoint_floors(world);
+    let full_replay = checkpoint.is_none();
     let mut segments: Vec<(TopicPartition, Vec<u64>)> = Vec::new();
     let mut frontiers = BTreeMap::new();
     for (tp, dir) in partition_dirs(world) {
@@ -94,12 +93,33 @@ pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
         rec.history.segments_listed(now, &tp, bases);
     }
     rec.history.wal_at_open(now, wal.0, wal.1);
+    rec.history.checkpoint_at_open(now, checkpoint);
     rec.node_down = false;
     rec.open_epoch = world.fs.epoch();
     rec.carried.clear();
     let issued = std::mem::take(&mut rec.hwm_issued);
     rec.hwm_ceiling.extend(issued);
     rec.durable_frontiers = frontiers;
+}
+
+/// The WAL checkpoint as the open will read it, by the reference decoder: each
+/// partition's floor, none without the file, `None` when it does not read.
+fn checkpoint_floors(world: &World) -> Option<Vec<CheckpointFloor>> {
+    let path = node::wal_dir().join(cafelog_engine::store::wal::CHECKPOINT_FILE);
+    let Some(bytes) = world.fs.visible_bytes(&path) else {
+        return Some(Vec::new());
+    };
+    let floors = crate::reference::wal::checkpoint(&bytes)?;
+    Some(
+        floors
+            .into_iter()
+            .map(|(topic, partition, seq, offset)| CheckpointFloor {
+                tp: TopicPartition { topic, partition },
+                seq,
+                offset,
+            })
+            .collect(),
+    )
 }
 
 /// The damage the WAL's segment files hold as the open will read them: skipped bytes

@@ -114,6 +114,7 @@ fn disk_view(rule: OpenRule, persisted: u64, tail: u64, bad: Option<u64>) -> Dis
 
 mod alarms;
 mod causes;
+mod checkpoint_read;
 mod clamped;
 mod clean;
 mod commit_time;

@@ -1,7 +1,10 @@
 //! `alarms_explained`, rule 4: the open's account of the WAL's damage
 //! (`wal_damaged {corrupt_entries, skipped_bytes}`) agrees with the reference decoder's
 //! read of the same files at the restart (`WalAtOpen`): the same two counts, and no
-//! alarm when the WAL held no damage. Rule 1 asks whether a fault caused the alarm;
+//! alarm when the WAL held no damage. And `wal_checkpoint_unreadable` exactly when the
+//! reference decoder could not read the checkpoint (`CheckpointAtOpen`): a replay of
+//! every entry is excused by that alarm (`checkpoint_lost`), so the engine may not
+//! claim it of a checkpoint that reads. Rule 1 asks whether a fault caused the alarm;
 //! this asks whether the engine counted what the fault did.
 //!
 //! Judged for each incarnation whose store open completed (its WAL open comes first)
@@ -38,6 +41,7 @@ pub fn check(facts: &Facts<'_>, report: &mut AlarmsReport) {
             continue;
         }
         report.wal_opens_checked += 1;
+        check_checkpoint_read(facts, report, index, opened);
         let reported: Vec<(u64, u64, usize)> = facts
             .alarms
             .store
@@ -80,5 +84,49 @@ pub fn check(facts: &Facts<'_>, report: &mut AlarmsReport) {
                     .collect(),
             });
         }
+    }
+}
+
+/// The open of the incarnation whose `WalAtOpen` is at `index` (completed at `opened`)
+/// said `wal_checkpoint_unreadable` exactly when the world's read found it so.
+fn check_checkpoint_read(
+    facts: &Facts<'_>,
+    report: &mut AlarmsReport,
+    index: usize,
+    opened: usize,
+) {
+    let event = &facts.history.events()[index];
+    let inc = event.incarnation;
+    let Some(read) = facts.checkpoint_at_open(inc) else {
+        return;
+    };
+    let said: Vec<usize> = facts
+        .alarms
+        .store
+        .iter()
+        .filter(|a| {
+            a.incarnation == inc
+                && a.index < opened
+                && matches!(a.alarm, Alarm::WalCheckpointUnreadable)
+        })
+        .map(|a| a.index)
+        .collect();
+    let unreadable = read.is_none();
+    if said.is_empty() == unreadable {
+        report.violations.push(Violation {
+            message: format!(
+                "the WAL open of inc {inc} at t={}ms {} but the reference decoder {} the \
+                 checkpoint",
+                event.at_ms,
+                if said.is_empty() {
+                    "replayed from the checkpoint"
+                } else {
+                    "said wal_checkpoint_unreadable"
+                },
+                if unreadable { "could not read" } else { "read" },
+            ),
+            records: Vec::new(),
+            events: std::iter::once(index).chain(said).collect(),
+        });
     }
 }

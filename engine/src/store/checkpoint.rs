@@ -142,6 +142,7 @@ impl<F: Fs, C: Clock> Store<F, C> {
 mod tests {
     use crate::clock::ManualClock;
     use crate::fs::StdFs;
+    use crate::store::salvage::tests::flip_inside;
     use crate::store::{Store, StoreConfig, TopicConfig};
 
     fn block<T>(f: impl std::future::Future<Output = T>) -> T {
@@ -213,6 +214,89 @@ mod tests {
             store.wal().segment_count(),
             1,
             "only the active one is left"
+        );
+    }
+
+    /// A WAL entry does not say where its record went, so a lost checkpoint leaves the
+    /// store unable to tell the entry of a record retention reaped from that of a
+    /// record never committed: it replays every entry of a partition. One refused by the
+    /// open that lost the checkpoint keeps its entries for later, and the checkpoint
+    /// that open persists holds nothing for it: the first open that brings it back
+    /// replays all of them, as blind as the open that lost the checkpoint.
+    #[test]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the test damages files at rest with std::fs, as a flip on the platter would"
+    )]
+    fn a_partition_refused_when_the_checkpoint_is_lost_stays_unchecked_until_it_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let clock = ManualClock::new(1_700_000_000_000);
+        let open = || {
+            block(Store::open(
+                StdFs,
+                clock.clone(),
+                root,
+                StoreConfig::default(),
+            ))
+        };
+        let t1 = ("t".to_string(), 1);
+        let checkpoint = root.join("wal").join(crate::format::wal::CHECKPOINT_FILE);
+        let read_checkpoint = || {
+            crate::format::wal::decode_checkpoint(&std::fs::read(&checkpoint).unwrap())
+                .expect("a readable checkpoint")
+        };
+        {
+            let (store, _) = open().unwrap();
+            let topic = TopicConfig {
+                partitions: 2,
+                ..TopicConfig::default()
+            };
+            block(store.create_topic("t", topic)).unwrap();
+            for id in 0..4 {
+                let payload = format!("id:{id}");
+                block(store.produce("t", Some(1), b"k", payload.as_bytes())).unwrap();
+            }
+            block(store.persist_hwms()).unwrap();
+            block(store.checkpoint_wal()).unwrap();
+            assert_eq!(read_checkpoint()[&t1].seq, 4, "past all four entries");
+        }
+        // The checkpoint lost, and a flip below t/1's persisted HWM with frames after it.
+        let segment = root.join("topics/t/p00001/00000000000000000000.log");
+        let intact = std::fs::read(&segment).unwrap();
+        let mut bytes = std::fs::read(&checkpoint).unwrap();
+        bytes[0] ^= 0x01;
+        std::fs::write(&checkpoint, &bytes).unwrap();
+        flip_inside(&segment, b"id:1");
+        {
+            let (store, report) = open().unwrap();
+            assert!(report.wal.checkpoint_corrupt);
+            assert_eq!(report.refused.len(), 1, "{:?}", report.refused);
+            assert_eq!(report.refused[0].0, t1);
+            block(store.produce("t", Some(0), b"k", b"moves t/0")).unwrap();
+            block(store.persist_hwms()).unwrap();
+            block(store.checkpoint_wal()).unwrap();
+            let persisted = read_checkpoint();
+            assert_eq!(persisted.get(&t1).map_or(0, |c| c.seq), 0, "{persisted:?}");
+            assert!(
+                root.join("wal/00000000000000000000.wal").exists(),
+                "t/1's entries kept"
+            );
+        }
+        // The segment mended, t/1 opens and replays every entry, each visible at its
+        // offset: nothing committed twice here, only because retention kept them all.
+        std::fs::write(&segment, intact).unwrap();
+        let (store, report) = open().unwrap();
+        assert!(report.refused.is_empty() && !report.wal.checkpoint_corrupt);
+        assert_eq!(report.replayed, 0);
+        let part = store.partition("t", 1).unwrap();
+        assert_eq!(part.log.hwm(), 4);
+        block(store.persist_hwms()).unwrap();
+        block(store.checkpoint_wal()).unwrap();
+        assert_eq!(
+            read_checkpoint()[&t1].seq,
+            4,
+            "checked again once it opened"
         );
     }
 }

@@ -265,7 +265,7 @@ impl<F: Fs> Salvage for PartitionSalvage<'_, F> {
     clippy::disallowed_methods,
     reason = "the tests damage files at rest with std::fs, as a flip on the platter would"
 )]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::fs::StdFs;
@@ -470,7 +470,7 @@ mod tests {
     }
 
     /// Flips one bit of the first occurrence of `needle` in the file at `path`.
-    fn flip_inside(path: &Path, needle: &[u8]) {
+    pub(in crate::store) fn flip_inside(path: &Path, needle: &[u8]) {
         let mut bytes = std::fs::read(path).unwrap();
         let at = bytes
             .windows(needle.len())

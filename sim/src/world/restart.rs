@@ -10,7 +10,7 @@ pub(super) struct OpenDisk {
     view: DiskView,
     /// The records of its hidden tail.
     hidden: Vec<HeldCopy>,
-    /// When it will replay every WAL entry: the records it can see.
+    /// When it will replay every WAL entry of the partition: the records it can see.
     visible: Option<Vec<HeldCopy>>,
     /// When it will cut at a hole (R2): the readable records past it.
     past_hole: Option<Vec<HeldCopy>>,
@@ -23,9 +23,9 @@ pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
     // read once, decoded and with its segment files listed.
     let mut disks: Vec<OpenDisk> = Vec::new();
     // An open that finds the WAL checkpoint unreadable replays every entry, skipping
-    // those whose records it can see: list those records too.
+    // those whose records it can see: list those records too; and so for a partition
+    // the checkpoint gives no floor (a refused one's, after a lost checkpoint).
     let checkpoint = checkpoint_floors(world);
-    let full_replay = checkpoint.is_none();
     let mut segments: Vec<(TopicPartition, Vec<u64>)> = Vec::new();
     let mut frontiers = BTreeMap::new();
     for (tp, dir) in partition_dirs(world) {
@@ -53,7 +53,8 @@ pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
             disks.push(OpenDisk {
                 tp: tp.clone(),
                 hidden: disk::held_in(&image, view.hwm..view.tail),
-                visible: full_replay.then(|| disk::held_in(&image, view.log_start..view.hwm)),
+                visible: replays_every_entry(checkpoint.as_deref(), &tp)
+                    .then(|| disk::held_in(&image, view.log_start..view.hwm)),
                 past_hole,
                 view,
             });
@@ -120,6 +121,17 @@ fn checkpoint_floors(world: &World) -> Option<Vec<CheckpointFloor>> {
             })
             .collect(),
     )
+}
+
+/// Whether an open reading `checkpoint` (`None`: unreadable) replays every WAL entry of
+/// `tp`: no floor for it past the start.
+fn replays_every_entry(checkpoint: Option<&[CheckpointFloor]>, tp: &TopicPartition) -> bool {
+    checkpoint.is_none_or(|floors| {
+        floors
+            .iter()
+            .find(|f| f.tp == *tp)
+            .is_none_or(|f| (f.seq, f.offset) == (0, 0))
+    })
 }
 
 /// The damage the WAL's segment files hold as the open will read them: skipped bytes

@@ -127,6 +127,7 @@ mod duplicates_carried_tail;
 mod duplicates_hwm_word;
 mod duplicates_lost_from;
 mod duplicates_reach;
+mod duplicates_refused_replay;
 mod duplicates_replaying_open;
 mod duplicates_replays;
 mod duplicates_rows;

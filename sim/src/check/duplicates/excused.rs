@@ -448,13 +448,18 @@ pub(super) fn damaged_copy(facts: &Facts<'_>, copy: &Copy, other: &Copy) -> Opti
 }
 
 /// `checkpoint_lost`: both copies of `id` on one partition, `earlier` delivered before an
-/// open found the WAL checkpoint unreadable and `later` after it, where that open's
-/// replay commits: the open could see no copy of `id`, and `later` lies from the tail it
-/// found up to where its replay stopped ([`replay_reach`]: the open completed with the
-/// partition open, or was killed after its replay began committing there).
-/// What it could see is what the world listed at its restart (`VisibleAtOpen`, and the
-/// hidden tail when the open exposed it); without that listing, `earlier` counts as
-/// seen when its offset lies from the log start to the HWM.
+/// open found the WAL checkpoint unreadable and `later` after it, where a replay that
+/// loss left blind commits: the open could see no copy of `id`, and `later` lies from
+/// the tail it found up to where its replay stopped ([`replay_reach`]: the open
+/// completed with the partition open, or was killed after its replay began committing
+/// there). What it could see is what the world listed at its restart (`VisibleAtOpen`,
+/// and the hidden tail when the open exposed it); without that listing, `earlier` counts
+/// as seen when its offset lies from the log start to the HWM.
+///
+/// The blind replay is the one of the open that found the checkpoint unreadable, or,
+/// where that open refused the partition (it keeps the partition's entries, and its
+/// checkpoint for it stays where the loss left it), of each later open up to the first
+/// that completed with the partition open ([`blind_replays`]).
 pub(super) fn checkpoint_lost(
     facts: &Facts<'_>,
     id: ProduceId,
@@ -466,10 +471,6 @@ pub(super) fn checkpoint_lost(
         return None;
     }
     let tp = &later.tp;
-    // Each open that found the checkpoint unreadable, completed and had the partition
-    // open, replayed what it could not see there (below the log start, or at or above
-    // its HWM), from the tail it found up, before it returned: so under the first HWM
-    // shown after it.
     facts
         .alarms
         .store
@@ -478,43 +479,104 @@ pub(super) fn checkpoint_lost(
             matches!(a.alarm, Alarm::WalCheckpointUnreadable)
                 && earlier.first_delivery < a.index
                 && a.index < later.first_delivery
-                && !refused_in(facts, tp, a.incarnation)
         })
         .find_map(|alarm| {
-            let upto = replay_reach(facts, tp, alarm, later.first_delivery)?;
-            let view = facts.alarms.disk_at(tp, alarm.incarnation)?;
-            let visible = match facts.visible_at_open(tp, alarm.incarnation) {
-                Some(shown) => {
-                    let exposed = facts.alarms.of(tp).iter().any(|a| {
-                        a.incarnation == alarm.incarnation
-                            && matches!(a.alarm, Alarm::HiddenExposed { .. })
-                    });
-                    let hidden = facts.held_at_open(tp, alarm.incarnation);
-                    shown.iter().any(|c| c.id == id) || exposed && hidden.iter().any(|c| c.id == id)
-                }
-                None => view.log_start <= earlier.offset && earlier.offset < view.hwm,
-            };
-            let tail = view.tail;
-            (!visible && tail <= later.offset && later.offset < upto).then(|| Excuse {
-                kind: ExcuseKind::CheckpointLost,
-                causes: vec![alarm.index],
-                covers: format!("{tp} offsets [{tail}, {upto})"),
-            })
+            blind_replays(facts, tp, alarm, later.first_delivery)
+                .into_iter()
+                .find_map(|incarnation| blind_commit(facts, id, earlier, later, alarm, incarnation))
         })
 }
 
-/// Where the replay of the open that raised `alarm` (a lost checkpoint) stopped
-/// committing on `tp`: the first HWM shown after that open completed with the partition
-/// open; or, for an open killed first whose replay had begun committing there (its
-/// `replay_committing` account after the alarm), the tail the crash ending it left.
-/// `None` when that open replayed nothing on `tp`.
-fn replay_reach(
+/// The incarnations whose opens replayed `tp`'s entries still blind from the lost
+/// checkpoint `alarm` names, before `until`: from the alarm's own, each whose open did
+/// not refuse the partition, up to and with the first that completed with it open
+/// (its checkpoints then advance over what its replay committed). An open that refused
+/// it (or its topic) persists no checkpoint for it, and a killed open persists none at
+/// all past a lowering to a clamp; so each later open reads a checkpoint that knows
+/// nothing of `tp` ([`knows_nothing_of`]), unless a power loss dropped a flip only the
+/// page cache held before any was persisted: the chain ends there.
+fn blind_replays(
     facts: &Facts<'_>,
     tp: &TopicPartition,
     alarm: &AlarmFact,
     until: usize,
+) -> Vec<Incarnation> {
+    let mut out = Vec::new();
+    for (&incarnation, &restart) in facts.restarts.range(alarm.incarnation..) {
+        if incarnation > alarm.incarnation
+            && (restart > until || !knows_nothing_of(facts, tp, incarnation))
+        {
+            break;
+        }
+        if refused_in(facts, tp, incarnation) {
+            continue;
+        }
+        out.push(incarnation);
+        if facts.opened_at.contains_key(&incarnation) {
+            break;
+        }
+    }
+    out
+}
+
+/// Whether the WAL checkpoint the world read at the restart of `incarnation` (the one its
+/// open replays from) gives `tp` no floor: it did not read, or holds none for `tp`, or
+/// the floor every partition starts from (seq 0, offset 0). `false` without a read.
+fn knows_nothing_of(facts: &Facts<'_>, tp: &TopicPartition, incarnation: Incarnation) -> bool {
+    match facts.checkpoint_at_open(incarnation) {
+        None => false,
+        Some(None) => true,
+        Some(Some(floors)) => floors
+            .iter()
+            .find(|f| f.tp == *tp)
+            .is_none_or(|f| (f.seq, f.offset) == (0, 0)),
+    }
+}
+
+/// The excuse for `later` when the open of `incarnation`, blind from the lost checkpoint
+/// `alarm` names, replayed `id` without seeing `earlier` (see [`checkpoint_lost`]).
+fn blind_commit(
+    facts: &Facts<'_>,
+    id: ProduceId,
+    earlier: &Copy,
+    later: &Copy,
+    alarm: &AlarmFact,
+    incarnation: Incarnation,
+) -> Option<Excuse> {
+    let tp = &later.tp;
+    let upto = replay_reach(facts, tp, alarm, incarnation, later.first_delivery)?;
+    let view = facts.alarms.disk_at(tp, incarnation)?;
+    let visible = match facts.visible_at_open(tp, incarnation) {
+        Some(shown) => {
+            let exposed = facts.alarms.of(tp).iter().any(|a| {
+                a.incarnation == incarnation && matches!(a.alarm, Alarm::HiddenExposed { .. })
+            });
+            let hidden = facts.held_at_open(tp, incarnation);
+            shown.iter().any(|c| c.id == id) || exposed && hidden.iter().any(|c| c.id == id)
+        }
+        None => view.log_start <= earlier.offset && earlier.offset < view.hwm,
+    };
+    let tail = view.tail;
+    (!visible && tail <= later.offset && later.offset < upto).then(|| Excuse {
+        kind: ExcuseKind::CheckpointLost,
+        causes: vec![alarm.index],
+        covers: format!("{tp} offsets [{tail}, {upto}) (the replay of incarnation {incarnation})"),
+    })
+}
+
+/// Where the replay of the open of `incarnation`, blind from the lost checkpoint `alarm`
+/// names, stopped committing on `tp`: the first HWM shown after that open completed with
+/// the partition open; or, for an open killed first whose replay had begun committing
+/// there (its `replay_committing` account after the alarm), the tail the crash ending it
+/// left. `None` when that open replayed nothing on `tp`.
+fn replay_reach(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    alarm: &AlarmFact,
+    incarnation: Incarnation,
+    until: usize,
 ) -> Option<Offset> {
-    if let Some(&done) = facts.opened_at.get(&alarm.incarnation) {
+    if let Some(&done) = facts.opened_at.get(&incarnation) {
         return Some(
             facts.history.events()[done..]
                 .iter()
@@ -528,7 +590,7 @@ fn replay_reach(
     let of = facts.alarms.of(tp);
     let records = of.iter().find_map(|a| match a.alarm {
         Alarm::ReplayCommitting { records }
-            if a.incarnation == alarm.incarnation && a.index > alarm.index =>
+            if a.incarnation == incarnation && a.index > alarm.index =>
         {
             Some(records)
         }
@@ -538,13 +600,11 @@ fn replay_reach(
     let wrote = of
         .iter()
         .find_map(|a| match a.alarm {
-            Alarm::LogOpened { tail, .. } if a.incarnation == alarm.incarnation => {
-                Some(tail + records)
-            }
+            Alarm::LogOpened { tail, .. } if a.incarnation == incarnation => Some(tail + records),
             _ => None,
         })
         .unwrap_or(Offset::MAX);
-    let ending = facts.crash_ending(alarm.incarnation)?;
+    let ending = facts.crash_ending(incarnation)?;
     let mut upto = ending.partitions.get(tp)?.durable_tail.min(wrote);
     // What of it lasted until `until`: no later crash dropped it (a power loss after a
     // process crash drops what only the page cache held), no cut or clamp took it back.

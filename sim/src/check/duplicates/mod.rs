@@ -24,7 +24,8 @@
 //! up, before the later copy appeared: the replay's check for visible copies could not
 //! see it), `checkpoint_lost` (the later
 //! copy first appeared after an open found the WAL checkpoint unreadable and replayed
-//! every entry), `out_of_contract` (a fault whose reach names either copy's offset, on
+//! every entry, or after the first open to bring back a partition that open refused),
+//! `out_of_contract` (a fault whose reach names either copy's offset, on
 //! the pair's one partition; the repeat is first delivered after the crash that showed
 //! the fault to an open, a power loss for a fault only the platter holds).
 //! The budgets are placed first; when they leave a copy, the rows join the flow: a

@@ -124,14 +124,20 @@ fn a_rewrite_whose_fsync_was_lost_leaves_the_flips_word_explained() {
 /// power loss finds 20. The open refuses the partition (a segment flip below the word)
 /// and never writes the word again, so every crash after finds 20 beyond the tail:
 /// the lost fsync kept the flip's word, and both explain it (fresh quick seed
-/// 3968119015). A lost fsync whose older word no flip made explains nothing there.
+/// 3968119015). A lost fsync whose older word no flip made explains nothing there, nor
+/// one after the engine reported a write of the word since the flip (`mended`: its
+/// fsync returned, so the 20 on the platter is a later write of the engine's own;
+/// helper-103).
 #[test]
 fn a_lost_fsync_that_kept_a_flips_word_explains_it_at_every_crash_after() {
-    for flipped in [true, false] {
+    for (flipped, mended) in [(true, false), (false, false), (true, true)] {
         let mut r = Run::new();
         r.produced(7).delivered(7).hwm(0, 7, 6, 7);
         if flipped {
             r.fault(hwm_flip_between(6, 20), Some(0));
+        }
+        if mended {
+            r.hwm(0, 7, 7, 7);
         }
         r.fault(hwm_lost_fsync(7, 20), Some(0))
             .hwm(0, 7, 7, 7)
@@ -144,7 +150,8 @@ fn a_lost_fsync_that_kept_a_flips_word_explains_it_at_every_crash_after() {
             .iter()
             .filter(|m| m.contains("persisted HWM of orders/0 is 20, beyond the durable tail 7"))
             .count();
-        assert_eq!(beyond, if flipped { 0 } else { 2 }, "flipped {flipped}");
+        let excused = flipped && !mended;
+        assert_eq!(beyond, if excused { 0 } else { 2 }, "{flipped} {mended} {:#?}", report.stable_offsets);
     }
 }
 

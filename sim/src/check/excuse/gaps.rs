@@ -59,7 +59,13 @@ impl<'f, 'h> Excuses<'f, 'h> {
             };
             // The persisted word is the engine's again once it reported a rewrite of a
             // flipped or torn word: neither its window nor `live` reaches past that.
-            let rewritten = r.rewritten.filter(|_| lasts == GapLasts::PersistedWord);
+            // Judged at a crash, so is an `hwm` word rewritten before the crash that
+            // seals its fault.
+            let rewritten = r.rewritten.filter(|&w| match lasts {
+                GapLasts::PersistedWord => true,
+                GapLasts::UntilHwmRewritten => r.file == FileKind::Hwm && w < r.window_end,
+                _ => false,
+            });
             let end = match lasts {
                 _ if let Some(w) = rewritten => w.min(r.window_end),
                 _ if r.until_crash() => r.window_end,
@@ -133,7 +139,9 @@ impl<'f, 'h> Excuses<'f, 'h> {
 
     /// The flip of `tp`'s `hwm` word, before the lost fsync `r` of it, that left the
     /// older word `r` kept on the platter (one end of the flip is that word; the write
-    /// whose fsync was lost would have replaced it).
+    /// whose fsync was lost would have replaced it). The flip's word must still have
+    /// been on the platter then: no write of the word the engine reported between the
+    /// two (its fsync returned; the one `r` lost reports only after `r`).
     fn kept_flip(&self, tp: &TopicPartition, r: &Reach) -> Option<usize> {
         let kept = r.offsets?.end;
         self.facts
@@ -141,6 +149,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
             .filter(|f| {
                 f.file == FileKind::Hwm
                     && matches!(f.kind, crate::history::FaultKind::BitFlip { .. })
+                    && f.rewritten.is_none_or(|w| w > r.fault_index)
             })
             .filter(|f| f.offsets.is_some_and(|w| w.start == kept || w.end == kept))
             .map(|f| f.fault_index)

@@ -790,3 +790,31 @@ fn config_topic(path: &str) -> Option<String> {
     let topics = path.parent()?.parent()?.file_name()?.to_str()?;
     (topics == cafelog_engine::format::layout::TOPICS_DIR).then(|| topic.to_owned())
 }
+
+/// The last fault before history index `before` that can leave the WAL checkpoint
+/// unreadable. The engine replaces the file atomically (a temp file, fsynced, renamed
+/// over it), so no crash outcome (a lost or torn write) or fsync error can: only damage
+/// at rest (a flip) or an out-of-contract fault, on the file or on the temp file the
+/// rename makes it.
+pub fn checkpoint_damage(facts: &Facts<'_>, before: usize) -> Option<usize> {
+    use cafelog_engine::format::wal::{CHECKPOINT_FILE, CHECKPOINT_TMP_FILE};
+    let dir = crate::world::node::wal_dir();
+    let files = [dir.join(CHECKPOINT_FILE), dir.join(CHECKPOINT_TMP_FILE)];
+    facts.history.events()[..before.min(facts.history.events().len())]
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, e)| match &e.kind {
+            EventKind::Fault {
+                kind,
+                path: Some(path),
+                ..
+            } if files.iter().any(|f| f == std::path::Path::new(path))
+                && (matches!(kind, FaultKind::BitFlip { .. })
+                    || contract(kind) == Contract::Out) =>
+            {
+                Some(i)
+            }
+            _ => None,
+        })
+}

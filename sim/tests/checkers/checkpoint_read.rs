@@ -9,15 +9,28 @@ use cafelog_sim::history::CheckpointFloor;
 /// open says `wal_checkpoint_unreadable` when `said`, then completes. With
 /// `fault_meanwhile`, a flip of the checkpoint lands while the open reads.
 fn checkpoint_open(read: Option<Vec<CheckpointFloor>>, said: bool, fault_meanwhile: bool) -> Run {
+    checkpoint_open_after(None, read, said, fault_meanwhile)
+}
+
+/// As [`checkpoint_open`], with `cause` (a fault and its path) in place of the flip.
+fn checkpoint_open_after(
+    cause: Option<(FaultKind, &str)>,
+    read: Option<Vec<CheckpointFloor>>,
+    said: bool,
+    fault_meanwhile: bool,
+) -> Run {
     let mut r = Run::new();
-    r.produced(1)
-        .checkpoint_flipped()
-        .crash(&[(0, 1, 1, 1)])
-        .restart()
-        .with(|t, h| {
-            h.wal_at_open(t, 0, 0);
-            h.checkpoint_at_open(t, read);
-        });
+    r.produced(1);
+    match cause {
+        Some((kind, path)) => r.with(|t, h| {
+            h.fault(t, kind, None, Some(path));
+        }),
+        None => r.checkpoint_flipped(),
+    };
+    r.crash(&[(0, 1, 1, 1)]).restart().with(|t, h| {
+        h.wal_at_open(t, 0, 0);
+        h.checkpoint_at_open(t, read);
+    });
     if fault_meanwhile {
         r.checkpoint_flipped();
     }
@@ -67,4 +80,46 @@ fn the_open_says_the_checkpoint_is_unreadable_exactly_when_it_is() {
     assert!(missed[0].contains("could not read"), "{missed:?}");
     // A flip of the checkpoint while the open read it: not judged.
     assert_eq!(found(floors(), true, true), Vec::<String>::new());
+}
+
+/// The engine replaces its checkpoint atomically: a write lost or torn by a crash, or an
+/// fsync error, on it or its temp file cannot leave it unreadable (helper-104). Only a
+/// flip or an out-of-contract fault on either explains the alarm (the rename makes the
+/// temp file the checkpoint: quick seed 363 lost the temp file's fsync).
+#[test]
+fn only_damage_to_the_checkpoint_itself_explains_it_unreadable() {
+    let uncaused = |cause| {
+        messages_of(
+            &checkpoint_open_after(Some(cause), None, true, false).report(),
+            CheckerName::AlarmsExplained,
+        )
+        .iter()
+        .any(|m| m.contains("no flip or out-of-contract fault hit the WAL checkpoint"))
+    };
+    let wal = FileKind::Wal;
+    for cause in [
+        (FaultKind::LostWrite { file: wal }, "/data/wal/checkpoint"),
+        (
+            FaultKind::TornWrite { file: wal },
+            "/data/wal/checkpoint.tmp",
+        ),
+        (
+            FaultKind::FsyncEio { file: wal },
+            "/data/wal/checkpoint.tmp",
+        ),
+        (wal_flip().0, "/data/wal/00000000000000000000.wal"),
+    ] {
+        assert!(uncaused(cause.clone()), "{cause:?}");
+    }
+    let lost_fsync = FaultKind::LostFsync {
+        file: wal,
+        offsets: None,
+    };
+    for cause in [
+        (wal_flip().0, "/data/wal/checkpoint"),
+        (wal_flip().0, "/data/wal/checkpoint.tmp"),
+        (lost_fsync, "/data/wal/checkpoint.tmp"),
+    ] {
+        assert!(!uncaused(cause.clone()), "{cause:?}");
+    }
 }

@@ -544,6 +544,8 @@ fn blind_commit(
     incarnation: Incarnation,
 ) -> Option<Excuse> {
     let tp = &later.tp;
+    // The fault that made the checkpoint unreadable: the excuse rests on it too.
+    let damage = crate::check::contract::checkpoint_damage(facts, alarm.index)?;
     let upto = replay_reach(facts, tp, alarm, incarnation, later.first_delivery)?;
     let view = facts.alarms.disk_at(tp, incarnation)?;
     let visible = match facts.visible_at_open(tp, incarnation) {
@@ -559,7 +561,7 @@ fn blind_commit(
     let tail = view.tail;
     (!visible && tail <= later.offset && later.offset < upto).then(|| Excuse {
         kind: ExcuseKind::CheckpointLost,
-        causes: vec![alarm.index],
+        causes: vec![alarm.index, damage],
         covers: format!("{tp} offsets [{tail}, {upto}) (the replay of incarnation {incarnation})"),
     })
 }

@@ -484,12 +484,9 @@ pub(super) fn store_uncaused(facts: &Facts<'_>, alarm: &AlarmFact) -> Option<Str
             .all(|(i, kind, _, _)| !wal_fault(i, kind))
             .then(|| "no fault hit a WAL file before it".into()),
         Alarm::WalCheckpointUnreadable => {
-            let caused = faults(facts).any(|(i, kind, _, path)| {
-                i < alarm.index
-                    && path.is_some_and(|p| p.contains("checkpoint"))
-                    && (wal_fault(i, kind) || contract_out(kind))
-            });
-            (!caused).then(|| "no fault hit the WAL checkpoint before it".into())
+            crate::check::contract::checkpoint_damage(facts, alarm.index)
+                .is_none()
+                .then(|| "no flip or out-of-contract fault hit the WAL checkpoint before it".into())
         }
         Alarm::WalPoisoned => {
             // The WAL's directory fsync after a segment create fails its write too.
@@ -531,8 +528,4 @@ fn last_replace_begun(facts: &Facts<'_>, tp: &TopicPartition, before: usize) -> 
         }
     }
     last
-}
-
-fn contract_out(kind: &FaultKind) -> bool {
-    crate::check::contract::contract(kind) == Contract::Out
 }

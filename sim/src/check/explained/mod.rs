@@ -57,7 +57,7 @@
 use serde::Serialize;
 
 use super::alarms::AlarmFact;
-use super::contract::{Contract, HWM_FILE, LOG_FILES};
+use super::contract::{HWM_FILE, LOG_FILES};
 use super::facts::Facts;
 use super::{RecordRef, Violation};
 use crate::history::{

@@ -364,3 +364,50 @@ fn replay_shrink_and_scenario_give_up_on_a_run_past_its_limit() {
     assert!(stdout.contains("MISMATCH: HANG"), "{stdout}");
     assert!(stdout.contains("1 mismatched"), "{stdout}");
 }
+
+/// `--known` is read before any seed runs, and a sweep never writes its results over it.
+#[test]
+fn a_sweep_refuses_to_write_over_its_known_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("seeds.toml");
+    let text = "[[seed]]\nseed = 1\nprofile = \"quick\"\nwhy = \"a test\"\nexpect = \"pass\"\n";
+    std::fs::write(&corpus, text).unwrap();
+    for flag in ["--json", "--junit"] {
+        let out = cafelog()
+            .args(["sweep", "--profile", "quick", "--seeds", "0..2"])
+            .arg("--known")
+            .arg(&corpus)
+            .arg(flag)
+            .arg(dir.path().join(".").join("seeds.toml"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("would be overwritten"), "{flag}: {stderr}");
+        assert!(
+            !stderr.contains("cafelog sweep:"),
+            "{flag}: a seed ran: {stderr}"
+        );
+        assert_eq!(std::fs::read_to_string(&corpus).unwrap(), text, "{flag}");
+    }
+    // A corpus that does not read fails the sweep before any seed runs.
+    std::fs::write(&corpus, "[[seed]]\nseed = \"one\"\n").unwrap();
+    let out = cafelog()
+        .args(["sweep", "--profile", "quick", "--seeds", "0..2"])
+        .arg("--known")
+        .arg(&corpus)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("cafelog sweep:"));
+    // The final JSON replaces the streamed file whole and leaves no temporary file.
+    let json = dir.path().join("s.json");
+    let out = cafelog()
+        .args(["sweep", "--profile", "quick", "--seeds", "0..2", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&json).unwrap().lines().count(), 2);
+    assert!(!dir.path().join("s.json.tmp").exists());
+}

@@ -51,7 +51,8 @@ pub struct Args {
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<(u64, u64)>,
     /// Write one JSON object per seed to FILE: each line as its seed finishes (a sweep
-    /// stopped part-way keeps every seed it finished), in seed order at the end.
+    /// stopped part-way keeps every seed it finished), then the whole file again, in seed
+    /// order, replaced at once at the end.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write a JUnit XML report to FILE.
@@ -69,6 +70,7 @@ pub struct Args {
     /// A corpus file (e.g. corpus/seeds.toml): a failing seed whose entry expects exactly
     /// that failure (verdict and checker) is reported as a known failure and does not
     /// fail the sweep; any other failure does, and so does a known one that now passes.
+    /// Read before any seed runs; --json and --junit may not name it.
     #[arg(long, value_name = "FILE")]
     pub known: Option<PathBuf>,
     /// Seeds re-run to check that each replays to the same trace hash.
@@ -103,6 +105,14 @@ fn parse_range(s: &str) -> Result<(u64, u64), String> {
         return Err(format!("empty range {a}..{b}"));
     }
     Ok((a, b))
+}
+
+/// Whether `a` and `b` name one file (both exist and resolve to the same path).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 fn parse_shard(s: &str) -> Result<(u64, u64), String> {
@@ -151,6 +161,24 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
     let shard = args
         .shard
         .map_or(String::new(), |(i, n)| format!(", shard {i}/{n}"));
+    // The corpus is read, and kept from being overwritten, before any seed runs.
+    let known: Vec<cafelog_sim::corpus::Entry> = match &args.known {
+        Some(path) => {
+            for (flag, out) in [("--json", &args.json), ("--junit", &args.junit)] {
+                if out.as_deref().is_some_and(|out| same_file(out, path)) {
+                    return Err(format!(
+                        "{flag} {} is the --known corpus: it would be overwritten",
+                        path.display()
+                    ));
+                }
+            }
+            cafelog_sim::corpus::load(path)?
+                .into_iter()
+                .filter(|e| e.profile == profile.name && e.expect.as_str() != "pass")
+                .collect()
+        }
+        None => Vec::new(),
+    };
     let mut stream = match args.json.as_deref() {
         Some(path) => JsonStream::create(path)?,
         None => None,
@@ -189,13 +217,6 @@ fn sweep(args: &Args) -> Result<ExitCode, String> {
             }
         );
     }
-    let known: Vec<cafelog_sim::corpus::Entry> = match &args.known {
-        Some(path) => cafelog_sim::corpus::load(path)?
-            .into_iter()
-            .filter(|e| e.profile == profile.name && e.expect.as_str() != "pass")
-            .collect(),
-        None => Vec::new(),
-    };
     let is_known = |r: &SeedRecord| {
         known.iter().any(|e| {
             e.seed == r.seed

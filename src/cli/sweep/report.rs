@@ -45,13 +45,25 @@ impl JsonStream {
     }
 }
 
+/// Writes `records`, one line each, to `path`. A regular file (or a new one) is
+/// replaced whole, through a temporary file beside it and a rename, so a sweep killed
+/// while writing leaves the streamed lines or the full file, never a part of either;
+/// a pipe or `/dev/stdout` is written directly.
 pub(super) fn write_json(path: &PathBuf, records: &[SeedRecord]) -> Result<(), String> {
     let mut text = String::new();
     for r in records {
         text.push_str(&serde_json::to_string(r).map_err(|e| e.to_string())?);
         text.push('\n');
     }
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return std::fs::write(path, text).map_err(err);
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text).map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(err)
 }
 
 fn xml_escape(s: &str) -> String {

@@ -113,6 +113,7 @@ fn disk_view(rule: OpenRule, persisted: u64, tail: u64, bad: Option<u64>) -> Dis
 }
 
 mod alarms;
+mod both_copies_twice;
 mod causes;
 mod checkpoint_read;
 mod clamped;

@@ -274,10 +274,12 @@ impl Excuses<'_, '_> {
     /// (or the damage at the crash ending that open took, just before the world's
     /// listing), taken as acknowledged at that replay's alarm, with only damage after
     /// that alarm counted against it (earlier damage hit the frame the replay
-    /// replaced). `None` when that open replayed nothing into `tp`, or no such copy was
-    /// found, or more than one, or the next open's HWM lies above `before`, the offset
-    /// of the copy followed so far (an older copy may have outlived the damage to the
-    /// new one).
+    /// replaced). When the next open found more than one copy hidden (the replay wrote
+    /// the record again beside the one followed so far), each must be destroyed in its
+    /// own right, every row resting on its own damage. `None` when that open replayed
+    /// nothing into `tp`, or no such copy was found, or the next open's HWM lies above
+    /// `before`, the offset of the copy followed so far (an older copy may have
+    /// outlived the damage to the new one).
     fn recommitted(
         &self,
         tp: &TopicPartition,
@@ -302,10 +304,7 @@ impl Excuses<'_, '_> {
             .map(|c| c.offset)
             .collect();
         let next_hwm = self.facts.alarms.disk_at(tp, incarnation + 1)?.hwm;
-        let [copy] = copies.into_iter().collect::<Vec<_>>()[..] else {
-            return None;
-        };
-        if next_hwm > before {
+        if copies.is_empty() || next_hwm > before {
             return None;
         }
         let floor = self
@@ -313,7 +312,20 @@ impl Excuses<'_, '_> {
             .crash_before(replay.index)
             .map_or(0, |c| c.index + 1)
             .max(replay.index);
-        self.both_copies_damaged_since(tp, id, copy, replay.index, floor)
+        let mut rows = copies
+            .into_iter()
+            .map(|copy| self.both_copies_damaged_since(tp, id, copy, replay.index, floor));
+        let mut excuse = rows.next()??;
+        for row in rows {
+            let row = row?;
+            for cause in row.causes {
+                if !excuse.causes.contains(&cause) {
+                    excuse.causes.push(cause);
+                }
+            }
+            excuse.covers = format!("{}; {}", excuse.covers, row.covers);
+        }
+        Some(excuse)
     }
 
     /// Whether the open before `incarnation` (killed) exposed nothing over `offset` on

@@ -125,6 +125,7 @@ mod corruption_while_open;
 mod delay_gate;
 mod duplicates;
 mod duplicates_carried_tail;
+mod duplicates_checkpoint_reach;
 mod duplicates_hwm_word;
 mod duplicates_lost_from;
 mod duplicates_reach;

@@ -3,6 +3,7 @@
 
 use super::*;
 use cafelog_sim::check::excuse::ExcuseKind;
+use cafelog_sim::history::CheckpointFloor;
 
 /// Asserts that `bounded_duplicates` explained every duplicate in `report`.
 fn assert_duplicates_explained(report: &CheckReport) {
@@ -621,10 +622,11 @@ fn a_word_reported_after_a_flip_is_no_rewrite_when_a_lost_fsync_wrote_it_before(
 /// helper-33: as `checkpoint_lost_in_a_killed_open(true)`, but the killed
 /// open's frame at 3 lay only in the page cache (a process crash ended it, reporting
 /// durable tail 4) and a power loss killed the next incarnation before it opened
-/// (durable tail 3: that frame is gone, and so is a cache-only checkpoint flip). The
-/// open after finds the checkpoint readable (no alarm), so its replay may not commit
-/// id 1 again; a defective replay (e.g. one that ignores the checkpoint's seq) commits
-/// it at 3 anyway. That copy cannot be the killed open's: it must not be excused.
+/// (durable tail 3: that frame is gone, and so is a cache-only checkpoint flip: that
+/// incarnation's restart still read it unreadable). The open after finds the checkpoint
+/// readable (no alarm; the world reads its floor 3 for orders/0), so its replay may not commit id 1 again; a defective replay (e.g. one
+/// that ignores the checkpoint's seq) commits it at 3 anyway. That copy cannot be the
+/// killed open's: it must not be excused.
 fn killed_open_copy_lost_then_recommitted() -> Run {
     let mut r = Run::new();
     r.produced(3).hwm(0, 3, 3, 3).delivered(3).consume(0, 2);
@@ -648,8 +650,19 @@ fn killed_open_copy_lost_then_recommitted() -> Run {
         .alarm(Some(0), Alarm::ReplayCommitting { records: 1 })
         .process_crash(&[(0, 3, 4, 0)])
         .restart()
+        .with(|t, h| {
+            h.checkpoint_at_open(t, None);
+        })
         .crash(&[(0, 3, 3, 0)])
         .restart()
+        .with(|t, h| {
+            let floor = CheckpointFloor {
+                tp: tp(0),
+                seq: 3,
+                offset: 3,
+            };
+            h.checkpoint_at_open(t, Some(vec![floor]));
+        })
         .with(view)
         .alarm(Some(0), opened)
         .alarm(Some(0), Alarm::ReplayCommitting { records: 1 })

@@ -502,12 +502,16 @@ fn blind_replays(
     until: usize,
 ) -> Vec<Incarnation> {
     let mut out = Vec::new();
-    for (&incarnation, &restart) in facts.restarts.range(alarm.incarnation..) {
-        if incarnation > alarm.incarnation
-            && (restart > until || !knows_nothing_of(facts, tp, incarnation))
-        {
-            break;
-        }
+    // The alarm's own incarnation first (incarnation 0 has no restart), then each later
+    // one while its checkpoint read leaves the partition blind.
+    let later = facts
+        .restarts
+        .range(alarm.incarnation + 1..)
+        .take_while(|&(&incarnation, &restart)| {
+            restart < until && knows_nothing_of(facts, tp, incarnation)
+        })
+        .map(|(&incarnation, _)| incarnation);
+    for incarnation in std::iter::once(alarm.incarnation).chain(later) {
         if refused_in(facts, tp, incarnation) {
             continue;
         }
@@ -567,8 +571,9 @@ fn blind_commit(
 }
 
 /// Where the replay of the open of `incarnation`, blind from the lost checkpoint `alarm`
-/// names, stopped committing on `tp`: the first HWM shown after that open completed with
-/// the partition open; or, for an open killed first whose replay had begun committing
+/// names, stopped committing on `tp`: the first HWM that incarnation shows after its open
+/// completed with the partition open (else the tail the crash ending it left); or, for
+/// an open killed first whose replay had begun committing
 /// there (its `replay_committing` account after the alarm), the tail the crash ending it
 /// left. `None` when that open replayed nothing on `tp`.
 fn replay_reach(
@@ -579,15 +584,21 @@ fn replay_reach(
     until: usize,
 ) -> Option<Offset> {
     if let Some(&done) = facts.opened_at.get(&incarnation) {
-        return Some(
-            facts.history.events()[done..]
-                .iter()
-                .find_map(|e| match &e.kind {
-                    EventKind::HwmObserved { tp: t, hwm, .. } if t == tp => Some(*hwm),
-                    _ => None,
-                })
-                .unwrap_or(Offset::MAX),
-        );
+        // Its replay's commits are durable before the open returns: under the first HWM
+        // that incarnation shows, or, killed before it showed one, the tail its crash
+        // left (helper-104: not an HWM a later incarnation showed).
+        let shown = facts.history.events()[done..]
+            .iter()
+            .take_while(|e| e.incarnation == incarnation)
+            .find_map(|e| match &e.kind {
+                EventKind::HwmObserved { tp: t, hwm, .. } if t == tp => Some(*hwm),
+                _ => None,
+            });
+        let left = || {
+            let crash = facts.crash_ending(incarnation)?;
+            Some(crash.partitions.get(tp)?.durable_tail)
+        };
+        return Some(shown.or_else(left).unwrap_or(Offset::MAX));
     }
     let of = facts.alarms.of(tp);
     let records = of.iter().find_map(|a| match a.alarm {

@@ -4,7 +4,6 @@
 
 use super::*;
 use cafelog_sim::check::excuse::ExcuseKind;
-use cafelog_sim::history::CheckpointFloor;
 
 /// Ids 1-3 at offsets 0-2, delivered; retention moved the log start to 1. A flip of the
 /// checkpoint and a crash; the open after finds it unreadable, no longer sees id 1 and
@@ -31,9 +30,7 @@ fn blind_then_checked(offset: u64) -> Run {
     r.checkpoint_flipped()
         .crash(&[(0, 3, 3, 3)])
         .restart()
-        .with(|t, h| {
-            h.checkpoint_at_open(t, None);
-        })
+        .checkpoint_read(None)
         .with(view(3, 3))
         .alarm(None, Alarm::WalCheckpointUnreadable)
         .alarm(Some(0), opened(3))
@@ -43,14 +40,7 @@ fn blind_then_checked(offset: u64) -> Run {
         })
         .crash(&[(0, 4, 4, 4)])
         .restart()
-        .with(|t, h| {
-            let floor = CheckpointFloor {
-                tp: tp(0),
-                seq: 4,
-                offset: 4,
-            };
-            h.checkpoint_at_open(t, Some(vec![floor]));
-        })
+        .checkpoint_read(Some((4, 4)))
         .with(view(4, 4))
         .alarm(Some(0), opened(4))
         .with(|t, h| {

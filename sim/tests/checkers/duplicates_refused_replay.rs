@@ -5,7 +5,6 @@
 
 use super::*;
 use cafelog_sim::check::excuse::ExcuseKind;
-use cafelog_sim::history::CheckpointFloor;
 
 /// Ids 1-3 at offsets 0-2, delivered, and retention moved the log start to 1. A flip of
 /// the WAL checkpoint and a crash; the open after it refuses orders/0 (R3) and finds the
@@ -39,16 +38,8 @@ fn lost_while_refused(checked_open: bool, floor: (u64, u64)) -> Run {
         .crash(&[(0, 3, 3, 3)]);
     let opened = |r: &mut Run| {
         r.restart()
+            .checkpoint_read(Some(floor))
             .with(|t, h| {
-                let (seq, offset) = floor;
-                h.checkpoint_at_open(
-                    t,
-                    Some(vec![CheckpointFloor {
-                        tp: tp(0),
-                        seq,
-                        offset,
-                    }]),
-                );
                 h.disk_at_open(t, &tp(0), view(None), false);
             })
             .alarm(

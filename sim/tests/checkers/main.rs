@@ -480,6 +480,21 @@ impl Run {
     }
 
     /// A bit flip in the WAL's checkpoint file.
+    /// The world's read of the WAL checkpoint at a restart: orders/0's floor (seq,
+    /// offset), or `None` when the file did not read.
+    fn checkpoint_read(&mut self, floor: Option<(u64, u64)>) -> &mut Self {
+        self.with(|t, h| {
+            let floors = floor.map(|(seq, offset)| {
+                vec![cafelog_sim::history::CheckpointFloor {
+                    tp: tp(0),
+                    seq,
+                    offset,
+                }]
+            });
+            h.checkpoint_at_open(t, floors);
+        })
+    }
+
     fn checkpoint_flipped(&mut self) -> &mut Self {
         let (kind, _) = wal_flip();
         self.with(|t, h| {

@@ -3,7 +3,6 @@
 
 use super::*;
 use cafelog_sim::check::excuse::ExcuseKind;
-use cafelog_sim::history::CheckpointFloor;
 
 /// Asserts that `bounded_duplicates` explained every duplicate in `report`.
 fn assert_duplicates_explained(report: &CheckReport) {
@@ -650,19 +649,10 @@ fn killed_open_copy_lost_then_recommitted() -> Run {
         .alarm(Some(0), Alarm::ReplayCommitting { records: 1 })
         .process_crash(&[(0, 3, 4, 0)])
         .restart()
-        .with(|t, h| {
-            h.checkpoint_at_open(t, None);
-        })
+        .checkpoint_read(None)
         .crash(&[(0, 3, 3, 0)])
         .restart()
-        .with(|t, h| {
-            let floor = CheckpointFloor {
-                tp: tp(0),
-                seq: 3,
-                offset: 3,
-            };
-            h.checkpoint_at_open(t, Some(vec![floor]));
-        })
+        .checkpoint_read(Some((3, 3)))
         .with(view)
         .alarm(Some(0), opened)
         .alarm(Some(0), Alarm::ReplayCommitting { records: 1 })

@@ -30,7 +30,9 @@ mod skipped;
 
 use super::contract::{LOG_FILES, Reach};
 use super::facts::Facts;
-use crate::history::{Alarm, FileKind, Offset, OffsetRange, ProduceId, TopicPartition};
+use crate::history::{
+    Alarm, FileKind, Incarnation, Offset, OffsetRange, ProduceId, TopicPartition,
+};
 
 /// The rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -228,13 +230,21 @@ pub struct Excuses<'f, 'h> {
     /// The observation being excused read the page cache (a process crash's state), not
     /// the platter: a fault on the platter alone cannot have moved it before a power loss.
     reads_cache: bool,
+    /// `both_copies_damaged`'s rows from the copies a killed replay left, by partition,
+    /// record and the replay's incarnation: every copy's row follows each later replay
+    /// again, so without it a run of killed replays costs a factorial.
+    recommitted: std::cell::RefCell<RecommittedRows>,
 }
+
+/// See [`Excuses`]'s `recommitted`.
+type RecommittedRows = BTreeMap<(TopicPartition, ProduceId, Incarnation), Option<Excuse>>;
 
 impl<'f, 'h> Excuses<'f, 'h> {
     pub fn new(facts: &'f Facts<'h>) -> Self {
         Excuses {
             facts,
             reads_cache: false,
+            recommitted: Default::default(),
         }
     }
 

@@ -210,8 +210,18 @@ impl Excuses<'_, '_> {
             }
             // Past the tail at a power loss, the frame is gone from the platter; past
             // the tail a process crash's cache shows, it may be a truncation still
-            // pending, which a later power loss undoes.
-            if offset >= p.durable_tail && !c.process {
+            // pending, which a later power loss undoes. At a later crash than the
+            // first, the frame was durable: only a cut an open announced at or below
+            // `offset` (which `alarms_explained` holds to the disk) may have taken it,
+            // and a tail that fell under no such cut is the engine's own truncation
+            // (helper-105).
+            let announced = c.index == first.index
+                || facts.alarms.cuts(tp).any(|cut| {
+                    cut.offset <= offset
+                        && first.incarnation < cut.incarnation
+                        && cut.incarnation <= completed
+                });
+            if offset >= p.durable_tail && !c.process && announced {
                 return Some((c, None));
             }
             let until = facts.next_crash_after(c.index).min(events.len());
@@ -307,25 +317,38 @@ impl Excuses<'_, '_> {
         if copies.is_empty() || next_hwm > before {
             return None;
         }
+        let key = (tp.clone(), id, incarnation);
+        if let Some(row) = self.recommitted.borrow().get(&key) {
+            return row.clone();
+        }
         let floor = self
             .facts
             .crash_before(replay.index)
             .map_or(0, |c| c.index + 1)
             .max(replay.index);
-        let mut rows = copies
-            .into_iter()
-            .map(|copy| self.both_copies_damaged_since(tp, id, copy, replay.index, floor));
-        let mut excuse = rows.next()??;
-        for row in rows {
-            let row = row?;
-            for cause in row.causes {
-                if !excuse.causes.contains(&cause) {
-                    excuse.causes.push(cause);
+        let row = (|| {
+            let mut rows = copies
+                .into_iter()
+                .map(|copy| self.both_copies_damaged_since(tp, id, copy, replay.index, floor));
+            let mut excuse = rows.next()??;
+            for row in rows {
+                let row = row?;
+                for cause in row.causes {
+                    if !excuse.causes.contains(&cause) {
+                        excuse.causes.push(cause);
+                    }
+                }
+                // Rows that followed the same later replay share its clauses.
+                for clause in row.covers.split("; ") {
+                    if !excuse.covers.split("; ").any(|c| c == clause) {
+                        excuse.covers = format!("{}; {clause}", excuse.covers);
+                    }
                 }
             }
-            excuse.covers = format!("{}; {}", excuse.covers, row.covers);
-        }
-        Some(excuse)
+            Some(excuse)
+        })();
+        self.recommitted.borrow_mut().insert(key, row.clone());
+        row
     }
 
     /// Whether the open before `incarnation` (killed) exposed nothing over `offset` on

@@ -14,16 +14,10 @@ fn held(offset: u64) -> HeldCopy {
     }
 }
 
-/// Id 1 acknowledged at 0 and hidden by a power loss (persisted HWM 0). The open after
-/// replays its WAL entry at 1 and is killed, leaving both copies hidden. At the next
-/// power loss a flip destroys the copy at 1 and, with `both_hit`, a latent sector the
-/// copy at 0; the open after cuts the log at 0 (R1) and is killed. A flip then destroys
-/// the WAL entry, and the open after it completes with the record gone. Without
-/// `both_hit` that open cuts at 1 only, and the last finds the copy at 0 hidden.
-fn replayed_beside_its_copy(both_hit: bool) -> Run {
-    let mut r = Run::new();
-    r.produce(1, 0, 0, 1_000)
-        .hwm(0, 1, 0, 1)
+/// After id 1's ack at 0: a power loss hides it (persisted HWM 0), the open after
+/// replays its WAL entry at 1 and is killed, and the next open finds both copies hidden.
+fn replayed_beside(r: &mut Run) {
+    r.hwm(0, 1, 0, 1)
         .crash(&[(0, 0, 1, 1)])
         .restart()
         .disk(0, OpenRule::Clean, 0, 1, None)
@@ -37,8 +31,20 @@ fn replayed_beside_its_copy(both_hit: bool) -> Run {
         .disk(0, OpenRule::Clean, 0, 2, None)
         .with(|t, h| {
             h.hidden_at_open(t, &tp(0), 0, 2, vec![held(0), held(1)]);
-        })
-        .crash(&[(0, 0, 2, 0)])
+        });
+}
+
+/// Id 1 acknowledged at 0 and hidden by a power loss (persisted HWM 0). The open after
+/// replays its WAL entry at 1 and is killed, leaving both copies hidden. At the next
+/// power loss a flip destroys the copy at 1 and, with `both_hit`, a latent sector the
+/// copy at 0; the open after cuts the log at 0 (R1) and is killed. A flip then destroys
+/// the WAL entry, and the open after it completes with the record gone. Without
+/// `both_hit` that open cuts at 1 only, and the last finds the copy at 0 hidden.
+fn replayed_beside_its_copy(both_hit: bool) -> Run {
+    let mut r = Run::new();
+    r.produce(1, 0, 0, 1_000);
+    replayed_beside(&mut r);
+    r.crash(&[(0, 0, 2, 0)])
         .fault(flip_above_hwm(1), Some(0))
         .with(|t, h| {
             let fault_index = h.len() - 1;
@@ -117,21 +123,7 @@ fn over_truncated(twice: bool) -> Run {
     let mut r = Run::new();
     r.produce(1, 0, 0, 1_000);
     let second = if twice {
-        r.hwm(0, 1, 0, 1)
-            .crash(&[(0, 0, 1, 1)])
-            .restart()
-            .disk(0, OpenRule::Clean, 0, 1, None)
-            .with(|t, h| {
-                h.hidden_at_open(t, &tp(0), 0, 1, vec![held(0)]);
-            })
-            .opened(0, 0, 1)
-            .alarm(Some(0), Alarm::ReplayCommitting { records: 1 })
-            .crash(&[(0, 0, 2, 0)])
-            .restart()
-            .disk(0, OpenRule::Clean, 0, 2, None)
-            .with(|t, h| {
-                h.hidden_at_open(t, &tp(0), 0, 2, vec![held(0), held(1)]);
-            });
+        replayed_beside(&mut r);
         held(1)
     } else {
         r.produce(2, 0, 1, 1_001).hwm(0, 2, 0, 2);

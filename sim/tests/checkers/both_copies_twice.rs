@@ -65,13 +65,7 @@ fn replayed_beside_its_copy(both_hit: bool) -> Run {
                 h.hidden_at_open(t, &tp(0), 0, 1, vec![held(0)]);
             })
             .opened(0, 0, 1)
-            .alarm(
-                None,
-                Alarm::WalDamaged {
-                    corrupt_entries: 1,
-                    skipped_bytes: 100,
-                },
-            )
+            .wal_damaged()
             .with(|t, h| {
                 h.frontier_observed(t, &tp(0), 0);
             });
@@ -150,13 +144,7 @@ fn over_truncated(twice: bool) -> Run {
     r.wal_entry_flipped(0, 1, first_replay).restart();
     r.disk(0, OpenRule::Clean, 0, 0, None)
         .opened(0, 0, 0)
-        .alarm(
-            None,
-            Alarm::WalDamaged {
-                corrupt_entries: 1,
-                skipped_bytes: 100,
-            },
-        )
+        .wal_damaged()
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 0);
         });

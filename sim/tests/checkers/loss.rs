@@ -657,18 +657,12 @@ fn both_copies_damaged_while_a_killed_open_ran(cut: Option<u64>, tail: u64) -> R
             },
         );
     }
-    r.alarm(
-        None,
-        Alarm::WalDamaged {
-            corrupt_entries: 1,
-            skipped_bytes: 100,
-        },
-    )
-    .crash(&[(0, 1, tail, tail)])
-    .restart()
-    .with(|t, h| {
-        h.frontier_observed(t, &tp(0), 0);
-    });
+    r.wal_damaged()
+        .crash(&[(0, 1, tail, tail)])
+        .restart()
+        .with(|t, h| {
+            h.frontier_observed(t, &tp(0), 0);
+        });
     r
 }
 
@@ -827,13 +821,7 @@ fn killed_after_the_damaged_replay(view: (OpenRule, u64, Option<ProduceId>)) -> 
                 h.hidden_at_open(t, &tp(0), 1, tail, vec![copy]);
             }
         })
-        .alarm(
-            None,
-            Alarm::WalDamaged {
-                corrupt_entries: 1,
-                skipped_bytes: 100,
-            },
-        )
+        .wal_damaged()
         .crash(&[(0, 1, 2, 2)])
         .restart()
         .with(|t, h| {
@@ -909,13 +897,7 @@ fn log_copy_gone_then_killed_at_a_hole(past_hole: Option<Vec<HeldCopy>>) -> Run 
         .restart()
         .disk(0, OpenRule::Hole, 1, 1, Some(1))
         .alarm(Some(0), hole_at(1))
-        .alarm(
-            None,
-            Alarm::WalDamaged {
-                corrupt_entries: 1,
-                skipped_bytes: 100,
-            },
-        )
+        .wal_damaged()
         .opened(0, 1, 1)
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 1);
@@ -1182,13 +1164,7 @@ fn reopened_from_the_cached_copy(r: &mut Run, killed: bool) {
     r.disk(0, OpenRule::TornTail, 0, 0, Some(0))
         .alarm(Some(0), torn_tail(0))
         .opened(0, 0, 0)
-        .alarm(
-            None,
-            Alarm::WalDamaged {
-                corrupt_entries: 1,
-                skipped_bytes: 100,
-            },
-        );
+        .wal_damaged();
     if killed {
         r.process_crash(&[(0, 1, 1, 1)])
             .restart()
@@ -1906,13 +1882,7 @@ pub(super) fn wal_damaged_open_cut_at_0(r: &mut Run) {
     r.disk(0, OpenRule::TornTail, 0, 0, Some(0))
         .alarm(Some(0), torn_tail(0))
         .opened(0, 0, 0)
-        .alarm(
-            None,
-            Alarm::WalDamaged {
-                corrupt_entries: 1,
-                skipped_bytes: 100,
-            },
-        )
+        .wal_damaged()
         .with(|t, h| {
             h.frontier_observed(t, &tp(0), 0);
         });
@@ -2178,17 +2148,9 @@ fn salvage_killed_before_its_alarm(kept: Vec<u64>, copied: Vec<u64>) -> Run {
         .restart()
         .disk(0, OpenRule::Hole, 0, 1, Some(1))
         .alarm(Some(0), hole_at(1));
-    r.salvaged(0, kept, copied)
-        .alarm(
-            None,
-            Alarm::WalDamaged {
-                corrupt_entries: 1,
-                skipped_bytes: 100,
-            },
-        )
-        .with(|t, h| {
-            h.frontier_observed(t, &tp(0), 0);
-        });
+    r.salvaged(0, kept, copied).wal_damaged().with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    });
     r
 }
 

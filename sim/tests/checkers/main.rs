@@ -495,6 +495,17 @@ impl Run {
         })
     }
 
+    /// The open reports one WAL entry destroyed, 100 bytes skipped.
+    fn wal_damaged(&mut self) -> &mut Self {
+        self.alarm(
+            None,
+            Alarm::WalDamaged {
+                corrupt_entries: 1,
+                skipped_bytes: 100,
+            },
+        )
+    }
+
     fn checkpoint_flipped(&mut self) -> &mut Self {
         let (kind, _) = wal_flip();
         self.with(|t, h| {

@@ -482,6 +482,19 @@ pub struct CheckpointFloor {
     pub offset: Offset,
 }
 
+impl CheckpointFloor {
+    /// Whether an open reading the checkpoint `floors` (`None`: unreadable) replays
+    /// every WAL entry of `tp`: it gives `tp` no floor past the start (seq 0, offset 0).
+    pub fn replays_every_entry(floors: Option<&[CheckpointFloor]>, tp: &TopicPartition) -> bool {
+        floors.is_none_or(|floors| {
+            floors
+                .iter()
+                .find(|f| f.tp == *tp)
+                .is_none_or(|f| (f.seq, f.offset) == (0, 0))
+        })
+    }
+}
+
 /// One record a deleted segment file held: where, whose, and the commit time its
 /// envelope carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

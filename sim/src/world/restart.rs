@@ -53,7 +53,7 @@ pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
             disks.push(OpenDisk {
                 tp: tp.clone(),
                 hidden: disk::held_in(&image, view.hwm..view.tail),
-                visible: replays_every_entry(checkpoint.as_deref(), &tp)
+                visible: CheckpointFloor::replays_every_entry(checkpoint.as_deref(), &tp)
                     .then(|| disk::held_in(&image, view.log_start..view.hwm)),
                 past_hole,
                 view,
@@ -121,17 +121,6 @@ fn checkpoint_floors(world: &World) -> Option<Vec<CheckpointFloor>> {
             })
             .collect(),
     )
-}
-
-/// Whether an open reading `checkpoint` (`None`: unreadable) replays every WAL entry of
-/// `tp`: no floor for it past the start.
-fn replays_every_entry(checkpoint: Option<&[CheckpointFloor]>, tp: &TopicPartition) -> bool {
-    checkpoint.is_none_or(|floors| {
-        floors
-            .iter()
-            .find(|f| f.tp == *tp)
-            .is_none_or(|f| (f.seq, f.offset) == (0, 0))
-    })
 }
 
 /// The damage the WAL's segment files hold as the open will read them: skipped bytes

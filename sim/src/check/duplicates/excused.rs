@@ -524,17 +524,12 @@ fn blind_replays(
 }
 
 /// Whether the WAL checkpoint the world read at the restart of `incarnation` (the one its
-/// open replays from) gives `tp` no floor: it did not read, or holds none for `tp`, or
-/// the floor every partition starts from (seq 0, offset 0). `false` without a read.
+/// open replays from) gives `tp` no floor
+/// ([`crate::history::CheckpointFloor::replays_every_entry`]). `false` without a read.
 fn knows_nothing_of(facts: &Facts<'_>, tp: &TopicPartition, incarnation: Incarnation) -> bool {
-    match facts.checkpoint_at_open(incarnation) {
-        None => false,
-        Some(None) => true,
-        Some(Some(floors)) => floors
-            .iter()
-            .find(|f| f.tp == *tp)
-            .is_none_or(|f| (f.seq, f.offset) == (0, 0)),
-    }
+    facts
+        .checkpoint_at_open(incarnation)
+        .is_some_and(|floors| crate::history::CheckpointFloor::replays_every_entry(floors, tp))
 }
 
 /// The excuse for `later` when the open of `incarnation`, blind from the lost checkpoint
@@ -548,8 +543,6 @@ fn blind_commit(
     incarnation: Incarnation,
 ) -> Option<Excuse> {
     let tp = &later.tp;
-    // The fault that made the checkpoint unreadable: the excuse rests on it too.
-    let damage = crate::check::contract::checkpoint_damage(facts, alarm.index)?;
     let upto = replay_reach(facts, tp, alarm, incarnation, later.first_delivery)?;
     let view = facts.alarms.disk_at(tp, incarnation)?;
     let visible = match facts.visible_at_open(tp, incarnation) {
@@ -563,7 +556,12 @@ fn blind_commit(
         None => view.log_start <= earlier.offset && earlier.offset < view.hwm,
     };
     let tail = view.tail;
-    (!visible && tail <= later.offset && later.offset < upto).then(|| Excuse {
+    if visible || later.offset < tail || upto <= later.offset {
+        return None;
+    }
+    // The fault that made the checkpoint unreadable: the excuse rests on it too.
+    let damage = crate::check::contract::checkpoint_damage(facts, alarm.index)?;
+    Some(Excuse {
         kind: ExcuseKind::CheckpointLost,
         causes: vec![alarm.index, damage],
         covers: format!("{tp} offsets [{tail}, {upto}) (the replay of incarnation {incarnation})"),

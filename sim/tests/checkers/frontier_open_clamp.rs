@@ -171,3 +171,34 @@ fn a_flip_before_the_opens_clamp_excuses_the_clamped_word() {
         assert_eq!(fired, !excused, "left {left}");
     }
 }
+
+/// Two flips during one open (fresh default seed 3908571737): the first moved the word
+/// the restart found (4) to 9 before the clamp read it, the clamp wrote the HWM 6, and
+/// the second moved that 6 to 7. The second flip excuses the 7 only when the first
+/// explains the word the clamp read.
+#[test]
+fn a_flip_of_the_word_a_clamp_of_a_flip_wrote_excuses_the_word_it_left() {
+    for (first, second, excused) in [
+        (Some(offset_flip(4, 9)), offset_flip(6, 7), true),
+        (None, offset_flip(6, 7), false),
+        (Some(offset_flip(4, 10)), offset_flip(6, 7), false),
+        (Some(offset_flip(4, 9)), offset_flip(7, 8), false),
+    ] {
+        let mut r = reporting_start();
+        r.frontier_seen(0, 0).loaded(0, 0);
+        acked_4_durable_then_reopened(&mut r);
+        if let Some(first) = &first {
+            r.fault(first.clone(), Some(0));
+        }
+        r.alarm(Some(0), clamp(9, 6))
+            .alarm(Some(0), persisting(6))
+            .fault(second.clone(), Some(0))
+            .with(|t, h| {
+                h.frontier_opened(t, &tp(0), Some(4), 7);
+            });
+        let fired = messages_of(&r.report(), CheckerName::FrontierDurable)
+            .iter()
+            .any(|m| m.contains("found consumer.offset at 4 and left it at 7, not 4"));
+        assert_eq!(fired, !excused, "first {first:?}, second {second:?}");
+    }
+}

@@ -19,8 +19,10 @@
 //! on the word's files injected while the open ran, after the restart's read, still
 //! live in the page cache when the open came up, that moved the word the open read or
 //! wrote to the word it left: a flip whose two words are the word left and the one the
-//! restart found, or the one the open's clamp wrote; another fault with the word left
-//! at one end of its reach. A fault before the restart is in the word both read. The first point has no excuse: it asks only the engine's accounts.
+//! restart found, or the one the open's clamp wrote (when the word the clamp read is the
+//! one found, or a live flip of it made during the open); another fault with the word
+//! left at one end of its reach. A fault before the restart is in the word both read.
+//! The first point has no excuse: it asks only the engine's accounts.
 
 use std::collections::BTreeMap;
 
@@ -97,6 +99,35 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
             continue;
         }
         let restart = facts.restarts.get(&event.incarnation).copied().unwrap_or(0);
+        // A flip on the word during the open, after the restart read it.
+        let flip_during_open = |r: &&crate::check::contract::Reach| {
+            r.on(WORD_FILES)
+                && r.fault_index > restart
+                && matches!(r.kind, crate::history::FaultKind::BitFlip { .. })
+        };
+        // What this open's clamp wrote, when the word it read was the one the restart
+        // found or a flip of it made before the clamp read it.
+        let clamp_wrote = alarms[..before]
+            .iter()
+            .rev()
+            .filter(|a| a.incarnation == event.incarnation)
+            .find_map(|a| match a.alarm {
+                Alarm::FrontierClamped { value, clamped } => Some((a.index, value, clamped)),
+                _ => None,
+            })
+            .filter(|&(at, read, _)| {
+                read == *found
+                    || facts
+                        .reaches_before(tp, at)
+                        .filter(flip_during_open)
+                        .any(|r| {
+                            r.live_at(facts, at, None)
+                                && r.offsets.is_some_and(|o| {
+                                    (o.start, o.end) == (read.min(*found), read.max(*found))
+                                })
+                        })
+            })
+            .map(|(_, _, clamped)| clamped);
         // The fault moved the word from what the open read (before its clamp) or wrote
         // (after it) to what it left. A flip's reach is exactly its two words; another
         // fault's (a lost fsync, a misdirected write) has the word it left at one end.
@@ -116,6 +147,7 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
                             .find_map(|(a, b)| (a == *found).then_some(b));
                         moved(&o, *found)
                             || moved(&o, due)
+                            || clamp_wrote.is_some_and(|wrote| moved(&o, wrote))
                             || read.is_some_and(|x| *left == hwm.map_or(x, |h| x.min(h)))
                     }
                     _ => o.start == *left || o.end == *left,

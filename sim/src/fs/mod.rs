@@ -403,6 +403,11 @@ mod tests {
             "/a/..",
             ".",
             "",
+            "/a/.b",
+            "/a/..b/c",
+            "/a/b.",
+            "/\u{e9}t\u{e9}/caf\u{e9}",
+            "/\u{e9}/./x",
         ] {
             let path = Path::new(text);
             let slow = normalize_components(path).and_then(|p| {

@@ -121,6 +121,12 @@ impl History {
         &self.events
     }
 
+    /// Room for `additional` more events: a run that knows its size skips the copies of
+    /// a growing history (0.7% of a `default` seed's instructions).
+    pub fn reserve(&mut self, additional: usize) {
+        self.events.reserve(additional);
+    }
+
     pub fn len(&self) -> usize {
         self.events.len()
     }

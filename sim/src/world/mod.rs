@@ -202,6 +202,11 @@ async fn world(spec: RunSpec, sink: Sink, alarms: alarms::RecorderSlot) {
     let fs =
         SimFs::new(sub_seed(spec.seed, 3), disk_options(&spec)).expect("fault options are valid");
     let recorder = Shared::new(fs.clone());
+    // A `default` run records up to about six events per record its profile allows.
+    recorder
+        .lock()
+        .history
+        .reserve(usize::try_from(spec.profile.records_max.saturating_mul(6)).unwrap_or(0));
     *alarms.lock().unwrap_or_else(|e| e.into_inner()) = Some(recorder.clone());
     let clock = SimClock::default();
     {
@@ -405,7 +410,7 @@ async fn run_schedule(world: &Arc<World>, node: madsim::task::NodeId, schedule: 
             }
             Trigger::AfterAcks(n) => loop {
                 let listener = world.acked.listen();
-                if world.recorder.lock().acked.len() as u64 >= n {
+                if world.recorder.lock().acked_count() as u64 >= n {
                     break;
                 }
                 // Past the heal (a shrink may have cut it below the kill's time), it
@@ -625,8 +630,7 @@ async fn heal_and_drain(world: &Arc<World>, node: madsim::task::NodeId) {
         let up = world.slot().is_some();
         let done = {
             let rec = world.recorder.lock();
-            up && world.producers_running.load(Ordering::SeqCst) == 0
-                && rec.acked.is_subset(&rec.consumed)
+            up && world.producers_running.load(Ordering::SeqCst) == 0 && rec.all_acked_consumed()
         };
         let now = now_ms(world);
         // And not before `wal_progress` can judge the WAL: quiet for its bound.

@@ -400,7 +400,7 @@ async fn serve(store: SimStore, recorder: Shared, request: Request, cancel: Opti
                 let tp = TopicPartition::new(topic.clone(), produced.partition);
                 rec.history
                     .produce_ack(now, id, &tp, Some(produced.offset), None);
-                rec.acked.insert(id);
+                rec.note_acked(id);
             }
         }
         Request::Receive {
@@ -502,7 +502,7 @@ async fn serve(store: SimStore, recorder: Shared, request: Request, cancel: Opti
                 if ack {
                     rec.history.ack(now, &tp, offset);
                     if let Some(&id) = rec.carried.get(&(tp.clone(), offset)) {
-                        rec.consumed.insert(id);
+                        rec.note_consumed(id);
                     }
                 } else {
                     rec.history.nack(now, &tp, offset);

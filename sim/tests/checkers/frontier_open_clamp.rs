@@ -202,3 +202,65 @@ fn a_flip_of_the_word_a_clamp_of_a_flip_wrote_excuses_the_word_it_left() {
         assert_eq!(fired, !excused, "first {first:?}, second {second:?}");
     }
 }
+
+/// helper-106: the open's clamp replaced the word (its replace returned, or the open
+/// would not have come up), so a flip before the clamp explains no word the open left:
+/// not the flip the clamp read (its write never landed, the 9 stayed), not a flip of the
+/// clamp's own word made before it; and a clamp that is not to the HWM of a word above
+/// it lends its word to no excuse.
+#[test]
+fn a_flip_before_the_opens_clamp_explains_no_word_it_left() {
+    let persisted = |value| Alarm::FrontierPersisted { value };
+    let cases: [(Vec<Result<FaultKind, Alarm>>, u64); 4] = [
+        (
+            vec![
+                Ok(offset_flip(4, 9)),
+                Err(clamp(9, 6)),
+                Err(persisting(6)),
+                Err(persisted(6)),
+            ],
+            9,
+        ),
+        (
+            vec![
+                Ok(offset_flip(4, 9)),
+                Ok(offset_flip(6, 7)),
+                Err(clamp(9, 6)),
+                Err(persisting(6)),
+                Err(persisted(6)),
+            ],
+            7,
+        ),
+        (
+            vec![
+                Ok(offset_flip(4, 9)),
+                Err(clamp(9, 5)),
+                Err(persisting(5)),
+                Ok(offset_flip(5, 7)),
+            ],
+            7,
+        ),
+        (
+            vec![Err(clamp(4, 6)), Err(persisting(6)), Ok(offset_flip(6, 7))],
+            7,
+        ),
+    ];
+    for (steps, left) in cases {
+        let mut r = reporting_start();
+        r.frontier_seen(0, 0).loaded(0, 0);
+        acked_4_durable_then_reopened(&mut r);
+        for step in &steps {
+            match step {
+                Ok(fault) => r.fault(fault.clone(), Some(0)),
+                Err(alarm) => r.alarm(Some(0), alarm.clone()),
+            };
+        }
+        r.with(|t, h| {
+            h.frontier_opened(t, &tp(0), Some(4), left);
+        });
+        assert_mentions(
+            &messages_of(&r.report(), CheckerName::FrontierDurable),
+            &[&format!("found consumer.offset at 4 and left it at {left}")],
+        );
+    }
+}

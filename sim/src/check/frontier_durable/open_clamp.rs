@@ -19,10 +19,12 @@
 //! on the word's files injected while the open ran, after the restart's read, still
 //! live in the page cache when the open came up, that moved the word the open read or
 //! wrote to the word it left: a flip whose two words are the word left and the one the
-//! restart found, or the one the open's clamp wrote (when the word the clamp read is the
-//! one found, or a live flip of it made during the open); another fault with the word
-//! left at one end of its reach. A fault before the restart is in the word both read.
-//! The first point has no excuse: it asks only the engine's accounts.
+//! restart found; or, after the open's clamp, the word left and the one the clamp wrote
+//! (its replace returned, so a flip before it explains nothing left; helper-106), the
+//! clamp's word only when it clamped to the HWM a word a live flip during the open made
+//! of the one found; another fault with the word left at one end of its reach. A fault
+//! before the restart is in the word both read. The first point has no excuse: it asks
+//! only the engine's accounts.
 
 use std::collections::BTreeMap;
 
@@ -105,19 +107,26 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
                 && r.fault_index > restart
                 && matches!(r.kind, crate::history::FaultKind::BitFlip { .. })
         };
-        // What this open's clamp wrote, when the word it read was the one the restart
-        // found or a flip of it made before the clamp read it.
-        let clamp_wrote = alarms[..before]
+        // The open's clamp (its one per incarnation): where it was raised, the word it
+        // read, the word it wrote. Its replace returned (else the open did not come up),
+        // so the word was its value there: a flip before it explains nothing left.
+        let clamp = alarms[..before]
             .iter()
             .rev()
             .filter(|a| a.incarnation == event.incarnation)
             .find_map(|a| match a.alarm {
                 Alarm::FrontierClamped { value, clamped } => Some((a.index, value, clamped)),
                 _ => None,
-            })
-            .filter(|&(at, read, _)| {
-                read == *found
-                    || facts
+            });
+        let clamped_at = clamp.map(|(at, _, _)| at);
+        // What the clamp wrote, when it clamped as point 1 holds it (a word above the
+        // HWM, to the HWM) a word a live flip during the open had made of the one the
+        // restart found (the found word itself is `due`'s case).
+        let clamp_wrote = clamp
+            .filter(|&(at, read, clamped)| {
+                hwm == Some(clamped)
+                    && read > clamped
+                    && facts
                         .reaches_before(tp, at)
                         .filter(flip_during_open)
                         .any(|r| {
@@ -127,7 +136,7 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
                                 })
                         })
             })
-            .map(|(_, _, clamped)| clamped);
+            .map(|(at, _, clamped)| (at, clamped));
         // The fault moved the word from what the open read (before its clamp) or wrote
         // (after it) to what it left. A flip's reach is exactly its two words; another
         // fault's (a lost fsync, a misdirected write) has the word it left at one end.
@@ -145,9 +154,10 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
                         let read = [(o.start, o.end), (o.end, o.start)]
                             .into_iter()
                             .find_map(|(a, b)| (a == *found).then_some(b));
-                        moved(&o, *found)
-                            || moved(&o, due)
-                            || clamp_wrote.is_some_and(|wrote| moved(&o, wrote))
+                        (clamped_at.is_none_or(|at| r.fault_index > at)
+                            && (moved(&o, *found) || moved(&o, due)))
+                            || clamp_wrote
+                                .is_some_and(|(at, wrote)| r.fault_index > at && moved(&o, wrote))
                             || read.is_some_and(|x| *left == hwm.map_or(x, |h| x.min(h)))
                     }
                     _ => o.start == *left || o.end == *left,

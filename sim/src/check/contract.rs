@@ -791,6 +791,50 @@ fn config_topic(path: &str) -> Option<String> {
     (topics == cafelog_engine::format::layout::TOPICS_DIR).then(|| topic.to_owned())
 }
 
+/// The offset below which the checkpoint damage before history index `before` can have
+/// hidden `tp`'s copies from a replay: the floor the damaged file held for `tp` (0
+/// without one), as the world read it just before the flip (`CheckpointDamaged`). A
+/// replay from an intact floor skips only entries whose copies lie below it, so losing
+/// the floor adds only re-commits of those. `None` (no bound) when the damage is an
+/// out-of-contract fault, or a flip the history holds no reading of (histories recorded
+/// before it was); a flip of an image that did not read destroyed nothing, and the
+/// damage before it is asked.
+pub fn checkpoint_floor_lost(
+    facts: &Facts<'_>,
+    before: usize,
+    tp: &crate::history::TopicPartition,
+) -> Option<Offset> {
+    let events = facts.history.events();
+    let mut at = before;
+    while let Some(fault) = checkpoint_damage(facts, at) {
+        let EventKind::Fault {
+            kind: FaultKind::BitFlip { .. },
+            ..
+        } = &events[fault].kind
+        else {
+            return None;
+        };
+        // Recorded with the flip, at the same instant.
+        let held = events[fault + 1..]
+            .iter()
+            .take_while(|e| e.at_ms == events[fault].at_ms)
+            .find_map(|e| match &e.kind {
+                EventKind::CheckpointDamaged {
+                    fault_index,
+                    floors,
+                } if *fault_index == fault => Some(floors),
+                _ => None,
+            })?;
+        match held {
+            Some(floors) => {
+                return Some(floors.iter().find(|f| f.tp == *tp).map_or(0, |f| f.offset));
+            }
+            None => at = fault,
+        }
+    }
+    Some(0)
+}
+
 /// The last fault before history index `before` that can leave the WAL checkpoint
 /// unreadable. The engine replaces the file atomically (a temp file, fsynced, renamed
 /// over it), so no crash outcome (a lost or torn write) or fsync error can: only damage

@@ -295,6 +295,20 @@ impl fmt::Display for Event {
                 }
                 Ok(())
             }
+            EventKind::CheckpointDamaged {
+                fault_index,
+                floors: None,
+            } => write!(f, "checkpoint_damaged by #{fault_index}: held no floor"),
+            EventKind::CheckpointDamaged {
+                fault_index,
+                floors: Some(floors),
+            } => {
+                write!(f, "checkpoint_damaged by #{fault_index}: held")?;
+                for CheckpointFloor { tp, seq, offset } in floors {
+                    write!(f, " {tp} seq={seq} offset={offset}")?;
+                }
+                Ok(())
+            }
             EventKind::EngineCounters {
                 tp,
                 recorded_loss_records,

@@ -246,6 +246,15 @@ pub enum EventKind {
     CheckpointAtOpen {
         floors: Option<Vec<CheckpointFloor>>,
     },
+    /// World, right after a flip of the WAL checkpoint or its temp file (the fault at
+    /// `fault_index`): the floors the file held before the flip, the higher of its
+    /// platter and page-cache images per partition, by the reference decoder; `None`
+    /// when neither image read (the flip destroyed no floor). A lost checkpoint adds
+    /// only re-commits of records below the floor it held.
+    CheckpointDamaged {
+        fault_index: usize,
+        floors: Option<Vec<CheckpointFloor>>,
+    },
     /// World, sampling the engine's counters for a partition. Counters are cumulative
     /// within an incarnation and start from 0 at each restart.
     EngineCounters {

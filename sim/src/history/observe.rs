@@ -342,6 +342,21 @@ impl History {
         self.record(at_ms, EventKind::CheckpointAtOpen { floors })
     }
 
+    pub fn checkpoint_damaged(
+        &mut self,
+        at_ms: u64,
+        fault_index: usize,
+        floors: Option<Vec<CheckpointFloor>>,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::CheckpointDamaged {
+                fault_index,
+                floors,
+            },
+        )
+    }
+
     pub fn segments_listed(
         &mut self,
         at_ms: u64,

@@ -2,6 +2,7 @@
 //! bit flips at rest located by the reference decoder, and armed fsync faults.
 
 use super::*;
+use crate::history::{CheckpointFloor, Offset};
 
 /// Makes the disk fail its next fsync once, the way `action` says.
 pub(super) fn arm_fsync_fault(world: &World, action: &Action) {
@@ -396,7 +397,51 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
             }
         }
     }
+    // After the listing above, which follows its flip directly.
+    if want == FileKind::Wal
+        && flip
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|name| {
+                [
+                    cafelog_engine::store::wal::CHECKPOINT_FILE,
+                    cafelog_engine::format::wal::CHECKPOINT_TMP_FILE,
+                ]
+                .contains(&name)
+            })
+    {
+        let floors = held_floors([
+            durable_before_flip(&world.fs, &flip),
+            visible_before_flip(&world.fs, &flip),
+        ]);
+        let now = rec.now_ms();
+        rec.history.checkpoint_damaged(now, fault_index, floors);
+    }
     true
+}
+
+/// The floors the checkpoint `images` held (the platter's and the page cache's, before
+/// a flip), the higher per partition; `None` when no image reads.
+fn held_floors(images: [Option<Vec<u8>>; 2]) -> Option<Vec<CheckpointFloor>> {
+    let mut held: BTreeMap<TopicPartition, (u64, Offset)> = BTreeMap::new();
+    let mut read = false;
+    for floors in images
+        .iter()
+        .flatten()
+        .filter_map(|bytes| super::restart::decode_floors(bytes))
+    {
+        read = true;
+        for f in floors {
+            let at = held.entry(f.tp).or_default();
+            *at = (at.0.max(f.seq), at.1.max(f.offset));
+        }
+    }
+    read.then(|| {
+        held.into_iter()
+            .map(|(tp, (seq, offset))| CheckpointFloor { tp, seq, offset })
+            .collect()
+    })
 }
 
 /// The durable image of the file `flip` hit, as it was before the flip. Not the visible

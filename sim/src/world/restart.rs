@@ -110,7 +110,13 @@ fn checkpoint_floors(world: &World) -> Option<Vec<CheckpointFloor>> {
     let Some(bytes) = world.fs.visible_bytes(&path) else {
         return Some(Vec::new());
     };
-    let floors = crate::reference::wal::checkpoint(&bytes)?;
+    decode_floors(&bytes)
+}
+
+/// The floors a checkpoint image holds, by the reference decoder; `None` when it does
+/// not read.
+pub(super) fn decode_floors(bytes: &[u8]) -> Option<Vec<CheckpointFloor>> {
+    let floors = crate::reference::wal::checkpoint(bytes)?;
     Some(
         floors
             .into_iter()

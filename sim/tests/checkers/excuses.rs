@@ -309,7 +309,20 @@ fn skipped_copy_at(base: u64) -> Run {
 /// open that found the checkpoint unreadable is `first` (the one whose replay
 /// re-commits id 1) or a later one.
 fn checkpoint_lost(first: bool) -> Run {
+    checkpoint_lost_holding(first, None)
+}
+
+/// A checkpoint floor of orders: (partition, seq, offset).
+type Floor = (u32, u64, u64);
+
+/// [`checkpoint_lost`], with the world's reading of the floors the flipped checkpoint
+/// held (`Some`; see `Run::checkpoint_flipped_holding`).
+fn checkpoint_lost_holding(first: bool, held: Option<Option<&[Floor]>>) -> Run {
     let mut r = delivered_then_crashed();
+    match held {
+        Some(held) => r.checkpoint_flipped_holding(held),
+        None => r.checkpoint_flipped(),
+    };
     let opened = |r: &mut Run, at: u64| {
         r.alarm(
             Some(0),
@@ -324,7 +337,7 @@ fn checkpoint_lost(first: bool) -> Run {
             h.frontier_observed(t, &tp(0), 0);
         });
     };
-    r.checkpoint_flipped().restart().with(|t, h| {
+    r.restart().with(|t, h| {
         let mut view = disk_view(OpenRule::Clean, 1, 1, None);
         view.log_start = 1;
         h.disk_at_open(t, &tp(0), view, false);
@@ -585,6 +598,39 @@ fn harness_md_names_every_excuse_row() {
         assert!(
             doc.contains(&format!("| `{}` |", kind.name())),
             "sim/HARNESS.md has no row for {kind}"
+        );
+    }
+}
+
+/// helper-104 F2: a lost checkpoint adds only re-commits of records below the floor it
+/// held. Id 1's earlier copy is at offset 0: a floor at 1 for orders/0 excuses its
+/// re-commit; a floor at 0, a checkpoint with no floor for orders/0 (another
+/// partition's only), or one that did not read before the flip does not.
+#[test]
+fn a_lost_checkpoint_excuses_only_copies_below_the_floor_it_held() {
+    let cases: [(Option<&[Floor]>, bool); 5] = [
+        (Some(&[(0, 1, 1)]), true),
+        (Some(&[(0, 1, 1), (1, 9, 9)]), true),
+        (Some(&[(0, 0, 0)]), false),
+        (Some(&[(1, 9, 9)]), false),
+        (None, false),
+    ];
+    for (held, excused) in cases {
+        let r = checkpoint_lost_holding(true, Some(held));
+        let fired = !duplicate_messages(&r).is_empty();
+        assert_eq!(fired, !excused, "held {held:?}");
+        let report = r.report();
+        let covers: Vec<&str> = report
+            .bounded_duplicates
+            .excused
+            .iter()
+            .filter(|(_, e)| e.kind == ExcuseKind::CheckpointLost)
+            .map(|(_, e)| e.covers.as_str())
+            .collect();
+        assert_eq!(
+            covers.iter().any(|c| c.contains("below the lost floor 1")),
+            excused,
+            "{covers:?}"
         );
     }
 }

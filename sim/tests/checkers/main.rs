@@ -8,8 +8,9 @@ use cafelog_sim::check::{
     EXIT_SIMULATOR_CRASH, Verdict, check,
 };
 use cafelog_sim::history::{
-    Alarm, BadAt, CrashPartition, DamagedWalEntry, DiskView, FaultKind, FileKind, HeldCopy,
-    History, Incarnation, OffsetRange, OpenRule, ProduceId, TopicPartition, encode_payload,
+    Alarm, BadAt, CheckpointFloor, CrashPartition, DamagedWalEntry, DiskView, FaultKind, FileKind,
+    HeldCopy, History, Incarnation, OffsetRange, OpenRule, ProduceId, TopicPartition,
+    encode_payload,
 };
 
 /// How the record acknowledged at 2 in [`log_ends_at_2`] was seen before the crash.
@@ -510,6 +511,26 @@ impl Run {
         let (kind, _) = wal_flip();
         self.with(|t, h| {
             h.fault(t, kind, None, Some("/data/wal/checkpoint"));
+        })
+    }
+
+    /// A flip of the WAL checkpoint, as the world records it: the floors of orders the
+    /// file held before it, (partition, seq, offset); `None` when it did not read.
+    fn checkpoint_flipped_holding(&mut self, held: Option<&[(u32, u64, u64)]>) -> &mut Self {
+        let floors = held.map(|held| {
+            held.iter()
+                .map(|&(p, seq, offset)| CheckpointFloor {
+                    tp: tp(p),
+                    seq,
+                    offset,
+                })
+                .collect()
+        });
+        let (kind, _) = wal_flip();
+        self.with(|t, h| {
+            h.fault(t, kind, None, Some("/data/wal/checkpoint"));
+            let fault = h.len() - 1;
+            h.checkpoint_damaged(t, fault, floors);
         })
     }
 

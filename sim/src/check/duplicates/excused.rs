@@ -559,12 +559,23 @@ fn blind_commit(
     if visible || later.offset < tail || upto <= later.offset {
         return None;
     }
-    // The fault that made the checkpoint unreadable: the excuse rests on it too.
+    // The fault that made the checkpoint unreadable: the excuse rests on it too, and
+    // covers only copies below the floor it destroyed (helper-104 F2: else a reap above
+    // the durable floor hides in any run that also loses the checkpoint).
     let damage = crate::check::contract::checkpoint_damage(facts, alarm.index)?;
+    let floor = crate::check::contract::checkpoint_floor_lost(facts, alarm.index, tp);
+    if floor.is_some_and(|floor| earlier.offset >= floor) {
+        return None;
+    }
+    let below = floor.map_or(String::new(), |f| {
+        format!(", copies below the lost floor {f}")
+    });
     Some(Excuse {
         kind: ExcuseKind::CheckpointLost,
         causes: vec![alarm.index, damage],
-        covers: format!("{tp} offsets [{tail}, {upto}) (the replay of incarnation {incarnation})"),
+        covers: format!(
+            "{tp} offsets [{tail}, {upto}) (the replay of incarnation {incarnation}{below})"
+        ),
     })
 }
 

@@ -290,24 +290,21 @@ impl fmt::Display for Event {
                 floors: Some(floors),
             } => {
                 write!(f, "checkpoint_at_open")?;
-                for CheckpointFloor { tp, seq, offset } in floors {
-                    write!(f, " {tp} seq={seq} offset={offset}")?;
-                }
-                Ok(())
+                write_floors(f, floors)
             }
             EventKind::CheckpointDamaged {
                 fault_index,
                 floors: None,
-            } => write!(f, "checkpoint_damaged by #{fault_index}: held no floor"),
+            } => write!(
+                f,
+                "checkpoint_damaged by #{fault_index}: unreadable before it"
+            ),
             EventKind::CheckpointDamaged {
                 fault_index,
                 floors: Some(floors),
             } => {
                 write!(f, "checkpoint_damaged by #{fault_index}: held")?;
-                for CheckpointFloor { tp, seq, offset } in floors {
-                    write!(f, " {tp} seq={seq} offset={offset}")?;
-                }
-                Ok(())
+                write_floors(f, floors)
             }
             EventKind::EngineCounters {
                 tp,
@@ -399,4 +396,12 @@ impl fmt::Display for Event {
 
 fn opt(value: &Option<u64>) -> String {
     value.map_or_else(|| "?".to_owned(), |v| v.to_string())
+}
+
+/// A checkpoint's floors, each as ` tp seq=S offset=O`.
+fn write_floors(f: &mut fmt::Formatter<'_>, floors: &[CheckpointFloor]) -> fmt::Result {
+    for CheckpointFloor { tp, seq, offset } in floors {
+        write!(f, " {tp} seq={seq} offset={offset}")?;
+    }
+    Ok(())
 }

@@ -634,3 +634,107 @@ fn a_lost_checkpoint_excuses_only_copies_below_the_floor_it_held() {
         );
     }
 }
+
+/// Fresh quick seed 3968282518: the engine lowers a floor's offset to a cut and keeps
+/// its seq, so a copy a cut took can lie at or above the lost floor; only a copy
+/// retention took must lie below it. Id 1's copy at 0 is cut (R1 at 0, log start 0),
+/// the checkpoint held orders/0 at (1, 0), and the blind replay re-commits id 1 at 1:
+/// excused; the same copy reaped (log start 1) is not.
+#[test]
+fn a_copy_a_cut_took_is_excused_above_the_lost_floor() {
+    for reaped in [false, true] {
+        let mut r = delivered_then_crashed();
+        r.checkpoint_flipped_holding(Some(&[(0, 1, 0)]))
+            .restart()
+            .with(|t, h| {
+                let mut view = if reaped {
+                    disk_view(OpenRule::Clean, 1, 1, None)
+                } else {
+                    disk_view(OpenRule::TornTail, 1, 0, Some(0))
+                };
+                view.log_start = u64::from(reaped);
+                h.disk_at_open(t, &tp(0), view, false);
+            })
+            .alarm(None, Alarm::WalCheckpointUnreadable)
+            .alarm(
+                Some(0),
+                Alarm::LogOpened {
+                    log_start: u64::from(reaped),
+                    hwm: u64::from(reaped),
+                    tail: u64::from(reaped),
+                    hidden: 0,
+                },
+            )
+            .with(|t, h| {
+                h.frontier_observed(t, &tp(0), 0);
+            })
+            .hwm(0, 2, 2, 2)
+            .deliver(1, 0, 1, 1_100)
+            .consume(0, 1);
+        let fired = !duplicate_messages(&r).is_empty();
+        assert_eq!(
+            fired,
+            reaped,
+            "reaped {reaped}: {:?}",
+            duplicate_messages(&r)
+        );
+    }
+}
+
+/// helper-107: recovery's R4 clamp lowers the checkpoint's offset below copies it had
+/// passed (`lower_checkpoint_to_clamps`), as a cut does. Ids 1-3 at 0-2, a flip of
+/// [1, 3), R1 at 1 and a clamp 3 -> 1 (ids 2 and 3 given up); the replay re-commits id 3
+/// at 1; the lowered checkpoint (seq 2, offset 1) is flipped, and the blind replay
+/// re-commits id 2 at 2, above the lost floor: excused (a clamp, not retention, took its
+/// copy at 1).
+#[test]
+fn a_copy_a_clamp_gave_up_is_excused_above_the_lost_floor() {
+    let mut r = Run::new();
+    r.produced(3).hwm(0, 3, 3, 3).delivered(3);
+    for o in 0..3 {
+        r.consume(0, o);
+    }
+    r.crash(&[(0, 3, 3, 3)])
+        .fault(
+            segment_flip(OffsetRange { start: 1, end: 3 }, Some(true)),
+            Some(0),
+        )
+        .restart()
+        .disk(0, OpenRule::TornTail, 3, 1, Some(1))
+        .alarm(
+            Some(0),
+            Alarm::TornTail {
+                segment: "00000000000000000000.log".into(),
+                position: 100,
+                offset: 1,
+                bytes: 200,
+            },
+        )
+        .alarm(Some(0), clamp(3, 1))
+        .counters(0, 2, 0)
+        .opened(0, 1, 1)
+        .frontier_seen(0, 1)
+        .alarm(Some(0), Alarm::ReplayCommitting { records: 1 })
+        .hwm(0, 2, 2, 2)
+        .deliver(3, 0, 1, 1_500)
+        .consume(0, 1)
+        .checkpoint_flipped_holding(Some(&[(0, 2, 1)]))
+        .crash(&[(0, 2, 2, 2)])
+        .restart()
+        .disk(0, OpenRule::Clean, 2, 2, None)
+        .with(|t, h| {
+            h.visible_at_open(t, &tp(0), 0, 2, vec![held(0, 1), held(1, 3)]);
+        })
+        .alarm(None, Alarm::WalCheckpointUnreadable)
+        .opened(0, 2, 2)
+        .frontier_seen(0, 2)
+        .alarm(Some(0), Alarm::ReplayCommitting { records: 1 })
+        .hwm(0, 3, 3, 3)
+        .deliver(2, 0, 2, 2_500)
+        .consume(0, 2);
+    assert!(
+        duplicate_messages(&r).is_empty(),
+        "{:?}",
+        duplicate_messages(&r)
+    );
+}

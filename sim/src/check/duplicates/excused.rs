@@ -559,17 +559,21 @@ fn blind_commit(
     if visible || later.offset < tail || upto <= later.offset {
         return None;
     }
-    // The fault that made the checkpoint unreadable: the excuse rests on it too, and
-    // covers only copies below the floor it destroyed (helper-104 F2: else a reap above
-    // the durable floor hides in any run that also loses the checkpoint).
+    // The fault that made the checkpoint unreadable: the excuse rests on it too. A copy
+    // retention took must lie below the floor it destroyed (helper-104 F2: else a reap
+    // above the durable floor hides in any run that also loses the checkpoint); a copy
+    // a cut or damage took can lie above it, as the engine lowers the floor's offset to
+    // a cut and keeps its seq (fresh quick seed 3968282518).
     let damage = crate::check::contract::checkpoint_damage(facts, alarm.index)?;
     let floor = crate::check::contract::checkpoint_floor_lost(facts, alarm.index, tp);
-    if floor.is_some_and(|floor| earlier.offset >= floor) {
+    let reaped = earlier.offset < view.log_start;
+    if reaped && floor.is_some_and(|floor| earlier.offset >= floor) {
         return None;
     }
-    let below = floor.map_or(String::new(), |f| {
-        format!(", copies below the lost floor {f}")
-    });
+    let below = match floor {
+        Some(floor) if reaped => format!(", a reaped copy below the lost floor {floor}"),
+        _ => String::new(),
+    };
     Some(Excuse {
         kind: ExcuseKind::CheckpointLost,
         causes: vec![alarm.index, damage],

@@ -27,6 +27,9 @@ fn clamp(value: u64, clamped: u64) -> Alarm {
     Alarm::FrontierClamped { value, clamped }
 }
 
+/// One step of an open's story: a fault injected, or an alarm it raised.
+type Step = Result<FaultKind, Alarm>;
+
 fn persisting(value: u64) -> Alarm {
     Alarm::FrontierPersisting { value }
 }
@@ -211,7 +214,7 @@ fn a_flip_of_the_word_a_clamp_of_a_flip_wrote_excuses_the_word_it_left() {
 #[test]
 fn a_flip_before_the_opens_clamp_explains_no_word_it_left() {
     let persisted = |value| Alarm::FrontierPersisted { value };
-    let cases: [(Vec<Result<FaultKind, Alarm>>, u64); 4] = [
+    let cases: [(Vec<Step>, u64); 4] = [
         (
             vec![
                 Ok(offset_flip(4, 9)),
@@ -262,5 +265,96 @@ fn a_flip_before_the_opens_clamp_explains_no_word_it_left() {
             &messages_of(&r.report(), CheckerName::FrontierDurable),
             &[&format!("found consumer.offset at 4 and left it at {left}")],
         );
+    }
+}
+
+/// Two flips during one open compose (fresh quick seed 3968266141, helper-109): the
+/// open read the word the restart found (4, at or below the HWM 6) and wrote nothing;
+/// a flip then moved the 4 to 4 + 2^23 and a second that word to 4 + 2^23 + 2^30, the
+/// word it left. Flips chain only through their words, in the order they landed.
+#[test]
+fn flips_during_the_open_chain() {
+    let (a, b) = (4 | 1 << 23, 4 | 1 << 23 | 1 << 30);
+    for (flips, excused) in [
+        (vec![offset_flip(4, a), offset_flip(a, b)], true),
+        // Out of order, or not through one word: no chain from 4 to the word left.
+        (vec![offset_flip(a, b), offset_flip(4, a)], false),
+        (vec![offset_flip(4, a), offset_flip(a + 1, b)], false),
+        (vec![offset_flip(a, b)], false),
+    ] {
+        let mut r = reporting_start();
+        r.frontier_seen(0, 0).loaded(0, 0);
+        acked_4_durable_then_reopened(&mut r);
+        for flip in &flips {
+            r.fault(flip.clone(), Some(0));
+        }
+        r.with(|t, h| {
+            h.frontier_opened(t, &tp(0), Some(4), b);
+        });
+        let report = r.report();
+        let fired = messages_of(&report, CheckerName::FrontierDurable)
+            .iter()
+            .any(|m| m.contains(&format!("found consumer.offset at 4 and left it at {b}")));
+        assert_eq!(fired, !excused, "flips {flips:?}");
+    }
+}
+
+/// With a clamp: flips before it chain from the word found to the word it read, flips
+/// after it from the word it wrote (its replace returned) to the word left; never from
+/// the word found past the clamp.
+#[test]
+fn flips_chain_to_the_opens_clamp_and_from_its_word() {
+    let cases: [(Vec<Step>, u64, bool); 3] = [
+        (
+            vec![
+                Ok(offset_flip(4, 5)),
+                Ok(offset_flip(5, 13)),
+                Err(clamp(13, 6)),
+                Err(persisting(6)),
+                Ok(offset_flip(6, 14)),
+            ],
+            14,
+            true,
+        ),
+        (
+            vec![
+                Ok(offset_flip(4, 12)),
+                Err(clamp(12, 6)),
+                Err(persisting(6)),
+                Ok(offset_flip(6, 7)),
+                Ok(offset_flip(7, 15)),
+            ],
+            15,
+            true,
+        ),
+        (
+            vec![
+                Ok(offset_flip(4, 9)),
+                Err(clamp(9, 6)),
+                Err(persisting(6)),
+                Ok(offset_flip(4, 12)),
+                Ok(offset_flip(12, 28)),
+            ],
+            28,
+            false,
+        ),
+    ];
+    for (steps, left, excused) in cases {
+        let mut r = reporting_start();
+        r.frontier_seen(0, 0).loaded(0, 0);
+        acked_4_durable_then_reopened(&mut r);
+        for step in &steps {
+            match step {
+                Ok(fault) => r.fault(fault.clone(), Some(0)),
+                Err(alarm) => r.alarm(Some(0), alarm.clone()),
+            };
+        }
+        r.with(|t, h| {
+            h.frontier_opened(t, &tp(0), Some(4), left);
+        });
+        let fired = messages_of(&r.report(), CheckerName::FrontierDurable)
+            .iter()
+            .any(|m| m.contains(&format!("found consumer.offset at 4 and left it at {left}")));
+        assert_eq!(fired, !excused, "{steps:?}");
     }
 }

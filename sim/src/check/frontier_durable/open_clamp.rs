@@ -22,7 +22,11 @@
 //! restart found; or, after the open's clamp, the word left and the one the clamp wrote
 //! (its replace returned, so a flip before it explains nothing left; helper-106), the
 //! clamp's word only when it clamped to the HWM a word a live flip during the open made
-//! of the one found; another fault with the word left at one end of its reach. A fault
+//! of the one found; another fault with the word left at one end of its reach. Flips
+//! chain (helper-109): live flips during the open, in the order they landed, each
+//! moving the word at one of its ends to the other, that take the word found (the open
+//! did not clamp) to the word left, or the word found to the one the clamp read and the
+//! clamp's word to the word left (it clamped to the HWM a word above it). A fault
 //! before the restart is in the word both read. The first point has no excuse: it asks
 //! only the engine's accounts.
 
@@ -163,10 +167,54 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
                     _ => o.start == *left || o.end == *left,
                 })
         });
+        // Flips chain: each flip's reach is the word it found and the word it made, so
+        // several flips of the word during the open compose (helper-109: 21 flipped to
+        // 21 + 2^23, that to 21 + 2^23 + 2^30, an open that read 21 and wrote nothing).
+        // The live flips during the open, in history order, walked from a word: each
+        // flip with the word at one end moves it to the other. From what the restart
+        // found when the open did not clamp; else from what its clamp wrote, after it,
+        // when the clamp read the word found or one the flips before it made of that.
+        let flips: Vec<(usize, crate::history::OffsetRange)> = {
+            let mut f: Vec<_> = facts
+                .reaches_before(tp, index)
+                .filter(flip_during_open)
+                .filter(|r| r.live_at(facts, index, None))
+                .filter_map(|r| Some((r.fault_index, r.offsets?)))
+                .collect();
+            f.sort_by_key(|&(i, _)| i);
+            f
+        };
+        let walk = |from: Offset, after: usize, until: usize| {
+            let mut word = from;
+            let mut by = Vec::new();
+            for &(i, o) in flips.iter().filter(|&&(i, _)| after < i && i < until) {
+                word = match word {
+                    w if w == o.start => o.end,
+                    w if w == o.end => o.start,
+                    _ => continue,
+                };
+                by.push(i);
+            }
+            (word, by)
+        };
+        let chain = match clamp {
+            None => Some(walk(*found, restart, index)),
+            Some((at, read, clamped)) if hwm == Some(clamped) && read > clamped => {
+                let (made, before) = walk(*found, restart, at);
+                (made == read).then(|| {
+                    let (word, after) = walk(clamped, at, index);
+                    (word, [before, after].concat())
+                })
+            }
+            Some(_) => None,
+        }
+        .filter(|(word, by)| word == left && !by.is_empty())
+        .map(|(_, by)| by);
+        let cause = cause.map(|r| vec![r.fault_index]).or(chain);
         match cause {
-            Some(fault) => report.excused.push(Excuse::new(
+            Some(faults) => report.excused.push(Excuse::new(
                 ExcuseKind::OutOfContract,
-                vec![fault.fault_index],
+                faults,
                 format!("{tp} word {found} left as {left} by the open"),
             )),
             None => report.violations.push(Violation {

@@ -16,8 +16,10 @@
 //!    partition after the damage, or the open that did found the log start past it.
 //!    Unplaced damage (no frame held the byte) is left to rule 1 and `no_lost_ack`.
 //!    A misdirected write lands on the platter while the page cache keeps the right
-//!    bytes, so only an open after a power loss (which rebuilds the cache from the
-//!    platter) reads it; an open after a process crash does not. Damage that a later
+//!    bytes, and a flip the page cache did not take (`flip_missed_cache`: a pending
+//!    write or truncation decides the byte) changes only the platter too, so only an
+//!    open after a power loss (which rebuilds the cache from the platter) reads either;
+//!    an open after a process crash does not. Damage that a later
 //!    write covered before the first open that reads it is owed nothing either
 //!    (`damage_repaired_before_scan`): every view of the disk the world took for that
 //!    open, before it gave its account of the partition, holds valid frames through the
@@ -119,7 +121,8 @@ pub fn check(facts: &Facts<'_>, accounting: &Accounting) -> CorruptionReport {
         let Some((offsets, below_hwm)) = kind.segment_damage() else {
             continue;
         };
-        let platter_only = matches!(kind, crate::history::FaultKind::Misdirected { .. });
+        let platter_only = matches!(kind, crate::history::FaultKind::Misdirected { .. })
+            || facts.flip_missed_cache(fault_index);
         let outcome = judge(facts, fault_index, tp.as_ref(), offsets, platter_only);
         if let DamageOutcome::Undetected { restart_index } = outcome {
             let place = tp

@@ -230,6 +230,17 @@ impl<'h> Facts<'h> {
         }
     }
 
+    /// Whether the flip at `fault_index` missed the page cache (`FlipMissedCache`, which
+    /// the world records with it, at the same instant): only the platter holds it.
+    pub fn flip_missed_cache(&self, fault_index: usize) -> bool {
+        let events = self.history.events();
+        let at_ms = events[fault_index].at_ms;
+        events[fault_index + 1..]
+            .iter()
+            .take_while(|e| e.at_ms == at_ms)
+            .any(|e| matches!(e.kind, EventKind::FlipMissedCache { fault_index: f } if f == fault_index))
+    }
+
     pub fn incarnation_at(&self, index: usize) -> Incarnation {
         self.history.events()[index].incarnation
     }

@@ -306,6 +306,9 @@ impl fmt::Display for Event {
                 write!(f, "checkpoint_damaged by #{fault_index}: held")?;
                 write_floors(f, floors)
             }
+            EventKind::FlipMissedCache { fault_index } => {
+                write!(f, "flip_missed_cache by #{fault_index}: the platter's only")
+            }
             EventKind::EngineCounters {
                 tp,
                 recorded_loss_records,

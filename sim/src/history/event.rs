@@ -255,6 +255,12 @@ pub enum EventKind {
         fault_index: usize,
         floors: Option<Vec<CheckpointFloor>>,
     },
+    /// World, right after a flip the page cache did not take (the fault at
+    /// `fault_index`): a pending write or truncation decides that byte, or a failed
+    /// fsync left the cache apart from the platter. Only the platter holds it, so only
+    /// an open after a power loss (which rebuilds the cache from the platter) can read
+    /// it, as a misdirected write's.
+    FlipMissedCache { fault_index: usize },
     /// World, sampling the engine's counters for a partition. Counters are cumulative
     /// within an incarnation and start from 0 at each restart.
     EngineCounters {

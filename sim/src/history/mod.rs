@@ -166,6 +166,16 @@ impl History {
                 ),
                 "WAL damage names event {fault_index}, which is not a fault"
             ),
+            EventKind::FlipMissedCache { fault_index } => assert!(
+                matches!(
+                    self.events.get(*fault_index).map(|e| &e.kind),
+                    Some(EventKind::Fault {
+                        kind: FaultKind::BitFlip { .. },
+                        ..
+                    })
+                ),
+                "a missed flip names event {fault_index}, which is not a flip"
+            ),
             EventKind::CheckpointDamaged { fault_index, .. } => assert!(
                 matches!(
                     self.events.get(*fault_index).map(|e| &e.kind),

@@ -342,6 +342,10 @@ impl History {
         self.record(at_ms, EventKind::CheckpointAtOpen { floors })
     }
 
+    pub fn flip_missed_cache(&mut self, at_ms: u64, fault_index: usize) -> &mut Self {
+        self.record(at_ms, EventKind::FlipMissedCache { fault_index })
+    }
+
     pub fn checkpoint_damaged(
         &mut self,
         at_ms: u64,

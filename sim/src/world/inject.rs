@@ -418,6 +418,11 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
         let now = rec.now_ms();
         rec.history.checkpoint_damaged(now, fault_index, floors);
     }
+    // Last of the flip's events (the listing above follows the flip directly).
+    if !flip.in_cache {
+        let now = rec.now_ms();
+        rec.history.flip_missed_cache(now, fault_index);
+    }
     true
 }
 

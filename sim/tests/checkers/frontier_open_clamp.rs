@@ -249,20 +249,8 @@ fn a_flip_before_the_opens_clamp_explains_no_word_it_left() {
         ),
     ];
     for (steps, left) in cases {
-        let mut r = reporting_start();
-        r.frontier_seen(0, 0).loaded(0, 0);
-        acked_4_durable_then_reopened(&mut r);
-        for step in &steps {
-            match step {
-                Ok(fault) => r.fault(fault.clone(), Some(0)),
-                Err(alarm) => r.alarm(Some(0), alarm.clone()),
-            };
-        }
-        r.with(|t, h| {
-            h.frontier_opened(t, &tp(0), Some(4), left);
-        });
         assert_mentions(
-            &messages_of(&r.report(), CheckerName::FrontierDurable),
+            &open_story(&steps, left),
             &[&format!("found consumer.offset at 4 and left it at {left}")],
         );
     }
@@ -340,21 +328,27 @@ fn flips_chain_to_the_opens_clamp_and_from_its_word() {
         ),
     ];
     for (steps, left, excused) in cases {
-        let mut r = reporting_start();
-        r.frontier_seen(0, 0).loaded(0, 0);
-        acked_4_durable_then_reopened(&mut r);
-        for step in &steps {
-            match step {
-                Ok(fault) => r.fault(fault.clone(), Some(0)),
-                Err(alarm) => r.alarm(Some(0), alarm.clone()),
-            };
-        }
-        r.with(|t, h| {
-            h.frontier_opened(t, &tp(0), Some(4), left);
-        });
-        let fired = messages_of(&r.report(), CheckerName::FrontierDurable)
+        let fired = open_story(&steps, left)
             .iter()
             .any(|m| m.contains(&format!("found consumer.offset at 4 and left it at {left}")));
         assert_eq!(fired, !excused, "{steps:?}");
     }
+}
+
+/// `frontier_durable`'s messages when orders/0's open (frontier 4 durable, HWM 6) takes
+/// `steps` and comes up leaving the word at `left`.
+fn open_story(steps: &[Step], left: u64) -> Vec<String> {
+    let mut r = reporting_start();
+    r.frontier_seen(0, 0).loaded(0, 0);
+    acked_4_durable_then_reopened(&mut r);
+    for step in steps {
+        match step {
+            Ok(fault) => r.fault(fault.clone(), Some(0)),
+            Err(alarm) => r.alarm(Some(0), alarm.clone()),
+        };
+    }
+    r.with(|t, h| {
+        h.frontier_opened(t, &tp(0), Some(4), left);
+    });
+    messages_of(&r.report(), CheckerName::FrontierDurable)
 }

@@ -791,7 +791,7 @@ fn config_topic(path: &str) -> Option<String> {
     (topics == cafelog_engine::format::layout::TOPICS_DIR).then(|| topic.to_owned())
 }
 
-/// The offset below which the checkpoint damage before history index `before` can have
+/// The offset below which the checkpoint damage `damage` ([`checkpoint_damage`]) can have
 /// hidden `tp`'s copies from a replay: the floor the damaged file held for `tp` (0
 /// without one), as the world read it just before the flip (`CheckpointDamaged`). A
 /// replay from an intact floor skips only entries whose copies lie below it, so losing
@@ -801,12 +801,12 @@ fn config_topic(path: &str) -> Option<String> {
 /// damage before it is asked.
 pub fn checkpoint_floor_lost(
     facts: &Facts<'_>,
-    before: usize,
+    damage: usize,
     tp: &crate::history::TopicPartition,
 ) -> Option<Offset> {
     let events = facts.history.events();
-    let mut at = before;
-    while let Some(fault) = checkpoint_damage(facts, at) {
+    let mut fault = damage;
+    loop {
         let EventKind::Fault {
             kind: FaultKind::BitFlip { .. },
             ..
@@ -814,25 +814,20 @@ pub fn checkpoint_floor_lost(
         else {
             return None;
         };
-        // Recorded with the flip, at the same instant.
-        let held = events[fault + 1..]
-            .iter()
-            .take_while(|e| e.at_ms == events[fault].at_ms)
-            .find_map(|e| match &e.kind {
-                EventKind::CheckpointDamaged {
-                    fault_index,
-                    floors,
-                } if *fault_index == fault => Some(floors),
-                _ => None,
-            })?;
+        let held = facts.recorded_with(fault).find_map(|kind| match kind {
+            EventKind::CheckpointDamaged { floors, .. } => Some(floors),
+            _ => None,
+        })?;
         match held {
             Some(floors) => {
                 return Some(floors.iter().find(|f| f.tp == *tp).map_or(0, |f| f.offset));
             }
-            None => at = fault,
+            None => match checkpoint_damage(facts, fault) {
+                Some(earlier) => fault = earlier,
+                None => return Some(0),
+            },
         }
     }
-    Some(0)
 }
 
 /// The last fault before history index `before` that can leave the WAL checkpoint
@@ -841,9 +836,7 @@ pub fn checkpoint_floor_lost(
 /// at rest (a flip) or an out-of-contract fault, on the file or on the temp file the
 /// rename makes it.
 pub fn checkpoint_damage(facts: &Facts<'_>, before: usize) -> Option<usize> {
-    use cafelog_engine::format::wal::{CHECKPOINT_FILE, CHECKPOINT_TMP_FILE};
-    let dir = crate::world::node::wal_dir();
-    let files = [dir.join(CHECKPOINT_FILE), dir.join(CHECKPOINT_TMP_FILE)];
+    let files = crate::world::node::checkpoint_files();
     facts.history.events()[..before.min(facts.history.events().len())]
         .iter()
         .enumerate()

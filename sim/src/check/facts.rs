@@ -230,15 +230,27 @@ impl<'h> Facts<'h> {
         }
     }
 
-    /// Whether the flip at `fault_index` missed the page cache (`FlipMissedCache`, which
-    /// the world records with it, at the same instant): only the platter holds it.
-    pub fn flip_missed_cache(&self, fault_index: usize) -> bool {
+    /// The world's readings of the fault at `fault_index` (`CheckpointDamaged`,
+    /// `FlipMissedCache`), which it records with the fault, at the same instant.
+    pub fn recorded_with(&self, fault_index: usize) -> impl Iterator<Item = &EventKind> + '_ {
         let events = self.history.events();
         let at_ms = events[fault_index].at_ms;
         events[fault_index + 1..]
             .iter()
-            .take_while(|e| e.at_ms == at_ms)
-            .any(|e| matches!(e.kind, EventKind::FlipMissedCache { fault_index: f } if f == fault_index))
+            .take_while(move |e| e.at_ms == at_ms)
+            .map(|e| &e.kind)
+            .filter(move |kind| match kind {
+                EventKind::CheckpointDamaged { fault_index: f, .. }
+                | EventKind::FlipMissedCache { fault_index: f } => *f == fault_index,
+                _ => false,
+            })
+    }
+
+    /// Whether the flip at `fault_index` missed the page cache (`FlipMissedCache`): only
+    /// the platter holds it.
+    pub fn flip_missed_cache(&self, fault_index: usize) -> bool {
+        self.recorded_with(fault_index)
+            .any(|kind| matches!(kind, EventKind::FlipMissedCache { .. }))
     }
 
     pub fn incarnation_at(&self, index: usize) -> Incarnation {

@@ -398,19 +398,7 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
         }
     }
     // After the listing above, which follows its flip directly.
-    if want == FileKind::Wal
-        && flip
-            .path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|name| {
-                [
-                    cafelog_engine::store::wal::CHECKPOINT_FILE,
-                    cafelog_engine::format::wal::CHECKPOINT_TMP_FILE,
-                ]
-                .contains(&name)
-            })
-    {
+    if node::checkpoint_files().contains(&flip.path) {
         let floors = held_floors([
             durable_before_flip(&world.fs, &flip),
             visible_before_flip(&world.fs, &flip),

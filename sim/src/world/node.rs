@@ -29,6 +29,15 @@ pub fn wal_dir() -> PathBuf {
     PathBuf::from(DATA_ROOT).join("wal")
 }
 
+/// The WAL checkpoint and the temp file the engine renames over it.
+pub fn checkpoint_files() -> [PathBuf; 2] {
+    let dir = wal_dir();
+    [
+        dir.join(cafelog_engine::store::wal::CHECKPOINT_FILE),
+        dir.join(cafelog_engine::format::wal::CHECKPOINT_TMP_FILE),
+    ]
+}
+
 /// The WAL checkpoint's seq per partition, as the page cache shows the file and the
 /// reference decoder reads it; `None` when there is no file or it does not read.
 pub fn wal_checkpoint_seqs(fs: &crate::fs::SimFs) -> Option<Vec<(TopicPartition, u64)>> {

@@ -701,15 +701,7 @@ fn a_copy_a_clamp_gave_up_is_excused_above_the_lost_floor() {
         )
         .restart()
         .disk(0, OpenRule::TornTail, 3, 1, Some(1))
-        .alarm(
-            Some(0),
-            Alarm::TornTail {
-                segment: "00000000000000000000.log".into(),
-                position: 100,
-                offset: 1,
-                bytes: 200,
-            },
-        )
+        .alarm(Some(0), torn_tail(1))
         .alarm(Some(0), clamp(3, 1))
         .counters(0, 2, 0)
         .opened(0, 1, 1)

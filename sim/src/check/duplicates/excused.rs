@@ -565,7 +565,7 @@ fn blind_commit(
     // a cut or damage took can lie above it, as the engine lowers the floor's offset to
     // a cut and keeps its seq (fresh quick seed 3968282518).
     let damage = crate::check::contract::checkpoint_damage(facts, alarm.index)?;
-    let floor = crate::check::contract::checkpoint_floor_lost(facts, alarm.index, tp);
+    let floor = crate::check::contract::checkpoint_floor_lost(facts, damage, tp);
     let reaped = earlier.offset < view.log_start;
     if reaped && floor.is_some_and(|floor| earlier.offset >= floor) {
         return None;

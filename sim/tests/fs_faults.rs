@@ -404,6 +404,37 @@ fn bit_flip_changes_exactly_one_durable_bit_of_a_matching_file() {
     assert_eq!(fs.flip_random_bit(is_segment), None, "no fault after heal");
 }
 
+/// Between a rename and its directory's fsync the durable name shows the replaced inode,
+/// which no read reaches, and the renamed inode is read through its new name: a flip
+/// names the name that shows the inode it hit (helper-110: the world built a move no
+/// read saw from the name's other inode).
+#[test]
+fn a_flip_names_the_name_a_read_sees_it_through() {
+    let fs = sim(3);
+    durable_file(&fs, "w", &[1; 8]);
+    durable_file(&fs, "w.tmp", &[2; 8]);
+    block(fs.rename(Path::new("/d/w.tmp"), Path::new("/d/w"))).expect("rename");
+    let replaced = fs
+        .flip_random_bit(|p| p == Path::new("/d/w"))
+        .expect("the old w is durable");
+    assert_eq!(replaced.shown_as, None, "no name shows the replaced inode");
+    assert_eq!(replaced.read_through(), None);
+    assert_eq!(
+        read_visible(&fs, "/d/w"),
+        Some(vec![2; 8]),
+        "no read sees it"
+    );
+    let renamed = fs
+        .flip_random_bit(|p| p == Path::new("/d/w.tmp"))
+        .expect("the renamed inode is durable as w.tmp");
+    assert!(renamed.in_cache);
+    assert_eq!(renamed.read_through(), Some(Path::new("/d/w")));
+    let mut seen = vec![2; 8];
+    seen[renamed.position as usize] = renamed.after;
+    assert_eq!(read_visible(&fs, "/d/w"), Some(seen), "read through w");
+    fs.check_invariants();
+}
+
 #[test]
 fn bit_flip_under_a_pending_write_is_not_visible_until_the_write_is_lost() {
     let fs = sim(8);

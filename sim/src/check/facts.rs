@@ -241,7 +241,8 @@ impl<'h> Facts<'h> {
             .map(|e| &e.kind)
             .filter(move |kind| match kind {
                 EventKind::CheckpointDamaged { fault_index: f, .. }
-                | EventKind::FlipMissedCache { fault_index: f } => *f == fault_index,
+                | EventKind::FlipMissedCache { fault_index: f }
+                | EventKind::WordFlipped { fault_index: f, .. } => *f == fault_index,
                 _ => false,
             })
     }
@@ -251,6 +252,18 @@ impl<'h> Facts<'h> {
     pub fn flip_missed_cache(&self, fault_index: usize) -> bool {
         self.recorded_with(fault_index)
             .any(|kind| matches!(kind, EventKind::FlipMissedCache { .. }))
+    }
+
+    /// The move the flip at `fault_index` made to an 8-byte word as a read sees it
+    /// (`WordFlipped`): the name read, the word before and after. `None` when the page
+    /// cache did not take it or a word did not decode.
+    pub fn word_flipped(&self, fault_index: usize) -> Option<(&str, Offset, Offset)> {
+        self.recorded_with(fault_index).find_map(|kind| match kind {
+            EventKind::WordFlipped {
+                read_as, from, to, ..
+            } => Some((read_as.as_str(), *from, *to)),
+            _ => None,
+        })
     }
 
     pub fn incarnation_at(&self, index: usize) -> Incarnation {

@@ -18,6 +18,20 @@ pub struct BitFlip {
     /// The page cache held the same byte and took the flip too (the platter and the
     /// cache disagree only where a write is pending or an fsync lied).
     pub in_cache: bool,
+    /// The name that shows the flipped inode now, through which a read reaches its page
+    /// cache: `path` itself, or, between a rename and its directory's fsync, the name
+    /// the rename gave it. `None` when no name shows it (a rename replaced it and has
+    /// not reached the disk): then no read sees its cache, only an open after a power
+    /// loss sees the platter.
+    pub shown_as: Option<PathBuf>,
+}
+
+impl BitFlip {
+    /// The name through which a read sees the flip in the page cache now: the cache
+    /// took it and a name shows the inode. `None` when only the platter holds it.
+    pub fn read_through(&self) -> Option<&Path> {
+        self.shown_as.as_deref().filter(|_| self.in_cache)
+    }
 }
 
 impl SimFs {
@@ -116,6 +130,7 @@ impl State {
             inode.cache[index] = after;
         }
         let flip = BitFlip {
+            shown_as: self.ns.visible_name(&path, ino),
             path: path.clone(),
             position,
             bit,

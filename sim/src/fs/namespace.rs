@@ -436,6 +436,25 @@ impl Namespace {
         paths
     }
 
+    /// The name that shows `ino` now: `durable_path` when it still does, else the first
+    /// other visible name in path order (a rename moved it and is not yet durable).
+    pub(crate) fn visible_name(&self, durable_path: &Path, ino: InodeId) -> Option<PathBuf> {
+        let shows = |dir: &Path, name: &str| self.visible(dir, name) == Some(ino);
+        if let (Some(dir), Some(name)) = (
+            durable_path.parent(),
+            durable_path.file_name().and_then(|n| n.to_str()),
+        ) && shows(dir, name)
+        {
+            return Some(durable_path.to_path_buf());
+        }
+        self.dirs.iter().find_map(|(dir_path, dir)| {
+            dir.visible
+                .iter()
+                .find(|(_, i)| **i == ino)
+                .map(|(name, _)| dir_path.join(name))
+        })
+    }
+
     /// Every durable file entry, in path order.
     pub(crate) fn durable_files(&self) -> Vec<(PathBuf, InodeId)> {
         let mut files = Vec::new();

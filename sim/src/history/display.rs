@@ -309,6 +309,15 @@ impl fmt::Display for Event {
             EventKind::FlipMissedCache { fault_index } => {
                 write!(f, "flip_missed_cache by #{fault_index}: the platter's only")
             }
+            EventKind::WordFlipped {
+                fault_index,
+                read_as,
+                from,
+                to,
+            } => write!(
+                f,
+                "word_flipped by #{fault_index}: {read_as} reads {from} -> {to}"
+            ),
             EventKind::EngineCounters {
                 tp,
                 recorded_loss_records,

@@ -261,6 +261,17 @@ pub enum EventKind {
     /// an open after a power loss (which rebuilds the cache from the platter) can read
     /// it, as a misdirected write's.
     FlipMissedCache { fault_index: usize },
+    /// World, right after a flip of an 8-byte word file (`hwm`, `consumer.offset` or its
+    /// temp file; the fault at `fault_index`) that the page cache took: a read of
+    /// `read_as` (the name that shows the flipped inode) now finds `to` where it found
+    /// `from`. The flip's fault reach spans the platter's move too; this is the one a
+    /// running process sees.
+    WordFlipped {
+        fault_index: usize,
+        read_as: String,
+        from: Offset,
+        to: Offset,
+    },
     /// World, sampling the engine's counters for a partition. Counters are cumulative
     /// within an incarnation and start from 0 at each restart.
     EngineCounters {

@@ -167,6 +167,7 @@ impl History {
                 "WAL damage names event {fault_index}, which is not a fault"
             ),
             EventKind::FlipMissedCache { fault_index }
+            | EventKind::WordFlipped { fault_index, .. }
             | EventKind::CheckpointDamaged { fault_index, .. } => assert!(
                 matches!(
                     self.events.get(*fault_index).map(|e| &e.kind),

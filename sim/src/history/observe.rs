@@ -346,6 +346,25 @@ impl History {
         self.record(at_ms, EventKind::FlipMissedCache { fault_index })
     }
 
+    pub fn word_flipped(
+        &mut self,
+        at_ms: u64,
+        fault_index: usize,
+        read_as: &str,
+        from: Offset,
+        to: Offset,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::WordFlipped {
+                fault_index,
+                read_as: read_as.to_owned(),
+                from,
+                to,
+            },
+        )
+    }
+
     pub fn checkpoint_damaged(
         &mut self,
         at_ms: u64,

@@ -231,6 +231,8 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
     }
     // The records of the frame the flip hit, when the durable image placed it.
     let mut held = Vec::new();
+    // A word flip's move as a read sees it: the name read, the word before and after.
+    let mut word_move = None;
     let (offsets, below_hwm) = match (&tp, want) {
         (Some(_), FileKind::Segment) => {
             // Headers are walked in the durable image as it was before the flip.
@@ -242,7 +244,7 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
                     // or a lost fsync's cache, can hold others at those offsets).
                     if let Some((durable, Some(visible))) =
                         flip.path.parent().and_then(|d| images.get(d))
-                        && flip.in_cache
+                        && flip.read_through() == Some(flip.path.as_path())
                     {
                         let platter = disk::held_in(durable, range.start..range.end);
                         if platter == disk::held_in(visible, range.start..range.end) {
@@ -253,7 +255,7 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
                     // byte (a misdirected write left the platter's frames shifted): the
                     // flip damaged that frame for the engine as well.
                     let cached = visible_before_flip(&world.fs, &flip)
-                        .filter(|_| flip.in_cache)
+                        .filter(|_| flip.read_through().is_some())
                         .and_then(|b| disk::locate_in_image(&flip.path, flip.position, &b));
                     match cached {
                         Some(c) if c != range => {
@@ -272,7 +274,7 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
                 }
                 // No frame there on the platter, but the cache took the flip too: a lost
                 // fsync left frames the platter lacks, and the engine reads those.
-                (None, below) if flip.in_cache => {
+                (None, below) if flip.read_through().is_some() => {
                     let visible = visible_before_flip(&world.fs, &flip);
                     let range =
                         visible.and_then(|b| disk::locate_in_image(&flip.path, flip.position, &b));
@@ -289,25 +291,24 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
         // the reach spans both moves.
         (Some(_), FileKind::Hwm | FileKind::ConsumerOffset) => {
             let moved = |before: Option<Vec<u8>>, after: Option<Vec<u8>>| {
-                let (a, b) = (word::decode(&before?)?, word::decode(&after?)?);
-                Some((a.min(b), a.max(b)))
+                Some((word::decode(&before?)?, word::decode(&after?)?))
             };
             let durable = moved(
                 durable_before_flip(&world.fs, &flip),
                 world.fs.durable_bytes(&flip.path),
             );
-            let cached = flip
-                .in_cache
-                .then(|| {
-                    moved(
-                        visible_before_flip(&world.fs, &flip),
-                        world.fs.visible_bytes(&flip.path),
-                    )
-                })
-                .flatten();
+            let cached = flip.read_through().and_then(|shown| {
+                let m = moved(
+                    visible_before_flip(&world.fs, &flip),
+                    world.fs.visible_bytes(shown),
+                )?;
+                word_move = Some((shown.to_path_buf(), m));
+                Some(m)
+            });
             let hull = durable
                 .into_iter()
                 .chain(cached)
+                .map(|(a, b)| (a.min(b), a.max(b)))
                 .reduce(|(s, e), (t, f)| (s.min(t), e.max(f)));
             (
                 durable
@@ -379,9 +380,9 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
             .read_since_crash(&flip.path, &(flip.position..flip.position + 1))
         && visible_before_flip(&world.fs, &flip)
             .is_some_and(|b| crate::reference::wal::checkpoint_readable(&b))
-        && world
-            .fs
-            .visible_bytes(&flip.path)
+        && flip
+            .read_through()
+            .and_then(|shown| world.fs.visible_bytes(shown))
             .is_some_and(|b| !crate::reference::wal::checkpoint_readable(&b))
     {
         // A partition damaged since the restart may have been scanned before the
@@ -406,8 +407,13 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
         let now = rec.now_ms();
         rec.history.checkpoint_damaged(now, fault_index, floors);
     }
+    if let Some((read_as, (from, to))) = word_move {
+        let name = read_as.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let now = rec.now_ms();
+        rec.history.word_flipped(now, fault_index, name, from, to);
+    }
     // Last of the flip's events (the listing above follows the flip directly).
-    if !flip.in_cache {
+    if flip.read_through().is_none() {
         let now = rec.now_ms();
         rec.history.flip_missed_cache(now, fault_index);
     }
@@ -448,10 +454,11 @@ pub(super) fn durable_before_flip(fs: &SimFs, flip: &crate::fs::BitFlip) -> Opti
     Some(bytes)
 }
 
-/// The page cache's image of the file `flip` hit, as it was before the flip (`None`
-/// when the file has no visible name).
+/// The page cache's image of the inode `flip` hit, as it was before the flip, read
+/// through the name that shows it (`None` when no name does). Not the file the durable
+/// name's path shows now: between a rename and its directory's fsync that is another.
 pub(super) fn visible_before_flip(fs: &SimFs, flip: &crate::fs::BitFlip) -> Option<Vec<u8>> {
-    let mut bytes = fs.visible_bytes(&flip.path)?;
+    let mut bytes = fs.visible_bytes(flip.shown_as.as_deref()?)?;
     if flip.in_cache
         && let Some(byte) = bytes.get_mut(flip.position as usize)
     {

@@ -27,8 +27,17 @@ fn clamp(value: u64, clamped: u64) -> Alarm {
     Alarm::FrontierClamped { value, clamped }
 }
 
-/// One step of an open's story: a fault injected, or an alarm it raised.
-type Step = Result<FaultKind, Alarm>;
+/// One step of an open's story: a flip of the word during it, as the page cache took it
+/// (the world's `word_flipped`: from, to) through `consumer.offset` or its temp file, a
+/// flip only the platter took, or an alarm the open raised.
+#[derive(Clone, Debug)]
+enum Step {
+    Flip(u64, u64),
+    TmpFlip(u64, u64),
+    PlatterFlip(u64, u64),
+    Raise(Alarm),
+}
+use Step::{Flip, PlatterFlip, Raise, TmpFlip};
 
 fn persisting(value: u64) -> Alarm {
     Alarm::FrontierPersisting { value }
@@ -98,30 +107,14 @@ fn every_replace_an_open_begins_is_its_clamp_to_the_hwm() {
 
 /// The open clamped the flipped word 9 to its HWM 6, then a flip during the open moved
 /// the clamp's 6 to 7 (fresh quick seed 1022265493000399): the flip excuses the 7; one
-/// whose reach misses the clamp's word does not.
+/// that did not find the clamp's word does not.
 #[test]
 fn a_flip_after_the_opens_clamp_excuses_the_word_it_left() {
-    // A flip 0 -> 7 holds both 7 and the clamp's 6 but moved neither (helper-103: an
-    // open clamping to 0, then a flip of that 0).
-    for (flip, excused) in [
-        (offset_flip(6, 7), true),
-        (offset_flip(7, 8), false),
-        (offset_flip(0, 7), false),
-    ] {
-        let mut r = reporting_start();
-        r.frontier_seen(0, 0).loaded(0, 0);
-        acked_4_durable_then_reopened(&mut r)
-            .alarm(Some(0), clamp(9, 6))
-            .alarm(Some(0), persisting(6))
-            .fault(flip, Some(0))
-            .with(|t, h| {
-                h.frontier_opened(t, &tp(0), Some(9), 7);
-            });
-        let report = r.report();
-        let fired = messages_of(&report, CheckerName::FrontierDurable)
-            .iter()
-            .any(|m| m.contains("found consumer.offset at 9 and left it at 7, not 6"));
-        assert_eq!(fired, !excused, "excused {excused}");
+    // A flip 0 -> 7 made 7 but moved no word the open wrote (helper-103: an open
+    // clamping to 0, then a flip of that 0).
+    for (flip, excused) in [(Flip(6, 7), true), (Flip(7, 8), false), (Flip(0, 7), false)] {
+        let steps = [Raise(clamp(9, 6)), Raise(persisting(6)), flip.clone()];
+        assert_eq!(left_excused(9, &steps, 7), excused, "{flip:?}");
     }
 }
 
@@ -131,11 +124,11 @@ fn only_a_fault_on_the_word_while_the_open_ran_excuses_what_it_left() {
         let mut r = Run::new();
         r.produced(6).hwm(0, 6, 6, 6);
         if !during_open {
-            r.fault(offset_flip(2, 4), Some(0));
+            word_flip(&mut r, WORD, 4, 2);
         }
         r.crash(&[(0, 6, 6, 6)]).restart().open_clean(0, 6, 6);
         if during_open {
-            r.fault(offset_flip(2, 4), Some(0));
+            word_flip(&mut r, WORD, 4, 2);
         }
         r.with(|t, h| {
             h.frontier_opened(t, &tp(0), Some(4), 2);
@@ -156,22 +149,21 @@ fn only_a_fault_on_the_word_while_the_open_ran_excuses_what_it_left() {
     }
 }
 
-/// A flip during the open, before its clamp read the word (4 -> 9 over the HWM 6):
-/// the open clamped the flip's 9 to 6, which the flip excuses; a 5 it does not.
+/// A flip during the open, after it read the word it kept (4, at or below the HWM 6),
+/// excuses the word it made (9, above the HWM: the open had read the 4); an open that
+/// found 9 and kept a word the flips made of it never read one it could keep.
 #[test]
-fn a_flip_before_the_opens_clamp_excuses_the_clamped_word() {
-    for (left, excused) in [(6, true), (5, false)] {
-        let mut r = reporting_start();
-        r.frontier_seen(0, 0).loaded(0, 0);
-        acked_4_durable_then_reopened(&mut r)
-            .fault(offset_flip(4, 9), Some(0))
-            .with(|t, h| {
-                h.frontier_opened(t, &tp(0), Some(4), left);
-            });
-        let fired = messages_of(&r.report(), CheckerName::FrontierDurable)
-            .iter()
-            .any(|m| m.contains(&format!("found consumer.offset at 4 and left it at {left}")));
-        assert_eq!(fired, !excused, "left {left}");
+fn a_flip_after_the_open_read_its_word_excuses_the_word_it_made() {
+    for (found, flip, left, excused) in [
+        (4, Flip(4, 9), 9, true),
+        (4, Flip(4, 5), 5, true),
+        (9, Flip(9, 13), 13, false),
+    ] {
+        assert_eq!(
+            left_excused(found, std::slice::from_ref(&flip), left),
+            excused,
+            "found {found}, {flip:?}"
+        );
     }
 }
 
@@ -182,27 +174,18 @@ fn a_flip_before_the_opens_clamp_excuses_the_clamped_word() {
 #[test]
 fn a_flip_of_the_word_a_clamp_of_a_flip_wrote_excuses_the_word_it_left() {
     for (first, second, excused) in [
-        (Some(offset_flip(4, 9)), offset_flip(6, 7), true),
-        (None, offset_flip(6, 7), false),
-        (Some(offset_flip(4, 10)), offset_flip(6, 7), false),
-        (Some(offset_flip(4, 9)), offset_flip(7, 8), false),
+        (Some(Flip(4, 9)), Flip(6, 7), true),
+        (None, Flip(6, 7), false),
+        (Some(Flip(4, 10)), Flip(6, 7), false),
+        (Some(Flip(4, 9)), Flip(7, 8), false),
     ] {
-        let mut r = reporting_start();
-        r.frontier_seen(0, 0).loaded(0, 0);
-        acked_4_durable_then_reopened(&mut r);
-        if let Some(first) = &first {
-            r.fault(first.clone(), Some(0));
-        }
-        r.alarm(Some(0), clamp(9, 6))
-            .alarm(Some(0), persisting(6))
-            .fault(second.clone(), Some(0))
-            .with(|t, h| {
-                h.frontier_opened(t, &tp(0), Some(4), 7);
-            });
-        let fired = messages_of(&r.report(), CheckerName::FrontierDurable)
-            .iter()
-            .any(|m| m.contains("found consumer.offset at 4 and left it at 7, not 4"));
-        assert_eq!(fired, !excused, "first {first:?}, second {second:?}");
+        let mut steps: Vec<Step> = first.iter().cloned().collect();
+        steps.extend([Raise(clamp(9, 6)), Raise(persisting(6)), second.clone()]);
+        assert_eq!(
+            left_excused(4, &steps, 7),
+            excused,
+            "first {first:?}, second {second:?}"
+        );
     }
 }
 
@@ -213,44 +196,44 @@ fn a_flip_of_the_word_a_clamp_of_a_flip_wrote_excuses_the_word_it_left() {
 /// it lends its word to no excuse.
 #[test]
 fn a_flip_before_the_opens_clamp_explains_no_word_it_left() {
-    let persisted = |value| Alarm::FrontierPersisted { value };
+    let persisted = |value| Raise(Alarm::FrontierPersisted { value });
     let cases: [(Vec<Step>, u64); 4] = [
         (
             vec![
-                Ok(offset_flip(4, 9)),
-                Err(clamp(9, 6)),
-                Err(persisting(6)),
-                Err(persisted(6)),
+                Flip(4, 9),
+                Raise(clamp(9, 6)),
+                Raise(persisting(6)),
+                persisted(6),
             ],
             9,
         ),
         (
             vec![
-                Ok(offset_flip(4, 9)),
-                Ok(offset_flip(6, 7)),
-                Err(clamp(9, 6)),
-                Err(persisting(6)),
-                Err(persisted(6)),
+                Flip(4, 9),
+                Flip(6, 7),
+                Raise(clamp(9, 6)),
+                Raise(persisting(6)),
+                persisted(6),
             ],
             7,
         ),
         (
             vec![
-                Ok(offset_flip(4, 9)),
-                Err(clamp(9, 5)),
-                Err(persisting(5)),
-                Ok(offset_flip(5, 7)),
+                Flip(4, 9),
+                Raise(clamp(9, 5)),
+                Raise(persisting(5)),
+                Flip(5, 7),
             ],
             7,
         ),
         (
-            vec![Err(clamp(4, 6)), Err(persisting(6)), Ok(offset_flip(6, 7))],
+            vec![Raise(clamp(4, 6)), Raise(persisting(6)), Flip(6, 7)],
             7,
         ),
     ];
     for (steps, left) in cases {
         assert_mentions(
-            &open_story(&steps, left),
+            &open_story(4, &steps, left),
             &[&format!("found consumer.offset at 4 and left it at {left}")],
         );
     }
@@ -264,91 +247,188 @@ fn a_flip_before_the_opens_clamp_explains_no_word_it_left() {
 fn flips_during_the_open_chain() {
     let (a, b) = (4 | 1 << 23, 4 | 1 << 23 | 1 << 30);
     for (flips, excused) in [
-        (vec![offset_flip(4, a), offset_flip(a, b)], true),
+        (vec![Flip(4, a), Flip(a, b)], true),
         // Out of order, or not through one word: no chain from 4 to the word left.
-        (vec![offset_flip(a, b), offset_flip(4, a)], false),
-        (vec![offset_flip(4, a), offset_flip(a + 1, b)], false),
-        (vec![offset_flip(a, b)], false),
+        (vec![Flip(a, b), Flip(4, a)], false),
+        (vec![Flip(4, a), Flip(a + 1, b)], false),
+        (vec![Flip(a, b)], false),
+        // A move runs one way: the flip that made `a` of `b` did not make `b` of `a`.
+        (vec![Flip(4, a), Flip(b, a)], false),
     ] {
-        let mut r = reporting_start();
-        r.frontier_seen(0, 0).loaded(0, 0);
-        acked_4_durable_then_reopened(&mut r);
-        for flip in &flips {
-            r.fault(flip.clone(), Some(0));
-        }
-        r.with(|t, h| {
-            h.frontier_opened(t, &tp(0), Some(4), b);
-        });
-        let report = r.report();
-        let fired = messages_of(&report, CheckerName::FrontierDurable)
-            .iter()
-            .any(|m| m.contains(&format!("found consumer.offset at 4 and left it at {b}")));
-        assert_eq!(fired, !excused, "flips {flips:?}");
+        assert_eq!(left_excused(4, &flips, b), excused, "flips {flips:?}");
     }
 }
 
-/// With a clamp: flips before it chain from the word found to the word it read, flips
-/// after it from the word it wrote (its replace returned) to the word left; never from
-/// the word found past the clamp.
+/// With a clamp: flips before it chain from the word found through the word it read,
+/// flips after it from the word it wrote (its replace returned) to the word left; never
+/// from the word found past the clamp.
 #[test]
 fn flips_chain_to_the_opens_clamp_and_from_its_word() {
-    let cases: [(Vec<Step>, u64, bool); 3] = [
+    let cases: [(Vec<Step>, u64, bool); 4] = [
         (
             vec![
-                Ok(offset_flip(4, 5)),
-                Ok(offset_flip(5, 13)),
-                Err(clamp(13, 6)),
-                Err(persisting(6)),
-                Ok(offset_flip(6, 14)),
+                Flip(4, 5),
+                Flip(5, 13),
+                Raise(clamp(13, 6)),
+                Raise(persisting(6)),
+                Flip(6, 14),
             ],
             14,
             true,
         ),
         (
             vec![
-                Ok(offset_flip(4, 12)),
-                Err(clamp(12, 6)),
-                Err(persisting(6)),
-                Ok(offset_flip(6, 7)),
-                Ok(offset_flip(7, 15)),
+                Flip(4, 12),
+                Raise(clamp(12, 6)),
+                Raise(persisting(6)),
+                Flip(6, 7),
+                Flip(7, 15),
             ],
             15,
             true,
         ),
         (
             vec![
-                Ok(offset_flip(4, 9)),
-                Err(clamp(9, 6)),
-                Err(persisting(6)),
-                Ok(offset_flip(4, 12)),
-                Ok(offset_flip(12, 28)),
+                Flip(4, 9),
+                Raise(clamp(9, 6)),
+                Raise(persisting(6)),
+                Flip(4, 12),
+                Flip(12, 28),
             ],
             28,
             false,
         ),
+        // helper-110's race: the clamp read 9, a flip moved that 9 before its alarm,
+        // its rename overwrote both; a flip then moved its 6.
+        (
+            vec![
+                Flip(4, 9),
+                Flip(9, 8),
+                Raise(clamp(9, 6)),
+                Raise(persisting(6)),
+                Flip(6, 7),
+            ],
+            7,
+            true,
+        ),
     ];
     for (steps, left, excused) in cases {
-        let fired = open_story(&steps, left)
-            .iter()
-            .any(|m| m.contains(&format!("found consumer.offset at 4 and left it at {left}")));
-        assert_eq!(fired, !excused, "{steps:?}");
+        assert_eq!(left_excused(4, &steps, left), excused, "{steps:?}");
     }
 }
 
-/// `frontier_durable`'s messages when orders/0's open (frontier 4 durable, HWM 6) takes
-/// `steps` and comes up leaving the word at `left`.
-fn open_story(steps: &[Step], left: u64) -> Vec<String> {
+/// The clamp writes its word to the temp file and renames it in: a flip of the temp
+/// file after the clamp's alarm moved the word the open left; one before it, of a temp
+/// file a crash left, moved no word the open read.
+#[test]
+fn a_flip_of_the_clamps_temp_file_excuses_the_word_it_left() {
+    for (steps, left, excused) in [
+        (
+            vec![
+                Flip(4, 9),
+                Raise(clamp(9, 6)),
+                TmpFlip(6, 7),
+                Raise(persisting(7)),
+            ],
+            7,
+            true,
+        ),
+        (vec![TmpFlip(4, 5)], 5, false),
+    ] {
+        assert_eq!(left_excused(4, &steps, left), excused, "{steps:?}");
+    }
+}
+
+/// helper-110: a flip excuses only the move the page cache made. One only the platter
+/// took (a pending write masked the byte, or no name shows the inode it hit: the world
+/// then records no move) moved nothing the open read; a flip whose words the world could
+/// not read excuses no word; a clamp account lends its read word only to a clamp.
+#[test]
+fn a_flip_excuses_only_the_move_the_open_could_read() {
+    // The platter's move alone: the open after a process crash rolled back to it.
+    assert!(!left_excused(4, &[PlatterFlip(4, 5)], 5));
+    // No clamp reported, the word found flipped to 9 above the HWM, the HWM left
+    // (helper-110 H5); a clamp account, then the found word's flip after it (H4).
+    assert!(!left_excused(4, &[Flip(4, 9)], 6));
+    assert!(!left_excused(
+        9,
+        &[Raise(clamp(9, 6)), Raise(persisting(6)), Flip(9, 11)],
+        11
+    ));
+    // A flip of unknown words during the open (H6).
+    let mut r = reporting_start();
+    r.frontier_seen(0, 0).loaded(0, 0);
+    acked_4_durable_then_reopened(&mut r).fault(
+        FaultKind::BitFlip {
+            file: FileKind::ConsumerOffset,
+            offsets: None,
+            below_hwm: None,
+        },
+        Some(0),
+    );
+    r.with(|t, h| {
+        h.frontier_opened(t, &tp(0), Some(4), 5);
+    });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::FrontierDurable),
+        &["found consumer.offset at 4 and left it at 5"],
+    );
+}
+
+const WORD: &str = "consumer.offset";
+
+/// A flip of orders/0's word file `name` from `from` to `to`: the fault (its reach the
+/// two words) and the world's reading of the move, at one instant.
+fn word_flip(r: &mut Run, name: &str, from: u64, to: u64) {
+    r.with(|t, h| {
+        h.fault(
+            t,
+            offset_flip(from.min(to), from.max(to)),
+            Some(&tp(0)),
+            None,
+        );
+        let fault = h.len() - 1;
+        h.word_flipped(t, fault, name, from, to);
+    });
+}
+
+/// Whether `frontier_durable` excused the word `left` the open of [`open_story`] left.
+fn left_excused(found: u64, steps: &[Step], left: u64) -> bool {
+    let says = format!("found consumer.offset at {found} and left it at {left}");
+    !open_story(found, steps, left)
+        .iter()
+        .any(|m| m.contains(&says))
+}
+
+/// `frontier_durable`'s messages when orders/0's open (frontier 4 durable, HWM 6; the
+/// restart found `found`) takes `steps` and comes up leaving the word at `left`.
+fn open_story(found: u64, steps: &[Step], left: u64) -> Vec<String> {
     let mut r = reporting_start();
     r.frontier_seen(0, 0).loaded(0, 0);
     acked_4_durable_then_reopened(&mut r);
     for step in steps {
         match step {
-            Ok(fault) => r.fault(fault.clone(), Some(0)),
-            Err(alarm) => r.alarm(Some(0), alarm.clone()),
-        };
+            Flip(from, to) => word_flip(&mut r, WORD, *from, *to),
+            TmpFlip(from, to) => word_flip(&mut r, "consumer.offset.tmp", *from, *to),
+            PlatterFlip(from, to) => {
+                r.with(|t, h| {
+                    h.fault(
+                        t,
+                        offset_flip(*from.min(to), *from.max(to)),
+                        Some(&tp(0)),
+                        None,
+                    );
+                    let fault = h.len() - 1;
+                    h.flip_missed_cache(t, fault);
+                });
+            }
+            Raise(alarm) => {
+                r.alarm(Some(0), alarm.clone());
+            }
+        }
     }
     r.with(|t, h| {
-        h.frontier_opened(t, &tp(0), Some(4), left);
+        h.frontier_opened(t, &tp(0), Some(found), left);
     });
     messages_of(&r.report(), CheckerName::FrontierDurable)
 }

@@ -15,20 +15,25 @@
 //!   Judged where the restart found a word (not at the first open, nor after a restart
 //!   that found the file absent, empty or torn).
 //!
-//! The second point is excused (row `out_of_contract`) only by an out-of-contract fault
-//! on the word's files injected while the open ran, after the restart's read, still
-//! live in the page cache when the open came up, that moved the word the open read or
-//! wrote to the word it left: a flip whose two words are the word left and the one the
-//! restart found; or, after the open's clamp, the word left and the one the clamp wrote
-//! (its replace returned, so a flip before it explains nothing left; helper-106), the
-//! clamp's word only when it clamped to the HWM a word a live flip during the open made
-//! of the one found; another fault with the word left at one end of its reach. Flips
-//! chain (helper-109): live flips during the open, in the order they landed, each
-//! moving the word at one of its ends to the other, that take the word found (the open
-//! did not clamp) to the word left, or the word found to the one the clamp read and the
-//! clamp's word to the word left (it clamped to the HWM a word above it). A fault
-//! before the restart is in the word both read. The first point has no excuse: it asks
-//! only the engine's accounts.
+//! The second point is excused (row `out_of_contract`) only by out-of-contract faults
+//! on the word's files injected while the open ran, after the restart's read, still live
+//! when the open came up:
+//! - **flips**, as the page cache took them (the world's `word_flipped`: the word a read
+//!   of a file found before and after; a flip only the platter holds, or of an inode no
+//!   name shows, moved nothing the open read; helper-110). They chain (helper-109): in
+//!   the order they landed, each that found the word moves it to the word it made. With
+//!   no clamp, the flips of `consumer.offset` take the word found to the word left,
+//!   through a word at or below the HWM (the one the open read and kept). With a clamp to
+//!   the HWM of a word above it, the flips of `consumer.offset` before its alarm pass
+//!   from the word found through the word it read (flips between its read and its alarm
+//!   it overwrote), and the flips after the alarm, of the temp file it renamed in or of
+//!   the word, take the HWM it wrote to the word left. Its replace returned (else the
+//!   open did not come up), so no flip before it explains the word left (helper-106).
+//! - **another fault** (a lost fsync, a misdirected write) with the word left at one end
+//!   of its reach.
+//!
+//! A fault before the restart is in the word both read. The first point has no excuse:
+//! it asks only the engine's accounts.
 
 use std::collections::BTreeMap;
 
@@ -37,7 +42,7 @@ use crate::check::alarms::AlarmFact;
 use crate::check::excuse::{Excuse, ExcuseKind};
 use crate::check::facts::Facts;
 use crate::check::{RecordRef, Violation};
-use crate::history::{Alarm, EventKind, Incarnation, Offset, TopicPartition};
+use crate::history::{Alarm, EventKind, FaultKind, Incarnation, Offset, TopicPartition};
 
 pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
     // Per partition and incarnation, where the open came up; histories that predate the
@@ -105,15 +110,8 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
             continue;
         }
         let restart = facts.restarts.get(&event.incarnation).copied().unwrap_or(0);
-        // A flip on the word during the open, after the restart read it.
-        let flip_during_open = |r: &&crate::check::contract::Reach| {
-            r.on(WORD_FILES)
-                && r.fault_index > restart
-                && matches!(r.kind, crate::history::FaultKind::BitFlip { .. })
-        };
         // The open's clamp (its one per incarnation): where it was raised, the word it
-        // read, the word it wrote. Its replace returned (else the open did not come up),
-        // so the word was its value there: a flip before it explains nothing left.
+        // read, the word it wrote.
         let clamp = alarms[..before]
             .iter()
             .rev()
@@ -122,95 +120,44 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
                 Alarm::FrontierClamped { value, clamped } => Some((a.index, value, clamped)),
                 _ => None,
             });
-        let clamped_at = clamp.map(|(at, _, _)| at);
-        // What the clamp wrote, when it clamped as point 1 holds it (a word above the
-        // HWM, to the HWM) a word a live flip during the open had made of the one the
-        // restart found (the found word itself is `due`'s case).
-        let clamp_wrote = clamp
-            .filter(|&(at, read, clamped)| {
-                hwm == Some(clamped)
-                    && read > clamped
-                    && facts
-                        .reaches_before(tp, at)
-                        .filter(flip_during_open)
-                        .any(|r| {
-                            r.live_at(facts, at, None)
-                                && r.offsets.is_some_and(|o| {
-                                    (o.start, o.end) == (read.min(*found), read.max(*found))
-                                })
-                        })
-            })
-            .map(|(at, _, clamped)| (at, clamped));
-        // The fault moved the word from what the open read (before its clamp) or wrote
-        // (after it) to what it left. A flip's reach is exactly its two words; another
-        // fault's (a lost fsync, a misdirected write) has the word it left at one end.
-        let moved = |o: &crate::history::OffsetRange, from: Offset| {
-            (o.start, o.end) == ((*left).min(from), (*left).max(from))
-        };
-        let cause = facts.reaches_before(tp, index).find(|r| {
-            r.on(WORD_FILES)
-                && r.fault_index > restart
-                && r.live_at(facts, index, None)
-                && r.offsets.is_none_or(|o| match r.kind {
-                    // After the open read the word (from what it found, or its clamp
-                    // wrote), or before: then the open clamped the flip's word.
-                    crate::history::FaultKind::BitFlip { .. } => {
-                        let read = [(o.start, o.end), (o.end, o.start)]
-                            .into_iter()
-                            .find_map(|(a, b)| (a == *found).then_some(b));
-                        (clamped_at.is_none_or(|at| r.fault_index > at)
-                            && (moved(&o, *found) || moved(&o, due)))
-                            || clamp_wrote
-                                .is_some_and(|(at, wrote)| r.fault_index > at && moved(&o, wrote))
-                            || read.is_some_and(|x| *left == hwm.map_or(x, |h| x.min(h)))
-                    }
-                    _ => o.start == *left || o.end == *left,
-                })
-        });
-        // Flips chain: each flip's reach is the word it found and the word it made, so
-        // several flips of the word during the open compose (helper-109: 21 flipped to
-        // 21 + 2^23, that to 21 + 2^23 + 2^30, an open that read 21 and wrote nothing).
-        // The live flips during the open, in history order, walked from a word: each
-        // flip with the word at one end moves it to the other. From what the restart
-        // found when the open did not clamp; else from what its clamp wrote, after it,
-        // when the clamp read the word found or one the flips before it made of that.
-        let flips: Vec<(usize, crate::history::OffsetRange)> = {
-            let mut f: Vec<_> = facts
-                .reaches_before(tp, index)
-                .filter(flip_during_open)
-                .filter(|r| r.live_at(facts, index, None))
-                .filter_map(|r| Some((r.fault_index, r.offsets?)))
-                .collect();
-            f.sort_by_key(|&(i, _)| i);
-            f
-        };
-        let walk = |from: Offset, after: usize, until: usize| {
-            let mut word = from;
-            let mut by = Vec::new();
-            for &(i, o) in flips.iter().filter(|&&(i, _)| after < i && i < until) {
-                word = match word {
-                    w if w == o.start => o.end,
-                    w if w == o.end => o.start,
-                    _ => continue,
-                };
-                by.push(i);
-            }
-            (word, by)
-        };
+        let moves = flips_during_open(facts, tp, restart, index);
         let chain = match clamp {
-            None => Some(walk(*found, restart, index)),
+            // The open read a word the flips made of the one found and kept it: one at
+            // or below its HWM, else it owed a clamp.
+            None => {
+                let (words, by) = walk(&moves, *found, |m| m.name == WORD);
+                (words.last() == Some(left) && hwm.is_none_or(|h| words.iter().any(|&w| w <= h)))
+                    .then_some(by)
+            }
+            // It clamped, as point 1 holds it, a word the flips before the clamp made of
+            // the one found (the flips between its read and its alarm it overwrote); its
+            // replace returned (else the open did not come up), so from there the word
+            // was the one it wrote, which later flips moved, the temp file's before the
+            // rename included.
             Some((at, read, clamped)) if hwm == Some(clamped) && read > clamped => {
-                let (made, before) = walk(*found, restart, at);
-                (made == read).then(|| {
-                    let (word, after) = walk(clamped, at, index);
-                    (word, [before, after].concat())
+                let (words, by) = walk(&moves, *found, |m| m.index < at && m.name == WORD);
+                words.iter().position(|&w| w == read).and_then(|k| {
+                    let (after, by_after) = walk(&moves, clamped, |m| m.index > at);
+                    (after.last() == Some(left)).then(|| [&by[..k], &by_after[..]].concat())
                 })
             }
             Some(_) => None,
         }
-        .filter(|(word, by)| word == left && !by.is_empty())
-        .map(|(_, by)| by);
-        let cause = cause.map(|r| vec![r.fault_index]).or(chain);
+        .filter(|by| !by.is_empty());
+        // Another fault after the restart's read, still live, with the word left at one
+        // end of its reach (a flip's reach is its two words, held above).
+        let cause = chain.or_else(|| {
+            facts
+                .reaches_before(tp, index)
+                .find(|r| {
+                    r.on(WORD_FILES)
+                        && r.fault_index > restart
+                        && !matches!(r.kind, FaultKind::BitFlip { .. })
+                        && r.live_at(facts, index, None)
+                        && r.offsets.is_none_or(|o| o.start == *left || o.end == *left)
+                })
+                .map(|r| vec![r.fault_index])
+        });
         match cause {
             Some(faults) => report.excused.push(Excuse::new(
                 ExcuseKind::OutOfContract,
@@ -233,6 +180,68 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
             }),
         }
     }
+}
+
+/// The file an open reads the word from; its clamp writes the temp file and renames it.
+const WORD: &str = cafelog_engine::format::layout::CONSUMER_OFFSET_FILE;
+
+/// A live flip of the word during an open, after the restart read it: the move the page
+/// cache made (the world's `word_flipped`), read through the file `name`.
+struct Move<'a> {
+    index: usize,
+    name: &'a str,
+    from: Offset,
+    to: Offset,
+}
+
+/// The live flips of `tp`'s word between the restart at `restart` and the open's
+/// observation at `index`, in the order they landed. A flip the page cache did not take,
+/// or whose words did not decode, moved nothing the open read.
+fn flips_during_open<'a>(
+    facts: &'a Facts<'_>,
+    tp: &TopicPartition,
+    restart: usize,
+    index: usize,
+) -> Vec<Move<'a>> {
+    let mut moves: Vec<Move<'a>> = facts
+        .reaches_before(tp, index)
+        .filter(|r| {
+            r.on(WORD_FILES)
+                && r.fault_index > restart
+                && matches!(r.kind, FaultKind::BitFlip { .. })
+                && r.live_at(facts, index, None)
+        })
+        .filter_map(|r| {
+            let (name, from, to) = facts.word_flipped(r.fault_index)?;
+            Some(Move {
+                index: r.fault_index,
+                name,
+                from,
+                to,
+            })
+        })
+        .collect();
+    moves.sort_by_key(|m| m.index);
+    moves
+}
+
+/// Walks the word from `from` through the `moves` that `keep` selects (helper-109): each
+/// flip that found the word moves it to the word it made. The words it passed through,
+/// `from` first, and the flips that moved it.
+fn walk(
+    moves: &[Move<'_>],
+    from: Offset,
+    keep: impl Fn(&Move<'_>) -> bool,
+) -> (Vec<Offset>, Vec<usize>) {
+    let mut words = vec![from];
+    let mut by = Vec::new();
+    for m in moves.iter().filter(|m| keep(m)) {
+        if words.last() == Some(&m.from) {
+            words.push(m.to);
+            by.push(m.index);
+        }
+    }
+    (words, by)
 }
 
 /// The HWM an open had by the end of `alarms` (its `log_opened`, or a `hidden_exposed`

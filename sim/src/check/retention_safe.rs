@@ -31,6 +31,12 @@
 //!
 //! Rules 5-7, on the engine's account of its log start, are in `retention_moves.rs`.
 //!
+//! 8. **A refusal deletes nothing.** An open that refused a partition (R3: valid frames
+//!    follow damage below the persisted HWM) never opened it in that incarnation, so no
+//!    recovery and no reaper ran on it: an unlink of one of its segments then destroyed
+//!    what the refusal kept for the operator (helper-104 F3: such an unlink counted as
+//!    recovery's, and its records' WAL re-commits passed as excused duplicates).
+//!
 //! Reaps ([`super::reaped::Reaped`]) are what `no_lost_ack`'s `retention` row
 //! excuses: an acknowledged record is forgiven for vanishing only if a segment the
 //! reaper moved out after its ack held a copy of it (at its acknowledged offset, or a
@@ -39,7 +45,7 @@
 //! excuse applies here: retention is the engine's own act, and no fault makes it
 //! delete.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -253,7 +259,48 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
             }
         }
     }
+    refused_unlinks(facts, &mut report);
     report
+}
+
+/// Rule 8: each unlink of a segment of a partition its incarnation refused and never
+/// opened.
+fn refused_unlinks(facts: &Facts<'_>, report: &mut RetentionReport) {
+    let events = facts.history.events();
+    let mut refused = BTreeSet::new();
+    let mut opened = BTreeSet::new();
+    for event in events {
+        match &event.kind {
+            EventKind::PartitionRefused { tp, .. } => {
+                refused.insert((tp, event.incarnation));
+            }
+            EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: Alarm::LogOpened { .. },
+                raised_in,
+            } => {
+                opened.insert((tp, raised_in.unwrap_or(event.incarnation)));
+            }
+            _ => {}
+        }
+    }
+    for (index, event) in events.iter().enumerate() {
+        let EventKind::SegmentDeleted { tp, base, .. } = &event.kind else {
+            continue;
+        };
+        let key = (tp, event.incarnation);
+        if refused.contains(&key) && !opened.contains(&key) {
+            report.violations.push(Violation {
+                message: format!(
+                    "segment {base} of {tp} deleted at t={}ms inc {}, whose open refused the \
+                     partition: a refusal changes nothing on disk (R3)",
+                    event.at_ms, event.incarnation
+                ),
+                records: vec![RecordRef::new(tp, Some(*base), None)],
+                events: vec![index],
+            });
+        }
+    }
 }
 
 /// A copy damage named in a segment file: offset, commit time, the `DamageHeld`'s index.

@@ -816,3 +816,30 @@ fn a_record_the_engine_never_showed_again_is_not_retentions_when_its_segment_goe
     // Shown again (the HWM moved over it), it was the reaper's to delete.
     assert!(run(true).no_lost_ack.excuse_of(2).is_some());
 }
+
+/// helper-104 F3: an open that refused a partition (R3) unlinks none of its segments;
+/// an open that did not refuse it may (recovery's cut removes the segments past it).
+#[test]
+fn an_open_that_refused_a_partition_deletes_none_of_its_segments() {
+    for refused in [true, false] {
+        let mut r = Run::two_segments(1_000);
+        r.crash(&[(0, 3, 3, 3)]).restart().segment(2, false);
+        if refused {
+            r.with(|t, h| {
+                h.partition_refused(t, &tp(0), "damage below the persisted HWM");
+            });
+        }
+        let fired = messages_of(&r.report(), CheckerName::RetentionSafe)
+            .iter()
+            .any(|m| {
+                m.contains("segment 2 of orders/0 deleted at")
+                    && m.contains("whose open refused the partition")
+            });
+        assert_eq!(
+            fired,
+            refused,
+            "refused {refused}: {:?}",
+            r.report().retention_safe
+        );
+    }
+}

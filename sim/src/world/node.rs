@@ -286,20 +286,21 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     let mut frontiers = Vec::new();
     for part in store.partitions() {
         // What the durable `consumer.offset` holds (old or new, never torn, is the
-        // property judged), read before the engine loads and clamps it.
+        // property judged), read before the engine loads and clamps it. The value
+        // recorded is read again below, with no await before the record: a flip
+        // between this read and the record would otherwise be one the word left does
+        // not show (helper-111). This read stays for the disk's draws, which every
+        // seed's run depends on.
         let path = part
             .log
             .dir()
             .join(cafelog_engine::format::layout::CONSUMER_OFFSET_FILE);
-        let raw = match cafelog_engine::recovery::read_word_file(&ctx.fs.inner, &path).await {
-            Ok(Ok(value)) => value.unwrap_or(0),
-            // A file of the wrong length: a torn frontier, reported as a value no one wrote.
-            Ok(Err(_)) => u64::MAX,
-            Err(e) => return Err(e.to_string()),
-        };
+        if let Err(e) = cafelog_engine::recovery::read_word_file(&ctx.fs.inner, &path).await {
+            return Err(e.to_string());
+        }
         frontiers.push((
             part.id.clone(),
-            raw,
+            path,
             part.log.log_start(),
             part.log.metrics().snapshot(),
         ));
@@ -336,8 +337,9 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
             rec.paths.records_salvaged += open.salvaged;
             rec.paths.salvage_copies += open.salvage_copied;
         }
-        for ((topic, partition), raw, log_start, metrics) in frontiers {
+        for ((topic, partition), path, log_start, metrics) in frontiers {
             let tp = TopicPartition::new(topic, partition);
+            let raw = rec.word_as_opened(&path);
             // The word the open left; the load's own observation (with what the engine
             // loaded) is recorded from the engine's account when the queue first loads.
             let found = rec.durable_frontiers.get(&tp).copied().flatten();

@@ -542,6 +542,17 @@ impl Recorder {
             .and_then(|b| cafelog_engine::format::word::decode(&b))
     }
 
+    /// The value of an 8-byte file as an open reads it now: 0 when absent or empty,
+    /// `u64::MAX` for a file of the wrong length (a torn word, reported as a value no
+    /// one wrote).
+    pub fn word_as_opened(&self, path: &Path) -> u64 {
+        match self.fs.visible_bytes(path) {
+            None => 0,
+            Some(bytes) if bytes.is_empty() => 0,
+            Some(bytes) => cafelog_engine::format::word::decode(&bytes).unwrap_or(u64::MAX),
+        }
+    }
+
     /// A segment file of a partition created (`created`) or unlinked.
     /// The engine created the segment file at `path`.
     pub fn segment_created(&mut self, path: &Path) {

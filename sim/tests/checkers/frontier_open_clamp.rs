@@ -28,16 +28,24 @@ fn clamp(value: u64, clamped: u64) -> Alarm {
 }
 
 /// One step of an open's story: a flip of the word during it, as the page cache took it
-/// (the world's `word_flipped`: from, to) through `consumer.offset` or its temp file, a
-/// flip only the platter took, or an alarm the open raised.
+/// (the world's `word_flipped`: from, to) through `consumer.offset` or its temp file
+/// (`TmpFlip`: the temp file's durable name), a flip only the platter took, an alarm the
+/// open raised, or its replace of the word writing its temp file and returning.
 #[derive(Clone, Debug)]
 enum Step {
     Flip(u64, u64),
     TmpFlip(u64, u64),
     PlatterFlip(u64, u64),
     Raise(Alarm),
+    Replaced(u64),
 }
-use Step::{Flip, PlatterFlip, Raise, TmpFlip};
+use Step::{Flip, PlatterFlip, Raise, Replaced, TmpFlip};
+
+/// The open's clamp of `read` to `to`, as the engine makes it: the account, the replace
+/// begun, its write and return.
+fn clamped(read: u64, to: u64) -> [Step; 3] {
+    [Raise(clamp(read, to)), Raise(persisting(to)), Replaced(to)]
+}
 
 fn persisting(value: u64) -> Alarm {
     Alarm::FrontierPersisting { value }
@@ -113,7 +121,7 @@ fn a_flip_after_the_opens_clamp_excuses_the_word_it_left() {
     // A flip 0 -> 7 made 7 but moved no word the open wrote (helper-103: an open
     // clamping to 0, then a flip of that 0).
     for (flip, excused) in [(Flip(6, 7), true), (Flip(7, 8), false), (Flip(0, 7), false)] {
-        let steps = [Raise(clamp(9, 6)), Raise(persisting(6)), flip.clone()];
+        let steps = [clamped(9, 6).as_slice(), std::slice::from_ref(&flip)].concat();
         assert_eq!(left_excused(9, &steps, 7), excused, "{flip:?}");
     }
 }
@@ -180,7 +188,8 @@ fn a_flip_of_the_word_a_clamp_of_a_flip_wrote_excuses_the_word_it_left() {
         (Some(Flip(4, 9)), Flip(7, 8), false),
     ] {
         let mut steps: Vec<Step> = first.iter().cloned().collect();
-        steps.extend([Raise(clamp(9, 6)), Raise(persisting(6)), second.clone()]);
+        steps.extend(clamped(9, 6));
+        steps.push(second.clone());
         assert_eq!(
             left_excused(4, &steps, 7),
             excused,
@@ -196,40 +205,17 @@ fn a_flip_of_the_word_a_clamp_of_a_flip_wrote_excuses_the_word_it_left() {
 /// it lends its word to no excuse.
 #[test]
 fn a_flip_before_the_opens_clamp_explains_no_word_it_left() {
-    let persisted = |value| Raise(Alarm::FrontierPersisted { value });
     let cases: [(Vec<Step>, u64); 4] = [
+        ([&[Flip(4, 9)], clamped(9, 6).as_slice()].concat(), 9),
         (
-            vec![
-                Flip(4, 9),
-                Raise(clamp(9, 6)),
-                Raise(persisting(6)),
-                persisted(6),
-            ],
-            9,
-        ),
-        (
-            vec![
-                Flip(4, 9),
-                Flip(6, 7),
-                Raise(clamp(9, 6)),
-                Raise(persisting(6)),
-                persisted(6),
-            ],
+            [&[Flip(4, 9), Flip(6, 7)], clamped(9, 6).as_slice()].concat(),
             7,
         ),
         (
-            vec![
-                Flip(4, 9),
-                Raise(clamp(9, 5)),
-                Raise(persisting(5)),
-                Flip(5, 7),
-            ],
+            [&[Flip(4, 9)], clamped(9, 5).as_slice(), &[Flip(5, 7)]].concat(),
             7,
         ),
-        (
-            vec![Raise(clamp(4, 6)), Raise(persisting(6)), Flip(6, 7)],
-            7,
-        ),
+        ([clamped(4, 6).as_slice(), &[Flip(6, 7)]].concat(), 7),
     ];
     for (steps, left) in cases {
         assert_mentions(
@@ -271,6 +257,7 @@ fn flips_chain_to_the_opens_clamp_and_from_its_word() {
                 Flip(5, 13),
                 Raise(clamp(13, 6)),
                 Raise(persisting(6)),
+                Replaced(6),
                 Flip(6, 14),
             ],
             14,
@@ -281,6 +268,7 @@ fn flips_chain_to_the_opens_clamp_and_from_its_word() {
                 Flip(4, 12),
                 Raise(clamp(12, 6)),
                 Raise(persisting(6)),
+                Replaced(6),
                 Flip(6, 7),
                 Flip(7, 15),
             ],
@@ -292,6 +280,7 @@ fn flips_chain_to_the_opens_clamp_and_from_its_word() {
                 Flip(4, 9),
                 Raise(clamp(9, 6)),
                 Raise(persisting(6)),
+                Replaced(6),
                 Flip(4, 12),
                 Flip(12, 28),
             ],
@@ -306,6 +295,7 @@ fn flips_chain_to_the_opens_clamp_and_from_its_word() {
                 Flip(9, 8),
                 Raise(clamp(9, 6)),
                 Raise(persisting(6)),
+                Replaced(6),
                 Flip(6, 7),
             ],
             7,
@@ -317,25 +307,90 @@ fn flips_chain_to_the_opens_clamp_and_from_its_word() {
     }
 }
 
-/// The clamp writes its word to the temp file and renames it in: a flip of the temp
-/// file after the clamp's alarm moved the word the open left; one before it, of a temp
-/// file a crash left, moved no word the open read.
+/// The clamp writes its word to the temp file and renames it in (helper-111): a flip of
+/// the temp file once the clamp's write returned moved the word the open left, before
+/// the rename as after it; a flip of a temp file a crash left, before that write, moved
+/// nothing the open read, nor did the old word's flips between the clamp and the
+/// replace's return (the rename discards that file).
 #[test]
 fn a_flip_of_the_clamps_temp_file_excuses_the_word_it_left() {
+    let (persisting, replaced) = (Raise(persisting(6)), Replaced(6));
+    let clamp = Raise(clamp(9, 6));
     for (steps, left, excused) in [
         (
             vec![
-                Flip(4, 9),
-                Raise(clamp(9, 6)),
+                clamp.clone(),
+                persisting.clone(),
                 TmpFlip(6, 7),
-                Raise(persisting(7)),
+                replaced.clone(),
+            ],
+            7,
+            false,
+        ),
+        (
+            vec![
+                clamp.clone(),
+                persisting.clone(),
+                replaced.clone(),
+                TmpFlip(6, 7),
             ],
             7,
             true,
         ),
         (vec![TmpFlip(4, 5)], 5, false),
+        // The old file's flips: 9 moved to the HWM 6, then that 6 to 14, the rename still
+        // to come.
+        (
+            vec![
+                clamp.clone(),
+                persisting.clone(),
+                Flip(9, 6),
+                Flip(6, 14),
+                replaced.clone(),
+            ],
+            14,
+            false,
+        ),
+        (vec![clamp, persisting, replaced, Flip(6, 14)], 14, true),
     ] {
-        assert_eq!(left_excused(4, &steps, left), excused, "{steps:?}");
+        assert_eq!(left_excused(9, &steps, left), excused, "{steps:?}");
+    }
+}
+
+/// helper-111: the open reads the word once every log is open, after its HWM account; a
+/// flip before that account moved the word before the open read it. An open that found
+/// 4 (at or below the HWM 6), whose word a flip moved to 9 before its account, owed a
+/// clamp of the 9; one whose word moved after the account had read and kept the 4.
+#[test]
+fn the_open_reads_its_word_after_its_hwm_account() {
+    for before_account in [true, false] {
+        let mut r = reporting_start();
+        r.frontier_seen(0, 0)
+            .loaded(0, 0)
+            .produced(6)
+            .hwm(0, 6, 6, 6);
+        for offset in 0..6 {
+            r.deliver(offset + 1, 0, offset, 1_000 + offset)
+                .consume(0, offset);
+        }
+        r.replaced(4).crash(&[(0, 6, 6, 6)]).restart();
+        if before_account {
+            word_flip(&mut r, WORD, 4, 9);
+        }
+        r.open_clean(0, 6, 6);
+        if !before_account {
+            word_flip(&mut r, WORD, 4, 9);
+        }
+        r.with(|t, h| {
+            h.frontier_opened(t, &tp(0), Some(4), 9);
+        });
+        let fired = messages_of(&r.report(), CheckerName::FrontierDurable)
+            .iter()
+            .any(|m| m.contains("found consumer.offset at 4 and left it at 9"));
+        assert_eq!(
+            fired, before_account,
+            "before the account: {before_account}"
+        );
     }
 }
 
@@ -352,7 +407,7 @@ fn a_flip_excuses_only_the_move_the_open_could_read() {
     assert!(!left_excused(4, &[Flip(4, 9)], 6));
     assert!(!left_excused(
         9,
-        &[Raise(clamp(9, 6)), Raise(persisting(6)), Flip(9, 11)],
+        &[clamped(9, 6).as_slice(), &[Flip(9, 11)]].concat(),
         11
     ));
     // A flip of unknown words during the open (H6).
@@ -377,15 +432,17 @@ fn a_flip_excuses_only_the_move_the_open_could_read() {
 
 const WORD: &str = "consumer.offset";
 
-/// A flip of orders/0's word file `name` from `from` to `to`: the fault (its reach the
-/// two words) and the world's reading of the move, at one instant.
+/// A flip of orders/0's word file `name` (its durable name and the name a read sees it
+/// through) from `from` to `to`: the fault (its reach the two words) and the world's
+/// reading of the move, at one instant.
 fn word_flip(r: &mut Run, name: &str, from: u64, to: u64) {
     r.with(|t, h| {
+        let path = format!("/data/orders/0/{name}");
         h.fault(
             t,
             offset_flip(from.min(to), from.max(to)),
             Some(&tp(0)),
-            None,
+            Some(&path),
         );
         let fault = h.len() - 1;
         h.word_flipped(t, fault, name, from, to);
@@ -424,6 +481,10 @@ fn open_story(found: u64, steps: &[Step], left: u64) -> Vec<String> {
             }
             Raise(alarm) => {
                 r.alarm(Some(0), alarm.clone());
+            }
+            Replaced(value) => {
+                r.frontier_written(0, *value)
+                    .alarm(Some(0), Alarm::FrontierPersisted { value: *value });
             }
         }
     }

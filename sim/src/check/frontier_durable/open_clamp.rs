@@ -16,21 +16,26 @@
 //!   that found the file absent, empty or torn).
 //!
 //! The second point is excused (row `out_of_contract`) only by out-of-contract faults
-//! on the word's files injected while the open ran, after the restart's read, still live
-//! when the open came up:
+//! on the word's files injected while the open ran, after the restart's read and
+//! before the world read the word left (it records that read with no await between):
 //! - **flips**, as the page cache took them (the world's `word_flipped`: the word a read
 //!   of a file found before and after; a flip only the platter holds, or of an inode no
 //!   name shows, moved nothing the open read; helper-110). They chain (helper-109): in
-//!   the order they landed, each that found the word moves it to the word it made. With
-//!   no clamp, the flips of `consumer.offset` take the word found to the word left,
-//!   through a word at or below the HWM (the one the open read and kept). With a clamp to
-//!   the HWM of a word above it, the flips of `consumer.offset` before its alarm pass
-//!   from the word found through the word it read (flips between its read and its alarm
-//!   it overwrote), and the flips after the alarm, of the temp file it renamed in or of
-//!   the word, take the HWM it wrote to the word left. Its replace returned (else the
-//!   open did not come up), so no flip before it explains the word left (helper-106).
-//! - **another fault** (a lost fsync, a misdirected write) with the word left at one end
-//!   of its reach.
+//!   the order they landed, each that found the word moves it to the word it made. The
+//!   open reads the word after its HWM account (`log_opened`, or a `hidden_exposed`
+//!   since: the clamp runs once every log is open), so the words a chain passed through
+//!   before that account are none it read (helper-111). With no clamp, the flips of
+//!   `consumer.offset` take the word found to the word left, through a word at or below
+//!   the HWM after the account (the one the open read and kept). With a clamp to the HWM
+//!   of a word above it, the flips of `consumer.offset` before its alarm pass through the
+//!   word it read after the account (flips between its read and its alarm it
+//!   overwrote), and the flips of the file it wrote take the HWM to the word left: its
+//!   temp file's once the write returned (before, a temp file a crash left), the word's
+//!   once its replace returned (before, the old file the rename discards). Its replace
+//!   returned (else the open did not come up), so no flip before it explains the word
+//!   left (helper-106).
+//! - **another fault** (a lost fsync, a misdirected write) still live when the open came
+//!   up, with the word left at one end of its reach.
 //!
 //! A fault before the restart is in the word both read. The first point has no excuse:
 //! it asks only the engine's accounts.
@@ -101,7 +106,8 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
         report.opens_held += 1;
         let alarms = facts.alarms.of(tp);
         let before = alarms.partition_point(|a| a.index < index);
-        let hwm = hwm_of_open(&alarms[..before], event.incarnation);
+        let account = hwm_account(&alarms[..before], event.incarnation);
+        let hwm = account.map(|(_, hwm)| hwm);
         let due = match hwm {
             Some(hwm) if *found > hwm => hwm,
             _ => *found,
@@ -121,12 +127,18 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
                 _ => None,
             });
         let moves = flips_during_open(facts, tp, restart, index);
+        // The open reads the word after its HWM account (the clamp runs once every log
+        // and the WAL are open): the words a walk passed through before that account
+        // the open cannot have read (helper-111).
+        let readable_from =
+            |by: &[usize]| account.map_or(0, |(at, _)| by.iter().filter(|&&i| i < at).count());
         let chain = match clamp {
             // The open read a word the flips made of the one found and kept it: one at
             // or below its HWM, else it owed a clamp.
             None => {
                 let (words, by) = walk(&moves, *found, |m| m.name == WORD);
-                (words.last() == Some(left) && hwm.is_none_or(|h| words.iter().any(|&w| w <= h)))
+                let read = &words[readable_from(&by)..];
+                (words.last() == Some(left) && hwm.is_none_or(|h| read.iter().any(|&w| w <= h)))
                     .then_some(by)
             }
             // It clamped, as point 1 holds it, a word the flips before the clamp made of
@@ -136,8 +148,17 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
             // rename included.
             Some((at, read, clamped)) if hwm == Some(clamped) && read > clamped => {
                 let (words, by) = walk(&moves, *found, |m| m.index < at && m.name == WORD);
-                words.iter().position(|&w| w == read).and_then(|k| {
-                    let (after, by_after) = walk(&moves, clamped, |m| m.index > at);
+                let from = readable_from(&by);
+                let (written, persisted) =
+                    replace_of(facts, tp, event.incarnation, (at, clamped), index);
+                let k = words[from..]
+                    .iter()
+                    .position(|&w| w == read)
+                    .map(|k| k + from);
+                k.and_then(|k| {
+                    let (after, by_after) = walk(&moves, clamped, |m| {
+                        m.index > at && from_clamp(m, written, persisted)
+                    });
                     (after.last() == Some(left)).then(|| [&by[..k], &by_after[..]].concat())
                 })
             }
@@ -184,12 +205,15 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
 
 /// The file an open reads the word from; its clamp writes the temp file and renames it.
 const WORD: &str = cafelog_engine::format::layout::CONSUMER_OFFSET_FILE;
+const WORD_TMP: &str = cafelog_engine::format::layout::CONSUMER_OFFSET_TMP_FILE;
 
 /// A live flip of the word during an open, after the restart read it: the move the page
-/// cache made (the world's `word_flipped`), read through the file `name`.
+/// cache made (the world's `word_flipped`), read through the file `name`, of the file
+/// durably named `durable`.
 struct Move<'a> {
     index: usize,
     name: &'a str,
+    durable: &'a str,
     from: Offset,
     to: Offset,
 }
@@ -213,9 +237,14 @@ fn flips_during_open<'a>(
         })
         .filter_map(|r| {
             let (name, from, to) = facts.word_flipped(r.fault_index)?;
+            let durable = match &facts.history.events()[r.fault_index].kind {
+                EventKind::Fault { path: Some(p), .. } => p.rsplit('/').next().unwrap_or(p),
+                _ => "",
+            };
             Some(Move {
                 index: r.fault_index,
                 name,
+                durable,
                 from,
                 to,
             })
@@ -244,18 +273,60 @@ fn walk(
     (words, by)
 }
 
+/// Whether the move `m`, after the open's clamp to `clamped`, moved the word the clamp
+/// wrote (helper-111): a flip of the clamp's temp file once its write returned (before
+/// that, a temp file a crash left), or of `consumer.offset` once its replace returned
+/// (before that, the old file the rename discards; between the rename and the
+/// directory's fsync, a flip of the clamp's file still has the temp file's durable
+/// name).
+fn from_clamp(m: &Move<'_>, written: Option<usize>, persisted: Option<usize>) -> bool {
+    written.is_some_and(|w| m.index > w)
+        && (m.durable == WORD_TMP || persisted.is_some_and(|p| m.index > p))
+}
+
+/// Where the replace of `tp`'s word that the clamp to `clamped` at history index `at`
+/// began (in incarnation `inc`, before `until`) wrote its temp file (`FrontierWritten`)
+/// and returned (`frontier_persisted`), each of the clamp's value.
+fn replace_of(
+    facts: &Facts<'_>,
+    tp: &TopicPartition,
+    inc: Incarnation,
+    (at, clamped): (usize, Offset),
+    until: usize,
+) -> (Option<usize>, Option<usize>) {
+    let events = facts.history.events();
+    let written = (at + 1..until).find(|&i| {
+        events[i].incarnation == inc
+            && matches!(&events[i].kind, EventKind::FrontierWritten { tp: t, frontier }
+                if t == tp && *frontier == clamped)
+    });
+    let persisted = facts
+        .alarms
+        .of(tp)
+        .iter()
+        .filter(|a| a.incarnation == inc && at < a.index && a.index < until)
+        .find(|a| a.alarm == Alarm::FrontierPersisted { value: clamped })
+        .map(|a| a.index);
+    (written, persisted)
+}
+
 /// The HWM an open had by the end of `alarms` (its `log_opened`, or a `hidden_exposed`
-/// raised since), if it reported one.
-fn hwm_of_open(alarms: &[AlarmFact], incarnation: Incarnation) -> Option<Offset> {
+/// raised since), if it reported one, and where it reported it.
+fn hwm_account(alarms: &[AlarmFact], incarnation: Incarnation) -> Option<(usize, Offset)> {
     alarms
         .iter()
         .rev()
         .filter(|a| a.incarnation == incarnation)
         .find_map(|a| match a.alarm {
-            Alarm::LogOpened { hwm, .. } => Some(hwm),
-            Alarm::HiddenExposed { to, .. } => Some(to),
+            Alarm::LogOpened { hwm, .. } => Some((a.index, hwm)),
+            Alarm::HiddenExposed { to, .. } => Some((a.index, to)),
             _ => None,
         })
+}
+
+/// The HWM of [`hwm_account`].
+fn hwm_of_open(alarms: &[AlarmFact], incarnation: Incarnation) -> Option<Offset> {
+    hwm_account(alarms, incarnation).map(|(_, hwm)| hwm)
 }
 
 /// What is wrong with a replace of `value` an open began after `before`, if anything.

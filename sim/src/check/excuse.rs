@@ -332,6 +332,7 @@ impl<'f, 'h> Excuses<'f, 'h> {
             self.facts.segment_damage.get(tp).is_some_and(|damage| {
                 damage.iter().any(|&i| {
                     between(i)
+                        && self.facts.damage_readable_at(i, refusal)
                         && match named(i) {
                             Some(held) => held.iter().any(|c| c.id == id),
                             None => match &events[i].kind {

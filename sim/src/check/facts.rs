@@ -254,6 +254,13 @@ impl<'h> Facts<'h> {
             .any(|kind| matches!(kind, EventKind::FlipMissedCache { .. }))
     }
 
+    /// Whether a read at history index `at` can have met the damage the fault at
+    /// `fault_index` did: any fault but a flip the page cache did not take, which only
+    /// an open after a power loss (one between the two) reads (helper-108).
+    pub fn damage_readable_at(&self, fault_index: usize, at: usize) -> bool {
+        !self.flip_missed_cache(fault_index) || self.power_loss_between(fault_index, at)
+    }
+
     /// The move the flip at `fault_index` made to an 8-byte word as a read sees it
     /// (`WordFlipped`): the name read, the word before and after. `None` when the page
     /// cache did not take it or a word did not decode.

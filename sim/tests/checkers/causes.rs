@@ -1582,3 +1582,70 @@ fn a_lost_fsync_of_a_clamps_hwm_write_lasts_until_the_word_is_rewritten() {
         &["persisted HWM of orders/0 is 16777216, beyond the durable tail 1"],
     );
 }
+
+/// helper-108: a flip the page cache did not take (a pending write masked its byte, or
+/// a failed fsync left the cache apart from the platter) is the platter's only: the
+/// engine reads it only after a power loss, so it explains a skip, a poison or junk
+/// trimmed by an open only across one.
+#[test]
+fn a_flip_the_cache_missed_explains_an_alarm_only_across_a_power_loss() {
+    let run = |missed: bool, kill: Option<bool>, alarm: Alarm| {
+        let mut r = Run::new();
+        r.produced(2).hwm(0, 2, 2, 2).with(|t, h| {
+            let flip = segment_flip(OffsetRange { start: 1, end: 2 }, Some(true));
+            h.fault(t, flip, Some(&tp(0)), None);
+            if missed {
+                let fault = h.len() - 1;
+                h.flip_missed_cache(t, fault);
+            }
+        });
+        match kill {
+            Some(true) => r.process_crash(&[(0, 2, 2, 2)]).restart(),
+            Some(false) => r.crash(&[(0, 2, 2, 2)]).restart(),
+            None => &mut r,
+        };
+        r.alarm(Some(0), alarm);
+        r.report()
+    };
+    let skip = Alarm::FrameSkipped {
+        base: 1,
+        records: 1,
+    };
+    let poison = Alarm::Poisoned {
+        cancelled: false,
+        directory: false,
+        verify: true,
+    };
+    let junk = Alarm::JunkTrimmed {
+        segment: "00000000000000000000.log".into(),
+        bytes: 8,
+    };
+    // Each alarm, what its message says, the kills before it, and whether a power loss
+    // between the flip and it lets the flip explain it (a poison is explained only by
+    // damage in its own incarnation).
+    for (alarm, says, kills, across) in [
+        (
+            skip,
+            "frame_skipped base=1 records=1",
+            [None, Some(true)],
+            true,
+        ),
+        (poison, "poisoned", [None, None], false),
+        (junk, "junk_trimmed", [Some(true), Some(true)], true),
+    ] {
+        for kill in kills {
+            // Taken by the cache: explained; missed, with no power loss since: not.
+            assert_alarms_explained(&run(false, kill, alarm.clone()));
+            assert_mentions(
+                &messages_of(
+                    &run(true, kill, alarm.clone()),
+                    CheckerName::AlarmsExplained,
+                ),
+                &[says],
+            );
+        }
+        if across {
+            assert_alarms_explained(&run(true, Some(false), alarm.clone()));
+        }
+    }
+}

@@ -296,3 +296,44 @@ fn a_refusal_does_not_take_a_stale_hidden_copy_a_fault_reached() {
         "the copy at 2 was hidden and committed again at 5 before the fault"
     );
 }
+
+/// helper-108: a flip the page cache did not take is the platter's only; a refusal
+/// after a process crash read the cache, so the copy the flip's damage named (id 2,
+/// moved into the frame at 2) is not the refusal's unless a power loss came between.
+#[test]
+fn a_refusal_takes_no_copy_a_flip_the_cache_missed_named_before_a_process_crash() {
+    for (missed, power_loss) in [(false, false), (true, false), (true, true)] {
+        let mut r = Run::new();
+        r.produced(3).hwm(0, 3, 3, 3).with(|t, h| {
+            let flip = segment_flip(OffsetRange { start: 2, end: 3 }, Some(true));
+            h.fault(t, flip, Some(&tp(0)), None);
+            let fault = h.len() - 1;
+            let copy = HeldCopy {
+                offset: 2,
+                id: 2,
+                committed_at_ms: 1_002,
+            };
+            h.damage_held(t, fault, &tp(0), vec![copy]);
+            if missed {
+                h.flip_missed_cache(t, fault);
+            }
+        });
+        if power_loss {
+            r.crash(&[(0, 3, 3, 3)]);
+        } else {
+            r.process_crash(&[(0, 3, 3, 3)]);
+        }
+        r.restart()
+            .disk(0, OpenRule::Refuse, 3, 2, Some(2))
+            .alarm(Some(0), refused_alarm(200))
+            .with(|t, h| {
+                h.held_at_refusal(t, &tp(0), Some(2), vec![1], vec![]);
+                h.partition_refused(t, &tp(0), "crc mismatch");
+            });
+        assert_eq!(
+            refused(&r.report(), 2),
+            !missed || power_loss,
+            "missed {missed}, power loss {power_loss}"
+        );
+    }
+}

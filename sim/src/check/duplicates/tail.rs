@@ -80,6 +80,7 @@ pub(super) fn hidden_tail(
     let damaged_at_tail = facts.segment_damage.get(&p.tp).is_some_and(|damage| {
         damage.iter().any(|&d| {
             d < crash.index
+                && facts.damage_readable_at(d, crash.index + 1)
                 && matches!(&events[d].kind, EventKind::Fault { kind, .. }
                     if kind
                         .segment_damage()

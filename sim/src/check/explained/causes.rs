@@ -36,6 +36,7 @@ fn damage_at(
     let events = facts.history.events();
     facts.segment_damage.get(tp)?.iter().copied().find(|d| {
         *d < before
+            && facts.damage_readable_at(*d, before)
             && matches!(&events[*d].kind, EventKind::Fault { kind, .. }
                 if kind.segment_damage().and_then(|(o, _)| o).is_some_and(|r| r.contains(offset)))
     })
@@ -314,6 +315,7 @@ pub(super) fn uncaused(
             let caused = faults(facts).any(|(i, kind, t, _)| {
                 i < before
                     && t == Some(tp)
+                    && facts.damage_readable_at(i, before)
                     && matches!(
                         kind,
                         FaultKind::BitFlip {
@@ -377,7 +379,11 @@ pub(super) fn uncaused(
                         }
                         // A frame the verify re-read found bad.
                         FaultKind::CorruptWrite { .. } => *verify && opened < i,
-                        _ => !*directory && kind.segment_damage().is_some(),
+                        _ => {
+                            !*directory
+                                && kind.segment_damage().is_some()
+                                && facts.damage_readable_at(i, alarm.index)
+                        }
                     }
             });
             (!caused).then(|| {

@@ -32,7 +32,8 @@
 //! Rules 5-7, on the engine's account of its log start, are in `retention_moves.rs`.
 //!
 //! 8. **A refusal deletes nothing.** An open that refused a partition (R3: valid frames
-//!    follow damage below the persisted HWM) never opened it in that incarnation, so no
+//!    follow damage below the persisted HWM; the world's `PartitionRefused`, or the
+//!    engine's `refused` alarm) never opened it in that incarnation, so no
 //!    recovery and no reaper ran on it: an unlink of one of its segments then destroyed
 //!    what the refusal kept for the operator (helper-104 F3: such an unlink counted as
 //!    recovery's, and its records' WAL re-commits passed as excused duplicates).
@@ -271,8 +272,17 @@ fn refused_unlinks(facts: &Facts<'_>, report: &mut RetentionReport) {
     let mut opened = BTreeSet::new();
     for event in events {
         match &event.kind {
+            // The world records the refusal once the store's open returns; the engine's
+            // own alarm also comes from an open killed or failed after it (helper-112).
             EventKind::PartitionRefused { tp, .. } => {
                 refused.insert((tp, event.incarnation));
+            }
+            EventKind::EngineAlarm {
+                tp: Some(tp),
+                alarm: Alarm::Refused { .. },
+                raised_in,
+            } => {
+                refused.insert((tp, raised_in.unwrap_or(event.incarnation)));
             }
             EventKind::EngineAlarm {
                 tp: Some(tp),

@@ -26,6 +26,17 @@ pub struct CrashFact {
     pub partitions: BTreeMap<TopicPartition, CrashPartition>,
 }
 
+/// A word flip as a read saw it ([`Facts::word_flipped`]): the name read, the word
+/// before and after.
+#[derive(Clone, Copy, Debug)]
+pub struct WordMove<'a> {
+    pub read_as: &'a str,
+    pub from: Offset,
+    pub to: Offset,
+    /// The flip hit the file the engine last wrote the partition's frontier to.
+    pub written: bool,
+}
+
 #[derive(Debug)]
 pub struct Facts<'h> {
     pub history: &'h History,
@@ -262,13 +273,22 @@ impl<'h> Facts<'h> {
     }
 
     /// The move the flip at `fault_index` made to an 8-byte word as a read sees it
-    /// (`WordFlipped`): the name read, the word before and after. `None` when the page
-    /// cache did not take it or a word did not decode.
-    pub fn word_flipped(&self, fault_index: usize) -> Option<(&str, Offset, Offset)> {
+    /// (`WordFlipped`). `None` when the page cache did not take it or a word did not
+    /// decode.
+    pub fn word_flipped(&self, fault_index: usize) -> Option<WordMove<'_>> {
         self.recorded_with(fault_index).find_map(|kind| match kind {
             EventKind::WordFlipped {
-                read_as, from, to, ..
-            } => Some((read_as.as_str(), *from, *to)),
+                read_as,
+                from,
+                to,
+                written,
+                ..
+            } => Some(WordMove {
+                read_as: read_as.as_str(),
+                from: *from,
+                to: *to,
+                written: *written,
+            }),
             _ => None,
         })
     }

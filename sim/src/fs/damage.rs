@@ -24,6 +24,9 @@ pub struct BitFlip {
     /// not reached the disk): then no read sees its cache, only an open after a power
     /// loss sees the platter.
     pub shown_as: Option<PathBuf>,
+    /// The flipped inode, to tell it from another file a name showed or a write went to
+    /// ([`SimFs::visible_inode`]).
+    pub inode: u64,
 }
 
 impl BitFlip {
@@ -131,6 +134,7 @@ impl State {
         }
         let flip = BitFlip {
             shown_as: self.ns.visible_name(&path, ino),
+            inode: ino,
             path: path.clone(),
             position,
             bit,

@@ -58,6 +58,13 @@ impl SimFs {
         Some(inode.mask_unreadable(inode.cache.clone(), true))
     }
 
+    /// The inode visibly named `path` now (what a handle opened there writes), to match
+    /// against a [`BitFlip::inode`].
+    pub fn visible_inode(&self, path: &Path) -> Option<u64> {
+        let (dir, name) = split(path).ok()?;
+        self.lock().ns.visible(&dir, &name)
+    }
+
     /// Length of the page-cache view of the file visibly named `path`.
     pub fn visible_len(&self, path: &Path) -> Option<u64> {
         let (dir, name) = split(path).ok()?;

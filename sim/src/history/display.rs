@@ -314,9 +314,15 @@ impl fmt::Display for Event {
                 read_as,
                 from,
                 to,
+                written,
             } => write!(
                 f,
-                "word_flipped by #{fault_index}: {read_as} reads {from} -> {to}"
+                "word_flipped by #{fault_index}: {read_as} reads {from} -> {to}{}",
+                if *written {
+                    " (the file last written)"
+                } else {
+                    ""
+                }
             ),
             EventKind::EngineCounters {
                 tp,

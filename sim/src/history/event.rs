@@ -265,12 +265,14 @@ pub enum EventKind {
     /// temp file; the fault at `fault_index`) that the page cache took: a read of
     /// `read_as` (the name that shows the flipped inode) now finds `to` where it found
     /// `from`. The flip's fault reach spans the platter's move too; this is the one a
-    /// running process sees.
+    /// running process sees. `written`: the flipped file is the one the engine's last
+    /// write of the partition's frontier (`FrontierWritten`) went to.
     WordFlipped {
         fault_index: usize,
         read_as: String,
         from: Offset,
         to: Offset,
+        written: bool,
     },
     /// World, sampling the engine's counters for a partition. Counters are cumulative
     /// within an incarnation and start from 0 at each restart.

@@ -351,8 +351,8 @@ impl History {
         at_ms: u64,
         fault_index: usize,
         read_as: &str,
-        from: Offset,
-        to: Offset,
+        (from, to): (Offset, Offset),
+        written: bool,
     ) -> &mut Self {
         self.record(
             at_ms,
@@ -361,6 +361,7 @@ impl History {
                 read_as: read_as.to_owned(),
                 from,
                 to,
+                written,
             },
         )
     }

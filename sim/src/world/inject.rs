@@ -407,10 +407,14 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
         let now = rec.now_ms();
         rec.history.checkpoint_damaged(now, fault_index, floors);
     }
-    if let Some((read_as, (from, to))) = word_move {
+    if let Some((read_as, moved)) = word_move {
         let name = read_as.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let written = tp
+            .as_ref()
+            .is_some_and(|tp| rec.frontier_files.get(tp) == Some(&flip.inode));
         let now = rec.now_ms();
-        rec.history.word_flipped(now, fault_index, name, from, to);
+        rec.history
+            .word_flipped(now, fault_index, name, moved, written);
     }
     // Last of the flip's events (the listing above follows the flip directly).
     if flip.read_through().is_none() {

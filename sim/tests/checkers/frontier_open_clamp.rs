@@ -29,22 +29,28 @@ fn clamp(value: u64, clamped: u64) -> Alarm {
 
 /// One step of an open's story: a flip of the word during it, as the page cache took it
 /// (the world's `word_flipped`: from, to) through `consumer.offset` or its temp file
-/// (`TmpFlip`: the temp file's durable name), a flip only the platter took, an alarm the
-/// open raised, or its replace of the word writing its temp file and returning.
+/// (`TmpFlip`), a flip only the platter took, an alarm the open raised, or its replace of
+/// the word writing its temp file (`Written`) and returning (`Replaced`: both). A flip
+/// after the write hits the file it wrote.
 #[derive(Clone, Debug)]
 enum Step {
     Flip(u64, u64),
     TmpFlip(u64, u64),
     PlatterFlip(u64, u64),
     Raise(Alarm),
+    Written(u64),
     Replaced(u64),
 }
-use Step::{Flip, PlatterFlip, Raise, Replaced, TmpFlip};
+use Step::{Flip, PlatterFlip, Raise, Replaced, TmpFlip, Written};
 
 /// The open's clamp of `read` to `to`, as the engine makes it: the account, the replace
 /// begun, its write and return.
 fn clamped(read: u64, to: u64) -> [Step; 3] {
     [Raise(clamp(read, to)), Raise(persisting(to)), Replaced(to)]
+}
+
+fn persisted(value: u64) -> Alarm {
+    Alarm::FrontierPersisted { value }
 }
 
 fn persisting(value: u64) -> Alarm {
@@ -132,11 +138,11 @@ fn only_a_fault_on_the_word_while_the_open_ran_excuses_what_it_left() {
         let mut r = Run::new();
         r.produced(6).hwm(0, 6, 6, 6);
         if !during_open {
-            word_flip(&mut r, WORD, 4, 2);
+            word_flip(&mut r, WORD, (4, 2), false);
         }
         r.crash(&[(0, 6, 6, 6)]).restart().open_clean(0, 6, 6);
         if during_open {
-            word_flip(&mut r, WORD, 4, 2);
+            word_flip(&mut r, WORD, (4, 2), false);
         }
         r.with(|t, h| {
             h.frontier_opened(t, &tp(0), Some(4), 2);
@@ -351,7 +357,24 @@ fn a_flip_of_the_clamps_temp_file_excuses_the_word_it_left() {
             14,
             false,
         ),
-        (vec![clamp, persisting, replaced, Flip(6, 14)], 14, true),
+        (
+            vec![clamp.clone(), persisting.clone(), replaced, Flip(6, 14)],
+            14,
+            true,
+        ),
+        // helper-112: the clamp's file, renamed over the word and made durable by the
+        // directory's fsync, flipped before that fsync returned.
+        (
+            vec![
+                clamp,
+                persisting,
+                Written(6),
+                Flip(6, 7),
+                Raise(persisted(6)),
+            ],
+            7,
+            true,
+        ),
     ] {
         assert_eq!(left_excused(9, &steps, left), excused, "{steps:?}");
     }
@@ -375,11 +398,11 @@ fn the_open_reads_its_word_after_its_hwm_account() {
         }
         r.replaced(4).crash(&[(0, 6, 6, 6)]).restart();
         if before_account {
-            word_flip(&mut r, WORD, 4, 9);
+            word_flip(&mut r, WORD, (4, 9), false);
         }
         r.open_clean(0, 6, 6);
         if !before_account {
-            word_flip(&mut r, WORD, 4, 9);
+            word_flip(&mut r, WORD, (4, 9), false);
         }
         r.with(|t, h| {
             h.frontier_opened(t, &tp(0), Some(4), 9);
@@ -433,9 +456,10 @@ fn a_flip_excuses_only_the_move_the_open_could_read() {
 const WORD: &str = "consumer.offset";
 
 /// A flip of orders/0's word file `name` (its durable name and the name a read sees it
-/// through) from `from` to `to`: the fault (its reach the two words) and the world's
-/// reading of the move, at one instant.
-fn word_flip(r: &mut Run, name: &str, from: u64, to: u64) {
+/// through) from `from` to `to`, of the file the engine last wrote the frontier to when
+/// `written`: the fault (its reach the two words) and the world's reading of the move,
+/// at one instant.
+fn word_flip(r: &mut Run, name: &str, (from, to): (u64, u64), written: bool) {
     r.with(|t, h| {
         let path = format!("/data/orders/0/{name}");
         h.fault(
@@ -445,7 +469,7 @@ fn word_flip(r: &mut Run, name: &str, from: u64, to: u64) {
             Some(&path),
         );
         let fault = h.len() - 1;
-        h.word_flipped(t, fault, name, from, to);
+        h.word_flipped(t, fault, name, (from, to), written);
     });
 }
 
@@ -463,10 +487,11 @@ fn open_story(found: u64, steps: &[Step], left: u64) -> Vec<String> {
     let mut r = reporting_start();
     r.frontier_seen(0, 0).loaded(0, 0);
     acked_4_durable_then_reopened(&mut r);
+    let mut written = false;
     for step in steps {
         match step {
-            Flip(from, to) => word_flip(&mut r, WORD, *from, *to),
-            TmpFlip(from, to) => word_flip(&mut r, "consumer.offset.tmp", *from, *to),
+            Flip(from, to) => word_flip(&mut r, WORD, (*from, *to), written),
+            TmpFlip(from, to) => word_flip(&mut r, "consumer.offset.tmp", (*from, *to), written),
             PlatterFlip(from, to) => {
                 r.with(|t, h| {
                     h.fault(
@@ -482,9 +507,14 @@ fn open_story(found: u64, steps: &[Step], left: u64) -> Vec<String> {
             Raise(alarm) => {
                 r.alarm(Some(0), alarm.clone());
             }
+            Written(value) => {
+                r.frontier_written(0, *value);
+                written = true;
+            }
             Replaced(value) => {
                 r.frontier_written(0, *value)
                     .alarm(Some(0), Alarm::FrontierPersisted { value: *value });
+                written = true;
             }
         }
     }

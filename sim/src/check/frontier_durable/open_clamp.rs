@@ -29,11 +29,11 @@
 //!   the HWM after the account (the one the open read and kept). With a clamp to the HWM
 //!   of a word above it, the flips of `consumer.offset` before its alarm pass through the
 //!   word it read after the account (flips between its read and its alarm it
-//!   overwrote), and the flips of the file it wrote take the HWM to the word left: its
-//!   temp file's once the write returned (before, a temp file a crash left), the word's
-//!   once its replace returned (before, the old file the rename discards). Its replace
-//!   returned (else the open did not come up), so no flip before it explains the word
-//!   left (helper-106).
+//!   overwrote), and the flips of the file it wrote (the world's `written`: the inode
+//!   its write went to, as its temp file or renamed over the word), after that write,
+//!   take the HWM to the word left: not a temp file a crash left, nor the old file the
+//!   rename discards. Its replace returned (else the open did not come up), so no flip
+//!   before it explains the word left (helper-106).
 //! - **another fault** (a lost fsync, a misdirected write) still live when the open came
 //!   up, with the word left at one end of its reach.
 //!
@@ -149,16 +149,14 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
             Some((at, read, clamped)) if hwm == Some(clamped) && read > clamped => {
                 let (words, by) = walk(&moves, *found, |m| m.index < at && m.name == WORD);
                 let from = readable_from(&by);
-                let (written, persisted) =
-                    replace_of(facts, tp, event.incarnation, (at, clamped), index);
+                let written = clamp_written(facts, tp, event.incarnation, (at, clamped), index);
                 let k = words[from..]
                     .iter()
                     .position(|&w| w == read)
                     .map(|k| k + from);
                 k.and_then(|k| {
-                    let (after, by_after) = walk(&moves, clamped, |m| {
-                        m.index > at && from_clamp(m, written, persisted)
-                    });
+                    let (after, by_after) =
+                        walk(&moves, clamped, |m| m.index > at && from_clamp(m, written));
                     (after.last() == Some(left)).then(|| [&by[..k], &by_after[..]].concat())
                 })
             }
@@ -205,15 +203,14 @@ pub(super) fn check(facts: &Facts<'_>, report: &mut FrontierDurableReport) {
 
 /// The file an open reads the word from; its clamp writes the temp file and renames it.
 const WORD: &str = cafelog_engine::format::layout::CONSUMER_OFFSET_FILE;
-const WORD_TMP: &str = cafelog_engine::format::layout::CONSUMER_OFFSET_TMP_FILE;
 
 /// A live flip of the word during an open, after the restart read it: the move the page
-/// cache made (the world's `word_flipped`), read through the file `name`, of the file
-/// durably named `durable`.
+/// cache made (the world's `word_flipped`), read through the file `name`; `written`,
+/// it hit the file the engine last wrote the frontier to.
 struct Move<'a> {
     index: usize,
     name: &'a str,
-    durable: &'a str,
+    written: bool,
     from: Offset,
     to: Offset,
 }
@@ -236,17 +233,13 @@ fn flips_during_open<'a>(
                 && r.live_at(facts, index, None)
         })
         .filter_map(|r| {
-            let (name, from, to) = facts.word_flipped(r.fault_index)?;
-            let durable = match &facts.history.events()[r.fault_index].kind {
-                EventKind::Fault { path: Some(p), .. } => p.rsplit('/').next().unwrap_or(p),
-                _ => "",
-            };
+            let moved = facts.word_flipped(r.fault_index)?;
             Some(Move {
                 index: r.fault_index,
-                name,
-                durable,
-                from,
-                to,
+                name: moved.read_as,
+                written: moved.written,
+                from: moved.from,
+                to: moved.to,
             })
         })
         .collect();
@@ -273,41 +266,30 @@ fn walk(
     (words, by)
 }
 
-/// Whether the move `m`, after the open's clamp to `clamped`, moved the word the clamp
-/// wrote (helper-111): a flip of the clamp's temp file once its write returned (before
-/// that, a temp file a crash left), or of `consumer.offset` once its replace returned
-/// (before that, the old file the rename discards; between the rename and the
-/// directory's fsync, a flip of the clamp's file still has the temp file's durable
-/// name).
-fn from_clamp(m: &Move<'_>, written: Option<usize>, persisted: Option<usize>) -> bool {
-    written.is_some_and(|w| m.index > w)
-        && (m.durable == WORD_TMP || persisted.is_some_and(|p| m.index > p))
+/// Whether the move `m`, after the open's clamp, moved the word the clamp wrote: a flip
+/// of the file its write at `written` went to (its temp file, or that file renamed over
+/// the word), after that write (helper-111, helper-112). Not a temp file a crash left,
+/// nor the old word the rename discards, whatever names they had then.
+fn from_clamp(m: &Move<'_>, written: Option<usize>) -> bool {
+    m.written && written.is_some_and(|w| m.index > w)
 }
 
 /// Where the replace of `tp`'s word that the clamp to `clamped` at history index `at`
-/// began (in incarnation `inc`, before `until`) wrote its temp file (`FrontierWritten`)
-/// and returned (`frontier_persisted`), each of the clamp's value.
-fn replace_of(
+/// began (in incarnation `inc`, before `until`) wrote its temp file (`FrontierWritten`
+/// of the clamp's value).
+fn clamp_written(
     facts: &Facts<'_>,
     tp: &TopicPartition,
     inc: Incarnation,
     (at, clamped): (usize, Offset),
     until: usize,
-) -> (Option<usize>, Option<usize>) {
+) -> Option<usize> {
     let events = facts.history.events();
-    let written = (at + 1..until).find(|&i| {
+    (at + 1..until).find(|&i| {
         events[i].incarnation == inc
             && matches!(&events[i].kind, EventKind::FrontierWritten { tp: t, frontier }
                 if t == tp && *frontier == clamped)
-    });
-    let persisted = facts
-        .alarms
-        .of(tp)
-        .iter()
-        .filter(|a| a.incarnation == inc && at < a.index && a.index < until)
-        .find(|a| a.alarm == Alarm::FrontierPersisted { value: clamped })
-        .map(|a| a.index);
-    (written, persisted)
+    })
 }
 
 /// The HWM an open had by the end of `alarms` (its `log_opened`, or a `hidden_exposed`

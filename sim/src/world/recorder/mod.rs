@@ -115,6 +115,9 @@ pub struct Recorder {
     /// page cache's, which a power loss has made the durable one), before the open
     /// could rewrite it (`None`: absent or not a word).
     pub durable_frontiers: BTreeMap<TopicPartition, Option<u64>>,
+    /// Per partition, the inode the engine's last frontier write went to (its temp
+    /// file, renamed over `consumer.offset` after): whether a later flip hit that file.
+    pub frontier_files: BTreeMap<TopicPartition, u64>,
     /// Fault counts by kind name, for reports.
     pub faults: BTreeMap<String, u64>,
     pub poisoned_seen: BTreeSet<TopicPartition>,
@@ -184,6 +187,7 @@ impl Shared {
             damaged: damaged::Damaged::default(),
             corrupt_writes: Vec::new(),
             durable_frontiers: BTreeMap::new(),
+            frontier_files: BTreeMap::new(),
             receiving: BTreeMap::new(),
             next_receive: 0,
             faults: BTreeMap::new(),
@@ -750,6 +754,9 @@ impl Recorder {
             });
             if during_open {
                 self.frontier_skips(&tp, value);
+            }
+            if let Some(inode) = self.fs.visible_inode(tmp_path) {
+                self.frontier_files.insert(tp.clone(), inode);
             }
             let now = self.now_ms();
             self.history.frontier_written(now, &tp, value);

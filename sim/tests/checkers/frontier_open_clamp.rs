@@ -256,57 +256,28 @@ fn flips_during_the_open_chain() {
 /// from the word found past the clamp.
 #[test]
 fn flips_chain_to_the_opens_clamp_and_from_its_word() {
+    let story = |before: &[Step], read: u64, after: &[Step]| {
+        [before, clamped(read, 6).as_slice(), after].concat()
+    };
     let cases: [(Vec<Step>, u64, bool); 4] = [
         (
-            vec![
-                Flip(4, 5),
-                Flip(5, 13),
-                Raise(clamp(13, 6)),
-                Raise(persisting(6)),
-                Replaced(6),
-                Flip(6, 14),
-            ],
+            story(&[Flip(4, 5), Flip(5, 13)], 13, &[Flip(6, 14)]),
             14,
             true,
         ),
         (
-            vec![
-                Flip(4, 12),
-                Raise(clamp(12, 6)),
-                Raise(persisting(6)),
-                Replaced(6),
-                Flip(6, 7),
-                Flip(7, 15),
-            ],
+            story(&[Flip(4, 12)], 12, &[Flip(6, 7), Flip(7, 15)]),
             15,
             true,
         ),
         (
-            vec![
-                Flip(4, 9),
-                Raise(clamp(9, 6)),
-                Raise(persisting(6)),
-                Replaced(6),
-                Flip(4, 12),
-                Flip(12, 28),
-            ],
+            story(&[Flip(4, 9)], 9, &[Flip(4, 12), Flip(12, 28)]),
             28,
             false,
         ),
         // helper-110's race: the clamp read 9, a flip moved that 9 before its alarm,
         // its rename overwrote both; a flip then moved its 6.
-        (
-            vec![
-                Flip(4, 9),
-                Flip(9, 8),
-                Raise(clamp(9, 6)),
-                Raise(persisting(6)),
-                Replaced(6),
-                Flip(6, 7),
-            ],
-            7,
-            true,
-        ),
+        (story(&[Flip(4, 9), Flip(9, 8)], 9, &[Flip(6, 7)]), 7, true),
     ];
     for (steps, left, excused) in cases {
         assert_eq!(left_excused(4, &steps, left), excused, "{steps:?}");

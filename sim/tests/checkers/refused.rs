@@ -63,6 +63,13 @@ fn refused_at_2_reached(
             h.damage_held(t, fault, &tp(0), damaged);
         }
     });
+    crash_and_refuse_at_2(&mut r, power_loss, held);
+    r
+}
+
+/// A crash (a power loss, or a process crash), and the open refuses orders/0 at 2, with
+/// the world's listing `held` when given: (log ids, WAL ids).
+fn crash_and_refuse_at_2(r: &mut Run, power_loss: bool, held: Option<(Vec<u64>, Vec<u64>)>) {
     if power_loss {
         r.crash(&[(0, 3, 3, 3)]);
     } else {
@@ -77,7 +84,6 @@ fn refused_at_2_reached(
             }
             h.partition_refused(t, &tp(0), "crc mismatch in 00000000000000000000.log at 200");
         });
-    r
 }
 
 fn refused(report: &CheckReport, id: ProduceId) -> bool {
@@ -318,18 +324,7 @@ fn a_refusal_takes_no_copy_a_flip_the_cache_missed_named_before_a_process_crash(
                 h.flip_missed_cache(t, fault);
             }
         });
-        if power_loss {
-            r.crash(&[(0, 3, 3, 3)]);
-        } else {
-            r.process_crash(&[(0, 3, 3, 3)]);
-        }
-        r.restart()
-            .disk(0, OpenRule::Refuse, 3, 2, Some(2))
-            .alarm(Some(0), refused_alarm(200))
-            .with(|t, h| {
-                h.held_at_refusal(t, &tp(0), Some(2), vec![1], vec![]);
-                h.partition_refused(t, &tp(0), "crc mismatch");
-            });
+        crash_and_refuse_at_2(&mut r, power_loss, Some((vec![1], vec![])));
         assert_eq!(
             refused(&r.report(), 2),
             !missed || power_loss,

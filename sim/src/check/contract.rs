@@ -822,12 +822,55 @@ pub fn checkpoint_floor_lost(
             Some(floors) => {
                 return Some(floors.iter().find(|f| f.tp == *tp).map_or(0, |f| f.offset));
             }
-            None => match checkpoint_damage(facts, fault) {
-                Some(earlier) => fault = earlier,
-                None => return Some(0),
-            },
+            // The same file's flip before it, else the damage before it on any of the
+            // checkpoint's files.
+            None => {
+                match checkpoint_earlier(facts, fault).or_else(|| checkpoint_damage(facts, fault)) {
+                    Some(earlier) => fault = earlier,
+                    None => return Some(0),
+                }
+            }
         }
     }
+}
+
+/// The checkpoint damage the open of `incarnation`, which raised the alarm at history
+/// index `alarm`, read (helper-107): the last flip of the file its restart read, or a
+/// later flip of that same file before the alarm (during the open); not a temp file's
+/// flipped since, which the open never read. Histories that name no flipped file read
+/// fall back to the last damage before the alarm ([`checkpoint_damage`]).
+pub fn checkpoint_damage_read(
+    facts: &Facts<'_>,
+    alarm: usize,
+    incarnation: crate::history::Incarnation,
+) -> Option<usize> {
+    let Some(read) = facts.checkpoint_read_flipped(incarnation) else {
+        return checkpoint_damage(facts, alarm);
+    };
+    let of_read = |mut flip: usize| loop {
+        if flip == read {
+            return true;
+        }
+        match checkpoint_earlier(facts, flip) {
+            Some(earlier) if earlier >= read => flip = earlier,
+            _ => return false,
+        }
+    };
+    Some(
+        (read + 1..alarm)
+            .rev()
+            .find(|&i| of_read(i))
+            .unwrap_or(read),
+    )
+}
+
+/// The flip before the checkpoint flip at `fault` of the same file
+/// (`CheckpointDamaged::earlier`).
+fn checkpoint_earlier(facts: &Facts<'_>, fault: usize) -> Option<usize> {
+    facts.recorded_with(fault).find_map(|kind| match kind {
+        EventKind::CheckpointDamaged { earlier, .. } => *earlier,
+        _ => None,
+    })
 }
 
 /// The last fault before history index `before` that can leave the WAL checkpoint

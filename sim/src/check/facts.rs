@@ -236,7 +236,17 @@ impl<'h> Facts<'h> {
     ) -> Option<Option<&[crate::history::CheckpointFloor]>> {
         let &index = self.checkpoints_at_open.get(&incarnation)?;
         match &self.history.events()[index].kind {
-            EventKind::CheckpointAtOpen { floors } => Some(floors.as_deref()),
+            EventKind::CheckpointAtOpen { floors, .. } => Some(floors.as_deref()),
+            _ => unreachable!("indexed as a checkpoint read"),
+        }
+    }
+
+    /// The last flip of the WAL checkpoint file the world read at the restart of
+    /// `incarnation` (`CheckpointAtOpen::flipped`), if a flip hit that file.
+    pub fn checkpoint_read_flipped(&self, incarnation: Incarnation) -> Option<usize> {
+        let &index = self.checkpoints_at_open.get(&incarnation)?;
+        match &self.history.events()[index].kind {
+            EventKind::CheckpointAtOpen { flipped, .. } => *flipped,
             _ => unreachable!("indexed as a checkpoint read"),
         }
     }

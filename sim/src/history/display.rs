@@ -283,11 +283,12 @@ impl fmt::Display for Event {
                 f,
                 "wal_at_open skipped_bytes={skipped_bytes} corrupt_entries={corrupt_entries}"
             ),
-            EventKind::CheckpointAtOpen { floors: None } => {
+            EventKind::CheckpointAtOpen { floors: None, .. } => {
                 write!(f, "checkpoint_at_open unreadable")
             }
             EventKind::CheckpointAtOpen {
                 floors: Some(floors),
+                ..
             } => {
                 write!(f, "checkpoint_at_open")?;
                 write_floors(f, floors)
@@ -295,6 +296,7 @@ impl fmt::Display for Event {
             EventKind::CheckpointDamaged {
                 fault_index,
                 floors: None,
+                ..
             } => write!(
                 f,
                 "checkpoint_damaged by #{fault_index}: unreadable before it"
@@ -302,6 +304,7 @@ impl fmt::Display for Event {
             EventKind::CheckpointDamaged {
                 fault_index,
                 floors: Some(floors),
+                ..
             } => {
                 write!(f, "checkpoint_damaged by #{fault_index}: held")?;
                 write_floors(f, floors)

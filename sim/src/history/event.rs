@@ -245,6 +245,10 @@ pub enum EventKind {
     /// `wal_checkpoint_unreadable`). No file reads as no floors.
     CheckpointAtOpen {
         floors: Option<Vec<CheckpointFloor>>,
+        /// The last flip of the file read (the fault's index), if a flip hit it: the
+        /// image the open read is that flip's, not a temp file's flipped since.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        flipped: Option<usize>,
     },
     /// World, right after a flip of the WAL checkpoint or its temp file (the fault at
     /// `fault_index`): the floors the file held before the flip, the higher of its
@@ -254,6 +258,9 @@ pub enum EventKind {
     CheckpointDamaged {
         fault_index: usize,
         floors: Option<Vec<CheckpointFloor>>,
+        /// The flip before it of the same file (its fault index), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        earlier: Option<usize>,
     },
     /// World, right after a flip the page cache did not take (the fault at
     /// `fault_index`): a pending write or truncation decides that byte, or a failed

@@ -113,6 +113,17 @@ pub struct History {
 }
 
 impl History {
+    /// Whether the event at `index` is a bit flip's fault.
+    fn is_flip(&self, index: usize) -> bool {
+        matches!(
+            self.events.get(index).map(|e| &e.kind),
+            Some(EventKind::Fault {
+                kind: FaultKind::BitFlip { .. },
+                ..
+            })
+        )
+    }
+
     pub fn new() -> Self {
         Self::default()
     }
@@ -168,15 +179,25 @@ impl History {
             ),
             EventKind::FlipMissedCache { fault_index }
             | EventKind::WordFlipped { fault_index, .. }
-            | EventKind::CheckpointDamaged { fault_index, .. } => assert!(
-                matches!(
-                    self.events.get(*fault_index).map(|e| &e.kind),
-                    Some(EventKind::Fault {
-                        kind: FaultKind::BitFlip { .. },
-                        ..
-                    })
-                ),
+            | EventKind::CheckpointDamaged {
+                fault_index,
+                earlier: None,
+                ..
+            }
+            | EventKind::CheckpointAtOpen {
+                flipped: Some(fault_index),
+                ..
+            } => assert!(
+                self.is_flip(*fault_index),
                 "a flip's reading names event {fault_index}, which is not a flip"
+            ),
+            EventKind::CheckpointDamaged {
+                fault_index,
+                earlier: Some(earlier),
+                ..
+            } => assert!(
+                self.is_flip(*fault_index) && earlier < fault_index && self.is_flip(*earlier),
+                "checkpoint damage by {fault_index} names {earlier} as the flip before it"
             ),
             _ => {}
         }

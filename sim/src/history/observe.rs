@@ -334,12 +334,14 @@ impl History {
         )
     }
 
+    /// `flipped`: the last flip of the file read, if any.
     pub fn checkpoint_at_open(
         &mut self,
         at_ms: u64,
         floors: Option<Vec<CheckpointFloor>>,
+        flipped: Option<usize>,
     ) -> &mut Self {
-        self.record(at_ms, EventKind::CheckpointAtOpen { floors })
+        self.record(at_ms, EventKind::CheckpointAtOpen { floors, flipped })
     }
 
     pub fn flip_missed_cache(&mut self, at_ms: u64, fault_index: usize) -> &mut Self {
@@ -366,17 +368,20 @@ impl History {
         )
     }
 
+    /// `earlier`: the flip before it of the same file, if any.
     pub fn checkpoint_damaged(
         &mut self,
         at_ms: u64,
         fault_index: usize,
         floors: Option<Vec<CheckpointFloor>>,
+        earlier: Option<usize>,
     ) -> &mut Self {
         self.record(
             at_ms,
             EventKind::CheckpointDamaged {
                 fault_index,
                 floors,
+                earlier,
             },
         )
     }

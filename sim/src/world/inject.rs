@@ -404,8 +404,10 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
             durable_before_flip(&world.fs, &flip),
             visible_before_flip(&world.fs, &flip),
         ]);
+        let earlier = rec.checkpoint_flips.insert(flip.inode, fault_index);
         let now = rec.now_ms();
-        rec.history.checkpoint_damaged(now, fault_index, floors);
+        rec.history
+            .checkpoint_damaged(now, fault_index, floors, earlier);
     }
     if let Some((read_as, moved)) = word_move {
         let name = read_as.file_name().and_then(|n| n.to_str()).unwrap_or("");

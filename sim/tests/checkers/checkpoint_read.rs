@@ -29,7 +29,7 @@ fn checkpoint_open_after(
     };
     r.crash(&[(0, 1, 1, 1)]).restart().with(|t, h| {
         h.wal_at_open(t, 0, 0);
-        h.checkpoint_at_open(t, read);
+        h.checkpoint_at_open(t, read, None);
     });
     if fault_meanwhile {
         r.checkpoint_flipped();

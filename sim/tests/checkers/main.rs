@@ -492,7 +492,7 @@ impl Run {
                     offset,
                 }]
             });
-            h.checkpoint_at_open(t, floors);
+            h.checkpoint_at_open(t, floors, None);
         })
     }
 
@@ -530,7 +530,7 @@ impl Run {
         self.with(|t, h| {
             h.fault(t, kind, None, Some("/data/wal/checkpoint"));
             let fault = h.len() - 1;
-            h.checkpoint_damaged(t, fault, floors);
+            h.checkpoint_damaged(t, fault, floors, None);
         })
     }
 

@@ -564,7 +564,8 @@ fn blind_commit(
     // above the durable floor hides in any run that also loses the checkpoint); a copy
     // a cut or damage took can lie above it, as the engine lowers the floor's offset to
     // a cut and keeps its seq (fresh quick seed 3968282518).
-    let damage = crate::check::contract::checkpoint_damage(facts, alarm.index)?;
+    let damage =
+        crate::check::contract::checkpoint_damage_read(facts, alarm.index, alarm.incarnation)?;
     let floor = crate::check::contract::checkpoint_floor_lost(facts, damage, tp);
     let reaped = earlier.offset < view.log_start;
     if reaped && floor.is_some_and(|floor| earlier.offset >= floor) {

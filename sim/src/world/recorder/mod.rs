@@ -118,6 +118,9 @@ pub struct Recorder {
     /// Per partition, the inode the engine's last frontier write went to (its temp
     /// file, renamed over `consumer.offset` after): whether a later flip hit that file.
     pub frontier_files: BTreeMap<TopicPartition, u64>,
+    /// Per inode of the WAL checkpoint's files, the last flip of it (its fault index):
+    /// which image a restart reads.
+    pub checkpoint_flips: BTreeMap<u64, usize>,
     /// Fault counts by kind name, for reports.
     pub faults: BTreeMap<String, u64>,
     pub poisoned_seen: BTreeSet<TopicPartition>,
@@ -188,6 +191,7 @@ impl Shared {
             corrupt_writes: Vec::new(),
             durable_frontiers: BTreeMap::new(),
             frontier_files: BTreeMap::new(),
+            checkpoint_flips: BTreeMap::new(),
             receiving: BTreeMap::new(),
             next_receive: 0,
             faults: BTreeMap::new(),

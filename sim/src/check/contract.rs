@@ -797,8 +797,8 @@ fn config_topic(path: &str) -> Option<String> {
 /// replay from an intact floor skips only entries whose copies lie below it, so losing
 /// the floor adds only re-commits of those. `None` (no bound) when the damage is an
 /// out-of-contract fault, or a flip the history holds no reading of (histories recorded
-/// before it was); a flip of an image that did not read destroyed nothing, and the
-/// damage before it is asked.
+/// before it was); a flip of an image that did not read destroyed nothing, and the same
+/// file's flip before it is asked.
 pub fn checkpoint_floor_lost(
     facts: &Facts<'_>,
     damage: usize,
@@ -822,50 +822,60 @@ pub fn checkpoint_floor_lost(
             Some(floors) => {
                 return Some(floors.iter().find(|f| f.tp == *tp).map_or(0, |f| f.offset));
             }
-            // The same file's flip before it, else the damage before it on any of the
-            // checkpoint's files.
-            None => {
-                match checkpoint_earlier(facts, fault).or_else(|| checkpoint_damage(facts, fault)) {
-                    Some(earlier) => fault = earlier,
-                    None => return Some(0),
+            // The same file's flip before it; else an out-of-contract fault made it
+            // unreadable (it bounds nothing), or nothing did.
+            None => match checkpoint_earlier(facts, fault) {
+                Some(earlier) => fault = earlier,
+                None if checkpoint_damage(facts, fault).is_some_and(|d| !is_flip(facts, d)) => {
+                    return None;
                 }
-            }
+                None => return Some(0),
+            },
         }
     }
 }
 
 /// The checkpoint damage the open of `incarnation`, which raised the alarm at history
-/// index `alarm`, read (helper-107): the last flip of the file its restart read, or a
-/// later flip of that same file before the alarm (during the open); not a temp file's
-/// flipped since, which the open never read. Histories that name no flipped file read
-/// fall back to the last damage before the alarm ([`checkpoint_damage`]).
+/// index `alarm`, read (helper-107 (3), helper-113): an out-of-contract fault on the
+/// checkpoint's files when it is the last damage (it bounds nothing); else the last flip
+/// of the file the open read, during the open (`CheckpointDamaged::read`) or before its
+/// restart (`CheckpointAtOpen::flipped`); not a temp file's flip that no rename made that
+/// file. Histories that name neither fall back to the last damage before the alarm.
 pub fn checkpoint_damage_read(
     facts: &Facts<'_>,
     alarm: usize,
     incarnation: crate::history::Incarnation,
 ) -> Option<usize> {
-    let Some(read) = facts.checkpoint_read_flipped(incarnation) else {
-        return checkpoint_damage(facts, alarm);
-    };
-    let of_read = |mut flip: usize| loop {
-        if flip == read {
-            return true;
-        }
-        match checkpoint_earlier(facts, flip) {
-            Some(earlier) if earlier >= read => flip = earlier,
-            _ => return false,
-        }
-    };
+    let last = checkpoint_damage(facts, alarm)?;
+    if !is_flip(facts, last) {
+        return Some(last);
+    }
+    let restart = facts.restarts.get(&incarnation).copied().unwrap_or(0);
+    let during = (restart + 1..alarm).rev().find(|&i| {
+        facts
+            .recorded_with(i)
+            .any(|kind| matches!(kind, EventKind::CheckpointDamaged { read: true, .. }))
+    });
     Some(
-        (read + 1..alarm)
-            .rev()
-            .find(|&i| of_read(i))
-            .unwrap_or(read),
+        during
+            .or_else(|| facts.checkpoint_read_flipped(incarnation))
+            .unwrap_or(last),
     )
 }
 
-/// The flip before the checkpoint flip at `fault` of the same file
-/// (`CheckpointDamaged::earlier`).
+/// Whether the event at `index` is a bit flip's fault.
+fn is_flip(facts: &Facts<'_>, index: usize) -> bool {
+    matches!(
+        facts.history.events()[index].kind,
+        EventKind::Fault {
+            kind: FaultKind::BitFlip { .. },
+            ..
+        }
+    )
+}
+
+/// The flip before the checkpoint flip at `fault` of the same file since the engine last
+/// wrote it (`CheckpointDamaged::earlier`).
 fn checkpoint_earlier(facts: &Facts<'_>, fault: usize) -> Option<usize> {
     facts.recorded_with(fault).find_map(|kind| match kind {
         EventKind::CheckpointDamaged { earlier, .. } => *earlier,

@@ -258,9 +258,13 @@ pub enum EventKind {
     CheckpointDamaged {
         fault_index: usize,
         floors: Option<Vec<CheckpointFloor>>,
-        /// The flip before it of the same file (its fault index), if any.
+        /// The flip before it of the same file (its fault index), if any, since the
+        /// engine last wrote that file.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         earlier: Option<usize>,
+        /// It hit the file the running open read at its restart.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        read: bool,
     },
     /// World, right after a flip the page cache did not take (the fault at
     /// `fault_index`): a pending write or truncation decides that byte, or a failed

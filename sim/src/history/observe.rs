@@ -368,13 +368,14 @@ impl History {
         )
     }
 
-    /// `earlier`: the flip before it of the same file, if any.
+    /// `earlier`: the flip before it of the same file, if any; `read`: it hit the file
+    /// the running open read at its restart.
     pub fn checkpoint_damaged(
         &mut self,
         at_ms: u64,
         fault_index: usize,
         floors: Option<Vec<CheckpointFloor>>,
-        earlier: Option<usize>,
+        (earlier, read): (Option<usize>, bool),
     ) -> &mut Self {
         self.record(
             at_ms,
@@ -382,6 +383,7 @@ impl History {
                 fault_index,
                 floors,
                 earlier,
+                read,
             },
         )
     }

@@ -405,9 +405,10 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
             visible_before_flip(&world.fs, &flip),
         ]);
         let earlier = rec.checkpoint_flips.insert(flip.inode, fault_index);
+        let read = opening && rec.checkpoint_read == Some(flip.inode);
         let now = rec.now_ms();
         rec.history
-            .checkpoint_damaged(now, fault_index, floors, earlier);
+            .checkpoint_damaged(now, fault_index, floors, (earlier, read));
     }
     if let Some((read_as, moved)) = word_move {
         let name = read_as.file_name().and_then(|n| n.to_str()).unwrap_or("");

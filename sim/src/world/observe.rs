@@ -60,6 +60,9 @@ impl File for ObservingFile {
         {
             self.recorder.lock().frontier_written(&self.path, value);
         }
+        if r.is_ok() && super::node::checkpoint_files().contains(&self.path) {
+            self.recorder.lock().checkpoint_rewritten(&self.path);
+        }
         self.after(r)
     }
 

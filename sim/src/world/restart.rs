@@ -94,10 +94,11 @@ pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
         rec.history.segments_listed(now, &tp, bases);
     }
     rec.history.wal_at_open(now, wal.0, wal.1);
-    let flipped = world
+    let read = world
         .fs
-        .visible_inode(&node::wal_dir().join(cafelog_engine::store::wal::CHECKPOINT_FILE))
-        .and_then(|inode| rec.checkpoint_flips.get(&inode).copied());
+        .visible_inode(&node::wal_dir().join(cafelog_engine::store::wal::CHECKPOINT_FILE));
+    rec.checkpoint_read = read;
+    let flipped = read.and_then(|inode| rec.checkpoint_flips.get(&inode).copied());
     rec.history.checkpoint_at_open(now, checkpoint, flipped);
     rec.node_down = false;
     rec.open_epoch = world.fs.epoch();

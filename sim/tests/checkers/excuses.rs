@@ -731,35 +731,53 @@ fn a_copy_a_clamp_gave_up_is_excused_above_the_lost_floor() {
     );
 }
 
-/// helper-107 (3): the floor a lost checkpoint bounds its excuse by is the one the file
-/// the open read held. Id 1 at 0 was reaped while the checkpoint held orders/0's floor
-/// at 0 (a reap above the durable floor); the checkpoint was flipped, and then (`tmp`)
-/// a `checkpoint.tmp` holding floor 1 that no rename made the file read. The open read
-/// the first flip's file (its restart names that flip): the temp file lends nothing.
+/// helper-107 (3), helper-113: the floor a lost checkpoint bounds its excuse by is the
+/// one the file the open read held. Id 1 at 0 was reaped while the checkpoint held
+/// orders/0's floor at 0 (a reap above the durable floor); the checkpoint was flipped,
+/// and then (`tmp`) a `checkpoint.tmp` holding floor 1 that no rename made the file
+/// read. The flips land before the restart (which names the flip of the file it read),
+/// or (`during`) while the open runs (the world marks the flip of the file it read): the
+/// temp file lends nothing either way.
 #[test]
 fn a_lost_checkpoints_floor_is_the_file_the_open_read() {
-    for tmp in [false, true] {
+    for (tmp, during) in [(false, false), (true, false), (false, true), (true, true)] {
         let mut r = delivered_then_crashed();
-        r.checkpoint_flipped_holding(Some(&[(0, 0, 0)]));
-        let read = r.h.len() - 2;
-        if tmp {
+        let flips = |r: &mut Run| {
             r.with(|t, h| {
-                h.fault(t, wal_flip().0, None, Some("/data/wal/checkpoint.tmp"));
+                h.fault(t, wal_flip().0, None, Some("/data/wal/checkpoint"));
                 let fault = h.len() - 1;
                 let floor = CheckpointFloor {
                     tp: tp(0),
-                    seq: 1,
-                    offset: 1,
+                    seq: 0,
+                    offset: 0,
                 };
-                h.checkpoint_damaged(t, fault, Some(vec![floor]), None);
+                h.checkpoint_damaged(t, fault, Some(vec![floor]), (None, during));
             });
-        }
+            let read = r.h.len() - 2;
+            if tmp {
+                r.with(|t, h| {
+                    h.fault(t, wal_flip().0, None, Some("/data/wal/checkpoint.tmp"));
+                    let fault = h.len() - 1;
+                    let floor = CheckpointFloor {
+                        tp: tp(0),
+                        seq: 1,
+                        offset: 1,
+                    };
+                    h.checkpoint_damaged(t, fault, Some(vec![floor]), (None, false));
+                });
+            }
+            read
+        };
+        let read = (!during).then(|| flips(&mut r));
         r.restart().with(|t, h| {
-            h.checkpoint_at_open(t, None, Some(read));
+            h.checkpoint_at_open(t, None, read);
             let mut view = disk_view(OpenRule::Clean, 1, 1, None);
             view.log_start = 1;
             h.disk_at_open(t, &tp(0), view, false);
         });
+        if during {
+            flips(&mut r);
+        }
         r.alarm(None, Alarm::WalCheckpointUnreadable)
             .alarm(
                 Some(0),
@@ -776,7 +794,7 @@ fn a_lost_checkpoints_floor_is_the_file_the_open_read() {
         r.hwm(0, 2, 2, 2).deliver(1, 0, 1, 1_100).consume(0, 1);
         assert!(
             duplicate_messages(&r).iter().any(|m| m.contains("id 1")),
-            "tmp {tmp}: {:?}",
+            "tmp {tmp}, during {during}: {:?}",
             duplicate_messages(&r)
         );
     }

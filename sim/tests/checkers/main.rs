@@ -530,7 +530,7 @@ impl Run {
         self.with(|t, h| {
             h.fault(t, kind, None, Some("/data/wal/checkpoint"));
             let fault = h.len() - 1;
-            h.checkpoint_damaged(t, fault, floors, None);
+            h.checkpoint_damaged(t, fault, floors, (None, false));
         })
     }
 

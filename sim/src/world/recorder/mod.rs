@@ -121,6 +121,9 @@ pub struct Recorder {
     /// Per inode of the WAL checkpoint's files, the last flip of it (its fault index):
     /// which image a restart reads.
     pub checkpoint_flips: BTreeMap<u64, usize>,
+    /// The inode of the WAL checkpoint the last restart read: a flip of it while the
+    /// open runs is one that open may read.
+    pub checkpoint_read: Option<u64>,
     /// Fault counts by kind name, for reports.
     pub faults: BTreeMap<String, u64>,
     pub poisoned_seen: BTreeSet<TopicPartition>,
@@ -192,6 +195,7 @@ impl Shared {
             durable_frontiers: BTreeMap::new(),
             frontier_files: BTreeMap::new(),
             checkpoint_flips: BTreeMap::new(),
+            checkpoint_read: None,
             receiving: BTreeMap::new(),
             next_receive: 0,
             faults: BTreeMap::new(),
@@ -558,6 +562,14 @@ impl Recorder {
             None => 0,
             Some(bytes) if bytes.is_empty() => 0,
             Some(bytes) => cafelog_engine::format::word::decode(&bytes).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// The engine wrote the WAL checkpoint file at `path` (a replace writes it whole,
+    /// over a temp file it created or truncated): no earlier flip of it is in it now.
+    pub fn checkpoint_rewritten(&mut self, path: &Path) {
+        if let Some(inode) = self.fs.visible_inode(path) {
+            self.checkpoint_flips.remove(&inode);
         }
     }
 

@@ -804,16 +804,11 @@ pub fn checkpoint_floor_lost(
     damage: usize,
     tp: &crate::history::TopicPartition,
 ) -> Option<Offset> {
-    let events = facts.history.events();
     let mut fault = damage;
     loop {
-        let EventKind::Fault {
-            kind: FaultKind::BitFlip { .. },
-            ..
-        } = &events[fault].kind
-        else {
+        if !facts.history.is_flip(fault) {
             return None;
-        };
+        }
         let held = facts.recorded_with(fault).find_map(|kind| match kind {
             EventKind::CheckpointDamaged { floors, .. } => Some(floors),
             _ => None,
@@ -826,7 +821,9 @@ pub fn checkpoint_floor_lost(
             // unreadable (it bounds nothing), or nothing did.
             None => match checkpoint_earlier(facts, fault) {
                 Some(earlier) => fault = earlier,
-                None if checkpoint_damage(facts, fault).is_some_and(|d| !is_flip(facts, d)) => {
+                None if checkpoint_damage(facts, fault)
+                    .is_some_and(|d| !facts.history.is_flip(d)) =>
+                {
                     return None;
                 }
                 None => return Some(0),
@@ -847,7 +844,7 @@ pub fn checkpoint_damage_read(
     incarnation: crate::history::Incarnation,
 ) -> Option<usize> {
     let last = checkpoint_damage(facts, alarm)?;
-    if !is_flip(facts, last) {
+    if !facts.history.is_flip(last) {
         return Some(last);
     }
     let restart = facts.restarts.get(&incarnation).copied().unwrap_or(0);
@@ -860,17 +857,6 @@ pub fn checkpoint_damage_read(
         during
             .or_else(|| facts.checkpoint_read_flipped(incarnation))
             .unwrap_or(last),
-    )
-}
-
-/// Whether the event at `index` is a bit flip's fault.
-fn is_flip(facts: &Facts<'_>, index: usize) -> bool {
-    matches!(
-        facts.history.events()[index].kind,
-        EventKind::Fault {
-            kind: FaultKind::BitFlip { .. },
-            ..
-        }
     )
 }
 

@@ -234,19 +234,24 @@ impl<'h> Facts<'h> {
         &self,
         incarnation: Incarnation,
     ) -> Option<Option<&[crate::history::CheckpointFloor]>> {
-        let &index = self.checkpoints_at_open.get(&incarnation)?;
-        match &self.history.events()[index].kind {
-            EventKind::CheckpointAtOpen { floors, .. } => Some(floors.as_deref()),
-            _ => unreachable!("indexed as a checkpoint read"),
-        }
+        self.checkpoint_read(incarnation)
+            .map(|(floors, _)| floors.as_deref())
     }
 
     /// The last flip of the WAL checkpoint file the world read at the restart of
     /// `incarnation` (`CheckpointAtOpen::flipped`), if a flip hit that file.
     pub fn checkpoint_read_flipped(&self, incarnation: Incarnation) -> Option<usize> {
+        self.checkpoint_read(incarnation)?.1
+    }
+
+    /// The world's `CheckpointAtOpen` at the restart of `incarnation`: floors, flip.
+    fn checkpoint_read(
+        &self,
+        incarnation: Incarnation,
+    ) -> Option<(&Option<Vec<crate::history::CheckpointFloor>>, Option<usize>)> {
         let &index = self.checkpoints_at_open.get(&incarnation)?;
         match &self.history.events()[index].kind {
-            EventKind::CheckpointAtOpen { flipped, .. } => *flipped,
+            EventKind::CheckpointAtOpen { floors, flipped } => Some((floors, *flipped)),
             _ => unreachable!("indexed as a checkpoint read"),
         }
     }

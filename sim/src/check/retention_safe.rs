@@ -279,17 +279,15 @@ fn refused_unlinks(facts: &Facts<'_>, report: &mut RetentionReport) {
             }
             EventKind::EngineAlarm {
                 tp: Some(tp),
-                alarm: Alarm::Refused { .. },
+                alarm,
                 raised_in,
             } => {
-                refused.insert((tp, raised_in.unwrap_or(event.incarnation)));
-            }
-            EventKind::EngineAlarm {
-                tp: Some(tp),
-                alarm: Alarm::LogOpened { .. },
-                raised_in,
-            } => {
-                opened.insert((tp, raised_in.unwrap_or(event.incarnation)));
+                let key = (tp, raised_in.unwrap_or(event.incarnation));
+                match alarm {
+                    Alarm::Refused { .. } => refused.insert(key),
+                    Alarm::LogOpened { .. } => opened.insert(key),
+                    _ => false,
+                };
             }
             _ => {}
         }

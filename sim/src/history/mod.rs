@@ -114,7 +114,7 @@ pub struct History {
 
 impl History {
     /// Whether the event at `index` is a bit flip's fault.
-    fn is_flip(&self, index: usize) -> bool {
+    pub fn is_flip(&self, index: usize) -> bool {
         matches!(
             self.events.get(index).map(|e| &e.kind),
             Some(EventKind::Fault {

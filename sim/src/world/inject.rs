@@ -297,17 +297,16 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
                 durable_before_flip(&world.fs, &flip),
                 world.fs.durable_bytes(&flip.path),
             );
-            let cached = flip.read_through().and_then(|shown| {
+            word_move = flip.read_through().and_then(|shown| {
                 let m = moved(
                     visible_before_flip(&world.fs, &flip),
                     world.fs.visible_bytes(shown),
                 )?;
-                word_move = Some((shown.to_path_buf(), m));
-                Some(m)
+                Some((shown.to_path_buf(), m))
             });
             let hull = durable
                 .into_iter()
-                .chain(cached)
+                .chain(word_move.as_ref().map(|&(_, m)| m))
                 .map(|(a, b)| (a.min(b), a.max(b)))
                 .reduce(|(s, e), (t, f)| (s.min(t), e.max(f)));
             (
@@ -399,7 +398,7 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
         }
     }
     // After the listing above, which follows its flip directly.
-    if node::checkpoint_files().contains(&flip.path) {
+    if node::is_checkpoint_file(&flip.path) {
         let floors = held_floors([
             durable_before_flip(&world.fs, &flip),
             visible_before_flip(&world.fs, &flip),

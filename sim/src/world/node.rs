@@ -29,6 +29,15 @@ pub fn wal_dir() -> PathBuf {
     PathBuf::from(DATA_ROOT).join("wal")
 }
 
+/// Whether `path` is one of [`checkpoint_files`], by its name first: asked of every
+/// write the engine makes.
+pub fn is_checkpoint_file(path: &std::path::Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str());
+    (name == Some(cafelog_engine::store::wal::CHECKPOINT_FILE)
+        || name == Some(cafelog_engine::format::wal::CHECKPOINT_TMP_FILE))
+        && path.parent() == Some(wal_dir().as_path())
+}
+
 /// The WAL checkpoint and the temp file the engine renames over it.
 pub fn checkpoint_files() -> [PathBuf; 2] {
     let dir = wal_dir();

@@ -60,7 +60,7 @@ impl File for ObservingFile {
         {
             self.recorder.lock().frontier_written(&self.path, value);
         }
-        if r.is_ok() && super::node::checkpoint_files().contains(&self.path) {
+        if r.is_ok() && super::node::is_checkpoint_file(&self.path) {
             self.recorder.lock().checkpoint_rewritten(&self.path);
         }
         self.after(r)

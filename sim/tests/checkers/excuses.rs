@@ -742,29 +742,25 @@ fn a_copy_a_clamp_gave_up_is_excused_above_the_lost_floor() {
 fn a_lost_checkpoints_floor_is_the_file_the_open_read() {
     for (tmp, during) in [(false, false), (true, false), (false, true), (true, true)] {
         let mut r = delivered_then_crashed();
-        let flips = |r: &mut Run| {
+        // A flip of the checkpoint file `name` holding orders/0's floor at `floor`,
+        // marked as the running open's file when `read`.
+        let flip = |r: &mut Run, name: &str, floor: u64, read: bool| {
             r.with(|t, h| {
-                h.fault(t, wal_flip().0, None, Some("/data/wal/checkpoint"));
+                h.fault(t, wal_flip().0, None, Some(&format!("/data/wal/{name}")));
                 let fault = h.len() - 1;
                 let floor = CheckpointFloor {
                     tp: tp(0),
-                    seq: 0,
-                    offset: 0,
+                    seq: floor,
+                    offset: floor,
                 };
-                h.checkpoint_damaged(t, fault, Some(vec![floor]), (None, during));
+                h.checkpoint_damaged(t, fault, Some(vec![floor]), (None, read));
             });
+        };
+        let flips = |r: &mut Run| {
+            flip(r, "checkpoint", 0, during);
             let read = r.h.len() - 2;
             if tmp {
-                r.with(|t, h| {
-                    h.fault(t, wal_flip().0, None, Some("/data/wal/checkpoint.tmp"));
-                    let fault = h.len() - 1;
-                    let floor = CheckpointFloor {
-                        tp: tp(0),
-                        seq: 1,
-                        offset: 1,
-                    };
-                    h.checkpoint_damaged(t, fault, Some(vec![floor]), (None, false));
-                });
+                flip(r, "checkpoint.tmp", 1, false);
             }
             read
         };

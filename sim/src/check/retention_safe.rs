@@ -31,12 +31,15 @@
 //!
 //! Rules 5-7, on the engine's account of its log start, are in `retention_moves.rs`.
 //!
-//! 8. **A refusal deletes nothing.** An open that refused a partition (R3: valid frames
+//! 8. **A refusal changes nothing.** An open that refused a partition (R3: valid frames
 //!    follow damage below the persisted HWM; the world's `PartitionRefused`, or the
-//!    engine's `refused` alarm) never opened it in that incarnation, so no
-//!    recovery and no reaper ran on it: an unlink of one of its segments then destroyed
-//!    what the refusal kept for the operator (helper-104 F3: such an unlink counted as
-//!    recovery's, and its records' WAL re-commits passed as excused duplicates).
+//!    engine's `refused` alarm) only read it before deciding, and the store never
+//!    touches it after, so no recovery and no reaper ran on it: a write, truncation,
+//!    creation, unlink or rename under its directory by that incarnation destroyed what
+//!    the refusal kept for the operator (helper-104 F3: an unlink counted as recovery's,
+//!    and its records' WAL re-commits passed as excused duplicates; helper-112: a
+//!    truncation, or an unlinked `hwm`, passed). The world records the first such
+//!    change (`RefusedPartitionChanged`).
 //!
 //! Reaps ([`super::reaped::Reaped`]) are what `no_lost_ack`'s `retention` row
 //! excuses: an acknowledged record is forgiven for vanishing only if a segment the
@@ -46,7 +49,7 @@
 //! excuse applies here: retention is the engine's own act, and no fault makes it
 //! delete.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -260,54 +263,36 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
             }
         }
     }
-    refused_unlinks(facts, &mut report);
+    refused_changes(facts, &mut report);
     report
 }
 
-/// Rule 8: each unlink of a segment of a partition its incarnation refused and never
-/// opened.
-fn refused_unlinks(facts: &Facts<'_>, report: &mut RetentionReport) {
-    let events = facts.history.events();
-    let mut refused = BTreeSet::new();
-    let mut opened = BTreeSet::new();
-    for event in events {
-        match &event.kind {
-            // The world records the refusal once the store's open returns; the engine's
-            // own alarm also comes from an open killed or failed after it (helper-112).
-            EventKind::PartitionRefused { tp, .. } => {
-                refused.insert((tp, event.incarnation));
-            }
-            EventKind::EngineAlarm {
-                tp: Some(tp),
-                alarm,
-                raised_in,
-            } => {
-                let key = (tp, raised_in.unwrap_or(event.incarnation));
-                match alarm {
-                    Alarm::Refused { .. } => refused.insert(key),
-                    Alarm::LogOpened { .. } => opened.insert(key),
-                    _ => false,
-                };
-            }
-            _ => {}
-        }
-    }
-    for (index, event) in events.iter().enumerate() {
-        let EventKind::SegmentDeleted { tp, base, .. } = &event.kind else {
+/// Rule 8: each change the engine made under the directory of a partition its
+/// incarnation refused (the world's `RefusedPartitionChanged`).
+fn refused_changes(facts: &Facts<'_>, report: &mut RetentionReport) {
+    for (index, event) in facts.history.events().iter().enumerate() {
+        let EventKind::RefusedPartitionChanged {
+            tp,
+            path,
+            change,
+            changed_ms,
+        } = &event.kind
+        else {
             continue;
         };
-        let key = (tp, event.incarnation);
-        if refused.contains(&key) && !opened.contains(&key) {
-            report.violations.push(Violation {
-                message: format!(
-                    "segment {base} of {tp} deleted at t={}ms inc {}, whose open refused the \
-                     partition: a refusal changes nothing on disk (R3)",
-                    event.at_ms, event.incarnation
-                ),
-                records: vec![RecordRef::new(tp, Some(*base), None)],
-                events: vec![index],
-            });
-        }
+        report.violations.push(Violation {
+            message: format!(
+                "{change} of {path} at t={changed_ms}ms inc {}, whose open refused {tp}: \
+                 a refusal changes nothing on disk (R3)",
+                event.incarnation
+            ),
+            records: vec![RecordRef::new(
+                tp,
+                crate::reference::partition::segment_base_of_path(path),
+                None,
+            )],
+            events: vec![index],
+        });
     }
 }
 

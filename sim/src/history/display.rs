@@ -90,6 +90,15 @@ impl fmt::Display for Event {
             EventKind::PartitionRefused { tp, reason } => {
                 write!(f, "partition_refused {tp} reason={reason:?}")
             }
+            EventKind::RefusedPartitionChanged {
+                tp,
+                path,
+                change,
+                changed_ms,
+            } => write!(
+                f,
+                "refused_partition_changed {tp}: {change} {path} at {changed_ms}ms"
+            ),
             EventKind::PartitionPoisoned { tp } => write!(f, "partition_poisoned {tp}"),
             EventKind::DeliveriesUnclaimed {
                 tp, offsets, ids, ..

@@ -168,6 +168,18 @@ pub enum EventKind {
     Restart,
     /// World, when the engine refuses to open a partition (R3), with its reason.
     PartitionRefused { tp: TopicPartition, reason: String },
+    /// World, when the engine changed a file in the directory of a partition whose open
+    /// in the incarnation that issued the change refused it (R3: the world's
+    /// `PartitionRefused`, or the engine's `refused` alarm): the first such change per
+    /// partition and incarnation, `change` of `path`, issued at `changed_ms` (before
+    /// the refusal was known, or after it). A correct open reads a partition before it
+    /// decides to refuse it, and a store never touches a refused one.
+    RefusedPartitionChanged {
+        tp: TopicPartition,
+        path: String,
+        change: FileChange,
+        changed_ms: u64,
+    },
     /// World, when the engine reports the partition poisoned (after fsync failure).
     PartitionPoisoned { tp: TopicPartition },
     /// World, when the engine answered a receive whose consumer had already given up
@@ -579,4 +591,32 @@ impl Event {
 
 fn is_zero(value: &u64) -> bool {
     *value == 0
+}
+
+/// A change the engine makes to a file through the filesystem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileChange {
+    /// `write_at`.
+    Write,
+    /// `set_len`.
+    SetLen,
+    /// An open that creates the file, or truncates it (`CreateNew`, `CreateTruncate`).
+    Create,
+    /// `remove_file`.
+    Unlink,
+    /// `rename`, from or to the path.
+    Rename,
+}
+
+impl std::fmt::Display for FileChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileChange::Write => "write",
+            FileChange::SetLen => "set_len",
+            FileChange::Create => "create",
+            FileChange::Unlink => "unlink",
+            FileChange::Rename => "rename",
+        })
+    }
 }

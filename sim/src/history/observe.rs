@@ -224,6 +224,25 @@ impl History {
         )
     }
 
+    pub fn refused_partition_changed(
+        &mut self,
+        at_ms: u64,
+        tp: &TopicPartition,
+        path: &str,
+        change: FileChange,
+        changed_ms: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::RefusedPartitionChanged {
+                tp: tp.clone(),
+                path: path.to_owned(),
+                change,
+                changed_ms,
+            },
+        )
+    }
+
     pub fn partition_poisoned(&mut self, at_ms: u64, tp: &TopicPartition) -> &mut Self {
         self.record(at_ms, EventKind::PartitionPoisoned { tp: tp.clone() })
     }

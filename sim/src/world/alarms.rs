@@ -56,6 +56,11 @@ thread_local! {
     static RAISING: Cell<Option<Incarnation>> = const { Cell::new(None) };
 }
 
+/// The incarnation whose node task is running on this thread, if a tagged one is.
+pub(super) fn running_incarnation() -> Option<Incarnation> {
+    RAISING.get()
+}
+
 /// A node task, tagged with the incarnation it belongs to.
 pub struct Tagged<F> {
     incarnation: Incarnation,
@@ -228,8 +233,16 @@ impl Subscriber for AlarmSubscriber {
                 }
                 _ => None,
             };
+            let refusal = match (&alarm, &tp) {
+                (Alarm::Refused { .. }, Some(tp)) => Some(tp.clone()),
+                _ => None,
+            };
             rec.history
                 .engine_alarm(now, tp.as_ref(), alarm, RAISING.get());
+            if let Some(tp) = refusal {
+                let raised_in = RAISING.get().unwrap_or(rec.history.incarnation());
+                rec.refusal_known(&tp, raised_in);
+            }
             if let Some((tp, dir, base, records, position)) = skipped {
                 rec.frame_at_skip(&dir, &tp, base, records, position);
             }

@@ -320,6 +320,8 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
         for ((topic, partition), reason) in &report.refused {
             let tp = TopicPartition::new(topic.clone(), *partition);
             rec.history.partition_refused(now, &tp, reason);
+            let incarnation = rec.history.incarnation();
+            rec.refusal_known(&tp, incarnation);
             rec.paths.refusals += 1;
         }
         rec.paths.topics_refused += report.refused_topics.len() as u64;

@@ -2,11 +2,13 @@
 //! [`SimFs`] and, before the call returns to the engine, moves the faults the disk
 //! injected into the run's history (so everything a fault can affect comes after it),
 //! records every candidate `consumer.offset` value the engine writes and every segment
-//! file it creates or unlinks, and notes which WAL files each incarnation has opened
-//! (what damage its open can still read).
+//! file it creates or unlinks, notes which WAL files each incarnation has opened (what
+//! damage its open can still read), and tells the recorder of every change the engine
+//! issues under a partition's directory (which a refusal must not make).
 
-use super::recorder::Shared;
+use super::recorder::{Shared, partition_of};
 use crate::fs::{SimFile, SimFs};
+use crate::history::{FileChange, TopicPartition};
 use cafelog_engine::format::{layout, word};
 use cafelog_engine::fs::{File, Fs, OpenMode};
 use std::io;
@@ -22,9 +24,18 @@ pub struct ObservingFile {
     inner: SimFile,
     recorder: Shared,
     path: PathBuf,
+    /// The partition whose directory holds the file, if one does.
+    tp: Option<TopicPartition>,
 }
 
 impl ObservingFs {
+    /// Before the engine issues `change` to `path`.
+    fn changes(&self, path: &Path, change: FileChange) {
+        if let Some(tp) = partition_of(path) {
+            self.recorder.lock().engine_changes(&tp, path, change);
+        }
+    }
+
     fn after<T>(&self, result: io::Result<T>) -> io::Result<T> {
         self.recorder.lock().drain_fs();
         result
@@ -32,6 +43,12 @@ impl ObservingFs {
 }
 
 impl ObservingFile {
+    fn changes(&self, change: FileChange) {
+        if let Some(tp) = &self.tp {
+            self.recorder.lock().engine_changes(tp, &self.path, change);
+        }
+    }
+
     fn after<T>(&self, result: io::Result<T>) -> io::Result<T> {
         self.recorder.lock().drain_fs();
         result
@@ -45,6 +62,7 @@ impl File for ObservingFile {
     }
 
     async fn write_at(&self, data: &[u8], position: u64) -> io::Result<()> {
+        self.changes(FileChange::Write);
         if position == 0
             && self.path.file_name().and_then(|n| n.to_str()) == Some(layout::HWM_FILE)
             && let Some(word) = word::decode(data)
@@ -72,6 +90,7 @@ impl File for ObservingFile {
     }
 
     async fn set_len(&self, len: u64) -> io::Result<()> {
+        self.changes(FileChange::SetLen);
         self.recorder.lock().segment_set_len(&self.path, len);
         let r = self.inner.set_len(len).await;
         self.after(r)
@@ -170,6 +189,9 @@ impl Fs for ObservingFs {
         if super::recorder::file_kind(path) == crate::history::FileKind::Wal {
             self.recorder.lock().wal_opening(path, mode);
         }
+        if matches!(mode, OpenMode::CreateNew | OpenMode::CreateTruncate) {
+            self.changes(path, FileChange::Create);
+        }
         let mut watch = (mode == OpenMode::CreateNew).then(|| CreateWatch::new(self, path));
         let r = self.inner.open(path, mode).await;
         if let Some(watch) = &mut watch {
@@ -182,6 +204,7 @@ impl Fs for ObservingFs {
             inner,
             recorder: self.recorder.clone(),
             path: path.to_path_buf(),
+            tp: partition_of(path),
         })
     }
 
@@ -196,11 +219,14 @@ impl Fs for ObservingFs {
     }
 
     async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.changes(from, FileChange::Rename);
+        self.changes(to, FileChange::Rename);
         let r = self.inner.rename(from, to).await;
         self.after(r)
     }
 
     async fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.changes(path, FileChange::Unlink);
         let mut watch = UnlinkWatch::new(self, path);
         let r = self.inner.remove_file(path).await;
         // Gone either way: a `NotFound` is an earlier, dropped unlink that went through.

@@ -8,9 +8,9 @@ use cafelog_sim::check::{
     EXIT_SIMULATOR_CRASH, Verdict, check,
 };
 use cafelog_sim::history::{
-    Alarm, BadAt, CheckpointFloor, CrashPartition, DamagedWalEntry, DiskView, FaultKind, FileKind,
-    HeldCopy, History, Incarnation, OffsetRange, OpenRule, ProduceId, TopicPartition,
-    encode_payload,
+    Alarm, BadAt, CheckpointFloor, CrashPartition, DamagedWalEntry, DiskView, FaultKind,
+    FileChange, FileKind, HeldCopy, History, Incarnation, OffsetRange, OpenRule, ProduceId,
+    TopicPartition, encode_payload,
 };
 
 /// How the record acknowledged at 2 in [`log_ends_at_2`] was seen before the crash.

@@ -817,29 +817,30 @@ fn a_record_the_engine_never_showed_again_is_not_retentions_when_its_segment_goe
     assert!(run(true).no_lost_ack.excuse_of(2).is_some());
 }
 
-/// helper-104 F3: an open that refused a partition (R3) unlinks none of its segments;
-/// an open that did not refuse it may (recovery's cut removes the segments past it). The
-/// refusal is the world's record, or the engine's alarm alone when the store's open was
-/// killed after it (helper-112).
+/// helper-104 F3, helper-112: an open that refused a partition (R3) changes nothing
+/// under its directory; the world records the first change it issued there
+/// (`RefusedPartitionChanged`, whose record `refused_changes.rs` tests), an unlink of a
+/// segment or any other, and rule 8 flags each.
 #[test]
-fn an_open_that_refused_a_partition_deletes_none_of_its_segments() {
-    for (alarm, recorded) in [(true, true), (true, false), (false, false)] {
+fn an_open_that_refused_a_partition_changes_nothing_under_it() {
+    const SEGMENT_2: &str = "/data/topics/orders/p00000/00000000000000000002.log";
+    for change in [None, Some(FileChange::Unlink), Some(FileChange::SetLen)] {
         let mut r = Run::two_segments(1_000);
-        r.crash(&[(0, 3, 3, 3)]).restart().segment(2, false);
-        if alarm {
-            r.alarm(Some(0), refused_alarm(200));
-        }
-        if recorded {
+        r.crash(&[(0, 3, 3, 3)]).restart();
+        r.alarm(Some(0), refused_alarm(200));
+        if let Some(change) = change {
             r.with(|t, h| {
-                h.partition_refused(t, &tp(0), "damage below the persisted HWM");
+                h.refused_partition_changed(t, &tp(0), SEGMENT_2, change, t);
             });
         }
-        let fired = messages_of(&r.report(), CheckerName::RetentionSafe)
+        let messages = messages_of(&r.report(), CheckerName::RetentionSafe);
+        let fired: Vec<_> = messages
             .iter()
-            .any(|m| {
-                m.contains("segment 2 of orders/0 deleted at")
-                    && m.contains("whose open refused the partition")
-            });
-        assert_eq!(fired, alarm, "alarm {alarm}, recorded {recorded}");
+            .filter(|m| m.contains("whose open refused orders/0"))
+            .collect();
+        match change {
+            Some(change) => assert_mentions(&messages, &[&format!("{change} of {SEGMENT_2}")]),
+            None => assert!(fired.is_empty(), "{fired:?}"),
+        }
     }
 }

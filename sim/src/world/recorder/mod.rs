@@ -160,6 +160,8 @@ pub struct Recorder {
     /// The partitions the running incarnation's open announced an R2 hole on (its
     /// salvage may write to the WAL before it says what it wrote).
     pub holes_announced: BTreeSet<TopicPartition>,
+    /// What the running incarnation changed under each partition, and refused.
+    refusal_watch: refusals::RefusalWatch,
 }
 
 /// A handle to the recorder.
@@ -212,6 +214,7 @@ impl Shared {
             alarm_raised: Arc::new(cafelog_engine::log::Notify::default()),
             cached_wal: Vec::new(),
             holes_announced: BTreeSet::new(),
+            refusal_watch: refusals::RefusalWatch::default(),
         })))
     }
 

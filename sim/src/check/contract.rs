@@ -835,9 +835,10 @@ pub fn checkpoint_floor_lost(
 /// The checkpoint damage the open of `incarnation`, which raised the alarm at history
 /// index `alarm`, read (helper-107 (3), helper-113): an out-of-contract fault on the
 /// checkpoint's files when it is the last damage (it bounds nothing); else the last flip
-/// of the file the open read, during the open (`CheckpointDamaged::read`) or before its
-/// restart (`CheckpointAtOpen::flipped`); not a temp file's flip that no rename made that
-/// file. Histories that name neither fall back to the last damage before the alarm.
+/// of the file the open read ([`checkpoint_read_flips`]); else, no such flip being one
+/// the open could meet, an out-of-contract fault before the alarm (no bound), or none.
+/// Not a temp file's flip that no rename made that file. Histories that name no read
+/// file fall back to the last damage before the alarm.
 pub fn checkpoint_damage_read(
     facts: &Facts<'_>,
     alarm: usize,
@@ -847,17 +848,48 @@ pub fn checkpoint_damage_read(
     if !facts.history.is_flip(last) {
         return Some(last);
     }
+    match checkpoint_read_flips(facts, alarm, incarnation) {
+        Some(flips) => flips
+            .last()
+            .copied()
+            .or_else(|| checkpoint_out_of_contract(facts, alarm)),
+        None => Some(last),
+    }
+}
+
+/// The flips of the WAL checkpoint file the open of `incarnation` read that it could
+/// have met by history index `alarm`, in order: the last before its restart
+/// (`CheckpointAtOpen::flipped`) and the same file's flips before that one (`earlier`),
+/// then those while the open ran (`CheckpointDamaged::read`); each one the page cache
+/// took, or that a power loss since made the platter's. `None` when the history names
+/// no read file (recorded before it did).
+pub fn checkpoint_read_flips(
+    facts: &Facts<'_>,
+    alarm: usize,
+    incarnation: crate::history::Incarnation,
+) -> Option<Vec<usize>> {
+    facts.checkpoint_read(incarnation)?;
+    let mut flips = Vec::new();
+    let mut before = facts.checkpoint_read_flipped(incarnation);
+    while let Some(fault) = before {
+        flips.push(fault);
+        before = checkpoint_earlier(facts, fault);
+    }
+    flips.reverse();
     let restart = facts.restarts.get(&incarnation).copied().unwrap_or(0);
-    let during = (restart + 1..alarm).rev().find(|&i| {
+    flips.extend((restart + 1..alarm).filter(|&i| {
         facts
             .recorded_with(i)
             .any(|kind| matches!(kind, EventKind::CheckpointDamaged { read: true, .. }))
-    });
-    Some(
-        during
-            .or_else(|| facts.checkpoint_read_flipped(incarnation))
-            .unwrap_or(last),
-    )
+    }));
+    flips.retain(|&fault| facts.damage_readable_at(fault, alarm));
+    Some(flips)
+}
+
+/// The last out-of-contract fault on the WAL checkpoint's files before history index
+/// `before`.
+pub fn checkpoint_out_of_contract(facts: &Facts<'_>, before: usize) -> Option<usize> {
+    last_checkpoint_fault(facts, before, |kind| contract(kind) == Contract::Out)
 }
 
 /// The flip before the checkpoint flip at `fault` of the same file since the engine last
@@ -875,6 +907,18 @@ fn checkpoint_earlier(facts: &Facts<'_>, fault: usize) -> Option<usize> {
 /// at rest (a flip) or an out-of-contract fault, on the file or on the temp file the
 /// rename makes it.
 pub fn checkpoint_damage(facts: &Facts<'_>, before: usize) -> Option<usize> {
+    last_checkpoint_fault(facts, before, |kind| {
+        matches!(kind, FaultKind::BitFlip { .. }) || contract(kind) == Contract::Out
+    })
+}
+
+/// The last fault of a kind `wanted` takes on the WAL checkpoint's files before history
+/// index `before`.
+fn last_checkpoint_fault(
+    facts: &Facts<'_>,
+    before: usize,
+    wanted: impl Fn(&FaultKind) -> bool,
+) -> Option<usize> {
     let files = crate::world::node::checkpoint_files();
     facts.history.events()[..before.min(facts.history.events().len())]
         .iter()
@@ -885,12 +929,7 @@ pub fn checkpoint_damage(facts: &Facts<'_>, before: usize) -> Option<usize> {
                 kind,
                 path: Some(path),
                 ..
-            } if files.iter().any(|f| f == std::path::Path::new(path))
-                && (matches!(kind, FaultKind::BitFlip { .. })
-                    || contract(kind) == Contract::Out) =>
-            {
-                Some(i)
-            }
+            } if files.iter().any(|f| f == std::path::Path::new(path)) && wanted(kind) => Some(i),
             _ => None,
         })
 }

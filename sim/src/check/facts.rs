@@ -245,7 +245,7 @@ impl<'h> Facts<'h> {
     }
 
     /// The world's `CheckpointAtOpen` at the restart of `incarnation`: floors, flip.
-    fn checkpoint_read(
+    pub fn checkpoint_read(
         &self,
         incarnation: Incarnation,
     ) -> Option<(&Option<Vec<crate::history::CheckpointFloor>>, Option<usize>)> {

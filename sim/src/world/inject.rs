@@ -370,10 +370,11 @@ pub(super) async fn flip(world: &World, want: FileKind, at: Option<&FlipAt>) -> 
     // A flip that makes the WAL checkpoint unreadable while the open runs, before the
     // open read it: that open replays every entry, skipping those whose records it can
     // see. List them now, as a restart does when it finds the checkpoint unreadable.
+    // The file the open reads is the inode its restart found named `checkpoint`, whose
+    // durable name may still be the temp file's (helper-113).
     if opening
         && want == FileKind::Wal
-        && flip.path.file_name().and_then(|n| n.to_str())
-            == Some(cafelog_engine::store::wal::CHECKPOINT_FILE)
+        && rec.checkpoint_read == Some(flip.inode)
         && !world
             .fs
             .read_since_crash(&flip.path, &(flip.position..flip.position + 1))

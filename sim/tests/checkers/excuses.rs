@@ -737,10 +737,18 @@ fn a_copy_a_clamp_gave_up_is_excused_above_the_lost_floor() {
 /// and then (`tmp`) a `checkpoint.tmp` holding floor 1 that no rename made the file
 /// read. The flips land before the restart (which names the flip of the file it read),
 /// or (`during`) while the open runs (the world marks the flip of the file it read): the
-/// temp file lends nothing either way.
+/// temp file lends nothing either way, nor when (`!read_file`) the file read was never
+/// flipped (helper-113: the floor fell back to the temp file's flip).
 #[test]
 fn a_lost_checkpoints_floor_is_the_file_the_open_read() {
-    for (tmp, during) in [(false, false), (true, false), (false, true), (true, true)] {
+    for (read_file, tmp, during) in [
+        (true, false, false),
+        (true, true, false),
+        (true, false, true),
+        (true, true, true),
+        (false, true, false),
+        (false, true, true),
+    ] {
         let mut r = delivered_then_crashed();
         // A flip of the checkpoint file `name` holding orders/0's floor at `floor`,
         // marked as the running open's file when `read`.
@@ -757,14 +765,16 @@ fn a_lost_checkpoints_floor_is_the_file_the_open_read() {
             });
         };
         let flips = |r: &mut Run| {
-            flip(r, "checkpoint", 0, during);
-            let read = r.h.len() - 2;
+            let read = read_file.then(|| {
+                flip(r, "checkpoint", 0, during);
+                r.h.len() - 2
+            });
             if tmp {
                 flip(r, "checkpoint.tmp", 1, false);
             }
             read
         };
-        let read = (!during).then(|| flips(&mut r));
+        let read = if during { None } else { flips(&mut r) };
         r.restart().with(|t, h| {
             h.checkpoint_at_open(t, None, read);
             let mut view = disk_view(OpenRule::Clean, 1, 1, None);
@@ -790,7 +800,7 @@ fn a_lost_checkpoints_floor_is_the_file_the_open_read() {
         r.hwm(0, 2, 2, 2).deliver(1, 0, 1, 1_100).consume(0, 1);
         assert!(
             duplicate_messages(&r).iter().any(|m| m.contains("id 1")),
-            "tmp {tmp}, during {during}: {:?}",
+            "read {read_file}, tmp {tmp}, during {during}: {:?}",
             duplicate_messages(&r)
         );
     }

@@ -8,7 +8,7 @@ use cafelog_sim::check::{
     EXIT_SIMULATOR_CRASH, Verdict, check,
 };
 use cafelog_sim::history::{
-    Alarm, BadAt, CheckpointFloor, CrashPartition, DamagedWalEntry, DiskView, FaultKind,
+    Alarm, BadAt, CheckpointFloor, CrashPartition, DamagedWalEntry, DiskView, EventKind, FaultKind,
     FileChange, FileKind, HeldCopy, History, Incarnation, OffsetRange, OpenRule, ProduceId,
     TopicPartition, encode_payload,
 };
@@ -480,10 +480,14 @@ impl Run {
         self
     }
 
-    /// A bit flip in the WAL's checkpoint file.
     /// The world's read of the WAL checkpoint at a restart: orders/0's floor (seq,
-    /// offset), or `None` when the file did not read.
+    /// offset), or `None` when the file did not read (the last flip of `checkpoint`,
+    /// if any, being the file's: the world names it).
     fn checkpoint_read(&mut self, floor: Option<(u64, u64)>) -> &mut Self {
+        let flipped = floor
+            .is_none()
+            .then(|| last_checkpoint_flip(&self.h))
+            .flatten();
         self.with(|t, h| {
             let floors = floor.map(|(seq, offset)| {
                 vec![cafelog_sim::history::CheckpointFloor {
@@ -492,7 +496,7 @@ impl Run {
                     offset,
                 }]
             });
-            h.checkpoint_at_open(t, floors, None);
+            h.checkpoint_at_open(t, floors, flipped);
         })
     }
 
@@ -538,6 +542,14 @@ impl Run {
         check(&self.h, &CONFIG)
     }
 }
+/// The history index of the last bit flip of `/data/wal/checkpoint` in `h`.
+fn last_checkpoint_flip(h: &History) -> Option<usize> {
+    h.events().iter().rposition(|e| {
+        matches!(&e.kind, EventKind::Fault { kind: FaultKind::BitFlip { .. }, path: Some(p), .. }
+            if p == "/data/wal/checkpoint")
+    })
+}
+
 /// The messages of `bounded_duplicates`'s violations.
 fn duplicate_messages(r: &Run) -> Vec<String> {
     let d = r.report().bounded_duplicates;

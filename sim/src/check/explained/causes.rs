@@ -489,10 +489,24 @@ pub(super) fn store_uncaused(facts: &Facts<'_>, alarm: &AlarmFact) -> Option<Str
         Alarm::WalDamaged { .. } => faults(facts)
             .all(|(i, kind, _, _)| !wal_fault(i, kind))
             .then(|| "no fault hit a WAL file before it".into()),
+        // A flip of the file the open read, which it could meet, or an out-of-contract
+        // fault on the checkpoint's files; not a temp file's flip no rename made the
+        // checkpoint (helper-113). Histories that name no read file: any flip of either.
         Alarm::WalCheckpointUnreadable => {
-            crate::check::contract::checkpoint_damage(facts, alarm.index)
-                .is_none()
-                .then(|| "no flip or out-of-contract fault hit the WAL checkpoint before it".into())
+            use crate::check::contract::{
+                checkpoint_damage, checkpoint_out_of_contract, checkpoint_read_flips,
+            };
+            let caused = match checkpoint_read_flips(facts, alarm.index, alarm.incarnation) {
+                Some(flips) => {
+                    !flips.is_empty() || checkpoint_out_of_contract(facts, alarm.index).is_some()
+                }
+                None => checkpoint_damage(facts, alarm.index).is_some(),
+            };
+            (!caused).then(|| {
+                "no flip of the checkpoint file the open read, and no out-of-contract fault on \
+                 the WAL checkpoint, before it"
+                    .into()
+            })
         }
         Alarm::WalPoisoned => {
             // The WAL's directory fsync after a segment create fails its write too.

@@ -805,3 +805,65 @@ fn a_lost_checkpoints_floor_is_the_file_the_open_read() {
         );
     }
 }
+
+/// As [`both_copies_with_flip_at`] at 2, with a flip the page cache did not take
+/// (`missed`: of the frame, of the WAL entry) and a process crash in place of the power
+/// loss (`process`): such a flip is read only by an open after a power loss
+/// (helper-108), so it destroyed no copy the open after a process crash read.
+fn both_copies_missed(frame_missed: bool, wal_missed: bool, process: bool) -> Run {
+    let mut r = Run::new();
+    r.produced(4).hwm(0, 4, 1, 4).delivered(2).with(|t, h| {
+        h.fault(t, flip_above_hwm(2), Some(&tp(0)), None);
+        if frame_missed {
+            h.flip_missed_cache(t, h.len() - 1);
+        }
+    });
+    if process {
+        r.process_crash(&[(0, 1, 4, 4)]);
+    } else {
+        r.crash(&[(0, 1, 4, 4)]);
+    }
+    r.with(|t, h| {
+        h.fault(t, wal_flip().0, None, None);
+        let fault = h.len() - 1;
+        let entries = vec![DamagedWalEntry {
+            seq: 2,
+            tp: tp(0),
+            id: 3,
+        }];
+        h.wal_entries_damaged(t, fault, 1, entries);
+        if wal_missed {
+            h.flip_missed_cache(t, fault);
+        }
+    })
+    .restart()
+    .disk(0, OpenRule::Hole, 1, 2, Some(2))
+    .alarm(Some(0), hole(2))
+    .opened(0, 1, 2)
+    .with(|t, h| {
+        h.frontier_observed(t, &tp(0), 0);
+    })
+    .deliver(4, 0, 2, 1_100);
+    r
+}
+
+#[test]
+fn both_copies_damaged_needs_flips_the_open_could_read() {
+    for (frame_missed, wal_missed, process, excused) in [
+        (false, false, false, true),
+        (false, false, true, true),
+        // Across a power loss the platter's image is read.
+        (true, false, false, true),
+        (true, false, true, false),
+        (false, true, false, false),
+        (false, true, true, false),
+    ] {
+        let report = both_copies_missed(frame_missed, wal_missed, process).report();
+        assert_eq!(
+            report.no_lost_ack.excuse_of(3).map(|e| e.kind) == Some(ExcuseKind::BothCopiesDamaged),
+            excused,
+            "frame missed {frame_missed}, wal missed {wal_missed}, process {process}: {:?}",
+            report.no_lost_ack
+        );
+    }
+}

@@ -9,6 +9,25 @@ use crate::history::{
     Alarm, EventKind, FileKind, Incarnation, Offset, OpenRule, ProduceId, TopicPartition,
 };
 
+/// The first incarnation whose replay reads the WAL damage the fault at `fault_index`
+/// did, the world's `first_replay` for it: for a flip the page cache did not take, no
+/// earlier than the open after the first power loss since (helper-108); `None` when
+/// none came.
+fn first_replay_reading(
+    facts: &crate::check::facts::Facts<'_>,
+    fault_index: usize,
+    first_replay: Incarnation,
+) -> Option<Incarnation> {
+    if !facts.flip_missed_cache(fault_index) {
+        return Some(first_replay);
+    }
+    facts
+        .crashes
+        .iter()
+        .find(|c| !c.process && c.index > fault_index)
+        .map(|c| first_replay.max(c.incarnation + 1))
+}
+
 /// One `WalEntriesDamaged` event as [`Excuses::wal_damage_of`] reads it.
 struct WalDamage<S> {
     index: usize,
@@ -107,12 +126,15 @@ impl Excuses<'_, '_> {
                 })
         };
         // An open of `incarnation` cut the log at or below `offset` after damage `d` to
-        // its frame: the engine saw it, and the log copy was gone from then on.
+        // its frame that it could read: the engine saw it, and the log copy was gone
+        // from then on (a flip the page cache missed is read only after a power loss).
         let cut_after = |d: usize, incarnation: crate::history::Incarnation| {
-            facts
-                .alarms
-                .cuts(tp)
-                .any(|cut| cut.index > d && cut.offset <= offset && cut.incarnation == incarnation)
+            facts.alarms.cuts(tp).any(|cut| {
+                cut.index > d
+                    && cut.offset <= offset
+                    && cut.incarnation == incarnation
+                    && facts.damage_readable_at(d, cut.index)
+            })
         };
         // An R2 salvage after the WAL damage wrote the record into the WAL again, under
         // a new seq: it has a readable entry after all.
@@ -255,26 +277,27 @@ impl Excuses<'_, '_> {
         tp: &'a TopicPartition,
         id: ProduceId,
     ) -> impl Iterator<Item = WalDamage<impl Iterator<Item = u64> + 'a>> + 'a {
-        let events = self.facts.history.events();
-        self.facts
+        let facts = self.facts;
+        let events = facts.history.events();
+        facts
             .wal_damage
             .get(&id)
             .into_iter()
             .flatten()
-            .map(move |&index| match &events[index].kind {
+            .filter_map(move |&index| match &events[index].kind {
                 EventKind::WalEntriesDamaged {
                     fault_index,
                     first_replay,
                     entries,
-                } => WalDamage {
+                } => Some(WalDamage {
                     index,
-                    first_replay: *first_replay,
+                    first_replay: first_replay_reading(facts, *fault_index, *first_replay)?,
                     fault_index: *fault_index,
                     seqs: entries
                         .iter()
                         .filter(move |e| e.id == id && e.tp == *tp)
                         .map(|e| e.seq),
-                },
+                }),
                 _ => unreachable!("wal_damage indexes WalEntriesDamaged events"),
             })
     }

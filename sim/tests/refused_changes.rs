@@ -1,11 +1,13 @@
 //! What the world records when the engine changes a partition its incarnation refused
 //! (`RefusedPartitionChanged`, which `retention_safe` rule 8 flags): the first change
 //! issued under the partition's directory, whether it came before the refusal was known
-//! or after, of any kind (helper-112: only segment unlinks were seen); nothing for a
-//! partition no open refused, another partition, or a refusal of an earlier incarnation.
+//! or after, of any kind (helper-112: only segment unlinks were seen), or with no
+//! refusal known when the restart's view said the open must refuse and no fault struck
+//! since (helper-114 H1: an open killed before its refusal); nothing for a partition
+//! no open refused, another partition, or a refusal of an earlier incarnation.
 
 use cafelog_engine::fs::{File, Fs, OpenMode};
-use cafelog_sim::history::{EventKind, FileChange, TopicPartition};
+use cafelog_sim::history::{EventKind, FaultKind, FileChange, FileKind, TopicPartition};
 use cafelog_sim::world::observe::ObservingFs;
 use cafelog_sim::world::recorder::Shared;
 use std::path::Path;
@@ -18,6 +20,10 @@ use common::{DIR, SEGMENT, with_raw_log};
 enum Step {
     /// The running incarnation's open refused `t/<partition>`.
     Refused(u32),
+    /// The restart's view of `t/<partition>` is R3: its open must refuse it.
+    Expected(u32),
+    /// A fault strikes `t/0`.
+    Struck,
     /// The next incarnation starts.
     Restart,
     /// A `set_len` of t/0's segment.
@@ -49,6 +55,19 @@ fn recorded(steps: &[Step]) -> Vec<(TopicPartition, String, FileChange)> {
                     let incarnation = rec.lock().history.incarnation();
                     rec.lock()
                         .refusal_known(&TopicPartition::new("t", partition), incarnation);
+                }
+                Step::Expected(partition) => {
+                    rec.lock()
+                        .refusal_expected(&TopicPartition::new("t", partition));
+                }
+                Step::Struck => {
+                    let kind = FaultKind::BitFlip {
+                        file: FileKind::Segment,
+                        offsets: None,
+                        below_hwm: None,
+                    };
+                    rec.lock()
+                        .fault(kind, Some(&TopicPartition::new("t", 0)), Some(SEGMENT));
                 }
                 Step::Restart => {
                     rec.lock().history.restart(0);
@@ -140,4 +159,23 @@ fn a_change_no_refusal_of_its_incarnation_covers_is_not_recorded() {
             FileChange::Create
         )]
     );
+}
+
+#[test]
+fn a_change_to_a_partition_the_open_must_refuse_is_recorded_unless_a_fault_struck_it() {
+    use Step::*;
+    // Killed before its refusal: the view at the restart said R3.
+    assert_eq!(
+        recorded(&[Expected(0), Truncate, Restart]),
+        t0(SEGMENT, FileChange::SetLen)
+    );
+    // A fault since the restart may have turned R3 into a cut: the refusal must be known.
+    assert_eq!(recorded(&[Expected(0), Struck, Truncate, Restart]), []);
+    assert_eq!(
+        recorded(&[Expected(0), Struck, Truncate, Refused(0)]),
+        t0(SEGMENT, FileChange::SetLen)
+    );
+    // Another partition's view, or the incarnation before's.
+    assert_eq!(recorded(&[Expected(1), Truncate]), []);
+    assert_eq!(recorded(&[Expected(0), Restart, Truncate]), []);
 }

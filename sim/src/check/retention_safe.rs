@@ -39,7 +39,9 @@
 //!    the refusal kept for the operator (helper-104 F3: an unlink counted as recovery's,
 //!    and its records' WAL re-commits passed as excused duplicates; helper-112: a
 //!    truncation, or an unlinked `hwm`, passed). The world records the first such
-//!    change (`RefusedPartitionChanged`).
+//!    change (`RefusedPartitionChanged`), and so in an incarnation whose open had to
+//!    refuse (R3 in the restart's view, no fault since) and was killed or failed
+//!    before it did (helper-114 H1).
 //!
 //! Reaps ([`super::reaped::Reaped`]) are what `no_lost_ack`'s `retention` row
 //! excuses: an acknowledged record is forgiven for vanishing only if a segment the
@@ -282,7 +284,7 @@ fn refused_changes(facts: &Facts<'_>, report: &mut RetentionReport) {
         };
         report.violations.push(Violation {
             message: format!(
-                "{change} of {path} at t={changed_ms}ms inc {}, whose open refused {tp}: \
+                "{change} of {path} at t={changed_ms}ms inc {}, whose open refused (or had to refuse) {tp}: \
                  a refusal changes nothing on disk (R3)",
                 event.incarnation
             ),

@@ -170,10 +170,12 @@ pub enum EventKind {
     PartitionRefused { tp: TopicPartition, reason: String },
     /// World, when the engine changed a file in the directory of a partition whose open
     /// in the incarnation that issued the change refused it (R3: the world's
-    /// `PartitionRefused`, or the engine's `refused` alarm): the first such change per
-    /// partition and incarnation, `change` of `path`, issued at `changed_ms` (before
-    /// the refusal was known, or after it). A correct open reads a partition before it
-    /// decides to refuse it, and a store never touches a refused one.
+    /// `PartitionRefused`, or the engine's `refused` alarm), or had to (R3 in the
+    /// restart's view of the disk, no fault on it or a store-wide file since): the
+    /// first such change per partition and incarnation, `change` of `path`, issued at
+    /// `changed_ms` (before the refusal was known, or after it). A correct open reads a
+    /// partition before it decides to refuse it, and a store never touches a refused
+    /// one.
     RefusedPartitionChanged {
         tp: TopicPartition,
         path: String,

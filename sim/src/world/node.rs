@@ -278,6 +278,19 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     ))
     .await
     .map_err(|e| e.to_string())?;
+    // The refusals, before anything below can fail (rule 8 judges what the refusing
+    // incarnation changes once the world knows).
+    {
+        let mut rec = ctx.recorder.lock();
+        let now = rec.now_ms();
+        let incarnation = rec.history.incarnation();
+        for ((topic, partition), reason) in &report.refused {
+            let tp = TopicPartition::new(topic.clone(), *partition);
+            rec.history.partition_refused(now, &tp, reason);
+            rec.refusal_known(&tp, incarnation);
+            rec.paths.refusals += 1;
+        }
+    }
     // A topic the open refused (its topic.conf unreadable) is not created again.
     let existing: Vec<String> = store
         .topics()
@@ -317,13 +330,6 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
     {
         let mut rec = ctx.recorder.lock();
         let now = rec.now_ms();
-        for ((topic, partition), reason) in &report.refused {
-            let tp = TopicPartition::new(topic.clone(), *partition);
-            rec.history.partition_refused(now, &tp, reason);
-            let incarnation = rec.history.incarnation();
-            rec.refusal_known(&tp, incarnation);
-            rec.paths.refusals += 1;
-        }
         rec.paths.topics_refused += report.refused_topics.len() as u64;
         for open in report.partitions.values() {
             match open.truncation.map(|t| t.0) {

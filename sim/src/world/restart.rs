@@ -77,6 +77,9 @@ pub(super) fn restart(world: &World, node: madsim::task::NodeId) {
         } = disk;
         let hidden = view.hwm..view.tail;
         let shown = view.log_start..view.hwm;
+        if view.rule == crate::history::OpenRule::Refuse {
+            rec.refusal_expected(&tp);
+        }
         rec.history.disk_at_open(now, &tp, view, false);
         if let Some(visible) = visible {
             rec.history

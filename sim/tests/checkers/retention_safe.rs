@@ -836,7 +836,7 @@ fn an_open_that_refused_a_partition_changes_nothing_under_it() {
         let messages = messages_of(&r.report(), CheckerName::RetentionSafe);
         let fired: Vec<_> = messages
             .iter()
-            .filter(|m| m.contains("whose open refused orders/0"))
+            .filter(|m| m.contains("had to refuse) orders/0"))
             .collect();
         match change {
             Some(change) => assert_mentions(&messages, &[&format!("{change} of {SEGMENT_2}")]),

@@ -9,7 +9,10 @@
 //! what the refusal keeps for the operator (`RefusedPartitionChanged`, which
 //! `retention_safe` rule 8 flags). The change is tagged with the incarnation that
 //! issued it (a killed one's futures may still run), and the refusal with the one that
-//! raised it.
+//! raised it. A refusal counts once the world knows of it (its record, the engine's
+//! alarm) or, with no fault on the partition or a store-wide file since the restart,
+//! once the restart's view of the disk says R3: an open killed or failed before it
+//! refused changed nothing either (helper-114 H1).
 
 use super::*;
 use crate::history::{DiskView, FileChange, ProduceId, parse_payload_id};
@@ -24,6 +27,10 @@ pub struct RefusalWatch {
     /// kind and time; `None` once reported.
     first_change: BTreeMap<TopicPartition, Option<(PathBuf, FileChange, u64)>>,
     refused: BTreeSet<TopicPartition>,
+    /// The partitions the open must refuse: R3 in the world's view of the disk at the
+    /// restart (an open killed or failed before the world learns of its refusal still
+    /// changes nothing).
+    expected: BTreeSet<TopicPartition>,
 }
 
 impl RefusalWatch {
@@ -51,9 +58,26 @@ impl Recorder {
         watch
             .first_change
             .insert(tp.clone(), Some((path.to_path_buf(), change, now)));
-        if watch.refused.contains(tp) {
+        let expected = watch.expected.contains(tp);
+        if watch.refused.contains(tp) || expected && !self.struck_now(tp) {
             self.report_refused_change(tp);
         }
+    }
+
+    /// At a restart, after `Restart`: the world's view of `tp` at it is R3, so its open
+    /// must refuse it unless a fault strikes it (or a store-wide file) before.
+    pub fn refusal_expected(&mut self, tp: &TopicPartition) {
+        let incarnation = self.history.incarnation();
+        let watch = &mut self.refusal_watch;
+        if watch.at(incarnation) {
+            watch.expected.insert(tp.clone());
+        }
+    }
+
+    /// A fault struck `tp`, or a store-wide file, since the restart.
+    fn struck_now(&self, tp: &TopicPartition) -> bool {
+        self.struck_since_restart()
+            .any(|t| t.is_none_or(|t| t == tp))
     }
 
     /// When the world learns that `incarnation`'s open refused `tp` (its own record, or
@@ -94,10 +118,7 @@ impl Recorder {
     /// Nothing when a fault struck `tp` or a store-wide file since the restart: the
     /// open may have read bytes the page cache no longer shows.
     pub fn held_at_refusal(&mut self, dir: &Path, tp: &TopicPartition) {
-        if self
-            .struck_since_restart()
-            .any(|t| t.is_none_or(|t| t == tp))
-        {
+        if self.struck_now(tp) {
             return;
         }
         let Some(image) = disk::dir_image(&self.fs, dir, disk::Image::Visible) else {

@@ -101,6 +101,11 @@ impl File for ObservingFile {
         if r.is_ok() && self.path.file_name().and_then(|n| n.to_str()) == Some(layout::HWM_FILE) {
             self.recorder.lock().hwm_synced(&self.path);
         }
+        // The sync put the engine's whole write on the platter, over a flip that landed
+        // under it since (helper-114 M3).
+        if r.is_ok() && super::node::is_checkpoint_file(&self.path) {
+            self.recorder.lock().checkpoint_rewritten(&self.path);
+        }
         self.after(r)
     }
 }

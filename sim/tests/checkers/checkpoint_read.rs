@@ -187,3 +187,40 @@ fn a_flip_the_page_cache_missed_explains_the_alarm_only_across_a_power_loss() {
         assert_eq!(uncaused, !power_loss, "power loss {power_loss}");
     }
 }
+
+/// helper-114 H2: a checkpoint the world read whole at the restart was made unreadable,
+/// if at all, while the open ran: a fault before the restart (a lost fsync of the temp
+/// file, a flip) explains no alarm of that open; a flip of the file it reads while it
+/// runs does.
+#[test]
+fn a_checkpoint_read_whole_at_the_restart_takes_its_damage_while_the_open_runs() {
+    let floors = || {
+        Some(vec![CheckpointFloor {
+            tp: tp(0),
+            seq: 1,
+            offset: 1,
+        }])
+    };
+    let uncaused = |cause: (FaultKind, &str), meanwhile| {
+        messages_of(
+            &checkpoint_open_named(Some(cause), floors(), true, meanwhile, false).report(),
+            CheckerName::AlarmsExplained,
+        )
+        .iter()
+        .any(|m| m.contains("no flip of the checkpoint file the open read"))
+    };
+    let lost_fsync = FaultKind::LostFsync {
+        file: FileKind::Wal,
+        offsets: None,
+    };
+    for cause in [
+        (lost_fsync, "/data/wal/checkpoint.tmp"),
+        (wal_flip().0, "/data/wal/checkpoint"),
+    ] {
+        assert!(uncaused(cause.clone(), false), "{cause:?}");
+        assert!(
+            !uncaused(cause.clone(), true),
+            "{cause:?}, flipped meanwhile"
+        );
+    }
+}

@@ -491,14 +491,22 @@ pub(super) fn store_uncaused(facts: &Facts<'_>, alarm: &AlarmFact) -> Option<Str
             .then(|| "no fault hit a WAL file before it".into()),
         // A flip of the file the open read, which it could meet, or an out-of-contract
         // fault on the checkpoint's files; not a temp file's flip no rename made the
-        // checkpoint (helper-113). Histories that name no read file: any flip of either.
+        // checkpoint (helper-113). A checkpoint the world read whole at the restart
+        // takes its damage while the open runs (helper-114 H2: a stale fault on either
+        // name explained a refusal of a sound file). Histories that name no read file:
+        // any flip of either.
         Alarm::WalCheckpointUnreadable => {
             use crate::check::contract::{
                 checkpoint_damage, checkpoint_out_of_contract, checkpoint_read_flips,
             };
+            let read_whole = facts
+                .checkpoint_read(alarm.incarnation)
+                .is_some_and(|(floors, _)| floors.is_some());
+            let since = if read_whole { open } else { 0 };
             let caused = match checkpoint_read_flips(facts, alarm.index, alarm.incarnation) {
                 Some(flips) => {
-                    !flips.is_empty() || checkpoint_out_of_contract(facts, alarm.index).is_some()
+                    flips.iter().any(|&f| f > since)
+                        || checkpoint_out_of_contract(facts, alarm.index).is_some_and(|f| f > since)
                 }
                 None => checkpoint_damage(facts, alarm.index).is_some(),
             };

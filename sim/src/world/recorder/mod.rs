@@ -569,7 +569,8 @@ impl Recorder {
     }
 
     /// The engine wrote the WAL checkpoint file at `path` (a replace writes it whole,
-    /// over a temp file it created or truncated): no earlier flip of it is in it now.
+    /// over a temp file it created or truncated), or synced that write: no earlier flip
+    /// of it is in it now.
     pub fn checkpoint_rewritten(&mut self, path: &Path) {
         if let Some(inode) = self.fs.visible_inode(path) {
             self.checkpoint_flips.remove(&inode);

@@ -1,0 +1,64 @@
+//! The world's memory of the flips of each WAL checkpoint file (`Recorder::
+//! checkpoint_flips`, by inode), from which a restart names the flip of the file its open
+//! reads (`CheckpointAtOpen::flipped`): the engine's write of the file, and the sync that
+//! puts that write on the platter over a flip that landed under it, each leave no earlier
+//! flip in it (helper-113 F2, helper-114 M3: a flip the sync erased stayed named, and
+//! explained a later `wal_checkpoint_unreadable` of a sound file).
+
+use cafelog_engine::fs::{File, Fs, OpenMode};
+use cafelog_sim::fs::{FaultOptions, SimFs};
+use cafelog_sim::world::node::wal_dir;
+use cafelog_sim::world::observe::ObservingFs;
+use cafelog_sim::world::recorder::Shared;
+
+#[test]
+fn a_checkpoint_files_write_and_its_sync_each_forget_its_flips() {
+    let fs = SimFs::new(1, FaultOptions::none()).expect("options");
+    let runtime = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+    runtime.block_on(async move {
+        let rec = Shared::new(fs.clone());
+        let observed = ObservingFs {
+            inner: fs.clone(),
+            recorder: rec.clone(),
+        };
+        let dir = wal_dir();
+        let tmp = dir.join("checkpoint.tmp");
+        observed.create_dir_all(&dir).await.expect("dir");
+        // A temp file left durable by an earlier replace, holding 16 bytes of 1.
+        let file = observed
+            .open(&tmp, OpenMode::CreateTruncate)
+            .await
+            .expect("created");
+        file.write_at(&[1; 16], 0).await.expect("written");
+        file.sync_data().await.expect("synced");
+        observed.sync_dir(&dir).await.expect("dir synced");
+        let inode = fs.visible_inode(&tmp).expect("named");
+        let flips = |rec: &Shared| rec.lock().checkpoint_flips.get(&inode).copied();
+
+        // The next replace writes it whole: an earlier flip of it is gone.
+        rec.lock().checkpoint_flips.insert(inode, 7);
+        file.write_at(&[2; 16], 0).await.expect("written");
+        assert_eq!(flips(&rec), None, "the write forgets the flip");
+
+        // A flip lands under the pending write; the sync puts the write on the platter
+        // over it.
+        let flip = fs
+            .flip_bit_at(|p| p == tmp, &tmp, 3, 0)
+            .expect("the temp file is durable");
+        assert!(!flip.in_cache, "the pending write masks it");
+        rec.lock().checkpoint_flips.insert(inode, 8);
+        let other = observed
+            .open(&dir.join("00000000000000000000.wal"), OpenMode::CreateNew)
+            .await
+            .expect("a WAL segment");
+        other.sync_data().await.expect("synced");
+        assert_eq!(flips(&rec), Some(8), "another file's sync leaves it named");
+        file.sync_data().await.expect("synced");
+        assert_eq!(
+            fs.durable_bytes(&tmp),
+            Some(vec![2; 16]),
+            "the sync erased the flip"
+        );
+        assert_eq!(flips(&rec), None, "and the world forgets it");
+    });
+}

@@ -3,8 +3,9 @@
 //! issued under the partition's directory, whether it came before the refusal was known
 //! or after, of any kind (helper-112: only segment unlinks were seen), or with no
 //! refusal known when the restart's view said the open must refuse and no fault struck
-//! since (helper-114 H1: an open killed before its refusal); nothing for a partition
-//! no open refused, another partition, or a refusal of an earlier incarnation.
+//! since (helper-114 H1: an open killed before its refusal); under a topic refused
+//! whole, in its partitions or of its own files (M1); nothing for a partition no open
+//! refused, another partition, or a refusal of an earlier incarnation.
 
 use cafelog_engine::fs::{File, Fs, OpenMode};
 use cafelog_sim::history::{EventKind, FaultKind, FileChange, FileKind, TopicPartition};
@@ -24,6 +25,10 @@ enum Step {
     Expected(u32),
     /// A fault strikes `t/0`.
     Struck,
+    /// The running incarnation's open refused topic `t` whole.
+    TopicRefused,
+    /// A replace of topic `t`'s `topic.conf` (a temp file renamed over it).
+    ReplaceConf,
     /// The next incarnation starts.
     Restart,
     /// A `set_len` of t/0's segment.
@@ -38,8 +43,9 @@ enum Step {
     CreateInOther,
 }
 
-/// Runs `steps` through the world's view of the disk; returns the changes it recorded.
-fn recorded(steps: &[Step]) -> Vec<(TopicPartition, String, FileChange)> {
+/// Runs `steps` through the world's view of the disk; returns the changes it recorded:
+/// where (a partition, or `topic t`), the path, the change.
+fn recorded(steps: &[Step]) -> Vec<(String, String, FileChange)> {
     let steps = steps.to_vec();
     with_raw_log(1, |fs, log| async move {
         let hwm = Path::new(DIR).join("hwm");
@@ -68,6 +74,23 @@ fn recorded(steps: &[Step]) -> Vec<(TopicPartition, String, FileChange)> {
                     };
                     rec.lock()
                         .fault(kind, Some(&TopicPartition::new("t", 0)), Some(SEGMENT));
+                }
+                Step::TopicRefused => {
+                    let incarnation = rec.lock().history.incarnation();
+                    rec.lock().topic_refusal_known("t", incarnation);
+                }
+                Step::ReplaceConf => {
+                    let tmp = Path::new("/data/topics/t/topic.conf.tmp");
+                    drop(
+                        observed
+                            .open(tmp, OpenMode::CreateTruncate)
+                            .await
+                            .expect("tmp"),
+                    );
+                    observed
+                        .rename(tmp, Path::new("/data/topics/t/topic.conf"))
+                        .await
+                        .expect("renamed");
                 }
                 Step::Restart => {
                     rec.lock().history.restart(0);
@@ -107,15 +130,21 @@ fn recorded(steps: &[Step]) -> Vec<(TopicPartition, String, FileChange)> {
             .filter_map(|e| match e.kind {
                 EventKind::RefusedPartitionChanged {
                     tp, path, change, ..
-                } => Some((tp, path, change)),
+                } => Some((tp.to_string(), path, change)),
+                EventKind::RefusedTopicChanged {
+                    topic,
+                    path,
+                    change,
+                    ..
+                } => Some((format!("topic {topic}"), path, change)),
                 _ => None,
             })
             .collect()
     })
 }
 
-fn t0(path: &str, change: FileChange) -> Vec<(TopicPartition, String, FileChange)> {
-    vec![(TopicPartition::new("t", 0), path.to_string(), change)]
+fn t0(path: &str, change: FileChange) -> Vec<(String, String, FileChange)> {
+    vec![("t/0".to_string(), path.to_string(), change)]
 }
 
 #[test]
@@ -154,7 +183,7 @@ fn a_change_no_refusal_of_its_incarnation_covers_is_not_recorded() {
     assert_eq!(
         recorded(&[Refused(1), CreateInOther]),
         vec![(
-            TopicPartition::new("t", 1),
+            "t/1".to_string(),
             "/data/topics/t/p00001/x".to_string(),
             FileChange::Create
         )]
@@ -178,4 +207,23 @@ fn a_change_to_a_partition_the_open_must_refuse_is_recorded_unless_a_fault_struc
     // Another partition's view, or the incarnation before's.
     assert_eq!(recorded(&[Expected(1), Truncate]), []);
     assert_eq!(recorded(&[Expected(0), Restart, Truncate]), []);
+}
+
+#[test]
+fn a_change_under_a_topic_refused_whole_is_recorded() {
+    use Step::*;
+    let conf = "/data/topics/t/topic.conf.tmp";
+    assert_eq!(
+        recorded(&[TopicRefused, Truncate]),
+        t0(SEGMENT, FileChange::SetLen)
+    );
+    assert_eq!(
+        recorded(&[ReplaceConf, Write, TopicRefused]),
+        vec![
+            ("t/0".to_string(), SEGMENT.to_string(), FileChange::Write),
+            ("topic t".to_string(), conf.to_string(), FileChange::Create),
+        ]
+    );
+    assert_eq!(recorded(&[ReplaceConf, Write]), []);
+    assert_eq!(recorded(&[TopicRefused, Restart, ReplaceConf, Write]), []);
 }

@@ -41,7 +41,9 @@
 //!    truncation, or an unlinked `hwm`, passed). The world records the first such
 //!    change (`RefusedPartitionChanged`), and so in an incarnation whose open had to
 //!    refuse (R3 in the restart's view, no fault since) and was killed or failed
-//!    before it did (helper-114 H1).
+//!    before it did (helper-114 H1); and likewise under a topic refused whole (its
+//!    `topic.conf` unreadable: `RefusedTopicChanged` for the topic's own files,
+//!    helper-114 M1).
 //!
 //! Reaps ([`super::reaped::Reaped`]) are what `no_lost_ack`'s `retention` row
 //! excuses: an acknowledged record is forgiven for vanishing only if a segment the
@@ -273,26 +275,43 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
 /// incarnation refused (the world's `RefusedPartitionChanged`).
 fn refused_changes(facts: &Facts<'_>, report: &mut RetentionReport) {
     for (index, event) in facts.history.events().iter().enumerate() {
-        let EventKind::RefusedPartitionChanged {
-            tp,
-            path,
-            change,
-            changed_ms,
-        } = &event.kind
-        else {
-            continue;
+        let (refused, path, change, changed_ms, records) = match &event.kind {
+            EventKind::RefusedPartitionChanged {
+                tp,
+                path,
+                change,
+                changed_ms,
+            } => {
+                let base = crate::reference::partition::segment_base_of_path(path);
+                (
+                    tp.to_string(),
+                    path,
+                    change,
+                    changed_ms,
+                    vec![RecordRef::new(tp, base, None)],
+                )
+            }
+            EventKind::RefusedTopicChanged {
+                topic,
+                path,
+                change,
+                changed_ms,
+            } => (
+                format!("topic {topic}"),
+                path,
+                change,
+                changed_ms,
+                Vec::new(),
+            ),
+            _ => continue,
         };
         report.violations.push(Violation {
             message: format!(
-                "{change} of {path} at t={changed_ms}ms inc {}, whose open refused (or had to refuse) {tp}: \
-                 a refusal changes nothing on disk (R3)",
+                "{change} of {path} at t={changed_ms}ms inc {}, whose open refused (or had to \
+                 refuse) {refused}: a refusal changes nothing on disk (R3)",
                 event.incarnation
             ),
-            records: vec![RecordRef::new(
-                tp,
-                crate::reference::partition::segment_base_of_path(path),
-                None,
-            )],
+            records,
             events: vec![index],
         });
     }

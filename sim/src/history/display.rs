@@ -99,6 +99,15 @@ impl fmt::Display for Event {
                 f,
                 "refused_partition_changed {tp}: {change} {path} at {changed_ms}ms"
             ),
+            EventKind::RefusedTopicChanged {
+                topic,
+                path,
+                change,
+                changed_ms,
+            } => write!(
+                f,
+                "refused_topic_changed {topic}: {change} {path} at {changed_ms}ms"
+            ),
             EventKind::PartitionPoisoned { tp } => write!(f, "partition_poisoned {tp}"),
             EventKind::DeliveriesUnclaimed {
                 tp, offsets, ids, ..

@@ -170,14 +170,25 @@ pub enum EventKind {
     PartitionRefused { tp: TopicPartition, reason: String },
     /// World, when the engine changed a file in the directory of a partition whose open
     /// in the incarnation that issued the change refused it (R3: the world's
-    /// `PartitionRefused`, or the engine's `refused` alarm), or had to (R3 in the
-    /// restart's view of the disk, no fault on it or a store-wide file since): the
+    /// `PartitionRefused`, or the engine's `refused` alarm; or its whole topic), or had
+    /// to (R3 in the restart's view of the disk, no fault on it or a store-wide file
+    /// since): the
     /// first such change per partition and incarnation, `change` of `path`, issued at
     /// `changed_ms` (before the refusal was known, or after it). A correct open reads a
     /// partition before it decides to refuse it, and a store never touches a refused
     /// one.
     RefusedPartitionChanged {
         tp: TopicPartition,
+        path: String,
+        change: FileChange,
+        changed_ms: u64,
+    },
+    /// World, as `RefusedPartitionChanged`, for a file of a topic's own (its
+    /// `topic.conf`) in an incarnation that refused the topic whole (the store's report,
+    /// or the engine's `topic_refused` alarm); a change in one of its partitions'
+    /// directories is that partition's event.
+    RefusedTopicChanged {
+        topic: String,
         path: String,
         change: FileChange,
         changed_ms: u64,

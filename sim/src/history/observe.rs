@@ -243,6 +243,25 @@ impl History {
         )
     }
 
+    pub fn refused_topic_changed(
+        &mut self,
+        at_ms: u64,
+        topic: &str,
+        path: &str,
+        change: FileChange,
+        changed_ms: u64,
+    ) -> &mut Self {
+        self.record(
+            at_ms,
+            EventKind::RefusedTopicChanged {
+                topic: topic.to_owned(),
+                path: path.to_owned(),
+                change,
+                changed_ms,
+            },
+        )
+    }
+
     pub fn partition_poisoned(&mut self, at_ms: u64, tp: &TopicPartition) -> &mut Self {
         self.record(at_ms, EventKind::PartitionPoisoned { tp: tp.clone() })
     }

@@ -234,14 +234,17 @@ impl Subscriber for AlarmSubscriber {
                 _ => None,
             };
             let refusal = match (&alarm, &tp) {
-                (Alarm::Refused { .. }, Some(tp)) => Some(tp.clone()),
+                (Alarm::Refused { .. }, Some(tp)) => Some(Ok(tp.clone())),
+                (Alarm::TopicRefused { topic }, _) => Some(Err(topic.clone())),
                 _ => None,
             };
             rec.history
                 .engine_alarm(now, tp.as_ref(), alarm, RAISING.get());
-            if let Some(tp) = refusal {
-                let raised_in = RAISING.get().unwrap_or(rec.history.incarnation());
-                rec.refusal_known(&tp, raised_in);
+            let raised_in = RAISING.get().unwrap_or(rec.history.incarnation());
+            match refusal {
+                Some(Ok(tp)) => rec.refusal_known(&tp, raised_in),
+                Some(Err(topic)) => rec.topic_refusal_known(&topic, raised_in),
+                None => {}
             }
             if let Some((tp, dir, base, records, position)) = skipped {
                 rec.frame_at_skip(&dir, &tp, base, records, position);

@@ -290,6 +290,9 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
             rec.refusal_known(&tp, incarnation);
             rec.paths.refusals += 1;
         }
+        for (topic, _) in &report.refused_topics {
+            rec.topic_refusal_known(topic, incarnation);
+        }
     }
     // A topic the open refused (its topic.conf unreadable) is not created again.
     let existing: Vec<String> = store

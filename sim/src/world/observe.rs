@@ -6,7 +6,7 @@
 //! damage its open can still read), and tells the recorder of every change the engine
 //! issues under a partition's directory (which a refusal must not make).
 
-use super::recorder::{Shared, partition_of};
+use super::recorder::{Shared, partition_of, topic_file_of};
 use crate::fs::{SimFile, SimFs};
 use crate::history::{FileChange, TopicPartition};
 use cafelog_engine::format::{layout, word};
@@ -26,6 +26,8 @@ pub struct ObservingFile {
     path: PathBuf,
     /// The partition whose directory holds the file, if one does.
     tp: Option<TopicPartition>,
+    /// Else the topic whose directory holds it, if one does.
+    topic: Option<String>,
 }
 
 impl ObservingFs {
@@ -33,6 +35,10 @@ impl ObservingFs {
     fn changes(&self, path: &Path, change: FileChange) {
         if let Some(tp) = partition_of(path) {
             self.recorder.lock().engine_changes(&tp, path, change);
+        } else if let Some(topic) = topic_file_of(path) {
+            self.recorder
+                .lock()
+                .topic_file_changes(&topic, path, change);
         }
     }
 
@@ -46,6 +52,10 @@ impl ObservingFile {
     fn changes(&self, change: FileChange) {
         if let Some(tp) = &self.tp {
             self.recorder.lock().engine_changes(tp, &self.path, change);
+        } else if let Some(topic) = &self.topic {
+            self.recorder
+                .lock()
+                .topic_file_changes(topic, &self.path, change);
         }
     }
 
@@ -210,6 +220,7 @@ impl Fs for ObservingFs {
             recorder: self.recorder.clone(),
             path: path.to_path_buf(),
             tp: partition_of(path),
+            topic: topic_file_of(path),
         })
     }
 

@@ -843,4 +843,14 @@ fn an_open_that_refused_a_partition_changes_nothing_under_it() {
             None => assert!(fired.is_empty(), "{fired:?}"),
         }
     }
+    // A topic refused whole: a change of its own files (helper-114 M1).
+    let mut r = Run::two_segments(1_000);
+    r.crash(&[(0, 3, 3, 3)]).restart().with(|t, h| {
+        let conf = "/data/topics/orders/topic.conf";
+        h.refused_topic_changed(t, "orders", conf, FileChange::Rename, t);
+    });
+    assert_mentions(
+        &messages_of(&r.report(), CheckerName::RetentionSafe),
+        &["rename of /data/topics/orders/topic.conf", "topic orders"],
+    );
 }

@@ -3,19 +3,33 @@
 
 use super::*;
 
-/// The partition a path inside `/data/topics/<topic>/p%05d/` belongs to.
-pub fn partition_of(path: &Path) -> Option<TopicPartition> {
+/// The components of `path` after its `/data/topics/` (the topic's name first).
+fn under_topics(path: &Path) -> Option<Vec<&str>> {
     let mut parts = path
         .components()
         .map(|c| c.as_os_str().to_str().unwrap_or(""));
-    while let Some(part) = parts.next() {
-        if part == layout::TOPICS_DIR {
-            let topic = parts.next()?;
-            let partition = layout::parse_partition_dir_name(parts.next()?)?;
-            return Some(TopicPartition::new(topic, partition));
-        }
+    parts.by_ref().find(|part| *part == layout::TOPICS_DIR)?;
+    Some(parts.collect())
+}
+
+/// The partition a path inside `/data/topics/<topic>/p%05d/` belongs to.
+pub fn partition_of(path: &Path) -> Option<TopicPartition> {
+    match under_topics(path)?.as_slice() {
+        [topic, dir, ..] => Some(TopicPartition::new(
+            *topic,
+            layout::parse_partition_dir_name(dir)?,
+        )),
+        _ => None,
     }
-    None
+}
+
+/// The topic whose directory `/data/topics/<topic>/` holds a file at `path` outside any
+/// partition's directory (its `topic.conf`, say).
+pub fn topic_file_of(path: &Path) -> Option<String> {
+    match under_topics(path)?.as_slice() {
+        [topic, _file] => Some((*topic).to_owned()),
+        _ => None,
+    }
 }
 
 /// What kind of file a path names.

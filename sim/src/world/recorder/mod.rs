@@ -11,11 +11,12 @@ mod files;
 mod fs_faults;
 mod paths;
 mod refusals;
+mod refused_changes;
 mod skips;
 
 pub use corrupt_writes::CorruptWriteAt;
 use files::segment_of;
-pub use files::{file_kind, partition_of};
+pub use files::{file_kind, partition_of, topic_file_of};
 pub use paths::Paths;
 
 use super::damage;
@@ -160,8 +161,8 @@ pub struct Recorder {
     /// The partitions the running incarnation's open announced an R2 hole on (its
     /// salvage may write to the WAL before it says what it wrote).
     pub holes_announced: BTreeSet<TopicPartition>,
-    /// What the running incarnation changed under each partition, and refused.
-    refusal_watch: refusals::RefusalWatch,
+    /// What the running incarnation changed under each partition and topic, and refused.
+    refusal_watch: refused_changes::RefusalWatch,
 }
 
 /// A handle to the recorder.
@@ -214,7 +215,7 @@ impl Shared {
             alarm_raised: Arc::new(cafelog_engine::log::Notify::default()),
             cached_wal: Vec::new(),
             holes_announced: BTreeSet::new(),
-            refusal_watch: refusals::RefusalWatch::default(),
+            refusal_watch: refused_changes::RefusalWatch::default(),
         })))
     }
 

@@ -7,6 +7,7 @@
 
 use cafelog_engine::fs::{File, Fs, OpenMode};
 use cafelog_sim::fs::{FaultOptions, SimFs};
+use cafelog_sim::history::{FaultKind, FileKind};
 use cafelog_sim::world::node::wal_dir;
 use cafelog_sim::world::observe::ObservingFs;
 use cafelog_sim::world::recorder::Shared;
@@ -46,13 +47,17 @@ fn a_checkpoint_files_write_and_its_sync_each_forget_its_flips() {
             .flip_bit_at(|p| p == tmp, &tmp, 3, 0)
             .expect("the temp file is durable");
         assert!(!flip.in_cache, "the pending write masks it");
-        rec.lock().checkpoint_flips.insert(inode, 8);
+        let masked = world_records(&rec, inode, false);
         let other = observed
             .open(&dir.join("00000000000000000000.wal"), OpenMode::CreateNew)
             .await
             .expect("a WAL segment");
         other.sync_data().await.expect("synced");
-        assert_eq!(flips(&rec), Some(8), "another file's sync leaves it named");
+        assert_eq!(
+            flips(&rec),
+            Some(masked),
+            "another file's sync leaves it named"
+        );
         file.sync_data().await.expect("synced");
         assert_eq!(
             fs.durable_bytes(&tmp),
@@ -60,5 +65,39 @@ fn a_checkpoint_files_write_and_its_sync_each_forget_its_flips() {
             "the sync erased the flip"
         );
         assert_eq!(flips(&rec), None, "and the world forgets it");
+
+        // A flip the page cache took, with nothing pending (one in the sync's pause after
+        // it wrote the platter): in the file, and named after the next sync (helper-115).
+        let flip = fs
+            .flip_bit_at(|p| p == tmp, &tmp, 5, 1)
+            .expect("the temp file is durable");
+        assert!(flip.in_cache, "nothing masks it");
+        let taken = world_records(&rec, inode, true);
+        file.sync_data().await.expect("synced");
+        assert_ne!(
+            fs.durable_bytes(&tmp),
+            Some(vec![2; 16]),
+            "still in the file"
+        );
+        assert_eq!(flips(&rec), Some(taken), "and still named");
     });
+}
+
+/// The world's record of a flip of the checkpoint's temp file, as `inject.rs` makes it:
+/// the fault, a `FlipMissedCache` unless the page cache took it (`in_cache`), and the
+/// file's (`inode`) last flip. Returns the fault's index.
+fn world_records(rec: &Shared, inode: u64, in_cache: bool) -> usize {
+    let mut rec = rec.lock();
+    let kind = FaultKind::BitFlip {
+        file: FileKind::Wal,
+        offsets: None,
+        below_hwm: None,
+    };
+    let fault = rec.fault(kind, None, Some("/data/wal/checkpoint.tmp"));
+    if !in_cache {
+        let now = rec.now_ms();
+        rec.history.flip_missed_cache(now, fault);
+    }
+    rec.checkpoint_flips.insert(inode, fault);
+    fault
 }

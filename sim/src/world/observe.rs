@@ -114,7 +114,7 @@ impl File for ObservingFile {
         // The sync put the engine's whole write on the platter, over a flip that landed
         // under it since (helper-114 M3).
         if r.is_ok() && super::node::is_checkpoint_file(&self.path) {
-            self.recorder.lock().checkpoint_rewritten(&self.path);
+            self.recorder.lock().checkpoint_synced(&self.path);
         }
         self.after(r)
     }

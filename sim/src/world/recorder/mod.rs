@@ -570,10 +570,28 @@ impl Recorder {
     }
 
     /// The engine wrote the WAL checkpoint file at `path` (a replace writes it whole,
-    /// over a temp file it created or truncated), or synced that write: no earlier flip
-    /// of it is in it now.
+    /// over a temp file it created or truncated): no earlier flip of it is in it now.
     pub fn checkpoint_rewritten(&mut self, path: &Path) {
         if let Some(inode) = self.fs.visible_inode(path) {
+            self.checkpoint_flips.remove(&inode);
+        }
+    }
+
+    /// The engine synced the WAL checkpoint file at `path`, which it wrote whole: the
+    /// sync put that write on the platter over the flips the pending write masked since
+    /// (the page cache missed them); a flip in the sync's pause after that, which the
+    /// cache took, is in the file (helper-115 F1).
+    pub fn checkpoint_synced(&mut self, path: &Path) {
+        let Some(inode) = self.fs.visible_inode(path) else {
+            return;
+        };
+        let Some(&fault) = self.checkpoint_flips.get(&inode) else {
+            return;
+        };
+        let masked = self.history.events()[fault..].iter().any(|e| {
+            matches!(e.kind, EventKind::FlipMissedCache { fault_index } if fault_index == fault)
+        });
+        if masked {
             self.checkpoint_flips.remove(&inode);
         }
     }

@@ -10,7 +10,7 @@
 use cafelog_engine::fs::{File, Fs, OpenMode};
 use cafelog_sim::history::{EventKind, FaultKind, FileChange, FileKind, TopicPartition};
 use cafelog_sim::world::observe::ObservingFs;
-use cafelog_sim::world::recorder::Shared;
+use cafelog_sim::world::recorder::{Scope, Shared};
 use std::path::Path;
 
 mod common;
@@ -59,8 +59,10 @@ fn recorded(steps: &[Step]) -> Vec<(String, String, FileChange)> {
             match step {
                 Step::Refused(partition) => {
                     let incarnation = rec.lock().history.incarnation();
-                    rec.lock()
-                        .refusal_known(&TopicPartition::new("t", partition), incarnation);
+                    rec.lock().refusal_known(
+                        &Scope::Partition(TopicPartition::new("t", partition)),
+                        incarnation,
+                    );
                 }
                 Step::Expected(partition) => {
                     rec.lock()
@@ -77,7 +79,8 @@ fn recorded(steps: &[Step]) -> Vec<(String, String, FileChange)> {
                 }
                 Step::TopicRefused => {
                     let incarnation = rec.lock().history.incarnation();
-                    rec.lock().topic_refusal_known("t", incarnation);
+                    rec.lock()
+                        .refusal_known(&Scope::Topic("t".into()), incarnation);
                 }
                 Step::ReplaceConf => {
                     let tmp = Path::new("/data/topics/t/topic.conf.tmp");

@@ -868,9 +868,8 @@ pub fn checkpoint_read_flips(
     alarm: usize,
     incarnation: crate::history::Incarnation,
 ) -> Option<Vec<usize>> {
-    facts.checkpoint_read(incarnation)?;
+    let (_, mut before) = facts.checkpoint_read(incarnation)?;
     let mut flips = Vec::new();
-    let mut before = facts.checkpoint_read_flipped(incarnation);
     while let Some(fault) = before {
         flips.push(fault);
         before = checkpoint_earlier(facts, fault);

@@ -238,13 +238,8 @@ impl<'h> Facts<'h> {
             .map(|(floors, _)| floors.as_deref())
     }
 
-    /// The last flip of the WAL checkpoint file the world read at the restart of
-    /// `incarnation` (`CheckpointAtOpen::flipped`), if a flip hit that file.
-    pub fn checkpoint_read_flipped(&self, incarnation: Incarnation) -> Option<usize> {
-        self.checkpoint_read(incarnation)?.1
-    }
-
-    /// The world's `CheckpointAtOpen` at the restart of `incarnation`: floors, flip.
+    /// The world's `CheckpointAtOpen` at the restart of `incarnation`: its floors, and
+    /// the last flip of the file it read (`flipped`), if a flip hit that file.
     pub fn checkpoint_read(
         &self,
         incarnation: Incarnation,

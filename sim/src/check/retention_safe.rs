@@ -271,8 +271,8 @@ pub fn check(facts: &Facts<'_>) -> RetentionReport {
     report
 }
 
-/// Rule 8: each change the engine made under the directory of a partition its
-/// incarnation refused (the world's `RefusedPartitionChanged`).
+/// Rule 8: each change the engine made under the directory of a partition or topic its
+/// incarnation refused (the world's `RefusedPartitionChanged`, `RefusedTopicChanged`).
 fn refused_changes(facts: &Facts<'_>, report: &mut RetentionReport) {
     for (index, event) in facts.history.events().iter().enumerate() {
         let (refused, path, change, changed_ms, records) = match &event.kind {

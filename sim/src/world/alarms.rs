@@ -16,7 +16,7 @@
 //!
 //! [`EventKind::EngineAlarm`]: crate::history::EventKind::EngineAlarm
 
-use super::recorder::{Shared, partition_of};
+use super::recorder::{Scope, Shared, partition_of};
 use crate::history::Alarm;
 use crate::history::Incarnation;
 use std::cell::Cell;
@@ -234,17 +234,15 @@ impl Subscriber for AlarmSubscriber {
                 _ => None,
             };
             let refusal = match (&alarm, &tp) {
-                (Alarm::Refused { .. }, Some(tp)) => Some(Ok(tp.clone())),
-                (Alarm::TopicRefused { topic }, _) => Some(Err(topic.clone())),
+                (Alarm::Refused { .. }, Some(tp)) => Some(Scope::Partition(tp.clone())),
+                (Alarm::TopicRefused { topic }, _) => Some(Scope::Topic(topic.clone())),
                 _ => None,
             };
             rec.history
                 .engine_alarm(now, tp.as_ref(), alarm, RAISING.get());
-            let raised_in = RAISING.get().unwrap_or(rec.history.incarnation());
-            match refusal {
-                Some(Ok(tp)) => rec.refusal_known(&tp, raised_in),
-                Some(Err(topic)) => rec.topic_refusal_known(&topic, raised_in),
-                None => {}
+            if let Some(scope) = refusal {
+                let raised_in = RAISING.get().unwrap_or(rec.history.incarnation());
+                rec.refusal_known(&scope, raised_in);
             }
             if let Some((tp, dir, base, records, position)) = skipped {
                 rec.frame_at_skip(&dir, &tp, base, records, position);

@@ -6,7 +6,7 @@ use super::alarms::tagged;
 use super::cancel::{Cancels, cancel_after};
 use super::engine_call::{engine, engine_pinned};
 use super::observe::ObservingFs;
-use super::recorder::{Recorder, Shared};
+use super::recorder::{Recorder, Scope, Shared};
 use super::workload::Workload;
 use crate::clock::SimClock;
 use crate::history::{FaultKind, Incarnation, ProduceId, RequestKind, TopicPartition};
@@ -287,11 +287,11 @@ async fn try_open(ctx: &NodeContext) -> Result<SimStore, String> {
         for ((topic, partition), reason) in &report.refused {
             let tp = TopicPartition::new(topic.clone(), *partition);
             rec.history.partition_refused(now, &tp, reason);
-            rec.refusal_known(&tp, incarnation);
+            rec.refusal_known(&Scope::Partition(tp), incarnation);
             rec.paths.refusals += 1;
         }
         for (topic, _) in &report.refused_topics {
-            rec.topic_refusal_known(topic, incarnation);
+            rec.refusal_known(&Scope::Topic(topic.clone()), incarnation);
         }
     }
     // A topic the open refused (its topic.conf unreadable) is not created again.

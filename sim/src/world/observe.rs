@@ -6,9 +6,9 @@
 //! damage its open can still read), and tells the recorder of every change the engine
 //! issues under a partition's directory (which a refusal must not make).
 
-use super::recorder::{Shared, partition_of, topic_file_of};
+use super::recorder::{Scope, Shared};
 use crate::fs::{SimFile, SimFs};
-use crate::history::{FileChange, TopicPartition};
+use crate::history::FileChange;
 use cafelog_engine::format::{layout, word};
 use cafelog_engine::fs::{File, Fs, OpenMode};
 use std::io;
@@ -24,21 +24,15 @@ pub struct ObservingFile {
     inner: SimFile,
     recorder: Shared,
     path: PathBuf,
-    /// The partition whose directory holds the file, if one does.
-    tp: Option<TopicPartition>,
-    /// Else the topic whose directory holds it, if one does.
-    topic: Option<String>,
+    /// The partition or topic whose directory holds the file, if one does.
+    scope: Option<Scope>,
 }
 
 impl ObservingFs {
     /// Before the engine issues `change` to `path`.
     fn changes(&self, path: &Path, change: FileChange) {
-        if let Some(tp) = partition_of(path) {
-            self.recorder.lock().engine_changes(&tp, path, change);
-        } else if let Some(topic) = topic_file_of(path) {
-            self.recorder
-                .lock()
-                .topic_file_changes(&topic, path, change);
+        if let Some(scope) = Scope::of(path) {
+            self.recorder.lock().engine_changes(&scope, path, change);
         }
     }
 
@@ -50,12 +44,10 @@ impl ObservingFs {
 
 impl ObservingFile {
     fn changes(&self, change: FileChange) {
-        if let Some(tp) = &self.tp {
-            self.recorder.lock().engine_changes(tp, &self.path, change);
-        } else if let Some(topic) = &self.topic {
+        if let Some(scope) = &self.scope {
             self.recorder
                 .lock()
-                .topic_file_changes(topic, &self.path, change);
+                .engine_changes(scope, &self.path, change);
         }
     }
 
@@ -219,8 +211,7 @@ impl Fs for ObservingFs {
             inner,
             recorder: self.recorder.clone(),
             path: path.to_path_buf(),
-            tp: partition_of(path),
-            topic: topic_file_of(path),
+            scope: Scope::of(path),
         })
     }
 

@@ -500,8 +500,8 @@ pub(super) fn store_uncaused(facts: &Facts<'_>, alarm: &AlarmFact) -> Option<Str
                 checkpoint_damage, checkpoint_out_of_contract, checkpoint_read_flips,
             };
             let read_whole = facts
-                .checkpoint_read(alarm.incarnation)
-                .is_some_and(|(floors, _)| floors.is_some());
+                .checkpoint_at_open(alarm.incarnation)
+                .is_some_and(|floors| floors.is_some());
             let since = if read_whole { open } else { 0 };
             let caused = match checkpoint_read_flips(facts, alarm.index, alarm.incarnation) {
                 Some(flips) => {

@@ -37,7 +37,9 @@
 //!      in-flight records: the kill of the incarnation that raised it;
 //!    - WAL damage at open: a fault on a WAL file; an unreadable checkpoint: a flip of
 //!      the file the open read (named at its restart, or marked while it ran) that it
-//!      could meet, or an out-of-contract fault on the checkpoint's files; a hidden tail exposed: WAL damage reported by the same open;
+//!      could meet, or an out-of-contract fault on the checkpoint's files (since the
+//!      restart, when the world read the file whole then); a hidden tail exposed: WAL
+//!      damage reported by the same open;
 //!    - a refused topic: an out-of-contract fault on its `topic.conf` (in contract the
 //!      file is written whole, fsynced and renamed into place);
 //!    - a frontier reset: a fault on that partition's `consumer.offset` after the last

@@ -25,7 +25,7 @@ pub fn partition_of(path: &Path) -> Option<TopicPartition> {
 
 /// The topic whose directory `/data/topics/<topic>/` holds a file at `path` outside any
 /// partition's directory (its `topic.conf`, say).
-pub fn topic_file_of(path: &Path) -> Option<String> {
+pub(super) fn topic_file_of(path: &Path) -> Option<String> {
     match under_topics(path)?.as_slice() {
         [topic, _file] => Some((*topic).to_owned()),
         _ => None,

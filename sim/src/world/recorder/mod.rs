@@ -16,8 +16,9 @@ mod skips;
 
 pub use corrupt_writes::CorruptWriteAt;
 use files::segment_of;
-pub use files::{file_kind, partition_of, topic_file_of};
+pub use files::{file_kind, partition_of};
 pub use paths::Paths;
+pub use refused_changes::Scope;
 
 use super::damage;
 use super::node::DATA_ROOT;

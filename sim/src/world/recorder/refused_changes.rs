@@ -15,14 +15,22 @@
 use super::*;
 use crate::history::FileChange;
 
-/// Where a change lands: a partition's directory, or a topic's own files.
+/// Where a change lands, and what a refusal covers: a partition's directory, or a
+/// topic's own files (a refusal of the topic covers its partitions too).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Scope {
+pub enum Scope {
     Partition(TopicPartition),
     Topic(String),
 }
 
 impl Scope {
+    /// The scope of a file at `path`: its partition's directory, else its topic's.
+    pub fn of(path: &Path) -> Option<Scope> {
+        partition_of(path)
+            .map(Scope::Partition)
+            .or_else(|| files::topic_file_of(path).map(Scope::Topic))
+    }
+
     fn topic(&self) -> &str {
         match self {
             Scope::Partition(tp) => &tp.topic,
@@ -59,29 +67,19 @@ impl RefusalWatch {
 }
 
 impl Recorder {
-    /// Before the engine issues `change` to `path` in `tp`'s directory.
-    pub fn engine_changes(&mut self, tp: &TopicPartition, path: &Path, change: FileChange) {
-        self.changes_in(Scope::Partition(tp.clone()), path, change);
-    }
-
-    /// Before the engine issues `change` to `path`, a file of `topic`'s own (its
-    /// `topic.conf` or that file's temp file).
-    pub fn topic_file_changes(&mut self, topic: &str, path: &Path, change: FileChange) {
-        self.changes_in(Scope::Topic(topic.to_owned()), path, change);
-    }
-
-    fn changes_in(&mut self, scope: Scope, path: &Path, change: FileChange) {
+    /// Before the engine issues `change` to `path`, a file in `scope`.
+    pub fn engine_changes(&mut self, scope: &Scope, path: &Path, change: FileChange) {
         let incarnation = self.issuing_incarnation();
         let now = self.now_ms();
         let watch = &mut self.refusal_watch;
-        if !watch.at(incarnation) || watch.first_change.contains_key(&scope) {
+        if !watch.at(incarnation) || watch.first_change.contains_key(scope) {
             return;
         }
         watch
             .first_change
             .insert(scope.clone(), Some((path.to_path_buf(), change, now)));
         let refused = watch.refused_topics.contains(scope.topic())
-            || match &scope {
+            || match scope {
                 Scope::Partition(tp) => {
                     watch.refused.contains(tp)
                         || watch.expected.contains(tp) && !self.struck_now(tp)
@@ -89,7 +87,7 @@ impl Recorder {
                 Scope::Topic(_) => false,
             };
         if refused {
-            self.report_refused_change(&scope);
+            self.report_refused_change(scope);
         }
     }
 
@@ -103,28 +101,28 @@ impl Recorder {
         }
     }
 
-    /// When the world learns that `incarnation`'s open refused `tp` (its own record, or
-    /// the engine's alarm).
-    pub fn refusal_known(&mut self, tp: &TopicPartition, incarnation: Incarnation) {
+    /// When the world learns that `incarnation`'s open refused `scope` (its own record,
+    /// or the engine's alarm): a partition, or a topic whole.
+    pub fn refusal_known(&mut self, scope: &Scope, incarnation: Incarnation) {
         let watch = &mut self.refusal_watch;
-        if watch.at(incarnation) && watch.refused.insert(tp.clone()) {
-            self.report_refused_change(&Scope::Partition(tp.clone()));
-        }
-    }
-
-    /// When the world learns that `incarnation`'s open refused `topic` whole.
-    pub fn topic_refusal_known(&mut self, topic: &str, incarnation: Incarnation) {
-        let watch = &mut self.refusal_watch;
-        if !watch.at(incarnation) || !watch.refused_topics.insert(topic.to_owned()) {
+        let new = watch.at(incarnation)
+            && match scope {
+                Scope::Partition(tp) => watch.refused.insert(tp.clone()),
+                Scope::Topic(topic) => watch.refused_topics.insert(topic.clone()),
+            };
+        if !new {
             return;
         }
-        let scopes: Vec<Scope> = watch
+        let covered: Vec<Scope> = watch
             .first_change
             .keys()
-            .filter(|s| s.topic() == topic)
+            .filter(|s| match scope {
+                Scope::Partition(_) => *s == scope,
+                Scope::Topic(topic) => s.topic() == topic,
+            })
             .cloned()
             .collect();
-        for scope in scopes {
+        for scope in covered {
             self.report_refused_change(&scope);
         }
     }
